@@ -1,0 +1,247 @@
+//! Events of a review run, sent through a channel and rendered as JSON Lines
+//! (`--events FILE`) or as progress for humans on stderr.
+
+use serde::{Deserialize, Serialize};
+use tokio::sync::mpsc;
+
+use crate::review::finding::Finding;
+
+/// Counters of one review, as in the JSON output's `stats`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Stats {
+    /// `react`, `plan_execute` or `reflection`.
+    pub strategy: String,
+    /// Agent steps taken (model turns).
+    pub steps: u32,
+    /// Model calls made.
+    pub model_calls: u32,
+    /// Tool calls the model made, `submit_review` included.
+    pub tool_calls: u32,
+    /// Prompt tokens over all calls.
+    pub prompt_tokens: u64,
+    /// Completion tokens over all calls.
+    pub completion_tokens: u64,
+    /// Wall time of the run.
+    pub duration_ms: u64,
+}
+
+/// What happened, without the timestamp.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum EventKind {
+    /// A run began.
+    RunStarted {
+        /// Strategy name.
+        strategy: String,
+        /// Why this strategy was chosen.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        reason: Option<String>,
+    },
+    /// A model call completed.
+    ModelCall {
+        /// Agent step (1-based).
+        step: u32,
+        /// Prompt tokens.
+        prompt_tokens: u64,
+        /// Completion tokens.
+        completion_tokens: u64,
+        /// Wall time of the call, retries included.
+        latency_ms: u64,
+    },
+    /// A model call failed and is being tried again.
+    ModelRetry {
+        /// Attempt that failed (1-based).
+        attempt: u32,
+        /// Delay before the next attempt.
+        delay_ms: u64,
+        /// Why.
+        reason: String,
+    },
+    /// The model asked for a tool.
+    ToolCall {
+        /// Agent step.
+        step: u32,
+        /// Call id.
+        id: String,
+        /// Tool name.
+        name: String,
+        /// Raw JSON arguments, as the model wrote them.
+        arguments: String,
+    },
+    /// A tool call finished.
+    ToolResult {
+        /// Agent step.
+        step: u32,
+        /// Call id.
+        id: String,
+        /// Tool name.
+        name: String,
+        /// Whether it succeeded.
+        ok: bool,
+        /// Tokens of the observation.
+        tokens: u64,
+        /// Wall time.
+        latency_ms: u64,
+    },
+    /// A checked finding.
+    Finding(Finding),
+    /// The run ended.
+    RunFinished {
+        /// Final counters.
+        stats: Stats,
+    },
+    /// Something went wrong.
+    Error {
+        /// What, for humans (never containing secrets).
+        message: String,
+    },
+}
+
+/// An event with its time.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Event {
+    /// RFC 3339 timestamp.
+    pub ts: String,
+    /// The event.
+    #[serde(flatten)]
+    pub kind: EventKind,
+}
+
+/// Where a run sends its events. Cheap to clone; sending never blocks and never fails the run.
+#[derive(Debug, Clone, Default)]
+pub struct EventSink {
+    tx: Option<mpsc::UnboundedSender<Event>>,
+}
+
+impl EventSink {
+    /// A sink and the receiving end of its channel.
+    pub fn channel() -> (Self, mpsc::UnboundedReceiver<Event>) {
+        let (tx, rx) = mpsc::unbounded_channel();
+        (EventSink { tx: Some(tx) }, rx)
+    }
+
+    /// A sink that drops everything.
+    pub fn discard() -> Self {
+        EventSink { tx: None }
+    }
+
+    /// Sends an event stamped with the current time.
+    pub fn emit(&self, kind: EventKind) {
+        if let Some(tx) = &self.tx {
+            let ts = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
+            // A closed receiver only means nobody listens any more.
+            let _ = tx.send(Event { ts, kind });
+        }
+    }
+}
+
+/// One line of human progress for an event, or `None` for events not worth a line.
+pub fn progress_line(event: &Event, verbose: bool) -> Option<String> {
+    match &event.kind {
+        EventKind::RunStarted { strategy, reason } => Some(match reason {
+            Some(reason) => format!("review started ({strategy}: {reason})"),
+            None => format!("review started ({strategy})"),
+        }),
+        EventKind::ModelCall {
+            step,
+            prompt_tokens,
+            completion_tokens,
+            latency_ms,
+        } => Some(format!(
+            "step {step}: model replied in {:.1}s ({prompt_tokens} prompt + {completion_tokens} completion tokens)",
+            *latency_ms as f64 / 1000.0
+        )),
+        EventKind::ModelRetry {
+            attempt,
+            delay_ms,
+            reason,
+        } => Some(format!(
+            "model call attempt {attempt} failed ({reason}); retrying in {:.1}s",
+            *delay_ms as f64 / 1000.0
+        )),
+        EventKind::ToolCall {
+            step,
+            name,
+            arguments,
+            ..
+        } => Some(format!("step {step}: {name} {}", main_argument(arguments))),
+        EventKind::ToolResult {
+            name, ok: false, ..
+        } => Some(format!("  {name} failed (the model is told why)")),
+        EventKind::ToolResult {
+            name,
+            tokens,
+            latency_ms,
+            ..
+        } if verbose => Some(format!("  {name}: {tokens} tokens in {latency_ms} ms")),
+        EventKind::Finding(f) if verbose => Some(format!(
+            "  finding: {} {} {}",
+            f.severity,
+            f.location(),
+            f.title
+        )),
+        EventKind::RunFinished { stats } => Some(format!(
+            "review finished: {} steps, {} model calls, {} tool calls, {} tokens, {:.1}s",
+            stats.steps,
+            stats.model_calls,
+            stats.tool_calls,
+            stats.prompt_tokens + stats.completion_tokens,
+            stats.duration_ms as f64 / 1000.0
+        )),
+        EventKind::Error { message } => Some(format!("error: {message}")),
+        _ => None,
+    }
+}
+
+/// The argument a human wants to see: a path or a pattern, else the raw JSON, shortened.
+fn main_argument(arguments: &str) -> String {
+    let value: serde_json::Value = serde_json::from_str(arguments).unwrap_or_default();
+    let main = ["path", "pattern", "dir", "glob"]
+        .iter()
+        .find_map(|key| value.get(key).and_then(|v| v.as_str()).map(str::to_string))
+        .unwrap_or_else(|| arguments.to_string());
+    let mut short: String = main.chars().take(80).collect();
+    if short.len() < main.len() {
+        short.push('…');
+    }
+    short
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn events_serialise_with_type_and_ts() {
+        let event = Event {
+            ts: "2026-01-01T00:00:00.000Z".into(),
+            kind: EventKind::ToolCall {
+                step: 1,
+                id: "c1".into(),
+                name: "read_file".into(),
+                arguments: "{}".into(),
+            },
+        };
+        let json: serde_json::Value = serde_json::to_value(&event).expect("serialise");
+        assert_eq!(json["type"], "tool_call");
+        assert_eq!(json["ts"], "2026-01-01T00:00:00.000Z");
+        assert_eq!(json["name"], "read_file");
+    }
+
+    #[test]
+    fn progress_names_the_tool_and_its_main_argument() {
+        let event = Event {
+            ts: String::new(),
+            kind: EventKind::ToolCall {
+                step: 2,
+                id: "c".into(),
+                name: "read_file".into(),
+                arguments: r#"{"path":"src/a.rs","start_line":3}"#.into(),
+            },
+        };
+        assert_eq!(
+            progress_line(&event, false).as_deref(),
+            Some("step 2: read_file src/a.rs")
+        );
+    }
+}

@@ -1,0 +1,3 @@
+//! The orchestrator that runs a review, its strategies and its events.
+
+pub mod events;

@@ -1,0 +1,18 @@
+//! Redline: a code-review agent.
+//!
+//! A review reads a change ([`review::diff::ChangeSet`]), lets a model explore the
+//! repository through [`tools`] in a loop run by the [`agent`], checks the
+//! findings against the diff ([`review`]) and renders or publishes them.
+
+pub mod agent;
+pub mod cli;
+pub mod config;
+pub mod context;
+pub mod github;
+pub mod llm;
+pub mod prompts;
+pub mod queue;
+pub mod repo;
+pub mod review;
+pub mod server;
+pub mod tools;

@@ -1,0 +1,258 @@
+//! Model clients behind one trait, over normalised message types.
+//!
+//! Each provider keeps its wire types private to its own module; the rest of
+//! Redline only sees [`ChatRequest`], [`ChatResponse`] and [`LlmError`].
+
+mod secret;
+pub mod tokens;
+
+pub use secret::Secret;
+
+use async_trait::async_trait;
+use serde::{Deserialize, Serialize};
+use std::time::Duration;
+
+/// One tool call the model asked for, with its arguments exactly as the model wrote them.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ToolCall {
+    /// The provider's call id; the result must be answered with the same id.
+    pub id: String,
+    /// The tool's name as the model wrote it (it may name no known tool).
+    pub name: String,
+    /// The raw JSON text of the arguments; it may be malformed.
+    pub arguments: String,
+}
+
+/// A message of the conversation, in provider-neutral form.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "role", rename_all = "snake_case")]
+pub enum Message {
+    /// Instructions for the model.
+    System {
+        /// The text.
+        content: String,
+    },
+    /// Input from the user (or from the orchestrator on the user's behalf).
+    User {
+        /// The text.
+        content: String,
+    },
+    /// A reply from the model, kept verbatim so that the history stays valid.
+    Assistant {
+        /// The text part of the reply (may be empty).
+        content: String,
+        /// The tool calls of the reply, in order.
+        tool_calls: Vec<ToolCall>,
+    },
+    /// The result of one tool call.
+    Tool {
+        /// The id of the call this answers.
+        call_id: String,
+        /// The tool's name.
+        name: String,
+        /// The observation the model reads.
+        content: String,
+        /// Whether the call failed (the content then explains why).
+        is_error: bool,
+    },
+}
+
+impl Message {
+    /// A system message.
+    pub fn system(content: impl Into<String>) -> Self {
+        Message::System {
+            content: content.into(),
+        }
+    }
+
+    /// A user message.
+    pub fn user(content: impl Into<String>) -> Self {
+        Message::User {
+            content: content.into(),
+        }
+    }
+
+    /// The text content of the message, whatever its role.
+    pub fn text(&self) -> &str {
+        match self {
+            Message::System { content }
+            | Message::User { content }
+            | Message::Assistant { content, .. }
+            | Message::Tool { content, .. } => content,
+        }
+    }
+}
+
+/// A tool the model may call: its name, what it does, and a JSON Schema of its arguments.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolSpec {
+    /// The name the model calls it by.
+    pub name: String,
+    /// What it does, for the model.
+    pub description: String,
+    /// JSON Schema (an object schema) of the arguments.
+    pub parameters: serde_json::Value,
+}
+
+/// One request to a chat model.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ChatRequest {
+    /// The model name as the provider knows it.
+    pub model: String,
+    /// The conversation so far.
+    pub messages: Vec<Message>,
+    /// Tools offered for native tool calling; empty for none.
+    pub tools: Vec<ToolSpec>,
+    /// Upper bound on the reply's tokens.
+    pub max_tokens: u32,
+    /// Sampling temperature, where the user set one.
+    pub temperature: Option<f32>,
+}
+
+/// Token usage of one call.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Usage {
+    /// Tokens of the request.
+    pub prompt_tokens: u64,
+    /// Tokens of the reply.
+    pub completion_tokens: u64,
+}
+
+/// Why the model stopped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StopReason {
+    /// The model finished its turn.
+    EndTurn,
+    /// The model asked for tools.
+    ToolUse,
+    /// The reply hit `max_tokens`.
+    MaxTokens,
+    /// Anything else the provider reported.
+    Other,
+}
+
+/// A complete reply of the model.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ChatResponse {
+    /// The reply text (may be empty when the model only called tools).
+    pub content: String,
+    /// Tool calls, in the order the model made them.
+    pub tool_calls: Vec<ToolCall>,
+    /// Token usage, from the API's usage fields or counted locally.
+    pub usage: Usage,
+    /// Why the reply ended.
+    pub stop: StopReason,
+}
+
+impl ChatResponse {
+    /// The reply as a history message, verbatim.
+    pub fn to_message(&self) -> Message {
+        Message::Assistant {
+            content: self.content.clone(),
+            tool_calls: self.tool_calls.clone(),
+        }
+    }
+}
+
+/// Errors of a model call. Messages never contain the API key.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum LlmError {
+    /// 401/403: the key was refused.
+    #[error(
+        "the model API refused the credentials (HTTP {status}): {message}. Check REDLINE_API_KEY / OPENAI_API_KEY / ANTHROPIC_API_KEY"
+    )]
+    Auth {
+        /// HTTP status.
+        status: u16,
+        /// The provider's message, redacted.
+        message: String,
+    },
+    /// The model name is unknown to the provider.
+    #[error("unknown model `{model}`: {message}")]
+    ModelNotFound {
+        /// The requested model.
+        model: String,
+        /// The provider's message.
+        message: String,
+    },
+    /// The request does not fit the model's context window.
+    #[error("context length exceeded: {message}")]
+    ContextLengthExceeded {
+        /// The provider's message.
+        message: String,
+    },
+    /// The server does not accept the `tools` parameter (no native tool calling).
+    #[error("the endpoint does not support native tool calling: {message}")]
+    ToolsUnsupported {
+        /// The provider's message.
+        message: String,
+    },
+    /// 429: rate limited (retryable).
+    #[error("rate limited by the model API (HTTP 429){}", retry_after.map(|d| format!(", retry after {}s", d.as_secs())).unwrap_or_default())]
+    RateLimited {
+        /// How long the server asked us to wait.
+        retry_after: Option<Duration>,
+    },
+    /// 5xx (retryable).
+    #[error("model API server error (HTTP {status}): {message}")]
+    Server {
+        /// HTTP status.
+        status: u16,
+        /// The provider's message.
+        message: String,
+        /// How long the server asked us to wait, if it said.
+        retry_after: Option<Duration>,
+    },
+    /// Any other 4xx.
+    #[error("model API rejected the request (HTTP {status}): {message}")]
+    BadRequest {
+        /// HTTP status.
+        status: u16,
+        /// The provider's message.
+        message: String,
+    },
+    /// Connecting failed (retryable).
+    #[error("could not reach the model API: {0}")]
+    Connect(String),
+    /// The call took longer than the per-call timeout (retryable).
+    #[error("the model call timed out after {0:?}")]
+    Timeout(Duration),
+    /// The stream ended before the reply was complete (retryable).
+    #[error("the model's response stream was cut off: {0}")]
+    StreamCut(String),
+    /// The response could not be understood.
+    #[error("malformed response from the model API: {0}")]
+    Malformed(String),
+}
+
+impl LlmError {
+    /// Whether trying the same call again may succeed.
+    pub fn is_retryable(&self) -> bool {
+        matches!(
+            self,
+            LlmError::RateLimited { .. }
+                | LlmError::Server { .. }
+                | LlmError::Connect(_)
+                | LlmError::Timeout(_)
+                | LlmError::StreamCut(_)
+        )
+    }
+
+    /// The wait the server asked for, if any.
+    pub fn retry_after(&self) -> Option<Duration> {
+        match self {
+            LlmError::RateLimited { retry_after } | LlmError::Server { retry_after, .. } => {
+                *retry_after
+            }
+            _ => None,
+        }
+    }
+}
+
+/// A chat model: one call in, one complete reply out.
+#[async_trait]
+pub trait ChatModel: Send + Sync {
+    /// Sends the request and returns the whole reply (streamed under the hood where the provider streams).
+    async fn complete(&self, request: &ChatRequest) -> Result<ChatResponse, LlmError>;
+}

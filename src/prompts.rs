@@ -1,0 +1,1 @@
+//! Prompts, compiled in from `prompts/*.md` and overridable from the config file.

@@ -1,0 +1,3 @@
+//! Integration tests, one binary. Shared helpers live in `tests/common/`.
+
+mod common;
