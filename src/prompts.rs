@@ -1,1 +1,120 @@
-//! Prompts, compiled in from `prompts/*.md` and overridable from the config file.
+//! Prompts, compiled in from `prompts/*.md` and overridable from the config file
+//! (`[prompts]` table, one key per prompt).
+
+use serde::Deserialize;
+
+const SYSTEM: &str = include_str!("../prompts/system.md");
+const TASK: &str = include_str!("../prompts/task.md");
+const FINAL_TURN: &str = include_str!("../prompts/final_turn.md");
+const CORRECTIVE: &str = include_str!("../prompts/corrective.md");
+
+/// The planner's instructions (plan-and-execute).
+pub const PLANNER: &str = include_str!("../prompts/planner.md");
+/// The focused task message of one plan-and-execute task.
+pub const TASK_FOCUS: &str = include_str!("../prompts/task_focus.md");
+/// The evaluator's instructions (reflection).
+pub const EVALUATOR: &str = include_str!("../prompts/evaluator.md");
+/// The reflector's instructions (reflection).
+pub const REFLECTOR: &str = include_str!("../prompts/reflector.md");
+
+/// The prompts a review uses.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Prompts {
+    /// The reviewer's standing instructions.
+    pub system: String,
+    /// The first user message; `{overview}`, `{instructions}` and `{diff}` are filled in.
+    pub task: String,
+    /// Sent when the step budget is spent: asks for the conclusion, without tools.
+    pub final_turn: String,
+    /// Sent after a reply that had neither a tool call nor a readable review.
+    pub corrective: String,
+}
+
+impl Default for Prompts {
+    fn default() -> Self {
+        Prompts {
+            system: SYSTEM.to_string(),
+            task: TASK.to_string(),
+            final_turn: FINAL_TURN.to_string(),
+            corrective: CORRECTIVE.to_string(),
+        }
+    }
+}
+
+/// Replacement texts from the `[prompts]` table of `.redline.toml`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PromptOverrides {
+    /// Replaces `prompts/system.md`.
+    pub system: Option<String>,
+    /// Replaces `prompts/task.md`.
+    pub task: Option<String>,
+    /// Replaces `prompts/final_turn.md`.
+    pub final_turn: Option<String>,
+    /// Replaces `prompts/corrective.md`.
+    pub corrective: Option<String>,
+}
+
+impl Prompts {
+    /// The built-in prompts with the given overrides applied.
+    pub fn with_overrides(overrides: &PromptOverrides) -> Self {
+        let defaults = Prompts::default();
+        Prompts {
+            system: overrides.system.clone().unwrap_or(defaults.system),
+            task: overrides.task.clone().unwrap_or(defaults.task),
+            final_turn: overrides.final_turn.clone().unwrap_or(defaults.final_turn),
+            corrective: overrides.corrective.clone().unwrap_or(defaults.corrective),
+        }
+    }
+
+    /// The first user message for a change.
+    pub fn render_task(&self, overview: &str, instructions: Option<&str>, diff: &str) -> String {
+        let instructions = instructions
+            .map(|i| format!("Additional review instructions from the repository's maintainers:\n{i}"))
+            .unwrap_or_default();
+        // Placeholders are filled in one pass so text inside the diff is never re-expanded.
+        fill(&self.task, &[("{overview}", overview), ("{instructions}", &instructions), ("{diff}", diff)])
+    }
+}
+
+/// Replaces each placeholder once, scanning the template left to right.
+pub fn fill(template: &str, values: &[(&str, &str)]) -> String {
+    let mut out = String::with_capacity(template.len());
+    let mut rest = template;
+    while !rest.is_empty() {
+        let next = values.iter().filter_map(|(key, value)| rest.find(key).map(|at| (at, *key, *value))).min_by_key(|(at, ..)| *at);
+        match next {
+            Some((at, key, value)) => {
+                out.push_str(&rest[..at]);
+                out.push_str(value);
+                rest = &rest[at + key.len()..];
+            }
+            None => {
+                out.push_str(rest);
+                break;
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn overrides_replace_only_what_they_name() {
+        let p = Prompts::with_overrides(&PromptOverrides { system: Some("be brief".into()), ..Default::default() });
+        assert_eq!(p.system, "be brief");
+        assert_eq!(p.final_turn, Prompts::default().final_turn);
+    }
+
+    #[test]
+    fn placeholders_inside_values_are_not_expanded() {
+        let p = Prompts::default();
+        let task = p.render_task("2 files", None, "+ let s = \"{overview}\";");
+        assert!(task.contains("+ let s = \"{overview}\";"));
+        assert!(task.contains("2 files"));
+        assert!(!task.contains("{diff}"));
+    }
+}

@@ -23,6 +23,53 @@ pub struct Stats {
     pub completion_tokens: u64,
     /// Wall time of the run.
     pub duration_ms: u64,
+    /// Share (0 to 1) of the reviewable changed lines the model was shown.
+    #[serde(default)]
+    pub coverage: f64,
+    /// Reflection scores, when the reflection strategy ran.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scores: Option<Scores>,
+    /// Plan-and-execute tasks, when that strategy ran.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tasks: Vec<TaskStat>,
+}
+
+impl Stats {
+    /// Adds another run's counters to these.
+    pub fn absorb(&mut self, other: &Stats) {
+        self.steps += other.steps;
+        self.model_calls += other.model_calls;
+        self.tool_calls += other.tool_calls;
+        self.prompt_tokens += other.prompt_tokens;
+        self.completion_tokens += other.completion_tokens;
+    }
+}
+
+/// Evaluator scores of a reflection run.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Scores {
+    /// Evaluation rounds run.
+    pub rounds: u32,
+    /// The evaluator's overall score per round (0 to 10).
+    pub overall: Vec<f64>,
+    /// Findings removed for scoring under the threshold.
+    pub dropped: u32,
+}
+
+/// How one plan-and-execute task went.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TaskStat {
+    /// Task id.
+    pub id: String,
+    /// Task title.
+    pub title: String,
+    /// `ok` or `failed`.
+    pub outcome: String,
+    /// Findings it produced (before merging).
+    pub findings: usize,
+    /// Why it failed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
 }
 
 /// What happened, without the timestamp.
@@ -82,6 +129,20 @@ pub enum EventKind {
         tokens: u64,
         /// Wall time.
         latency_ms: u64,
+    },
+    /// The plan of a plan-and-execute run.
+    Plan {
+        /// The tasks.
+        tasks: Vec<crate::agent::plan::PlanTask>,
+    },
+    /// One evaluation round of a reflection run.
+    Evaluation {
+        /// Round (1-based).
+        round: u32,
+        /// Overall score (0 to 10).
+        score: f64,
+        /// Per finding id: its score and reason.
+        per_finding: Vec<crate::agent::reflection::FindingScore>,
     },
     /// A checked finding.
     Finding(Finding),

@@ -1,3 +1,290 @@
-//! The orchestrator that runs a review, its strategies and its events.
+//! The orchestrator that runs a review with one of three strategies (ReAct,
+//! plan-and-execute, reflection), and the events it emits.
+//!
+//! Every strategy shares the model client, the tools, the budgets, the event log
+//! and the finding checks; every budget is enforced here, in code.
 
+pub mod coverage;
 pub mod events;
+mod finish;
+pub mod plan;
+mod plan_execute;
+mod react;
+pub mod reflection;
+pub mod strategy;
+pub mod text_mode;
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use tokio_util::sync::CancellationToken;
+
+use crate::llm::tokens::TokenCounter;
+use crate::llm::{ChatModel, LlmError, Message};
+use crate::prompts::Prompts;
+use crate::review::anchor::{check_findings, summary_with_notes};
+use crate::review::parse::Submission;
+use crate::review::report::ReviewReport;
+use crate::tools::{ToolRegistry, Workspace};
+use coverage::Coverage;
+use events::{EventKind, EventSink, Stats};
+use finish::ReviewFinisher;
+use plan::Plan;
+use react::{ModeState, ReactRun, RunContext};
+use reflection::ReflectionConfig;
+use strategy::{AutoThresholds, Decision, Strategy, StrategyChoice};
+
+pub use finish::SUBMIT_REVIEW;
+pub use react::ToolMode;
+
+/// How a review runs.
+#[derive(Debug, Clone)]
+pub struct AgentConfig {
+    /// Model name, as the provider knows it.
+    pub model: String,
+    /// Model turns of one ReAct run before its final turn without tools.
+    pub max_steps: u32,
+    /// Cap on one reply's tokens.
+    pub max_reply_tokens: u32,
+    /// Sampling temperature, if set.
+    pub temperature: Option<f32>,
+    /// Extra instructions from the repository's config.
+    pub instructions: Option<String>,
+    /// The prompts.
+    pub prompts: Prompts,
+    /// Consecutive unreadable replies that end a run.
+    pub parse_failure_limit: u32,
+    /// Character budget of the diff put into a first message.
+    pub initial_diff_chars: usize,
+    /// Which strategy.
+    pub strategy: StrategyChoice,
+    /// Thresholds of `auto`.
+    pub auto: AutoThresholds,
+    /// Reflection loop settings.
+    pub reflection: ReflectionConfig,
+    /// Plan-and-execute tasks run at once.
+    pub parallel: usize,
+    /// Native or text tool calling.
+    pub tool_mode: ToolMode,
+}
+
+impl AgentConfig {
+    /// Defaults for a model.
+    pub fn new(model: impl Into<String>) -> Self {
+        AgentConfig {
+            model: model.into(),
+            max_steps: crate::config::DEFAULT_MAX_STEPS,
+            max_reply_tokens: 4096,
+            temperature: None,
+            instructions: None,
+            prompts: Prompts::default(),
+            parse_failure_limit: 2,
+            initial_diff_chars: 60_000,
+            strategy: StrategyChoice::Fixed(Strategy::React),
+            auto: AutoThresholds::default(),
+            reflection: ReflectionConfig::default(),
+            parallel: 4,
+            tool_mode: ToolMode::Auto,
+        }
+    }
+}
+
+/// Why a review could not finish.
+#[derive(Debug, thiserror::Error)]
+pub enum AgentError {
+    /// The model call failed for good (after retries).
+    #[error("model call failed: {0}")]
+    Model(#[from] LlmError),
+    /// A tool failed in a way the model cannot fix.
+    #[error("{0}")]
+    Tool(String),
+    /// The model's replies could not be read, too many times in a row.
+    #[error("the model gave {attempts} consecutive replies without a tool call or a readable result; last reply began: {excerpt:?}")]
+    Unparseable {
+        /// How many in a row.
+        attempts: u32,
+        /// The start of the last reply.
+        excerpt: String,
+    },
+    /// The run was cancelled (a newer push, a shutdown).
+    #[error("the review was cancelled")]
+    Cancelled,
+}
+
+/// Everything one review needs. One orchestrator runs one review.
+pub struct Orchestrator {
+    model: Arc<dyn ChatModel>,
+    tools: ToolRegistry,
+    workspace: Workspace,
+    events: EventSink,
+    config: AgentConfig,
+    cancel: CancellationToken,
+    counter: TokenCounter,
+    mode: ModeState,
+    coverage: Coverage,
+}
+
+impl Orchestrator {
+    /// A review of `workspace` with `model`, using the repository tools.
+    pub fn new(model: Arc<dyn ChatModel>, workspace: Workspace, config: AgentConfig) -> Self {
+        Orchestrator {
+            counter: TokenCounter::for_model(&config.model),
+            mode: ModeState::new(config.tool_mode),
+            coverage: Coverage::new(&workspace.changes),
+            model,
+            tools: ToolRegistry::repository_tools(),
+            workspace,
+            events: EventSink::discard(),
+            config,
+            cancel: CancellationToken::new(),
+        }
+    }
+
+    /// Sends events to `events`.
+    pub fn with_events(mut self, events: EventSink) -> Self {
+        self.events = events;
+        self
+    }
+
+    /// Stops the run at its next safe point when `cancel` fires.
+    pub fn with_cancel(mut self, cancel: CancellationToken) -> Self {
+        self.cancel = cancel;
+        self
+    }
+
+    /// The strategy this review would use, and why.
+    pub fn decide(&self) -> Decision {
+        strategy::decide(self.config.strategy, &self.workspace.changes, &self.config.auto)
+    }
+
+    /// Runs the review with the decided strategy and returns checked findings.
+    pub async fn review(&self) -> Result<ReviewReport, AgentError> {
+        let decision = self.decide();
+        self.run(decision, None).await
+    }
+
+    /// Plan-and-execute's first step alone (`--plan-only`, or a plan to confirm).
+    pub async fn plan(&self) -> Result<(Plan, Stats), AgentError> {
+        let mut stats = Stats::default();
+        let plan = plan_execute::make_plan(&self.context(), &self.overview(), &mut stats).await?;
+        self.events.emit(EventKind::Plan { tasks: plan.tasks.clone() });
+        Ok((plan, stats))
+    }
+
+    /// Runs plan-and-execute with a given plan (confirmed or edited by a person).
+    pub async fn review_with_plan(&self, mut plan: Plan, planning: Stats) -> Result<ReviewReport, AgentError> {
+        plan.cover(&self.workspace.changes);
+        let decision = Decision { strategy: Strategy::PlanExecute, reason: format!("{} tasks from a given plan", plan.tasks.len()) };
+        self.run(decision, Some((plan, planning))).await
+    }
+
+    async fn run(&self, decision: Decision, plan: Option<(Plan, Stats)>) -> Result<ReviewReport, AgentError> {
+        let started = Instant::now();
+        let mut stats = Stats { strategy: decision.strategy.name().into(), ..Stats::default() };
+        self.events.emit(EventKind::RunStarted { strategy: stats.strategy.clone(), reason: Some(decision.reason) });
+        let result = self.run_strategy(decision.strategy, plan, &mut stats).await;
+        stats.duration_ms = started.elapsed().as_millis() as u64;
+        stats.coverage = self.coverage.ratio();
+        match result {
+            Ok(submission) => Ok(self.finish(submission, stats)),
+            Err(error) => {
+                self.events.emit(EventKind::Error { message: error.to_string() });
+                Err(error)
+            }
+        }
+    }
+
+    async fn run_strategy(&self, strategy: Strategy, plan: Option<(Plan, Stats)>, stats: &mut Stats) -> Result<Submission, AgentError> {
+        let ctx = self.context();
+        match strategy {
+            Strategy::React => {
+                let run = ReactRun { ctx: &ctx, finisher: &ReviewFinisher, use_tools: true, max_steps: self.config.max_steps };
+                let history = vec![Message::system(self.config.prompts.system.clone()), Message::user(self.task_message())];
+                run.run(history, stats).await
+            }
+            Strategy::Reflection => reflection::run(&ctx, &self.config.reflection, &self.task_message(), stats).await,
+            Strategy::PlanExecute => {
+                let overview = self.overview();
+                let plan = match plan {
+                    Some((plan, planning)) => {
+                        stats.absorb(&planning);
+                        plan
+                    }
+                    None => {
+                        let plan = plan_execute::make_plan(&ctx, &overview, stats).await?;
+                        self.events.emit(EventKind::Plan { tasks: plan.tasks.clone() });
+                        plan
+                    }
+                };
+                plan_execute::execute(&ctx, &plan, &overview, self.config.parallel, stats).await
+            }
+        }
+    }
+
+    fn context(&self) -> RunContext<'_> {
+        RunContext {
+            model: self.model.as_ref(),
+            tools: &self.tools,
+            workspace: &self.workspace,
+            events: &self.events,
+            config: &self.config,
+            cancel: &self.cancel,
+            counter: &self.counter,
+            mode: &self.mode,
+            coverage: &self.coverage,
+        }
+    }
+
+    fn finish(&self, submission: Submission, stats: Stats) -> ReviewReport {
+        let checked = check_findings(submission.findings, &self.workspace.changes);
+        let mut summary = summary_with_notes(&submission.summary, &checked.notes);
+        if !submission.rejected.is_empty() {
+            summary.push_str("\n\nFindings the model submitted in a form that could not be read:\n");
+            for item in &submission.rejected {
+                summary.push_str(&format!("- {item}\n"));
+            }
+        }
+        for finding in &checked.findings {
+            self.events.emit(EventKind::Finding(finding.clone()));
+        }
+        self.events.emit(EventKind::RunFinished { stats: stats.clone() });
+        ReviewReport { findings: checked.findings, summary, stats }
+    }
+
+    /// One line per changed file.
+    fn overview(&self) -> String {
+        let changes = &self.workspace.changes;
+        let mut overview = format!("The change touches {} file(s):\n", changes.files.len());
+        for file in &changes.files {
+            let renamed = file.old_path.as_deref().map(|old| format!(" (from {old})")).unwrap_or_default();
+            let binary = if file.binary { ", binary" } else { "" };
+            overview.push_str(&format!(
+                "- {} [{:?}{binary}] +{} -{}{renamed}\n",
+                file.path,
+                file.status,
+                file.additions(),
+                file.deletions()
+            ));
+        }
+        overview
+    }
+
+    /// The first user message of a whole-change run: overview, and the diff within its budget.
+    fn task_message(&self) -> String {
+        let mut diff = String::new();
+        let mut left_out = Vec::new();
+        for file in &self.workspace.changes.files {
+            let rendered = file.render_numbered();
+            if diff.len() + rendered.len() <= self.config.initial_diff_chars {
+                diff.push_str(&rendered);
+                self.coverage.show_file(&file.path);
+            } else {
+                left_out.push(file.path.as_str());
+            }
+        }
+        if !left_out.is_empty() {
+            diff.push_str(&format!("\nNot shown above for size (open each with the `diff` tool): {}\n", left_out.join(", ")));
+        }
+        self.config.prompts.render_task(&self.overview(), self.config.instructions.as_deref(), &diff)
+    }
+}

@@ -1,1 +1,150 @@
-//! placeholder
+//! The command line: `redline review`, `redline context`, `redline action`, `redline serve`.
+
+mod context;
+mod progress;
+mod review;
+
+use clap::{Args, Parser, Subcommand};
+use std::path::PathBuf;
+
+pub use progress::spawn_event_consumers;
+
+/// Exit code: done, nothing at or above `--fail-on`.
+pub const EXIT_OK: i32 = 0;
+/// Exit code: done, and some finding is at or above `--fail-on`.
+pub const EXIT_FINDINGS: i32 = 1;
+/// Exit code: error (arguments, git, model, config).
+pub const EXIT_ERROR: i32 = 2;
+
+/// Redline: a code-review agent.
+#[derive(Debug, Parser)]
+#[command(name = "redline", version, about, propagate_version = true)]
+pub struct Cli {
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// The subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Review a change in a local repository.
+    Review(ReviewArgs),
+    /// Show what the model would see first for a change, and its size (no model needed).
+    Context(ContextArgs),
+}
+
+/// `redline context`.
+#[derive(Debug, Clone, Args)]
+pub struct ContextArgs {
+    /// The repository (default: the one containing the current directory).
+    #[arg(long, value_name = "PATH")]
+    pub repo: Option<PathBuf>,
+    /// Base revision (default as for `redline review`).
+    #[arg(long, value_name = "REV")]
+    pub base: Option<String>,
+    /// Head revision.
+    #[arg(long, value_name = "REV", default_value = "HEAD")]
+    pub head: String,
+    /// The model whose tokenizer and window to use.
+    #[arg(long, env = "REDLINE_MODEL")]
+    pub model: Option<String>,
+    /// Output format.
+    #[arg(long, default_value = "text", value_name = "text|json")]
+    pub format: String,
+}
+
+/// Model selection, shared by every command that talks to a model.
+#[derive(Debug, Clone, Args)]
+pub struct ModelArgs {
+    /// Model API protocol: openai (any OpenAI-compatible server) or anthropic.
+    #[arg(long, env = "REDLINE_PROVIDER", value_name = "openai|anthropic")]
+    pub provider: Option<String>,
+    /// Model name.
+    #[arg(long, env = "REDLINE_MODEL")]
+    pub model: Option<String>,
+    /// API root (e.g. http://localhost:11434/v1 for Ollama).
+    #[arg(long, env = "REDLINE_BASE_URL", value_name = "URL")]
+    pub base_url: Option<String>,
+}
+
+impl ModelArgs {
+    /// As config flags.
+    pub fn flags(&self) -> crate::config::ModelFlags {
+        crate::config::ModelFlags {
+            provider: self.provider.clone(),
+            model: self.model.clone(),
+            base_url: self.base_url.clone(),
+        }
+    }
+}
+
+/// `redline review`.
+#[derive(Debug, Clone, Args)]
+pub struct ReviewArgs {
+    /// The repository (default: the one containing the current directory).
+    #[arg(long, value_name = "PATH")]
+    pub repo: Option<PathBuf>,
+    /// Base revision (default: merge-base of HEAD with origin/HEAD, else main, else master).
+    #[arg(long, value_name = "REV")]
+    pub base: Option<String>,
+    /// Head revision.
+    #[arg(long, value_name = "REV", default_value = "HEAD")]
+    pub head: String,
+    /// Also review staged and unstaged changes in the work tree.
+    #[arg(long)]
+    pub uncommitted: bool,
+    /// Model settings.
+    #[command(flatten)]
+    pub model: ModelArgs,
+    /// Output format.
+    #[arg(long, default_value = "text", value_name = "text|markdown|json|sarif")]
+    pub format: String,
+    /// Write the result here instead of stdout.
+    #[arg(long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// Write a JSON Lines event log here.
+    #[arg(long, value_name = "FILE")]
+    pub events: Option<PathBuf>,
+    /// Exit 1 when a finding is at or above this severity.
+    #[arg(long, value_name = "critical|major|minor|nit|never")]
+    pub fail_on: Option<String>,
+    /// Model turns before the model must conclude.
+    #[arg(long, value_name = "N")]
+    pub max_steps: Option<u32>,
+    /// Review strategy.
+    #[arg(long, value_name = "auto|react|plan|reflect")]
+    pub strategy: Option<String>,
+    /// Print the review plan and stop (JSON with --format json).
+    #[arg(long, conflicts_with = "plan")]
+    pub plan_only: bool,
+    /// Run this plan (as printed by --plan-only --format json, possibly edited).
+    #[arg(long, value_name = "FILE")]
+    pub plan: Option<PathBuf>,
+    /// Do not ask for confirmation of the plan on a terminal.
+    #[arg(short, long)]
+    pub yes: bool,
+    /// Plan-and-execute tasks run at once.
+    #[arg(long, value_name = "N")]
+    pub parallel: Option<usize>,
+    /// Native tool calling, text-mode ReAct, or native falling back to text.
+    #[arg(long, value_name = "native|text|auto")]
+    pub tool_mode: Option<String>,
+    /// A config file to use instead of the repository's .redline.toml.
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// More progress detail on stderr.
+    #[arg(short, long, conflicts_with = "quiet")]
+    pub verbose: bool,
+    /// No progress on stderr.
+    #[arg(short, long)]
+    pub quiet: bool,
+}
+
+/// Runs a parsed command line and returns the process exit code.
+pub async fn run(cli: Cli) -> i32 {
+    match cli.command {
+        Command::Review(args) => review::run(args).await,
+        Command::Context(args) => context::run(args),
+    }
+}

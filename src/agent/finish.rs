@@ -1,0 +1,105 @@
+//! How a run ends: the tool the model calls to hand in its result, and how that
+//! result is read from the call or, leniently, from plain text.
+
+use crate::llm::ToolSpec;
+use crate::review::parse::{Submission, parse_submission, parse_text_reply, submit_review_schema};
+
+use super::plan::{Plan, SUBMIT_PLAN, submit_plan_spec};
+use super::reflection::{Evaluation, SUBMIT_EVALUATION, submit_evaluation_spec};
+
+/// What ends a run and how its result is read.
+pub(crate) trait Finisher: Send + Sync {
+    /// What the run produces.
+    type Output: Send;
+    /// The finishing tool.
+    fn spec(&self) -> ToolSpec;
+    /// Reads the finishing tool's arguments; the error tells the model what to fix.
+    fn parse_args(&self, args: &serde_json::Value) -> Result<Self::Output, String>;
+    /// Reads a result from a reply without tool calls, if there is one.
+    fn parse_text(&self, text: &str) -> Option<Self::Output>;
+
+    /// Reads the finishing tool's raw arguments.
+    fn parse_call(&self, raw: &str) -> Result<Self::Output, String> {
+        let name = self.spec().name;
+        let args: serde_json::Value = serde_json::from_str(raw).map_err(|e| {
+            format!("the arguments of `{name}` are not valid JSON ({e}); call it again with a JSON object")
+        })?;
+        self.parse_args(&args).map_err(|e| format!("could not read `{name}`: {e}; call it again following its schema"))
+    }
+}
+
+/// Name of the tool the model calls to finish a review.
+pub const SUBMIT_REVIEW: &str = "submit_review";
+
+/// Ends a review run with `submit_review`.
+pub(crate) struct ReviewFinisher;
+
+impl Finisher for ReviewFinisher {
+    type Output = Submission;
+
+    fn spec(&self) -> ToolSpec {
+        ToolSpec {
+            name: SUBMIT_REVIEW.into(),
+            description: "Finish the review: submit every finding, anchored on head line numbers of the diff, and a short summary. Call it once, at the end.".into(),
+            parameters: submit_review_schema(),
+        }
+    }
+
+    fn parse_args(&self, args: &serde_json::Value) -> Result<Submission, String> {
+        parse_submission(args)
+    }
+
+    fn parse_text(&self, text: &str) -> Option<Submission> {
+        parse_text_reply(text)
+    }
+}
+
+/// Ends a planning run with `submit_plan`.
+pub(crate) struct PlanFinisher;
+
+impl Finisher for PlanFinisher {
+    type Output = Plan;
+
+    fn spec(&self) -> ToolSpec {
+        submit_plan_spec()
+    }
+
+    fn parse_args(&self, args: &serde_json::Value) -> Result<Plan, String> {
+        Plan::from_submission(args)
+    }
+
+    fn parse_text(&self, text: &str) -> Option<Plan> {
+        json_object_in(text).and_then(|v| Plan::from_submission(&v).ok())
+    }
+}
+
+/// Ends an evaluation run with `submit_evaluation`.
+pub(crate) struct EvaluationFinisher;
+
+impl Finisher for EvaluationFinisher {
+    type Output = Evaluation;
+
+    fn spec(&self) -> ToolSpec {
+        submit_evaluation_spec()
+    }
+
+    fn parse_args(&self, args: &serde_json::Value) -> Result<Evaluation, String> {
+        Evaluation::from_submission(args)
+    }
+
+    fn parse_text(&self, text: &str) -> Option<Evaluation> {
+        json_object_in(text).and_then(|v| Evaluation::from_submission(&v).ok())
+    }
+}
+
+/// The first JSON object in a text (fenced or bare).
+fn json_object_in(text: &str) -> Option<serde_json::Value> {
+    let start = text.find('{')?;
+    let end = text.rfind('}')?;
+    serde_json::from_str(text.get(start..=end)?).ok()
+}
+
+/// Names of all finishing tools, which are never dispatched to the registry.
+pub(crate) fn is_finishing_tool(name: &str) -> bool {
+    matches!(name, SUBMIT_REVIEW | SUBMIT_PLAN | SUBMIT_EVALUATION)
+}

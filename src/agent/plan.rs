@@ -1,0 +1,179 @@
+//! Review plans for plan-and-execute: what the model proposes through
+//! `submit_plan`, what a person may edit (`--plan-only --format json` / `--plan FILE`),
+//! and the orchestrator's guarantee that every reviewable file is covered.
+
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeSet;
+
+use crate::llm::ToolSpec;
+use crate::review::diff::ChangeSet;
+
+/// Name of the tool the planner calls.
+pub const SUBMIT_PLAN: &str = "submit_plan";
+
+/// One review task: an area of the change and what to check there.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PlanTask {
+    /// Short stable id (`t1`, `t2`, …).
+    pub id: String,
+    /// What the task is about.
+    pub title: String,
+    /// Changed files it covers.
+    pub files: Vec<String>,
+    /// What to check.
+    #[serde(default)]
+    pub focus: String,
+}
+
+/// A plan: the tasks, in the exact JSON that `--plan-only --format json` prints and `--plan FILE` reads.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Plan {
+    /// Format version.
+    pub version: u32,
+    /// The tasks.
+    pub tasks: Vec<PlanTask>,
+}
+
+impl Plan {
+    /// Parses a plan file (the `--plan-only --format json` output, possibly edited).
+    pub fn from_json(text: &str) -> Result<Plan, String> {
+        let plan: Plan = serde_json::from_str(text).map_err(|e| format!("not a Redline plan: {e}"))?;
+        if plan.version != 1 {
+            return Err(format!("unsupported plan version {}", plan.version));
+        }
+        Ok(plan)
+    }
+
+    /// Reads the planner's `submit_plan` arguments leniently.
+    pub fn from_submission(args: &serde_json::Value) -> Result<Plan, String> {
+        let tasks = args.get("tasks").and_then(|t| t.as_array()).ok_or("`tasks` must be a list of tasks")?;
+        let mut plan = Plan { version: 1, tasks: Vec::new() };
+        for (i, task) in tasks.iter().enumerate() {
+            let files: Vec<String> = match task.get("files") {
+                Some(serde_json::Value::Array(items)) => {
+                    items.iter().filter_map(|f| f.as_str()).map(|f| f.trim_start_matches("./").to_string()).collect()
+                }
+                Some(serde_json::Value::String(one)) => vec![one.clone()],
+                _ => Vec::new(),
+            };
+            let text = |key: &str| task.get(key).and_then(|v| v.as_str()).unwrap_or_default().to_string();
+            let title = Some(text("title")).filter(|t| !t.is_empty()).unwrap_or_else(|| format!("Task {}", i + 1));
+            plan.tasks.push(PlanTask { id: format!("t{}", i + 1), title, files, focus: text("focus") });
+        }
+        if plan.tasks.is_empty() {
+            return Err("the plan has no tasks".into());
+        }
+        Ok(plan)
+    }
+
+    /// Drops files that are not part of the change, removes tasks left empty, and
+    /// adds a task for every reviewable changed file no task covers. Returns the added files.
+    pub fn cover(&mut self, changes: &ChangeSet) -> Vec<String> {
+        let reviewable: BTreeSet<&str> =
+            changes.files.iter().filter(|f| !f.binary).map(|f| f.path.as_str()).collect();
+        for task in &mut self.tasks {
+            task.files.retain(|f| reviewable.contains(f.as_str()));
+        }
+        self.tasks.retain(|t| !t.files.is_empty());
+        let covered: BTreeSet<&str> = self.tasks.iter().flat_map(|t| t.files.iter().map(String::as_str)).collect();
+        let forgotten: Vec<String> =
+            reviewable.iter().filter(|f| !covered.contains(**f)).map(|f| f.to_string()).collect();
+        if !forgotten.is_empty() {
+            self.tasks.push(PlanTask {
+                id: format!("t{}", self.tasks.len() + 1),
+                title: "Files the plan did not cover".into(),
+                files: forgotten.clone(),
+                focus: "Review these changed files for correctness, security and tests.".into(),
+            });
+        }
+        for (i, task) in self.tasks.iter_mut().enumerate() {
+            task.id = format!("t{}", i + 1);
+        }
+        forgotten
+    }
+
+    /// The plan for people.
+    pub fn render_text(&self) -> String {
+        let mut out = format!("Review plan ({} tasks)\n", self.tasks.len());
+        for task in &self.tasks {
+            out.push_str(&format!("\n[{}] {}\n", task.id, task.title));
+            if !task.focus.is_empty() {
+                out.push_str(&format!("    check: {}\n", task.focus));
+            }
+            for file in &task.files {
+                out.push_str(&format!("    - {file}\n"));
+            }
+        }
+        out
+    }
+
+    /// The plan as pretty JSON (the `--plan FILE` format).
+    pub fn to_json(&self) -> String {
+        serde_json::to_string_pretty(self).unwrap_or_default()
+    }
+}
+
+/// The `submit_plan` tool's spec.
+pub fn submit_plan_spec() -> ToolSpec {
+    ToolSpec {
+        name: SUBMIT_PLAN.into(),
+        description: "Submit the review plan: a list of review tasks, each covering some changed files and saying what to check. Every changed file must be in some task; group files that belong together.".into(),
+        parameters: serde_json::json!({
+            "type": "object",
+            "properties": {
+                "tasks": {
+                    "type": "array",
+                    "items": {
+                        "type": "object",
+                        "properties": {
+                            "title": {"type": "string", "description": "What this task reviews."},
+                            "files": {"type": "array", "items": {"type": "string"}, "description": "Changed file paths this task covers."},
+                            "focus": {"type": "string", "description": "What to check: risks, invariants, callers to verify."}
+                        },
+                        "required": ["title", "files", "focus"]
+                    }
+                }
+            },
+            "required": ["tasks"]
+        }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::review::diff::{FileChange, FileStatus};
+
+    fn changes(paths: &[&str]) -> ChangeSet {
+        ChangeSet {
+            base: "b".into(),
+            head: None,
+            files: paths
+                .iter()
+                .map(|p| FileChange { path: p.to_string(), old_path: None, status: FileStatus::Modified, binary: false, hunks: vec![] })
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn forgotten_files_get_a_task_and_unknown_files_are_dropped() {
+        let args = serde_json::json!({"tasks": [
+            {"title": "API", "files": ["./src/api.rs", "src/ghost.rs"], "focus": "errors"},
+            {"title": "Nothing real", "files": ["nope.rs"]}
+        ]});
+        let mut plan = Plan::from_submission(&args).unwrap();
+        let added = plan.cover(&changes(&["src/api.rs", "src/db.rs", "tests/t.rs"]));
+        assert_eq!(added, vec!["src/db.rs".to_string(), "tests/t.rs".to_string()]);
+        assert_eq!(plan.tasks.len(), 2);
+        assert_eq!(plan.tasks[0].files, vec!["src/api.rs".to_string()]);
+        assert_eq!(plan.tasks[1].id, "t2");
+    }
+
+    #[test]
+    fn json_round_trips_and_checks_version() {
+        let plan = Plan { version: 1, tasks: vec![PlanTask { id: "t1".into(), title: "x".into(), files: vec!["a".into()], focus: String::new() }] };
+        assert_eq!(Plan::from_json(&plan.to_json()).unwrap(), plan);
+        assert!(Plan::from_json("{\"version\":2,\"tasks\":[]}").is_err());
+        assert!(Plan::from_submission(&serde_json::json!({"tasks": []})).is_err());
+    }
+}

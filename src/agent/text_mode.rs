@@ -1,0 +1,1 @@
+//! placeholder until the text-mode parser lands

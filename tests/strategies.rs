@@ -1,0 +1,316 @@
+//! The three strategies and text-mode ReAct, end to end against the scripted model server.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use crate::common::cli;
+use crate::common::git::TempRepo;
+use crate::common::model_server::{ModelServer, RecordedRequest, Reply, Wire};
+
+/// A change of three source files in two areas.
+fn three_file_repo() -> TempRepo {
+    let repo = TempRepo::new();
+    repo.write("src/api.rs", "pub fn get() -> u32 {\n    1\n}\n");
+    repo.write("src/db.rs", "pub fn open() -> bool {\n    true\n}\n");
+    repo.write("tests/api_test.rs", "#[test]\nfn t() {}\n");
+    repo.commit("base");
+    repo.checkout_new_branch("feature");
+    repo.write("src/api.rs", "pub fn get() -> u32 {\n    let x = 1;\n    x / 0\n}\n");
+    repo.write("src/db.rs", "pub fn open() -> bool {\n    let ok = false;\n    ok\n}\n");
+    repo.write("tests/api_test.rs", "#[test]\nfn t() {\n    assert!(true);\n}\n");
+    repo.commit("change");
+    repo
+}
+
+fn system_text(req: &RecordedRequest) -> String {
+    req.body["messages"][0]["content"].as_str().unwrap_or_default().to_string()
+}
+
+fn first_user_text(req: &RecordedRequest) -> String {
+    req.body["messages"][1]["content"].as_str().unwrap_or_default().to_string()
+}
+
+fn message_count(req: &RecordedRequest) -> usize {
+    req.body["messages"].as_array().map(Vec::len).unwrap_or(0)
+}
+
+fn finding(path: &str, line: u32, title: &str) -> Value {
+    json!({"path": path, "line": line, "severity": "major", "category": "bug", "title": title, "body": format!("{title}.")})
+}
+
+fn submit(findings: Vec<Value>, summary: &str) -> Reply {
+    Reply::tool("submit", "submit_review", json!({"findings": findings, "summary": summary}))
+}
+
+fn is_planner(req: &RecordedRequest) -> bool {
+    system_text(req).contains("You are planning the review")
+}
+
+fn task_id(req: &RecordedRequest) -> Option<String> {
+    let user = first_user_text(req);
+    let at = user.find("as task t")? + "as task ".len();
+    Some(user[at..].chars().take_while(|c| c.is_alphanumeric()).collect())
+}
+
+#[tokio::test]
+async fn plan_execute_adds_forgotten_files_and_survives_a_failing_task() {
+    let repo = three_file_repo();
+    let server = ModelServer::start_with(Wire::OpenAi, |req, _| {
+        if is_planner(req) {
+            // The plan forgets src/db.rs.
+            return Reply::tool("p", "submit_plan", json!({"tasks": [
+                {"title": "API", "files": ["src/api.rs", "tests/api_test.rs"], "focus": "arithmetic"}
+            ]}));
+        }
+        match task_id(req).as_deref() {
+            Some("t1") => submit(vec![finding("src/api.rs", 3, "Division by zero")], "API reviewed."),
+            // The added task fails: two unreadable replies in a row.
+            Some("t2") => Reply::text("hmm, not sure"),
+            _ => Reply::error(500, "unexpected request"),
+        }
+    })
+    .await;
+    let run = cli::review(repo.path(), &server.base_url(), "openai", &["--format", "json", "--strategy", "plan"]).await;
+    assert_eq!(run.code, 0, "stderr: {}", run.stderr);
+    let out = run.json();
+    assert_eq!(out["stats"]["strategy"], "plan_execute");
+    let tasks = out["stats"]["tasks"].as_array().expect("tasks");
+    assert_eq!(tasks.len(), 2, "{out}");
+    assert_eq!(tasks[0]["outcome"], "ok");
+    assert_eq!(tasks[1]["outcome"], "failed");
+    assert_eq!(tasks[1]["title"], "Files the plan did not cover");
+    assert_eq!(out["findings"].as_array().map(Vec::len), Some(1));
+    assert_eq!(out["findings"][0]["path"], "src/api.rs");
+    assert!(out["summary"].as_str().unwrap_or_default().contains("failed"), "{out}");
+    // The forgotten file reached the model in the added task's context.
+    let t2 = server.requests().into_iter().find(|r| task_id(r).as_deref() == Some("t2")).expect("t2 ran");
+    assert!(first_user_text(&t2).contains("+++ b/src/db.rs"));
+    assert!(run.event_types().iter().any(|t| t == "plan"));
+    let started = run.events().into_iter().find(|e| e["type"] == "run_started").expect("run_started");
+    assert_eq!(started["strategy"], "plan_execute");
+}
+
+#[tokio::test]
+async fn plan_execute_reaches_full_coverage_and_merges_duplicates() {
+    let repo = three_file_repo();
+    let server = ModelServer::start_with(Wire::OpenAi, |req, _| {
+        if is_planner(req) {
+            return Reply::tool("p", "submit_plan", json!({"tasks": [
+                {"title": "API", "files": ["src/api.rs"], "focus": "math"},
+                {"title": "DB and tests", "files": ["src/db.rs", "tests/api_test.rs", "src/api.rs"], "focus": "state"}
+            ]}));
+        }
+        // Both tasks report the same problem: it is merged into one finding.
+        submit(vec![finding("src/api.rs", 3, "Division by zero")], "ok")
+    })
+    .await;
+    let run = cli::review(repo.path(), &server.base_url(), "openai", &["--format", "json", "--strategy", "plan"]).await;
+    assert_eq!(run.code, 0, "stderr: {}", run.stderr);
+    let out = run.json();
+    assert_eq!(out["findings"].as_array().map(Vec::len), Some(1), "{out}");
+    assert_eq!(out["stats"]["coverage"], 1.0);
+}
+
+/// Records, per task, the order in which its requests arrived.
+async fn task_arrivals(parallel: &str) -> Vec<String> {
+    let repo = three_file_repo();
+    let arrivals = Arc::new(Mutex::new(Vec::new()));
+    let seen = arrivals.clone();
+    let server = ModelServer::start_with(Wire::OpenAi, move |req, _| {
+        if is_planner(req) {
+            return Reply::tool("p", "submit_plan", json!({"tasks": [
+                {"title": "a", "files": ["src/api.rs"], "focus": "x"},
+                {"title": "b", "files": ["src/db.rs"], "focus": "x"},
+                {"title": "c", "files": ["tests/api_test.rs"], "focus": "x"}
+            ]}));
+        }
+        let id = task_id(req).unwrap_or_default();
+        let first = message_count(req) == 2;
+        seen.lock().expect("lock").push(format!("{id}{}", if first { "a" } else { "b" }));
+        if first {
+            Reply::Delay(Duration::from_millis(300), Box::new(Reply::tool("r", "list_files", json!({}))))
+        } else {
+            submit(vec![], "fine")
+        }
+    })
+    .await;
+    let run = cli::review(repo.path(), &server.base_url(), "openai", &["--format", "json", "--strategy", "plan", "--parallel", parallel]).await;
+    assert_eq!(run.code, 0, "stderr: {}", run.stderr);
+    assert_eq!(run.json()["stats"]["tasks"].as_array().map(Vec::len), Some(3));
+    let order = arrivals.lock().expect("lock").clone();
+    order
+}
+
+#[tokio::test]
+async fn plan_tasks_run_in_parallel_up_to_the_limit() {
+    let order = task_arrivals("3").await;
+    assert!(order[..3].iter().all(|s| s.ends_with('a')), "all three tasks start before any continues: {order:?}");
+    let order = task_arrivals("1").await;
+    let expected: Vec<String> = order.chunks(2).flat_map(|pair| [format!("{}a", &pair[0][..2]), format!("{}b", &pair[0][..2])]).collect();
+    assert_eq!(order, expected, "one task at a time");
+}
+
+#[tokio::test]
+async fn plan_only_prints_the_plan_and_a_given_plan_runs() {
+    let repo = three_file_repo();
+    let server = ModelServer::start_with(Wire::OpenAi, |req, _| {
+        if is_planner(req) {
+            return Reply::tool("p", "submit_plan", json!({"tasks": [{"title": "All", "files": ["src/api.rs", "src/db.rs", "tests/api_test.rs"], "focus": "x"}]}));
+        }
+        submit(vec![finding("src/db.rs", 2, "Always false")], "db")
+    })
+    .await;
+    let run = cli::review(repo.path(), &server.base_url(), "openai", &["--format", "json", "--plan-only"]).await;
+    assert_eq!(run.code, 0, "stderr: {}", run.stderr);
+    let mut plan = run.json();
+    assert_eq!(plan["version"], 1);
+    assert_eq!(plan["tasks"][0]["files"].as_array().map(Vec::len), Some(3));
+    assert_eq!(server.requests().len(), 1, "--plan-only makes only the planning call");
+
+    // A person narrows the plan to one file; the orchestrator still covers the rest.
+    plan["tasks"][0]["files"] = json!(["src/db.rs"]);
+    let plan_path = repo.path().join(".git").join("plan.json");
+    std::fs::write(&plan_path, plan.to_string()).expect("write plan");
+    let run = cli::review(repo.path(), &server.base_url(), "openai", &["--format", "json", "--plan", &plan_path.display().to_string()]).await;
+    assert_eq!(run.code, 0, "stderr: {}", run.stderr);
+    let out = run.json();
+    assert_eq!(out["stats"]["tasks"].as_array().map(Vec::len), Some(2), "{out}");
+    assert_eq!(out["findings"][0]["path"], "src/db.rs");
+}
+
+fn is_evaluator(req: &RecordedRequest) -> bool {
+    system_text(req).contains("You are the evaluator")
+}
+
+fn is_reflector(req: &RecordedRequest) -> bool {
+    first_user_text(req).contains("You are revising a code review")
+}
+
+fn evaluation(scores: &[(&str, f64)], overall: f64) -> Reply {
+    let per: Vec<Value> = scores
+        .iter()
+        .map(|(id, s)| json!({"id": id, "correctness": s, "evidence": s, "actionability": s, "reason": "checked"}))
+        .collect();
+    Reply::tool("e", "submit_evaluation", json!({"findings": per, "overall_score": overall, "missed_areas": ["tests"]}))
+}
+
+#[tokio::test]
+async fn reflection_drops_low_scores_and_stops_early_on_a_high_score() {
+    let repo = three_file_repo();
+    let server = ModelServer::start_with(Wire::OpenAi, |req, _| {
+        if is_evaluator(req) {
+            // F1 is the api.rs finding (checked findings are ordered by path), F2 the db.rs one.
+            return evaluation(&[("F1", 9.0), ("F2", 2.0)], 9.0);
+        }
+        submit(vec![finding("src/db.rs", 2, "Always false"), finding("src/api.rs", 3, "Division by zero")], "two issues")
+    })
+    .await;
+    let run = cli::review(repo.path(), &server.base_url(), "openai", &["--format", "json", "--strategy", "reflect"]).await;
+    assert_eq!(run.code, 0, "stderr: {}", run.stderr);
+    let out = run.json();
+    assert_eq!(out["stats"]["strategy"], "reflection");
+    let findings = out["findings"].as_array().expect("findings");
+    assert_eq!(findings.len(), 1, "{out}");
+    assert_eq!(findings[0]["path"], "src/api.rs");
+    assert_eq!(out["stats"]["scores"]["rounds"], 1);
+    assert_eq!(out["stats"]["scores"]["dropped"], 1);
+    assert!(!server.requests().iter().any(is_reflector), "no reflection after a high score");
+    let evaluation = run.events().into_iter().find(|e| e["type"] == "evaluation").expect("evaluation event");
+    assert_eq!(evaluation["round"], 1);
+    assert_eq!(evaluation["score"], 9.0);
+}
+
+#[tokio::test]
+async fn reflection_is_capped_at_three_rounds() {
+    let repo = three_file_repo();
+    let server = ModelServer::start_with(Wire::OpenAi, |req, _| {
+        if is_evaluator(req) {
+            return evaluation(&[("F1", 7.0)], 4.0);
+        }
+        submit(vec![finding("src/api.rs", 3, "Division by zero")], "one issue")
+    })
+    .await;
+    let run = cli::review(repo.path(), &server.base_url(), "openai", &["--format", "json", "--strategy", "reflect"]).await;
+    assert_eq!(run.code, 0, "stderr: {}", run.stderr);
+    let out = run.json();
+    assert_eq!(out["stats"]["scores"]["rounds"], 3);
+    assert_eq!(out["stats"]["scores"]["overall"], json!([4.0, 4.0, 4.0]));
+    let requests = server.requests();
+    assert_eq!(requests.iter().filter(|r| is_evaluator(r)).count(), 3);
+    assert_eq!(requests.iter().filter(|r| is_reflector(r)).count(), 2);
+    assert_eq!(out["findings"].as_array().map(Vec::len), Some(1));
+}
+
+#[tokio::test]
+async fn auto_explains_its_choice() {
+    let repo = TempRepo::new();
+    repo.write("src/auth/session.rs", "pub fn check() {}\n");
+    repo.commit("base");
+    repo.checkout_new_branch("feature");
+    repo.write("src/auth/session.rs", "pub fn check() {\n    // TODO\n}\n");
+    repo.commit("change");
+    let server = ModelServer::start_with(Wire::OpenAi, |req, _| {
+        if is_evaluator(req) {
+            return evaluation(&[], 9.0);
+        }
+        submit(vec![], "fine")
+    })
+    .await;
+    let run = cli::review(repo.path(), &server.base_url(), "openai", &["--format", "json"]).await;
+    assert_eq!(run.code, 0, "stderr: {}", run.stderr);
+    let started = run.events().into_iter().find(|e| e["type"] == "run_started").expect("run_started");
+    assert_eq!(started["strategy"], "reflection");
+    assert!(started["reason"].as_str().unwrap_or_default().contains("src/auth/session.rs"), "{started}");
+}
+
+const TEXT_ACTION: &str = "Thought: I should read the file first.\nAction: `read_file`\nAction Input: ```json\n{'path': 'src/api.rs',}\n```";
+
+fn text_final() -> String {
+    format!(
+        "Thought: done.\nFinal Answer: ```json\n{}\n```",
+        json!({"findings": [finding("src/api.rs", 3, "Division by zero")], "summary": "text mode"})
+    )
+}
+
+#[tokio::test]
+async fn text_mode_runs_react_without_native_tools() {
+    let repo = three_file_repo();
+    let server = ModelServer::start(Wire::OpenAi, vec![Reply::text(TEXT_ACTION), Reply::text(text_final())]).await;
+    let run = cli::review(repo.path(), &server.base_url(), "openai", &["--format", "json", "--strategy", "react", "--tool-mode", "text"]).await;
+    assert_eq!(run.code, 0, "stderr: {}", run.stderr);
+    let out = run.json();
+    assert_eq!(out["findings"][0]["line"], 3);
+    assert_eq!(out["stats"]["tool_calls"], 1);
+    let requests = server.requests();
+    assert!(requests[0].body.get("tools").is_none(), "text mode sends no tools");
+    assert!(system_text(&requests[0]).contains("read_file"));
+    let second = serde_json::to_string(&requests[1].body).expect("body");
+    assert!(second.contains("Observation:") && second.contains("x / 0"), "{second}");
+}
+
+#[tokio::test]
+async fn auto_tool_mode_falls_back_to_text_when_tools_are_rejected() {
+    let repo = three_file_repo();
+    let server = ModelServer::start_with(Wire::OpenAi, |req, _| {
+        if req.body.get("tools").is_some() {
+            return Reply::api_error(Wire::OpenAi, 400, "invalid_request_error", "tools is not supported for this model");
+        }
+        if message_count(req) == 2 { Reply::text(TEXT_ACTION) } else { Reply::text(text_final()) }
+    })
+    .await;
+    let run = cli::review(repo.path(), &server.base_url(), "openai", &["--format", "json", "--strategy", "react"]).await;
+    assert_eq!(run.code, 0, "stderr: {}", run.stderr);
+    assert_eq!(run.json()["findings"][0]["path"], "src/api.rs");
+}
+
+#[tokio::test]
+async fn text_mode_garbage_ends_within_the_failure_limit() {
+    let repo = three_file_repo();
+    let server = ModelServer::start(Wire::OpenAi, vec![Reply::text("lol"), Reply::text("???"), Reply::text(text_final())]).await;
+    let run = cli::review(repo.path(), &server.base_url(), "openai", &["--strategy", "react", "--tool-mode", "text"]).await;
+    assert_eq!(run.code, 2);
+    assert!(run.stderr.contains("consecutive"), "{}", run.stderr);
+    assert_eq!(server.requests().len(), 2);
+}
