@@ -22,7 +22,7 @@
 //! 5. A suggestion replaces head lines, so a LEFT-side finding keeps none; nor does a
 //!    finding whose range was moved, as the suggestion was written for other lines. The
 //!    suggested code is kept in the body as a plain code block so nothing is lost.
-//! 6. Duplicates are merged (see [`merge`]'s rules), and findings are ordered by path,
+//! 6. Duplicates are merged (rules in the `merge` submodule), and findings are ordered by path,
 //!    then line.
 
 mod merge;
@@ -120,26 +120,20 @@ fn anchor(mut finding: Finding, changes: &ChangeSet) -> Outcome {
     let (path, file) = resolve_file(&finding.path, changes);
     finding.path = path;
     let Some(file) = file else {
-        return Outcome::Noted(note(finding, "not in the change".into()));
+        return noted(finding, "not in the change");
     };
     finding.path = file.path.clone();
     if file.binary {
-        return Outcome::Noted(note(
-            finding,
-            "binary file; there are no lines to comment on".into(),
-        ));
+        return noted(finding, "binary file; there are no lines to comment on");
     }
     if finding.line == 0 {
-        return Outcome::Noted(note(
-            finding,
-            "line 0 does not exist (lines start at 1)".into(),
-        ));
+        return noted(finding, "line 0 does not exist (lines start at 1)");
     }
     order_range(&mut finding);
     fix_side(&mut finding, file);
     let original = finding.range();
     if let Err(reason) = fit_into_hunk(&mut finding, file) {
-        return Outcome::Noted(note(finding, reason));
+        return noted(finding, reason);
     }
     if finding.side == Side::Left {
         demote_suggestion(
@@ -162,8 +156,11 @@ enum Outcome {
     Noted(Note),
 }
 
-fn note(finding: Finding, reason: String) -> Note {
-    Note { finding, reason }
+fn noted(finding: Finding, reason: impl Into<String>) -> Outcome {
+    Outcome::Noted(Note {
+        finding,
+        reason: reason.into(),
+    })
 }
 
 /// The normalised path and the changed file it names, trying the path as given before
@@ -341,7 +338,10 @@ mod tests {
             body: "Adds without checking.".into(),
             suggestion: None,
         };
-        let notes = [note(finding, "too far".into())];
+        let notes = [Note {
+            finding,
+            reason: "too far".into(),
+        }];
         let text = summary_with_notes("All fine otherwise.", &notes);
         assert!(text.starts_with("All fine otherwise.\n\n"));
         assert!(

@@ -178,9 +178,10 @@ fn normalise_key(key: &str) -> String {
         .collect()
 }
 
-/// Whether an object holds a findings list under one of the accepted keys.
-pub(crate) fn has_findings_key(map: &Map<String, Value>) -> bool {
-    field(map, FINDINGS_KEYS).is_some()
+/// Whether an object holds an array under one of the findings keys (stricter than
+/// [`parse_submission`], for telling a submission from other JSON in prose).
+fn has_findings_list(map: &Map<String, Value>) -> bool {
+    field(map, FINDINGS_KEYS).is_some_and(Value::is_array)
 }
 
 /// The findings list of an arguments object: an array, an array encoded as a string, or a

@@ -279,3 +279,17 @@ fn a_plain_no_issues_answer_is_an_empty_submission_and_only_that() {
     assert_eq!(parse_text_reply("{\"findings\": [ {\"path\": "), None);
     assert_eq!(parse_text_reply(""), None);
 }
+
+#[test]
+fn suggestions_keep_their_indentation() {
+    let f = only(
+        json!({"path": "a.rs", "line": 1, "title": "t", "suggestion": "        return None;\n"}),
+    );
+    assert_eq!(f.suggestion.as_deref(), Some("        return None;"));
+}
+
+#[test]
+fn other_json_in_prose_is_not_mistaken_for_a_submission() {
+    let reply = "Set this in your config: {\"comments\": \"on\"}. The loop in main is slow.";
+    assert_eq!(parse_text_reply(reply), None);
+}

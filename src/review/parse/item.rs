@@ -98,7 +98,9 @@ pub(super) fn parse_finding(value: &Value) -> Result<Finding, String> {
             .unwrap_or(Category::Maintainability),
         title,
         body,
-        suggestion: text_field(map, SUGGESTION_KEYS).and_then(|s| suggestion(&s)),
+        suggestion: field(map, SUGGESTION_KEYS)
+            .and_then(Value::as_str)
+            .and_then(suggestion),
     })
 }
 
@@ -251,8 +253,9 @@ fn first_sentence(body: &str) -> String {
 }
 
 /// Suggested code without the code fences models like to add; `None` when blank.
+/// Leading indentation is kept: the code replaces whole lines.
 fn suggestion(text: &str) -> Option<String> {
-    let mut lines: Vec<&str> = text.lines().collect();
+    let mut lines: Vec<&str> = text.lines().skip_while(|l| l.trim().is_empty()).collect();
     if lines
         .first()
         .is_some_and(|l| l.trim_start().starts_with("```"))
@@ -261,6 +264,9 @@ fn suggestion(text: &str) -> Option<String> {
         if lines.last().is_some_and(|l| l.trim().starts_with("```")) {
             lines.pop();
         }
+    }
+    while lines.last().is_some_and(|l| l.trim().is_empty()) {
+        lines.pop();
     }
     let code = lines.join("\n");
     (!code.trim().is_empty()).then_some(code)
@@ -317,5 +323,9 @@ mod tests {
         );
         assert_eq!(suggestion("  \n"), None);
         assert_eq!(suggestion("x\n"), Some("x".into()));
+        assert_eq!(
+            suggestion("\n    if a {\n        b();\n    }\n\n"),
+            Some("    if a {\n        b();\n    }".into())
+        );
     }
 }

@@ -1,32 +1,19 @@
 //! Findings in a prose reply, for models that answer in text instead of calling
 //! `submit_review`.
-//!
-//! The reply is searched for JSON: first in fenced code blocks (```` ```json ```` or
-//! unlabelled), then bare in the text. JSON may have trailing commas and `//` comments.
-//! The first value that is an object with a findings list (also when wrapped as a tool
-//! call under `arguments`, `parameters` or `input`), or a non-empty array of finding
-//! objects, is parsed with [`super::parse_submission`]. When it has no summary, the prose
-//! around it becomes the summary.
-//!
-//! A reply without JSON counts as an explicit "no issues" answer only under a narrow rule,
-//! because a wrong guess would hide findings while a `None` merely makes the caller ask
-//! again. All of these must hold:
-//! - no `{` and no code fence anywhere;
-//! - at most [`MAX_NO_ISSUES_CHARS`] characters and no digits (no line references);
-//! - it contains a plain phrase such as "no issues", "no problems found", "nothing to
-//!   report", "LGTM" or "looks good to me";
-//! - it contains no word that hedges or reports a problem ("but", "however", "except",
-//!   "should", "consider", "wrong", "missing", ...).
 
 use serde_json::Value;
 
-use super::{Submission, has_findings_key, parse_submission};
+use super::{Submission, has_findings_list, parse_submission};
 
 /// Longest reply that can count as a plain "no issues" answer.
-pub const MAX_NO_ISSUES_CHARS: usize = 400;
+const MAX_NO_ISSUES_CHARS: usize = 400;
 
 /// Longest text searched for JSON, in bytes; longer replies are searched in this prefix.
-const MAX_SCANNED: usize = 512 * 1024;
+const MAX_SCANNED: usize = 256 * 1024;
+
+/// Most places a JSON value is tried from, per region searched. Each try may scan to the
+/// end of the region, so this bounds the work on replies full of unbalanced brackets.
+const MAX_TRIES: usize = 500;
 
 const NO_ISSUES_PHRASES: &[&str] = &[
     "no issues",
@@ -76,7 +63,23 @@ const HEDGES: &[&str] = &[
 ];
 
 /// Finds a submission in a prose reply, or `None` when there is nothing parseable.
-/// See the module documentation for what is recognised.
+///
+/// The reply is searched for JSON: first in fenced code blocks (```` ```json ```` or
+/// unlabelled), then bare in the text. JSON may have trailing commas and `//` comments.
+/// The first value that is an object with a findings array (also when wrapped as a tool
+/// call under `arguments`, `parameters` or `input`), or a non-empty array of finding
+/// objects, is parsed with [`parse_submission`](super::parse_submission). When it has no summary, the prose
+/// around it becomes the summary.
+///
+/// A reply without JSON counts as an explicit "no issues" answer only under a narrow rule,
+/// because a wrong guess would hide findings while a `None` merely makes the caller ask
+/// again. All of these must hold:
+/// - no `{` and no code fence anywhere;
+/// - at most 400 characters and no digits (no line references);
+/// - it contains a plain phrase such as "no issues", "no problems found", "nothing to
+///   report", "LGTM" or "looks good to me";
+/// - it contains no word that hedges or reports a problem ("but", "however", "except",
+///   "should", "consider", "wrong", "missing", ...).
 pub fn parse_text_reply(text: &str) -> Option<Submission> {
     let text = prefix(text, MAX_SCANNED);
     let fenced = fenced_blocks(text);
@@ -108,14 +111,14 @@ pub(crate) fn parse_lenient_json(text: &str) -> Option<Value> {
 /// The submission a JSON value holds, if it is one.
 fn submission_from(value: &Value) -> Option<Submission> {
     match value {
-        Value::Object(map) if has_findings_key(map) => parse_submission(value).ok(),
+        Value::Object(map) if has_findings_list(map) => parse_submission(value).ok(),
         Value::Object(map) => ["arguments", "parameters", "input"]
             .iter()
             .filter_map(|key| map.get(*key))
             .find_map(|inner| {
                 let decoded = inner.as_str().and_then(parse_lenient_json);
                 let inner = decoded.as_ref().unwrap_or(inner);
-                let is_submission = inner.as_object().is_some_and(has_findings_key);
+                let is_submission = inner.as_object().is_some_and(has_findings_list);
                 is_submission
                     .then(|| parse_submission(inner).ok())
                     .flatten()
@@ -178,7 +181,10 @@ fn candidates_in(
 ) -> Vec<(Value, std::ops::Range<usize>)> {
     let mut found = Vec::new();
     let mut at = within.start;
-    while at < within.end {
+    for _ in 0..MAX_TRIES {
+        if at >= within.end {
+            break;
+        }
         let Some(open) = text[at..within.end].find(['{', '[']).map(|i| at + i) else {
             break;
         };
