@@ -1,5 +1,7 @@
-//! Integration tests, one binary. Shared helpers live in `tests/common/`.
+//! Integration tests, one binary (`autotests = false` in Cargo.toml). Shared
+//! helpers live in `tests/common/`.
 
 mod common;
+mod review;
 mod review_cli;
 mod strategies;

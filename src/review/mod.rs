@@ -1,4 +1,8 @@
 //! Findings, the diff they are anchored on, checks, and output formats.
 
+pub mod anchor;
 pub mod diff;
 pub mod finding;
+pub mod parse;
+pub mod render;
+pub mod report;

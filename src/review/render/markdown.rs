@@ -1,0 +1,61 @@
+//! Markdown for a pull-request comment or GitHub's job summary.
+
+use crate::review::anchor::fence_for;
+use crate::review::finding::{Finding, Side};
+use crate::review::report::ReviewReport;
+
+/// The report as Markdown: heading, counts, findings, summary, run counters.
+pub(super) fn render(report: &ReviewReport) -> String {
+    let mut out = String::from("## Redline review\n\n");
+    let findings = super::ordered(&report.findings);
+    if findings.is_empty() {
+        out.push_str("**No findings.**\n");
+    } else {
+        out.push_str(&format!(
+            "**{}**: {}\n",
+            super::findings_count(findings.len()),
+            super::severity_counts(report)
+        ));
+    }
+    for (number, finding) in findings.iter().enumerate() {
+        out.push('\n');
+        out.push_str(&finding_section(number + 1, finding));
+    }
+    if !report.summary.trim().is_empty() {
+        out.push_str("\n### Summary\n\n");
+        out.push_str(report.summary.trim());
+        out.push('\n');
+    }
+    out.push_str(&format!(
+        "\n<sub>{}</sub>\n",
+        super::stats_line(&report.stats)
+    ));
+    out
+}
+
+fn finding_section(number: usize, finding: &Finding) -> String {
+    let side = match finding.side {
+        Side::Left => " (base version, removed lines)",
+        Side::Right => "",
+    };
+    let mut out = format!(
+        "### {number}. {}\n\n`{}`{side} · **{}** · {}\n",
+        finding.title.trim(),
+        finding.location(),
+        finding.severity,
+        finding.category.as_str()
+    );
+    if !finding.body.trim().is_empty() {
+        out.push('\n');
+        out.push_str(finding.body.trim());
+        out.push('\n');
+    }
+    if let Some(code) = &finding.suggestion {
+        let fence = fence_for(code);
+        out.push_str(&format!(
+            "\n{fence}suggestion\n{}\n{fence}\n",
+            code.trim_end_matches('\n')
+        ));
+    }
+    out
+}

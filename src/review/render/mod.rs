@@ -1,0 +1,139 @@
+//! Output formats of a review report: text for terminals, Markdown for pull-request
+//! comments and job summaries, JSON (version 1) for programs, SARIF for code scanning.
+
+pub mod json;
+mod markdown;
+pub mod sarif;
+mod text;
+
+use std::fmt;
+use std::str::FromStr;
+
+use crate::agent::events::Stats;
+
+use super::finding::{Finding, Severity};
+use super::report::ReviewReport;
+
+/// An output format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    /// Plain text for a terminal, no colour codes.
+    Text,
+    /// Markdown for a pull-request comment or GitHub's job summary.
+    Markdown,
+    /// The JSON report, version 1.
+    Json,
+    /// SARIF 2.1.0 for GitHub code scanning.
+    Sarif,
+}
+
+/// A format name that is none of the accepted ones.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown format `{0}` (expected text, markdown, json or sarif)")]
+pub struct InvalidFormat(pub String);
+
+impl FromStr for Format {
+    type Err = InvalidFormat;
+
+    /// Accepts `text`, `markdown`, `json` and `sarif`, case-insensitively.
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "text" => Ok(Format::Text),
+            "markdown" => Ok(Format::Markdown),
+            "json" => Ok(Format::Json),
+            "sarif" => Ok(Format::Sarif),
+            _ => Err(InvalidFormat(s.to_string())),
+        }
+    }
+}
+
+impl fmt::Display for Format {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Format::Text => "text",
+            Format::Markdown => "markdown",
+            Format::Json => "json",
+            Format::Sarif => "sarif",
+        })
+    }
+}
+
+/// Renders `report` in `format`. Findings appear ordered by path, then line.
+pub fn render(report: &ReviewReport, format: Format) -> String {
+    match format {
+        Format::Text => text::render(report),
+        Format::Markdown => markdown::render(report),
+        Format::Json => json::to_json(report),
+        Format::Sarif => sarif::to_sarif(report),
+    }
+}
+
+/// The findings ordered by path, then line, then first line.
+fn ordered(findings: &[Finding]) -> Vec<&Finding> {
+    let mut ordered: Vec<&Finding> = findings.iter().collect();
+    ordered.sort_by(|a, b| (&a.path, a.line, a.start_line).cmp(&(&b.path, b.line, b.start_line)));
+    ordered
+}
+
+/// `1 critical, 0 major, 2 minor, 0 nit`.
+fn severity_counts(report: &ReviewReport) -> String {
+    Severity::ALL
+        .iter()
+        .map(|severity| format!("{} {severity}", report.count(*severity)))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// `3 findings` / `1 finding` / `no findings`.
+fn findings_count(count: usize) -> String {
+    match count {
+        0 => "no findings".into(),
+        1 => "1 finding".into(),
+        n => format!("{n} findings"),
+    }
+}
+
+/// One line of run counters for humans.
+fn stats_line(stats: &Stats) -> String {
+    let strategy = if stats.strategy.is_empty() {
+        String::new()
+    } else {
+        format!("{} · ", stats.strategy)
+    };
+    format!(
+        "{strategy}{} steps · {} model calls · {} tool calls · {} prompt + {} completion tokens · {:.1}s",
+        stats.steps,
+        stats.model_calls,
+        stats.tool_calls,
+        stats.prompt_tokens,
+        stats.completion_tokens,
+        stats.duration_ms as f64 / 1000.0
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn formats_parse_and_print_their_names() {
+        for name in ["text", "markdown", "json", "sarif"] {
+            let format: Format = name.parse().unwrap();
+            assert_eq!(format.to_string(), name);
+        }
+        assert_eq!("JSON".parse(), Ok(Format::Json));
+        let err = "yaml".parse::<Format>().unwrap_err().to_string();
+        assert!(err.contains("`yaml`") && err.contains("sarif"), "{err}");
+    }
+
+    #[test]
+    fn counts_read_naturally() {
+        assert_eq!(findings_count(0), "no findings");
+        assert_eq!(findings_count(1), "1 finding");
+        assert_eq!(findings_count(2), "2 findings");
+        assert_eq!(
+            severity_counts(&ReviewReport::default()),
+            "0 critical, 0 major, 0 minor, 0 nit"
+        );
+    }
+}

@@ -1,0 +1,216 @@
+//! SARIF 2.1.0 for GitHub code scanning (`upload-sarif`): one run of the `redline` tool,
+//! one rule per category used, one result per finding.
+
+use serde_json::{Map, Value, json};
+use sha2::{Digest, Sha256};
+
+use crate::review::anchor::title_words;
+use crate::review::finding::{Category, Finding, Severity, Side};
+use crate::review::report::ReviewReport;
+
+/// The SARIF schema the output declares.
+pub const SARIF_SCHEMA: &str = "https://json.schemastore.org/sarif-2.1.0.json";
+/// The SARIF version written.
+pub const SARIF_VERSION: &str = "2.1.0";
+/// The key of each result's stable fingerprint in `partialFingerprints`.
+pub const FINGERPRINT_KEY: &str = "redlineFindingHash/v1";
+
+/// Categories in the order rules are listed.
+const CATEGORIES: [Category; 6] = [
+    Category::Bug,
+    Category::Security,
+    Category::Performance,
+    Category::Maintainability,
+    Category::Style,
+    Category::Test,
+];
+
+/// The report as a pretty-printed SARIF 2.1.0 log, ending with a newline.
+pub fn to_sarif(report: &ReviewReport) -> String {
+    let log = sarif_log(report);
+    let mut text = serde_json::to_string_pretty(&log).unwrap_or_else(|_| log.to_string());
+    text.push('\n');
+    text
+}
+
+/// The report as a SARIF 2.1.0 log value.
+pub fn sarif_log(report: &ReviewReport) -> Value {
+    let categories: Vec<Category> = CATEGORIES
+        .into_iter()
+        .filter(|c| report.findings.iter().any(|f| f.category == *c))
+        .collect();
+    let results: Vec<Value> = super::ordered(&report.findings)
+        .into_iter()
+        .map(|finding| result(finding, &categories))
+        .collect();
+    json!({
+        "$schema": SARIF_SCHEMA,
+        "version": SARIF_VERSION,
+        "runs": [{
+            "tool": { "driver": driver(&categories) },
+            "results": results,
+            "columnKind": "unicodeCodePoints",
+            "properties": {
+                "summary": report.summary,
+                "stats": report.stats,
+            }
+        }]
+    })
+}
+
+/// The rule id of a category: `redline/<category>`.
+pub fn rule_id(category: Category) -> String {
+    format!("redline/{}", category.as_str())
+}
+
+/// A stable hash of path, category and normalised title, so code scanning recognises the
+/// same finding across runs even when its line moves or the title's wording shifts.
+pub fn fingerprint(finding: &Finding) -> String {
+    let mut hasher = Sha256::new();
+    hasher.update(finding.path.as_bytes());
+    hasher.update([0]);
+    hasher.update(finding.category.as_str().as_bytes());
+    hasher.update([0]);
+    hasher.update(title_words(&finding.title).join(" ").as_bytes());
+    hex::encode(hasher.finalize())
+}
+
+fn driver(categories: &[Category]) -> Value {
+    let rules: Vec<Value> = categories.iter().map(|c| rule(*c)).collect();
+    let mut driver = Map::new();
+    driver.insert("name".into(), json!("redline"));
+    if let Some(uri) = information_uri() {
+        driver.insert("informationUri".into(), json!(uri));
+    }
+    driver.insert("semanticVersion".into(), json!(env!("CARGO_PKG_VERSION")));
+    driver.insert("rules".into(), Value::Array(rules));
+    Value::Object(driver)
+}
+
+/// The package's repository or home page; SARIF requires an absolute URI, so none when
+/// Cargo.toml gives neither.
+fn information_uri() -> Option<&'static str> {
+    [env!("CARGO_PKG_REPOSITORY"), env!("CARGO_PKG_HOMEPAGE")]
+        .into_iter()
+        .find(|uri| uri.starts_with("https://") || uri.starts_with("http://"))
+}
+
+fn rule(category: Category) -> Value {
+    let (name, description) = match category {
+        Category::Bug => ("Bug", "Wrong behaviour"),
+        Category::Security => (
+            "Security",
+            "A vulnerability or unsafe handling of data or secrets",
+        ),
+        Category::Performance => ("Performance", "Needless cost in time or memory"),
+        Category::Maintainability => (
+            "Maintainability",
+            "Code that is harder to read, change or reason about",
+        ),
+        Category::Style => ("Style", "Formatting and naming"),
+        Category::Test => ("Test", "Missing or wrong tests"),
+    };
+    json!({
+        "id": rule_id(category),
+        "name": name,
+        "shortDescription": { "text": description },
+        "properties": { "tags": ["redline", category.as_str()] }
+    })
+}
+
+fn level(severity: Severity) -> &'static str {
+    match severity {
+        Severity::Critical | Severity::Major => "error",
+        Severity::Minor => "warning",
+        Severity::Nit => "note",
+    }
+}
+
+fn result(finding: &Finding, categories: &[Category]) -> Value {
+    let rule_index = categories
+        .iter()
+        .position(|c| *c == finding.category)
+        .unwrap_or_default();
+    let mut physical = Map::new();
+    physical.insert(
+        "artifactLocation".into(),
+        json!({ "uri": uri_of(&finding.path), "uriBaseId": "%SRCROOT%" }),
+    );
+    if finding.side == Side::Right {
+        physical.insert(
+            "region".into(),
+            json!({ "startLine": finding.start_line, "endLine": finding.line }),
+        );
+    }
+    let mut fingerprints = Map::new();
+    fingerprints.insert(FINGERPRINT_KEY.into(), json!(fingerprint(finding)));
+    json!({
+        "ruleId": rule_id(finding.category),
+        "ruleIndex": rule_index,
+        "level": level(finding.severity),
+        "message": { "text": message(finding) },
+        "locations": [{ "physicalLocation": physical }],
+        "partialFingerprints": fingerprints,
+        "properties": {
+            "severity": finding.severity.as_str(),
+            "category": finding.category.as_str(),
+        }
+    })
+}
+
+/// Title, body, and what the location cannot say: base lines for LEFT-side findings.
+fn message(finding: &Finding) -> String {
+    let mut text = finding.title.clone();
+    if finding.side == Side::Left {
+        let lines = if finding.start_line == finding.line {
+            format!("line {}", finding.line)
+        } else {
+            format!("lines {}-{}", finding.start_line, finding.line)
+        };
+        text.push_str(&format!(
+            " (on {lines} of the base version, removed by this change)"
+        ));
+    }
+    if !finding.body.trim().is_empty() {
+        text.push_str("\n\n");
+        text.push_str(finding.body.trim());
+    }
+    if let Some(code) = &finding.suggestion {
+        text.push_str("\n\nSuggested code:\n");
+        text.push_str(code);
+    }
+    text
+}
+
+/// A relative URI reference for a repository path: `/`-separated segments with every
+/// byte outside the unreserved set percent-encoded.
+fn uri_of(path: &str) -> String {
+    let mut uri = String::with_capacity(path.len());
+    for byte in path.bytes() {
+        if byte.is_ascii_alphanumeric() || matches!(byte, b'-' | b'.' | b'_' | b'~' | b'/') {
+            uri.push(char::from(byte));
+        } else {
+            uri.push_str(&format!("%{byte:02X}"));
+        }
+    }
+    uri
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn uris_encode_spaces_and_non_ascii() {
+        assert_eq!(uri_of("src/a b/ü.rs"), "src/a%20b/%C3%BC.rs");
+        assert_eq!(uri_of("src/lib.rs"), "src/lib.rs");
+    }
+
+    #[test]
+    fn levels_follow_severity() {
+        assert_eq!(level(Severity::Critical), "error");
+        assert_eq!(level(Severity::Major), "error");
+        assert_eq!(level(Severity::Minor), "warning");
+        assert_eq!(level(Severity::Nit), "note");
+    }
+}

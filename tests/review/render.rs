@@ -1,0 +1,251 @@
+//! Output formats and the fail-on threshold.
+
+use redline::agent::events::Stats;
+use redline::review::finding::{Category, Finding, Severity, Side};
+use redline::review::render::json::from_json;
+use redline::review::render::{Format, render};
+use redline::review::report::{FailOn, ReviewReport};
+use serde_json::{Value, json};
+
+use super::finding;
+
+fn report() -> ReviewReport {
+    let mut with_fix = finding("src/lib.rs", 14, "Unchecked unwrap");
+    with_fix.start_line = 13;
+    with_fix.severity = Severity::Major;
+    with_fix.suggestion = Some("    let value = input.parse()?;".into());
+    let mut removed = finding("src/old.rs", 3, "Validation removed");
+    removed.side = Side::Left;
+    removed.severity = Severity::Critical;
+    removed.category = Category::Security;
+    let mut nit = finding("a/inner.rs", 2, "Typo in comment");
+    nit.severity = Severity::Nit;
+    nit.category = Category::Style;
+    ReviewReport {
+        // Deliberately unordered: every format orders by path, then line.
+        findings: vec![with_fix, removed, nit],
+        summary: "Three things to look at.".into(),
+        stats: Stats {
+            strategy: "react".into(),
+            steps: 4,
+            model_calls: 5,
+            tool_calls: 9,
+            prompt_tokens: 1200,
+            completion_tokens: 300,
+            duration_ms: 12_345,
+        },
+    }
+}
+
+#[test]
+fn json_has_exactly_the_version_1_shape() {
+    let text = render(&report(), Format::Json);
+    let value: Value = serde_json::from_str(&text).unwrap();
+    let expected = json!({
+        "version": 1,
+        "findings": [
+            {"path": "a/inner.rs", "line": 2, "start_line": 2, "side": "RIGHT", "severity": "nit",
+             "category": "style", "title": "Typo in comment", "body": "Body of Typo in comment."},
+            {"path": "src/lib.rs", "line": 14, "start_line": 13, "side": "RIGHT", "severity": "major",
+             "category": "bug", "title": "Unchecked unwrap", "body": "Body of Unchecked unwrap.",
+             "suggestion": "    let value = input.parse()?;"},
+            {"path": "src/old.rs", "line": 3, "start_line": 3, "side": "LEFT", "severity": "critical",
+             "category": "security", "title": "Validation removed", "body": "Body of Validation removed."}
+        ],
+        "summary": "Three things to look at.",
+        "stats": {"strategy": "react", "steps": 4, "model_calls": 5, "tool_calls": 9,
+                  "prompt_tokens": 1200, "completion_tokens": 300, "duration_ms": 12345}
+    });
+    assert_eq!(value, expected);
+    // Top-level keys appear in the documented order.
+    let positions: Vec<usize> = ["\"version\"", "\"findings\"", "\"summary\"", "\"stats\""]
+        .iter()
+        .map(|key| text.find(key).unwrap())
+        .collect();
+    assert!(positions.windows(2).all(|w| w[0] < w[1]), "{positions:?}");
+}
+
+#[test]
+fn json_round_trips() {
+    let original = report();
+    let read = from_json(&render(&original, Format::Json)).unwrap();
+    let mut sorted = original.findings.clone();
+    sorted.sort_by(|a, b| (&a.path, a.line).cmp(&(&b.path, b.line)));
+    assert_eq!(read.findings, sorted);
+    assert_eq!(
+        (read.summary, read.stats),
+        (original.summary, original.stats)
+    );
+}
+
+fn sarif() -> Value {
+    serde_json::from_str(&render(&report(), Format::Sarif)).unwrap()
+}
+
+#[test]
+fn sarif_has_the_required_structure() {
+    let log = sarif();
+    assert_eq!(
+        log["$schema"],
+        "https://json.schemastore.org/sarif-2.1.0.json"
+    );
+    assert_eq!(log["version"], "2.1.0");
+    let runs = log["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 1);
+    let driver = &runs[0]["tool"]["driver"];
+    assert_eq!(driver["name"], "redline");
+    assert_eq!(driver["semanticVersion"], env!("CARGO_PKG_VERSION"));
+    if let Some(uri) = driver.get("informationUri") {
+        assert!(uri.as_str().unwrap().starts_with("http"), "{uri}");
+    }
+    let rules = driver["rules"].as_array().unwrap();
+    let ids: Vec<&str> = rules.iter().map(|r| r["id"].as_str().unwrap()).collect();
+    assert_eq!(ids, ["redline/bug", "redline/security", "redline/style"]);
+    for rule in rules {
+        assert!(
+            rule["shortDescription"]["text"]
+                .as_str()
+                .is_some_and(|t| !t.is_empty())
+        );
+    }
+    let results = runs[0]["results"].as_array().unwrap();
+    assert_eq!(results.len(), 3);
+    for result in results {
+        let index = result["ruleIndex"].as_u64().unwrap() as usize;
+        assert_eq!(result["ruleId"], rules[index]["id"]);
+        assert!(["error", "warning", "note"].contains(&result["level"].as_str().unwrap()));
+        assert!(
+            result["message"]["text"]
+                .as_str()
+                .is_some_and(|t| !t.is_empty())
+        );
+        let locations = result["locations"].as_array().unwrap();
+        assert_eq!(locations.len(), 1);
+        let artifact = &locations[0]["physicalLocation"]["artifactLocation"];
+        assert!(artifact["uri"].is_string());
+        assert_eq!(artifact["uriBaseId"], "%SRCROOT%");
+        let fingerprints = result["partialFingerprints"].as_object().unwrap();
+        assert!(fingerprints["redlineFindingHash/v1"].is_string());
+        assert!(result["properties"]["severity"].is_string());
+        assert!(result["properties"]["category"].is_string());
+    }
+}
+
+#[test]
+fn sarif_results_map_levels_regions_and_base_lines() {
+    let log = sarif();
+    let results = log["runs"][0]["results"].as_array().unwrap();
+    let by_path = |path: &str| {
+        results
+            .iter()
+            .find(|r| r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] == path)
+            .unwrap()
+    };
+    let lib = by_path("src/lib.rs");
+    assert_eq!(lib["level"], "error");
+    assert_eq!(
+        lib["locations"][0]["physicalLocation"]["region"],
+        json!({"startLine": 13, "endLine": 14})
+    );
+    assert!(
+        lib["message"]["text"]
+            .as_str()
+            .unwrap()
+            .starts_with("Unchecked unwrap\n\nBody")
+    );
+    let removed = by_path("src/old.rs");
+    assert_eq!(removed["level"], "error");
+    assert!(
+        removed["locations"][0]["physicalLocation"]
+            .get("region")
+            .is_none()
+    );
+    assert!(
+        removed["message"]["text"]
+            .as_str()
+            .unwrap()
+            .contains("line 3 of the base version")
+    );
+    let nit = by_path("a/inner.rs");
+    assert_eq!(nit["level"], "note");
+    assert_eq!(
+        nit["properties"],
+        json!({"severity": "nit", "category": "style"})
+    );
+}
+
+#[test]
+fn sarif_fingerprints_survive_moves_and_rewording_of_case_and_punctuation() {
+    use redline::review::render::sarif::fingerprint;
+    let a = finding("src/lib.rs", 14, "Unchecked unwrap!");
+    let b = Finding {
+        line: 30,
+        start_line: 30,
+        title: "unchecked   UNWRAP".into(),
+        ..a.clone()
+    };
+    assert_eq!(fingerprint(&a), fingerprint(&b));
+    let other_file = Finding {
+        path: "src/x.rs".into(),
+        ..a.clone()
+    };
+    assert_ne!(fingerprint(&a), fingerprint(&other_file));
+}
+
+#[test]
+fn markdown_fits_a_pull_request_comment() {
+    let text = render(&report(), Format::Markdown);
+    assert!(text.starts_with("## Redline review\n"), "{text}");
+    assert!(
+        text.contains("**3 findings**: 1 critical, 1 major, 0 minor, 1 nit"),
+        "{text}"
+    );
+    assert!(
+        text.contains("```suggestion\n    let value = input.parse()?;\n```"),
+        "{text}"
+    );
+    assert!(
+        text.contains("`src/lib.rs:13-14` · **major** · bug"),
+        "{text}"
+    );
+    assert!(
+        text.contains("`src/old.rs:3` (base version, removed lines) · **critical** · security")
+    );
+    assert!(text.contains("### Summary\n\nThree things to look at."));
+    let first = text.find("a/inner.rs").unwrap();
+    let last = text.find("src/old.rs").unwrap();
+    assert!(first < last);
+    let empty = render(&ReviewReport::default(), Format::Markdown);
+    assert!(empty.contains("No findings."));
+}
+
+#[test]
+fn text_is_one_block_per_finding_without_colour() {
+    let text = render(&report(), Format::Text);
+    assert!(!text.contains('\x1b'));
+    assert!(text.contains("src/lib.rs:13-14  MAJOR  bug  Unchecked unwrap\n    Body of Unchecked unwrap.\n    suggestion:\n            let value = input.parse()?;\n"), "{text}");
+    assert!(text.contains("src/old.rs:3 (base)  CRITICAL  security  Validation removed\n"));
+    assert!(text.contains("Summary:\n    Three things to look at.\n"));
+    assert!(
+        text.contains("3 findings (1 critical, 1 major, 0 minor, 1 nit) · react · 4 steps"),
+        "{text}"
+    );
+}
+
+#[test]
+fn fail_on_thresholds() {
+    let report = report();
+    assert!(report.fails(FailOn::At(Severity::Critical)));
+    assert!(!report.fails(FailOn::Never));
+    assert_eq!(report.highest_severity(), Some(Severity::Critical));
+    let nits = ReviewReport {
+        findings: vec![Finding {
+            severity: Severity::Nit,
+            ..finding("a.rs", 1, "t")
+        }],
+        ..ReviewReport::default()
+    };
+    assert!(!nits.fails("minor".parse().unwrap()));
+    assert!(nits.fails("nit".parse().unwrap()));
+    assert!("sometimes".parse::<FailOn>().is_err());
+}
