@@ -67,6 +67,9 @@ async fn read_reply(
 ) -> Result<ChatResponse, LlmError> {
     let mut reply = ReplyBuilder::default();
     while let Some(event) = stream.next_event().await? {
+        if event.data.trim().is_empty() {
+            continue; // keep-alive
+        }
         let parsed: WireEvent = serde_json::from_str(&event.data)
             .map_err(|err| LlmError::Malformed(format!("unreadable stream event ({err})")))?;
         if let WireEvent::Error { error } = &parsed {

@@ -408,9 +408,11 @@ mod tests {
         assert_eq!(ErrorDetail::parse("<html>"), ErrorDetail::default());
     }
 
+    type Case = (u16, &'static str, fn(&LlmError) -> bool);
+
     #[test]
     fn classifies_provider_wordings() {
-        let cases: &[(u16, &str, fn(&LlmError) -> bool)] = &[
+        let cases: &[Case] = &[
             (401, r#"{"error":"nope"}"#, |e| {
                 matches!(e, LlmError::Auth { .. })
             }),

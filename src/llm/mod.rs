@@ -300,21 +300,17 @@ impl fmt::Display for Provider {
     }
 }
 
-/// A provider name that is neither `openai` nor `anthropic`.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error(
-    "unknown model provider `{0}`: expected `openai` (also for OpenAI-compatible servers such as Ollama, vLLM, llama.cpp, DeepSeek, OpenRouter) or `anthropic`"
-)]
-pub struct UnknownProvider(pub String);
-
 impl FromStr for Provider {
-    type Err = UnknownProvider;
+    /// A message naming the bad value and the accepted ones.
+    type Err = String;
 
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         match s.trim().to_ascii_lowercase().as_str() {
             "openai" => Ok(Provider::OpenAi),
             "anthropic" => Ok(Provider::Anthropic),
-            _ => Err(UnknownProvider(s.to_string())),
+            _ => Err(format!(
+                "unknown model provider `{s}`: expected `openai` (also for OpenAI-compatible servers such as Ollama, vLLM, llama.cpp, DeepSeek, OpenRouter) or `anthropic`"
+            )),
         }
     }
 }
@@ -341,6 +337,13 @@ pub struct ProviderSettings {
     pub idle_timeout: Duration,
     /// How failed calls are retried.
     pub retry: RetryPolicy,
+}
+
+impl Default for ProviderSettings {
+    /// OpenAI's public API with default timeouts and retries, no key.
+    fn default() -> Self {
+        ProviderSettings::new(Provider::OpenAi)
+    }
 }
 
 impl ProviderSettings {
@@ -406,7 +409,7 @@ mod provider_tests {
     fn parses_provider_names() {
         assert_eq!(" OpenAI ".parse::<Provider>(), Ok(Provider::OpenAi));
         assert_eq!("anthropic".parse::<Provider>(), Ok(Provider::Anthropic));
-        let err = "gemini".parse::<Provider>().unwrap_err().to_string();
+        let err = "gemini".parse::<Provider>().unwrap_err();
         assert!(err.contains("gemini") && err.contains("openai"), "{err}");
     }
 

@@ -60,6 +60,9 @@ async fn read_reply(
     let mut reply = ReplyBuilder::default();
     while let Some(event) = stream.next_event().await? {
         let data = event.data.trim();
+        if data.is_empty() {
+            continue; // keep-alive
+        }
         if data == "[DONE]" {
             reply.done = true;
             break;
@@ -457,6 +460,27 @@ mod tests {
             reply.finish(&request(vec![], vec![])),
             Err(LlmError::StreamCut(_))
         ));
+    }
+
+    #[test]
+    fn error_chunks_map_to_provider_errors() {
+        let endpoint = Endpoint::new(String::new(), vec![], &ProviderSettings::default());
+        let req = request(vec![], vec![]);
+        let overloaded = serde_json::json!({"message": "Provider returned error", "code": 502});
+        let err = stream_error(&overloaded, &req, &endpoint);
+        assert!(
+            matches!(err, LlmError::Server { status: 502, .. }),
+            "{err:?}"
+        );
+        let limited = serde_json::json!({"message": "Rate limit exceeded", "code": 429});
+        let err = stream_error(&limited, &req, &endpoint);
+        assert!(matches!(err, LlmError::RateLimited { .. }), "{err:?}");
+        let unknown = serde_json::json!({"message": "something odd", "code": "weird"});
+        let err = stream_error(&unknown, &req, &endpoint);
+        assert!(
+            matches!(err, LlmError::Server { status: 500, .. }),
+            "{err:?}"
+        );
     }
 
     #[test]
