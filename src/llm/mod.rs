@@ -3,13 +3,22 @@
 //! Each provider keeps its wire types private to its own module; the rest of
 //! Redline only sees [`ChatRequest`], [`ChatResponse`] and [`LlmError`].
 
+pub mod anthropic;
+mod http;
+pub mod openai;
+pub mod retry;
 mod secret;
+mod sse;
 pub mod tokens;
 
+pub use retry::{RetryHook, RetryInfo, RetryPolicy, RetryingModel};
 pub use secret::Secret;
 
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
+use std::fmt;
+use std::str::FromStr;
+use std::sync::Arc;
 use std::time::Duration;
 
 /// One tool call the model asked for, with its arguments exactly as the model wrote them.
@@ -255,4 +264,165 @@ impl LlmError {
 pub trait ChatModel: Send + Sync {
     /// Sends the request and returns the whole reply (streamed under the hood where the provider streams).
     async fn complete(&self, request: &ChatRequest) -> Result<ChatResponse, LlmError>;
+}
+
+/// The wire protocol a model endpoint speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Provider {
+    /// OpenAI Chat Completions, also spoken by DeepSeek, OpenRouter, Ollama, vLLM and llama.cpp.
+    OpenAi,
+    /// Anthropic Messages.
+    Anthropic,
+}
+
+impl Provider {
+    /// The provider's public API base URL.
+    pub fn default_base_url(self) -> &'static str {
+        match self {
+            Provider::OpenAi => "https://api.openai.com/v1",
+            Provider::Anthropic => "https://api.anthropic.com",
+        }
+    }
+
+    /// The name used in configuration (`openai`, `anthropic`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Provider::OpenAi => "openai",
+            Provider::Anthropic => "anthropic",
+        }
+    }
+}
+
+impl fmt::Display for Provider {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for Provider {
+    /// A message naming the bad value and the accepted ones.
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "openai" => Ok(Provider::OpenAi),
+            "anthropic" => Ok(Provider::Anthropic),
+            _ => Err(format!(
+                "unknown model provider `{s}`: expected `openai` (also for OpenAI-compatible servers such as Ollama, vLLM, llama.cpp, DeepSeek, OpenRouter) or `anthropic`"
+            )),
+        }
+    }
+}
+
+/// Default time one attempt (request plus whole stream) may take.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(300);
+
+/// Default longest silence between two chunks of a stream.
+pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(90);
+
+/// Everything needed to talk to one model endpoint.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ProviderSettings {
+    /// The wire protocol.
+    pub provider: Provider,
+    /// Base URL: `https://api.openai.com/v1`-style for OpenAI (the client appends
+    /// `/chat/completions`), `https://api.anthropic.com` for Anthropic (it appends `/v1/messages`).
+    pub base_url: String,
+    /// The API key; `None` for local servers that need none.
+    pub api_key: Option<Secret>,
+    /// Longest time one attempt may take, stream included.
+    pub timeout: Duration,
+    /// Longest silence between two stream chunks before the stream counts as cut.
+    pub idle_timeout: Duration,
+    /// How failed calls are retried.
+    pub retry: RetryPolicy,
+}
+
+impl Default for ProviderSettings {
+    /// OpenAI's public API with default timeouts and retries, no key.
+    fn default() -> Self {
+        ProviderSettings::new(Provider::OpenAi)
+    }
+}
+
+impl ProviderSettings {
+    /// Settings for the provider's public API with default timeouts and retries, no key.
+    pub fn new(provider: Provider) -> Self {
+        ProviderSettings {
+            provider,
+            base_url: provider.default_base_url().to_string(),
+            api_key: None,
+            timeout: DEFAULT_TIMEOUT,
+            idle_timeout: DEFAULT_IDLE_TIMEOUT,
+            retry: RetryPolicy::default(),
+        }
+    }
+
+    /// The base URL without trailing slashes, ready for a path to be appended.
+    pub(crate) fn trimmed_base_url(&self) -> &str {
+        self.base_url.trim().trim_end_matches('/')
+    }
+}
+
+/// The client for `settings`, wrapped in the retry layer; `on_retry` hears of each retry.
+pub fn build_client(settings: ProviderSettings, on_retry: Option<RetryHook>) -> Arc<dyn ChatModel> {
+    let inner: Arc<dyn ChatModel> = match settings.provider {
+        Provider::OpenAi => Arc::new(openai::OpenAiClient::new(&settings)),
+        Provider::Anthropic => Arc::new(anthropic::AnthropicClient::new(&settings)),
+    };
+    Arc::new(RetryingModel::new(inner, settings.retry, on_retry))
+}
+
+/// Usage counted locally, for replies whose API reported none: the prompt is the
+/// messages plus the tool specs, the completion the reply text plus its tool calls.
+pub(crate) fn count_usage_locally(
+    request: &ChatRequest,
+    content: &str,
+    tool_calls: &[ToolCall],
+) -> Usage {
+    let counter = tokens::shared_counter(tokens::Encoding::for_model(&request.model));
+    let tools: usize = request
+        .tools
+        .iter()
+        .map(|t| {
+            counter.count(&t.name)
+                + counter.count(&t.description)
+                + counter.count(&t.parameters.to_string())
+        })
+        .sum();
+    let calls: usize = tool_calls
+        .iter()
+        .map(|c| counter.count(&c.name) + counter.count(&c.arguments))
+        .sum();
+    Usage {
+        prompt_tokens: (counter.count_messages(&request.messages) + tools) as u64,
+        completion_tokens: (counter.count(content) + calls) as u64,
+    }
+}
+
+#[cfg(test)]
+mod provider_tests {
+    use super::*;
+
+    #[test]
+    fn parses_provider_names() {
+        assert_eq!(" OpenAI ".parse::<Provider>(), Ok(Provider::OpenAi));
+        assert_eq!("anthropic".parse::<Provider>(), Ok(Provider::Anthropic));
+        let err = "gemini".parse::<Provider>().unwrap_err();
+        assert!(err.contains("gemini") && err.contains("openai"), "{err}");
+    }
+
+    #[test]
+    fn counts_usage_locally() {
+        let request = ChatRequest {
+            model: "gpt-4o".into(),
+            messages: vec![Message::user("hello world")],
+            tools: vec![],
+            max_tokens: 10,
+            temperature: None,
+        };
+        let usage = count_usage_locally(&request, "hi there", &[]);
+        assert!(usage.prompt_tokens > 0 && usage.completion_tokens > 0);
+    }
 }

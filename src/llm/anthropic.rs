@@ -1,0 +1,611 @@
+//! Anthropic Messages client, streamed.
+//!
+//! The Messages API differs from Chat Completions in three ways that matter
+//! here: system text is a top-level field, turns must alternate between `user`
+//! and `assistant` (so tool results travel as `tool_result` blocks of one user
+//! turn), and tool-call arguments are JSON objects rather than text.
+
+use std::collections::BTreeMap;
+
+use async_trait::async_trait;
+use serde::{Deserialize, Serialize};
+
+use super::http::{Endpoint, ErrorDetail, HeaderSpec, error_from_stream};
+use super::sse::SseStream;
+use super::{
+    ChatModel, ChatRequest, ChatResponse, LlmError, Message, ProviderSettings, StopReason,
+    ToolCall, Usage, count_usage_locally,
+};
+
+/// The API version this client speaks.
+pub const ANTHROPIC_VERSION: &str = "2023-06-01";
+
+/// A client for `{base_url}/v1/messages`.
+pub struct AnthropicClient {
+    endpoint: Endpoint,
+}
+
+impl AnthropicClient {
+    /// A client for the settings' base URL and key (the retry policy is not applied here).
+    pub fn new(settings: &ProviderSettings) -> Self {
+        let mut headers = vec![HeaderSpec {
+            name: "anthropic-version",
+            value: ANTHROPIC_VERSION.to_string(),
+            sensitive: false,
+        }];
+        if let Some(key) = settings.api_key.as_ref().filter(|k| !k.is_empty()) {
+            headers.push(HeaderSpec {
+                name: "x-api-key",
+                value: key.expose().to_string(),
+                sensitive: true,
+            });
+        }
+        let url = format!("{}/v1/messages", settings.trimmed_base_url());
+        AnthropicClient {
+            endpoint: Endpoint::new(url, headers, settings),
+        }
+    }
+}
+
+#[async_trait]
+impl ChatModel for AnthropicClient {
+    async fn complete(&self, request: &ChatRequest) -> Result<ChatResponse, LlmError> {
+        let body = WireRequest::from_request(request);
+        self.endpoint
+            .with_deadline(async {
+                let stream = self.endpoint.open_stream(&body, &request.model).await?;
+                read_reply(stream, request, &self.endpoint).await
+            })
+            .await
+    }
+}
+
+async fn read_reply(
+    mut stream: SseStream,
+    request: &ChatRequest,
+    endpoint: &Endpoint,
+) -> Result<ChatResponse, LlmError> {
+    let mut reply = ReplyBuilder::default();
+    while let Some(event) = stream.next_event().await? {
+        if event.data.trim().is_empty() {
+            continue; // keep-alive
+        }
+        let parsed: WireEvent = serde_json::from_str(&event.data)
+            .map_err(|err| LlmError::Malformed(format!("unreadable stream event ({err})")))?;
+        if let WireEvent::Error { error } = &parsed {
+            return Err(stream_error(error, request, endpoint));
+        }
+        if reply.apply(parsed) {
+            break;
+        }
+    }
+    reply.finish(request)
+}
+
+/// An `error` event; its type stands for the HTTP status the error would have had.
+fn stream_error(error: &serde_json::Value, request: &ChatRequest, endpoint: &Endpoint) -> LlmError {
+    let detail = ErrorDetail::from_json(&serde_json::json!({ "error": error }));
+    let status = match detail.kind.as_deref() {
+        Some("overloaded_error") => 529,
+        Some("rate_limit_error") => 429,
+        Some("authentication_error") => 401,
+        Some("permission_error") => 403,
+        Some("not_found_error") => 404,
+        Some("request_too_large") => 413,
+        Some("invalid_request_error") => 400,
+        _ => 500,
+    };
+    error_from_stream(status, &detail, &request.model, endpoint.key())
+}
+
+#[derive(Serialize)]
+struct WireRequest<'a> {
+    model: &'a str,
+    max_tokens: u32,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    system: Option<String>,
+    messages: Vec<WireMessage<'a>>,
+    stream: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    temperature: Option<f32>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    tools: Vec<WireTool<'a>>,
+}
+
+#[derive(Serialize, Clone, Copy, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+enum Role {
+    User,
+    Assistant,
+}
+
+#[derive(Serialize)]
+struct WireMessage<'a> {
+    role: Role,
+    content: Vec<Block<'a>>,
+}
+
+#[derive(Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum Block<'a> {
+    Text {
+        text: &'a str,
+    },
+    ToolUse {
+        id: &'a str,
+        name: &'a str,
+        input: serde_json::Value,
+    },
+    ToolResult {
+        tool_use_id: &'a str,
+        content: &'a str,
+        is_error: bool,
+    },
+}
+
+#[derive(Serialize)]
+struct WireTool<'a> {
+    name: &'a str,
+    description: &'a str,
+    input_schema: &'a serde_json::Value,
+}
+
+impl<'a> WireRequest<'a> {
+    fn from_request(request: &'a ChatRequest) -> Self {
+        let system: Vec<&str> = request
+            .messages
+            .iter()
+            .filter_map(|m| match m {
+                Message::System { content } => Some(content.as_str()),
+                _ => None,
+            })
+            .collect();
+        WireRequest {
+            model: &request.model,
+            max_tokens: request.max_tokens,
+            system: (!system.is_empty()).then(|| system.join("\n\n")),
+            messages: alternating_turns(&request.messages),
+            stream: true,
+            temperature: request.temperature,
+            tools: request
+                .tools
+                .iter()
+                .map(|t| WireTool {
+                    name: &t.name,
+                    description: &t.description,
+                    input_schema: &t.parameters,
+                })
+                .collect(),
+        }
+    }
+}
+
+/// The conversation as alternating turns: consecutive messages of the same
+/// role (tool results, or tool results then a user note) merge into one turn.
+/// System messages are left out; they travel in the top-level `system` field.
+fn alternating_turns(messages: &[Message]) -> Vec<WireMessage<'_>> {
+    let mut turns: Vec<WireMessage<'_>> = Vec::new();
+    for message in messages {
+        let Some((role, blocks)) = turn_blocks(message) else {
+            continue;
+        };
+        if blocks.is_empty() {
+            continue; // the API rejects empty turns and empty text blocks
+        }
+        match turns.last_mut() {
+            Some(last) if last.role == role => last.content.extend(blocks),
+            _ => turns.push(WireMessage {
+                role,
+                content: blocks,
+            }),
+        }
+    }
+    turns
+}
+
+fn text_block(text: &str) -> Option<Block<'_>> {
+    (!text.is_empty()).then_some(Block::Text { text })
+}
+
+fn turn_blocks(message: &Message) -> Option<(Role, Vec<Block<'_>>)> {
+    match message {
+        Message::System { .. } => None,
+        Message::User { content } => Some((Role::User, text_block(content).into_iter().collect())),
+        Message::Assistant {
+            content,
+            tool_calls,
+        } => {
+            let mut blocks: Vec<Block<'_>> = text_block(content).into_iter().collect();
+            blocks.extend(tool_calls.iter().map(|c| Block::ToolUse {
+                id: &c.id,
+                name: &c.name,
+                input: arguments_object(&c.arguments),
+            }));
+            Some((Role::Assistant, blocks))
+        }
+        Message::Tool {
+            call_id,
+            content,
+            is_error,
+            ..
+        } => Some((
+            Role::User,
+            vec![Block::ToolResult {
+                tool_use_id: call_id,
+                content,
+                is_error: *is_error,
+            }],
+        )),
+    }
+}
+
+/// The call's arguments as the JSON object the API requires for `input`.
+///
+/// When the model wrote arguments that are not a JSON object, `{}` is sent:
+/// the API rejects any other `input`, which would make the whole history
+/// unusable, and the call was already answered with an error result that tells
+/// the model what was wrong with what it wrote.
+fn arguments_object(raw: &str) -> serde_json::Value {
+    match serde_json::from_str::<serde_json::Value>(raw) {
+        Ok(value @ serde_json::Value::Object(_)) => value,
+        _ => serde_json::Value::Object(serde_json::Map::new()),
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum WireEvent {
+    MessageStart {
+        message: StartMessage,
+    },
+    ContentBlockStart {
+        index: usize,
+        content_block: StartBlock,
+    },
+    ContentBlockDelta {
+        index: usize,
+        delta: BlockDelta,
+    },
+    MessageDelta {
+        #[serde(default)]
+        delta: Option<MessageDeltaBody>,
+        #[serde(default)]
+        usage: Option<WireUsage>,
+    },
+    MessageStop {},
+    Error {
+        error: serde_json::Value,
+    },
+    /// `ping`, `content_block_stop` and event types added later.
+    #[serde(other)]
+    Ignored,
+}
+
+#[derive(Deserialize)]
+struct StartMessage {
+    #[serde(default)]
+    usage: Option<WireUsage>,
+}
+
+#[derive(Deserialize, Default)]
+struct WireUsage {
+    #[serde(default)]
+    input_tokens: Option<u64>,
+    #[serde(default)]
+    cache_creation_input_tokens: Option<u64>,
+    #[serde(default)]
+    cache_read_input_tokens: Option<u64>,
+    #[serde(default)]
+    output_tokens: Option<u64>,
+}
+
+impl WireUsage {
+    /// All prompt tokens: cached and cache-writing tokens are reported apart.
+    fn prompt_tokens(&self) -> Option<u64> {
+        self.input_tokens.map(|n| {
+            n + self.cache_creation_input_tokens.unwrap_or(0)
+                + self.cache_read_input_tokens.unwrap_or(0)
+        })
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum StartBlock {
+    Text {
+        #[serde(default)]
+        text: String,
+    },
+    ToolUse {
+        id: String,
+        name: String,
+        #[serde(default)]
+        input: Option<serde_json::Value>,
+    },
+    /// Thinking and other blocks that are not part of the reply.
+    #[serde(other)]
+    Other,
+}
+
+#[derive(Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum BlockDelta {
+    TextDelta {
+        text: String,
+    },
+    InputJsonDelta {
+        partial_json: String,
+    },
+    #[serde(other)]
+    Other,
+}
+
+#[derive(Deserialize)]
+struct MessageDeltaBody {
+    #[serde(default)]
+    stop_reason: Option<String>,
+}
+
+/// One content block as its deltas arrive.
+enum BlockState {
+    Text(String),
+    Tool {
+        call: ToolCall,
+        /// `input` of the start event, used when no `input_json_delta` follows.
+        initial_input: Option<serde_json::Value>,
+    },
+    Ignored,
+}
+
+#[derive(Default)]
+struct ReplyBuilder {
+    blocks: BTreeMap<usize, BlockState>,
+    prompt_tokens: Option<u64>,
+    completion_tokens: Option<u64>,
+    stop_reason: Option<String>,
+    stopped: bool,
+}
+
+impl ReplyBuilder {
+    /// Applies one event; true once the message is complete.
+    fn apply(&mut self, event: WireEvent) -> bool {
+        match event {
+            WireEvent::MessageStart { message } => {
+                let usage = message.usage.unwrap_or_default();
+                self.prompt_tokens = usage.prompt_tokens();
+                self.completion_tokens = usage.output_tokens;
+            }
+            WireEvent::ContentBlockStart {
+                index,
+                content_block,
+            } => {
+                self.blocks.insert(index, BlockState::start(content_block));
+            }
+            WireEvent::ContentBlockDelta { index, delta } => {
+                if let Some(block) = self.blocks.get_mut(&index) {
+                    block.apply(delta);
+                }
+            }
+            WireEvent::MessageDelta { delta, usage } => {
+                if let Some(reason) = delta.and_then(|d| d.stop_reason) {
+                    self.stop_reason = Some(reason);
+                }
+                let usage = usage.unwrap_or_default();
+                // output_tokens in message_delta is cumulative.
+                if usage.output_tokens.is_some() {
+                    self.completion_tokens = usage.output_tokens;
+                }
+                if let Some(prompt) = usage.prompt_tokens() {
+                    self.prompt_tokens = Some(prompt);
+                }
+            }
+            WireEvent::MessageStop {} => self.stopped = true,
+            WireEvent::Error { .. } | WireEvent::Ignored => {}
+        }
+        self.stopped
+    }
+
+    fn finish(self, request: &ChatRequest) -> Result<ChatResponse, LlmError> {
+        if !self.stopped {
+            return Err(LlmError::StreamCut(
+                "the stream ended without message_stop".to_string(),
+            ));
+        }
+        let mut content = String::new();
+        let mut tool_calls = Vec::new();
+        for block in self.blocks.into_values() {
+            match block {
+                BlockState::Text(text) => content.push_str(&text),
+                BlockState::Tool {
+                    mut call,
+                    initial_input,
+                } => {
+                    if call.arguments.is_empty() {
+                        call.arguments = initial_input
+                            .filter(|v| !v.is_null())
+                            .map_or_else(|| "{}".to_string(), |v| v.to_string());
+                    }
+                    tool_calls.push(call);
+                }
+                BlockState::Ignored => {}
+            }
+        }
+        let stop = match self.stop_reason.as_deref() {
+            Some("end_turn") => StopReason::EndTurn,
+            Some("tool_use") => StopReason::ToolUse,
+            Some("max_tokens") => StopReason::MaxTokens,
+            None if !tool_calls.is_empty() => StopReason::ToolUse,
+            _ => StopReason::Other,
+        };
+        let local = || count_usage_locally(request, &content, &tool_calls);
+        let usage = match (self.prompt_tokens, self.completion_tokens) {
+            (Some(prompt_tokens), Some(completion_tokens)) => Usage {
+                prompt_tokens,
+                completion_tokens,
+            },
+            (prompt, completion) => {
+                let counted = local();
+                Usage {
+                    prompt_tokens: prompt.unwrap_or(counted.prompt_tokens),
+                    completion_tokens: completion.unwrap_or(counted.completion_tokens),
+                }
+            }
+        };
+        Ok(ChatResponse {
+            content,
+            tool_calls,
+            usage,
+            stop,
+        })
+    }
+}
+
+impl BlockState {
+    fn start(block: StartBlock) -> Self {
+        match block {
+            StartBlock::Text { text } => BlockState::Text(text),
+            StartBlock::ToolUse { id, name, input } => BlockState::Tool {
+                call: ToolCall {
+                    id,
+                    name,
+                    arguments: String::new(),
+                },
+                initial_input: input,
+            },
+            StartBlock::Other => BlockState::Ignored,
+        }
+    }
+
+    fn apply(&mut self, delta: BlockDelta) {
+        match (self, delta) {
+            (BlockState::Text(text), BlockDelta::TextDelta { text: more }) => text.push_str(&more),
+            (BlockState::Tool { call, .. }, BlockDelta::InputJsonDelta { partial_json }) => {
+                call.arguments.push_str(&partial_json);
+            }
+            _ => {}
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn request(messages: Vec<Message>) -> ChatRequest {
+        ChatRequest {
+            model: "claude-sonnet-4-5".into(),
+            messages,
+            tools: vec![],
+            max_tokens: 100,
+            temperature: Some(0.2),
+        }
+    }
+
+    fn tool_result(id: &str, is_error: bool) -> Message {
+        Message::Tool {
+            call_id: id.into(),
+            name: "t".into(),
+            content: format!("result {id}"),
+            is_error,
+        }
+    }
+
+    fn build(events: &[&str]) -> ReplyBuilder {
+        let mut reply = ReplyBuilder::default();
+        for event in events {
+            reply.apply(serde_json::from_str(event).unwrap());
+        }
+        reply
+    }
+
+    #[test]
+    fn merges_turns_and_hoists_system_text() {
+        let calls = vec![
+            ToolCall {
+                id: "a".into(),
+                name: "t".into(),
+                arguments: "{\"x\":1}".into(),
+            },
+            ToolCall {
+                id: "b".into(),
+                name: "t".into(),
+                arguments: "not json".into(),
+            },
+        ];
+        let req = request(vec![
+            Message::system("one"),
+            Message::user("review"),
+            Message::Assistant {
+                content: "looking".into(),
+                tool_calls: calls,
+            },
+            tool_result("a", false),
+            tool_result("b", true),
+            Message::system("two"),
+            Message::user("go on"),
+        ]);
+        let body = serde_json::to_value(WireRequest::from_request(&req)).unwrap();
+        assert_eq!(body["system"], "one\n\ntwo");
+        let turns = body["messages"].as_array().unwrap();
+        assert_eq!(turns.len(), 3);
+        assert_eq!(turns[1]["content"][1]["input"], serde_json::json!({"x": 1}));
+        assert_eq!(turns[1]["content"][2]["input"], serde_json::json!({}));
+        let results = turns[2]["content"].as_array().unwrap();
+        assert_eq!(results[0]["tool_use_id"], "a");
+        assert_eq!(results[1]["is_error"], true);
+        assert_eq!(results[2]["text"], "go on");
+        assert!(body.get("tools").is_none());
+    }
+
+    #[test]
+    fn assembles_blocks_and_usage() {
+        let reply = build(&[
+            r#"{"type":"message_start","message":{"id":"m","usage":{"input_tokens":10,"cache_read_input_tokens":5,"output_tokens":1}}}"#,
+            r#"{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}"#,
+            r#"{"type":"ping"}"#,
+            r#"{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"Hi"}}"#,
+            r#"{"type":"content_block_stop","index":0}"#,
+            r#"{"type":"content_block_start","index":1,"content_block":{"type":"tool_use","id":"t1","name":"f","input":{}}}"#,
+            r#"{"type":"content_block_delta","index":1,"delta":{"type":"input_json_delta","partial_json":"{\"a\":"}}"#,
+            r#"{"type":"content_block_delta","index":1,"delta":{"type":"input_json_delta","partial_json":"2}"}}"#,
+            r#"{"type":"content_block_start","index":2,"content_block":{"type":"tool_use","id":"t2","name":"g","input":{}}}"#,
+            r#"{"type":"message_delta","delta":{"stop_reason":"tool_use"},"usage":{"output_tokens":7}}"#,
+            r#"{"type":"message_stop"}"#,
+        ]);
+        let response = reply.finish(&request(vec![])).unwrap();
+        assert_eq!(response.content, "Hi");
+        assert_eq!(response.tool_calls[0].arguments, "{\"a\":2}");
+        assert_eq!(response.tool_calls[1].arguments, "{}");
+        assert_eq!(response.stop, StopReason::ToolUse);
+        assert_eq!(
+            response.usage,
+            Usage {
+                prompt_tokens: 15,
+                completion_tokens: 7
+            }
+        );
+    }
+
+    #[test]
+    fn no_message_stop_is_a_cut() {
+        let reply = build(&[r#"{"type":"message_start","message":{}}"#]);
+        assert!(matches!(
+            reply.finish(&request(vec![])),
+            Err(LlmError::StreamCut(_))
+        ));
+    }
+
+    #[test]
+    fn error_events_map_to_provider_errors() {
+        let settings = ProviderSettings::new(super::super::Provider::Anthropic);
+        let endpoint = Endpoint::new(String::new(), vec![], &settings);
+        let overloaded = serde_json::json!({"type":"overloaded_error","message":"Overloaded"});
+        let err = stream_error(&overloaded, &request(vec![]), &endpoint);
+        assert!(matches!(err, LlmError::Server { status: 529, .. }));
+        assert!(err.is_retryable());
+        let invalid =
+            serde_json::json!({"type":"invalid_request_error","message":"prompt is too long"});
+        let err = stream_error(&invalid, &request(vec![]), &endpoint);
+        assert!(matches!(err, LlmError::ContextLengthExceeded { .. }));
+    }
+}

@@ -1,0 +1,216 @@
+//! Server-sent events: splitting a byte stream into `event:`/`data:` records.
+//!
+//! Both providers stream their replies as SSE. The decoder is push-based so it
+//! can be fed whatever chunks the network delivers (a line, or a UTF-8
+//! character, may be split across chunks); [`SseStream`] drives it from an HTTP
+//! response and turns transport failures and silent gaps into
+//! [`LlmError::StreamCut`].
+
+use std::collections::VecDeque;
+use std::pin::Pin;
+use std::time::Duration;
+
+use bytes::Bytes;
+use futures::{Stream, StreamExt};
+
+use super::LlmError;
+use super::http::describe_transport_error;
+use super::secret::Secret;
+
+/// One dispatched event.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct SseEvent {
+    /// The `event:` field, when the server named the event.
+    pub event: Option<String>,
+    /// The `data:` lines joined with `\n`.
+    pub data: String,
+}
+
+/// Incremental SSE parser over raw bytes.
+#[derive(Debug, Default)]
+pub(crate) struct SseDecoder {
+    buffer: Vec<u8>,
+    current: SseEvent,
+    has_data: bool,
+}
+
+impl SseDecoder {
+    /// Feeds a chunk and returns the events it completed.
+    pub fn push(&mut self, chunk: &[u8]) -> Vec<SseEvent> {
+        self.buffer.extend_from_slice(chunk);
+        let mut events = Vec::new();
+        while let Some(end) = self.buffer.iter().position(|&b| b == b'\n') {
+            let line: Vec<u8> = self.buffer.drain(..=end).collect();
+            let line = trim_line_ending(&line);
+            if let Some(event) = self.take_line(&String::from_utf8_lossy(line)) {
+                events.push(event);
+            }
+        }
+        events
+    }
+
+    /// Flushes an event the server left unterminated when the stream ended.
+    ///
+    /// The SSE specification discards such an event; some servers close the
+    /// connection right after `data: [DONE]\n`, so it is kept when it has data.
+    pub fn finish(&mut self) -> Option<SseEvent> {
+        if !self.buffer.is_empty() {
+            let rest = std::mem::take(&mut self.buffer);
+            let line = String::from_utf8_lossy(trim_line_ending(&rest)).into_owned();
+            if let Some(event) = self.take_line(&line) {
+                return Some(event);
+            }
+        }
+        self.dispatch()
+    }
+
+    fn take_line(&mut self, line: &str) -> Option<SseEvent> {
+        if line.is_empty() {
+            return self.dispatch();
+        }
+        if line.starts_with(':') {
+            return None; // comment / keep-alive
+        }
+        let (field, value) = match line.split_once(':') {
+            Some((field, value)) => (field, value.strip_prefix(' ').unwrap_or(value)),
+            None => (line, ""),
+        };
+        match field {
+            "event" => self.current.event = Some(value.to_string()),
+            "data" => {
+                if self.has_data {
+                    self.current.data.push('\n');
+                }
+                self.current.data.push_str(value);
+                self.has_data = true;
+            }
+            _ => {} // id, retry and unknown fields do not matter here
+        }
+        None
+    }
+
+    fn dispatch(&mut self) -> Option<SseEvent> {
+        let event = std::mem::take(&mut self.current);
+        let had_data = std::mem::replace(&mut self.has_data, false);
+        had_data.then_some(event)
+    }
+}
+
+fn trim_line_ending(line: &[u8]) -> &[u8] {
+    let line = line.strip_suffix(b"\n").unwrap_or(line);
+    line.strip_suffix(b"\r").unwrap_or(line)
+}
+
+type ByteStream = Pin<Box<dyn Stream<Item = Result<Bytes, reqwest::Error>> + Send>>;
+
+/// The events of one streamed HTTP response.
+pub(crate) struct SseStream {
+    body: ByteStream,
+    decoder: SseDecoder,
+    pending: VecDeque<SseEvent>,
+    idle_timeout: Duration,
+    key: Option<Secret>,
+    ended: bool,
+}
+
+impl SseStream {
+    /// Reads events from a successful response. A gap longer than `idle_timeout`
+    /// between two chunks counts as a cut stream.
+    pub fn new(response: reqwest::Response, idle_timeout: Duration, key: Option<Secret>) -> Self {
+        SseStream {
+            body: Box::pin(response.bytes_stream()),
+            decoder: SseDecoder::default(),
+            pending: VecDeque::new(),
+            idle_timeout,
+            key,
+            ended: false,
+        }
+    }
+
+    /// The next event; `Ok(None)` once the server closed the stream normally.
+    pub async fn next_event(&mut self) -> Result<Option<SseEvent>, LlmError> {
+        loop {
+            if let Some(event) = self.pending.pop_front() {
+                return Ok(Some(event));
+            }
+            if self.ended {
+                return Ok(None);
+            }
+            self.read_chunk().await?;
+        }
+    }
+
+    async fn read_chunk(&mut self) -> Result<(), LlmError> {
+        let next = tokio::time::timeout(self.idle_timeout, self.body.next())
+            .await
+            .map_err(|_| {
+                LlmError::StreamCut(format!(
+                    "no data from the model API for {:?}",
+                    self.idle_timeout
+                ))
+            })?;
+        match next {
+            Some(Ok(chunk)) => self.pending.extend(self.decoder.push(&chunk)),
+            Some(Err(err)) => {
+                return Err(LlmError::StreamCut(describe_transport_error(
+                    &err,
+                    self.key.as_ref(),
+                )));
+            }
+            None => {
+                self.ended = true;
+                self.pending.extend(self.decoder.finish());
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn decode_in_pieces(input: &str, piece: usize) -> Vec<SseEvent> {
+        let mut decoder = SseDecoder::default();
+        let mut events = Vec::new();
+        for chunk in input.as_bytes().chunks(piece) {
+            events.extend(decoder.push(chunk));
+        }
+        events.extend(decoder.finish());
+        events
+    }
+
+    #[test]
+    fn splits_events_whatever_the_chunking() {
+        let input = "event: ping\ndata: {\"a\":1}\n\n: keep-alive\n\ndata: héllo\r\ndata: wörld\r\n\r\ndata: [DONE]\n\n";
+        let expected = vec![
+            SseEvent {
+                event: Some("ping".into()),
+                data: "{\"a\":1}".into(),
+            },
+            SseEvent {
+                event: None,
+                data: "héllo\nwörld".into(),
+            },
+            SseEvent {
+                event: None,
+                data: "[DONE]".into(),
+            },
+        ];
+        for piece in [1, 2, 3, 7, input.len()] {
+            assert_eq!(decode_in_pieces(input, piece), expected, "piece {piece}");
+        }
+    }
+
+    #[test]
+    fn keeps_an_unterminated_final_event() {
+        assert_eq!(
+            decode_in_pieces("data: [DONE]", 4),
+            vec![SseEvent {
+                event: None,
+                data: "[DONE]".into()
+            }]
+        );
+        assert_eq!(decode_in_pieces("event: x\n", 4), vec![]);
+    }
+}
