@@ -200,7 +200,7 @@ fn plan<'f>(req: &PublishRequest<'f>, known: &HashSet<String>) -> Plan<'f> {
         }
     }
     // Stable: equally severe findings keep the engine's order.
-    fresh.sort_by(|a, b| b.0.severity.cmp(&a.0.severity));
+    fresh.sort_by_key(|(finding, _)| std::cmp::Reverse(finding.severity));
     let request_changes = req
         .config
         .request_changes_at
@@ -290,6 +290,11 @@ async fn post_review<'f>(
                 "GitHub refused the inline comments; posting every finding in the summary"
             );
         }
+        Err(error) if error.status() == Some(422) => {
+            // A verdict-only review adds nothing the summary does not carry.
+            tracing::warn!(error = %error, "GitHub refused the review; the summary carries the findings");
+            return Ok(());
+        }
         Err(error) => return Err(PublishError::from_github(error)),
     }
 
@@ -302,7 +307,7 @@ async fn post_review<'f>(
     let moved: Vec<SummaryEntry<'f>> = moved.collect();
     plan.summary.splice(0..0, moved);
     plan.summary
-        .sort_by(|a, b| b.finding.severity.cmp(&a.finding.severity));
+        .sort_by_key(|entry| std::cmp::Reverse(entry.finding.severity));
     let fallback = json!({
         "commit_id": req.head_sha,
         "event": event,
