@@ -1,20 +1,21 @@
-//! Publishing reviews, App authentication and Actions events against the mock GitHub API.
+//! Publishing reviews against the mock GitHub API; App authentication and
+//! Actions events in the submodules.
+
+mod app;
+mod events;
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use jsonwebtoken::{Algorithm, DecodingKey, Validation};
 use redline::github::{
-    AppAuth, GitHubClient, GitHubError, PublishConfig, PublishError, PublishOutcome,
-    PublishRequest, RetryPolicy, Sleeper, Trigger, TriggerOptions, fetch_pull, has_write_access,
-    last_reviewed_sha, parse_action_event, parse_markers, publish_review,
+    GitHubClient, GitHubError, PublishConfig, PublishError, PublishOutcome, PublishRequest,
+    RetryPolicy, Sleeper, last_reviewed_sha, parse_markers, publish_review,
 };
 use redline::llm::Secret;
 use redline::review::diff::{ChangeSet, DiffLine, FileChange, FileStatus, Hunk, LineKind};
 use redline::review::finding::{Category, Finding, Severity, Side};
-use serde_json::Value;
 
-use crate::common::github_mock::{GitHubMock, PullSpec};
+use crate::common::github_mock::GitHubMock;
 
 const TOKEN: &str = "ghp_test_token_do_not_print_0123456789";
 const OWNER: &str = "octo";
@@ -388,6 +389,48 @@ async fn secondary_rate_limit_is_waited_out() {
 }
 
 #[tokio::test]
+async fn rate_limit_beyond_the_allowed_wait_gives_up() {
+    let gh = GitHubMock::start().await;
+    let waits = Waits::default();
+    let policy = RetryPolicy {
+        max_total_wait: Duration::from_millis(500),
+        ..fast_policy(&waits)
+    };
+    let client = GitHubClient::with_token(&gh.url(), Secret::new(TOKEN))
+        .unwrap()
+        .with_retry_policy(policy);
+    gh.rate_limit_next_write(1);
+    let findings = [finding("src/lib.rs", 11, 11, Severity::Major, "X")];
+    let error = publish(&client, HEAD_A, &findings, &config())
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(error, PublishError::GitHub(GitHubError::RateLimited { .. })),
+        "{error:?}"
+    );
+    assert!(
+        waits.lock().unwrap().is_empty(),
+        "did not wait past the limit"
+    );
+}
+
+#[tokio::test]
+async fn writes_are_spaced_by_the_minimum_interval() {
+    let gh = GitHubMock::start().await;
+    let (client, waits) = client(&gh);
+    let config = PublishConfig {
+        min_write_interval: Duration::from_secs(3600),
+        ..config()
+    };
+    let findings = [finding("src/lib.rs", 11, 11, Severity::Major, "X")];
+    publish(&client, HEAD_A, &findings, &config).await.unwrap();
+    assert_eq!(gh.writes().len(), 2);
+    let waits = waits.lock().unwrap();
+    assert_eq!(waits.len(), 1, "the second write waited for the first");
+    assert!(waits[0] > Duration::from_secs(3500));
+}
+
+#[tokio::test]
 async fn other_errors_carry_message_and_path_but_no_token() {
     let gh = GitHubMock::start().await;
     let (client, _) = client(&gh);
@@ -439,212 +482,32 @@ async fn finds_the_summary_on_a_later_page() {
     assert!(gh.reviews().is_empty());
 }
 
-#[tokio::test]
-async fn app_jwt_and_installation_token_caching() {
-    let gh = GitHubMock::start().await;
-    let waits = Waits::default();
-    let app = AppAuth::new(&gh.url(), 4242, Secret::new(PRIVATE_KEY))
-        .unwrap()
-        .with_retry_policy(fast_policy(&waits));
-    let installation = app.installation_client(99);
-    gh.add_pull(OWNER, REPO, PR, PullSpec::new("base1", HEAD_A));
-    fetch_pull(&installation, OWNER, REPO, PR).await.unwrap();
-    fetch_pull(&installation, OWNER, REPO, PR).await.unwrap();
-    assert_eq!(gh.token_requests(), 1, "one token for two uses");
-
-    let requests = gh.requests();
-    let jwt = requests[0]
-        .authorization
-        .as_deref()
-        .unwrap()
-        .strip_prefix("Bearer ")
-        .unwrap();
-    let mut validation = Validation::new(Algorithm::RS256);
-    validation.set_required_spec_claims(&["iss", "iat", "exp"]);
-    let key = DecodingKey::from_rsa_pem(PUBLIC_KEY.as_bytes()).unwrap();
-    let claims = jsonwebtoken::decode::<Value>(jwt, &key, &validation)
-        .unwrap()
-        .claims;
-    let now = chrono::Utc::now().timestamp();
-    assert_eq!(claims["iss"], "4242");
-    assert!((now - 60 - claims["iat"].as_i64().unwrap()).abs() <= 5);
-    let exp = claims["exp"].as_i64().unwrap();
-    assert!(exp > now && exp - now < 600);
-    for api_call in requests.iter().filter(|r| r.path.starts_with("/repos/")) {
-        assert_eq!(
-            api_call.authorization.as_deref(),
-            Some("Bearer ghs_mock_99_1")
-        );
-    }
-
-    app.invalidate(99);
-    fetch_pull(&installation, OWNER, REPO, PR).await.unwrap();
-    assert_eq!(gh.token_requests(), 2, "invalidated token replaced");
-}
+fn assert_send<T: Send>(_: &T) {}
 
 #[tokio::test]
-async fn installation_token_renewed_near_expiry() {
-    let gh = GitHubMock::start().await;
-    let waits = Waits::default();
-    let app = AppAuth::new(&gh.url(), "Iv1.test", Secret::new(PRIVATE_KEY))
-        .unwrap()
-        .with_retry_policy(fast_policy(&waits));
-    // Tokens valid for two minutes are inside the five-minute renewal margin.
-    gh.set_token_ttl(chrono::Duration::minutes(2));
-    let first = app.installation_token(5).await.unwrap();
-    let second = app.installation_token(5).await.unwrap();
-    assert_eq!(gh.token_requests(), 2);
-    assert_ne!(first, second);
-    assert!(!format!("{first:?}").contains("ghs_mock"));
-}
-
-#[tokio::test]
-async fn pull_lookup_and_write_access() {
+async fn publishing_can_run_on_spawned_tasks() {
     let gh = GitHubMock::start().await;
     let (client, _) = client(&gh);
-    let mut spec = PullSpec::new("base1", HEAD_A);
-    spec.is_fork = true;
-    spec.draft = true;
-    gh.add_pull(OWNER, REPO, PR, spec);
-    let pull = fetch_pull(&client, OWNER, REPO, PR).await.unwrap();
-    assert_eq!(
-        (pull.base_sha.as_str(), pull.head_sha.as_str()),
-        ("base1", HEAD_A)
+    let config = config();
+    let changes = changes();
+    let future = publish_review(
+        &client,
+        PublishRequest {
+            owner: OWNER,
+            repo: REPO,
+            pr_number: PR,
+            head_sha: HEAD_A,
+            findings: &[],
+            summary: "",
+            changes: &changes,
+            head_line_text: &head_line,
+            config: &config,
+            reviewed_range: None,
+        },
     );
-    assert_eq!(
-        (pull.base_ref.as_str(), pull.head_ref.as_str()),
-        ("main", "feature")
-    );
-    assert!(pull.is_fork && pull.draft);
-
-    gh.set_permission("maintainer", "maintain");
-    gh.set_permission("writer", "write");
-    gh.set_permission("reader", "read");
-    assert!(
-        has_write_access(&client, OWNER, REPO, "maintainer")
-            .await
-            .unwrap()
-    );
-    assert!(
-        has_write_access(&client, OWNER, REPO, "writer")
-            .await
-            .unwrap()
-    );
-    assert!(
-        !has_write_access(&client, OWNER, REPO, "reader")
-            .await
-            .unwrap()
-    );
-    assert!(
-        !has_write_access(&client, OWNER, REPO, "stranger")
-            .await
-            .unwrap()
-    );
-}
-
-fn fixture(path: &str) -> Value {
-    let text = std::fs::read_to_string(format!("tests/fixtures/webhooks/{path}")).unwrap();
-    serde_json::from_str(&text).unwrap()
-}
-
-fn skip_reason(trigger: Trigger) -> String {
-    match trigger {
-        Trigger::Skip { reason } => reason,
-        other => panic!("expected Skip, got {other:?}"),
-    }
-}
-
-#[test]
-fn pull_request_events() {
-    let opts = TriggerOptions::default();
-    for name in ["opened", "synchronize", "ready_for_review"] {
-        let trigger = parse_action_event(
-            "pull_request",
-            &fixture(&format!("pull_request/{name}.payload.json")),
-            &opts,
-        );
-        let Trigger::Review {
-            owner,
-            repo,
-            pr_number,
-            base_sha,
-            head_sha,
-            base_ref,
-            head_ref,
-            is_fork,
-            strategy,
-        } = trigger
-        else {
-            panic!("{name}: expected Review, got {trigger:?}");
-        };
-        assert_eq!(
-            (owner.as_str(), repo.as_str()),
-            ("Codertocat", "Hello-World"),
-            "{name}"
-        );
-        assert_eq!(pr_number, 2);
-        assert_eq!(base_sha.len(), 40);
-        assert_eq!(head_sha.len(), 40);
-        assert!(!base_ref.is_empty() && !head_ref.is_empty());
-        assert!(!is_fork);
-        assert_eq!(strategy, None);
-    }
-    let closed = parse_action_event(
-        "pull_request",
-        &fixture("pull_request/closed.payload.json"),
-        &opts,
-    );
-    assert!(skip_reason(closed).contains("closed"));
-
-    let mut draft = fixture("pull_request/opened.payload.json");
-    draft["pull_request"]["draft"] = Value::Bool(true);
-    assert!(skip_reason(parse_action_event("pull_request", &draft, &opts)).contains("draft"));
-    let with_drafts = TriggerOptions {
-        review_drafts: true,
-    };
-    assert!(matches!(
-        parse_action_event("pull_request_target", &draft, &with_drafts),
-        Trigger::Review { .. }
-    ));
-
-    let mut fork = fixture("pull_request/synchronize.payload.json");
-    fork["pull_request"]["head"]["repo"]["full_name"] = Value::from("forker/Hello-World");
-    assert!(matches!(
-        parse_action_event("pull_request_target", &fork, &opts),
-        Trigger::Review { is_fork: true, .. }
-    ));
-}
-
-#[test]
-fn issue_comment_and_other_events() {
-    let opts = TriggerOptions::default();
-    let command = parse_action_event(
-        "issue_comment",
-        &fixture("issue_comment/created.on-pull-request.redline-command.json"),
-        &opts,
-    );
-    assert_eq!(
-        command,
-        Trigger::NeedsPullRequest {
-            owner: "Codertocat".into(),
-            repo: "Hello-World".into(),
-            pr_number: 1,
-            strategy: Some("deep".into()),
-            requested_by: "Codertocat".into(),
-        }
-    );
-    let chatter = parse_action_event(
-        "issue_comment",
-        &fixture("issue_comment/created.on-pull-request.no-command.json"),
-        &opts,
-    );
-    assert!(skip_reason(chatter).contains("/redline review"));
-    let plain_issue = parse_action_event(
-        "issue_comment",
-        &fixture("issue_comment/created.payload.json"),
-        &opts,
-    );
-    assert!(skip_reason(plain_issue).contains("not on a pull request"));
-    let ping = parse_action_event("ping", &fixture("ping/payload.json"), &opts);
-    assert!(skip_reason(ping).contains("ping"));
+    assert_send(&future);
+    let lookup = last_reviewed_sha(&client, OWNER, REPO, PR);
+    assert_send(&lookup);
+    assert_eq!(future.await.unwrap().inline_posted, 0);
+    assert_eq!(lookup.await.unwrap().as_deref(), Some(HEAD_A));
 }

@@ -1,9 +1,23 @@
 //! Publishing a review on a pull request: one review with inline comments, one
 //! summary comment edited in place, nothing posted twice.
 //!
+//! A run posts (each write paced by [`PublishConfig::min_write_interval`]):
+//! 1. one review (`POST .../pulls/{n}/reviews`, `commit_id` = head) holding the
+//!    new findings whose anchors lie within one diff hunk, most severe first, at
+//!    most [`PublishConfig::max_comments`]; no review when there is no inline
+//!    comment and no change request;
+//! 2. the summary issue comment, created once and then edited in place, holding
+//!    the engine's summary, the last reviewed head SHA and every finding not
+//!    posted inline (outside the diff, over the limit, refused by GitHub),
+//!    including earlier runs' entries.
+//!
 //! Idempotence rests on hidden fingerprint markers: any marker found in the
 //! pull request's review comments or in the summary comment counts as posted,
 //! whether or not its thread was since resolved (that state needs GraphQL).
+//! A rerun on the head already recorded with nothing new writes nothing.
+//!
+//! Base-side (`LEFT`) findings are anchored on the base side of their hunk,
+//! without a suggestion block (a suggestion replaces head lines).
 
 use std::collections::HashSet;
 use std::time::Duration;
