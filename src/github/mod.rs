@@ -1,1 +1,28 @@
-//! (module under construction)
+//! GitHub integration: an authenticated REST client (token or GitHub App),
+//! publishing a review on a pull request, and reading Actions events.
+//!
+//! Both the GitHub Action step and the GitHub App server publish through
+//! [`publish_review`]; see [`publish`] for what it posts and how reruns stay
+//! idempotent.
+
+pub mod action_event;
+mod anchor;
+pub mod auth;
+pub mod client;
+pub mod error;
+pub mod fingerprint;
+pub mod publish;
+pub mod ratelimit;
+mod summary;
+
+pub use action_event::{
+    PullInfo, Trigger, TriggerOptions, fetch_pull, has_write_access, parse_action_event,
+};
+pub use auth::AppAuth;
+pub use client::{DEFAULT_API_URL, GitHubClient, api_url_from_env, path_segment};
+pub use error::GitHubError;
+pub use fingerprint::{fingerprint, marker, parse_markers};
+pub use publish::{
+    PublishConfig, PublishError, PublishOutcome, PublishRequest, last_reviewed_sha, publish_review,
+};
+pub use ratelimit::{RetryPolicy, Sleeper};

@@ -2,4 +2,5 @@
 #![allow(dead_code)]
 
 pub mod cli;
+pub mod github_mock;
 pub mod model_server;

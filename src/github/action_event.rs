@@ -1,0 +1,286 @@
+//! What a GitHub Actions event asks Redline to do, and the pull request
+//! look-ups the caller needs to act on it.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::client::{GitHubClient, path_segment};
+use super::error::GitHubError;
+
+/// The comment command that asks for a review.
+const COMMAND: &str = "/redline review";
+
+/// How events are filtered.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TriggerOptions {
+    /// Review draft pull requests too (default: skip them).
+    pub review_drafts: bool,
+}
+
+/// What to do for one event.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub enum Trigger {
+    /// Review this pull request.
+    Review {
+        /// Base repository owner.
+        owner: String,
+        /// Base repository name.
+        repo: String,
+        /// Pull request number.
+        pr_number: u64,
+        /// Base commit.
+        base_sha: String,
+        /// Head commit.
+        head_sha: String,
+        /// Base branch.
+        base_ref: String,
+        /// Head branch.
+        head_ref: String,
+        /// The head is in another repository (its token is read-only).
+        is_fork: bool,
+        /// A strategy named by the requester, if any.
+        strategy: Option<String>,
+    },
+    /// A comment asked for a review; the payload has no SHAs, so the caller
+    /// must check the commenter's access ([`has_write_access`]) and fetch the
+    /// pull request ([`fetch_pull`]).
+    NeedsPullRequest {
+        /// Repository owner.
+        owner: String,
+        /// Repository name.
+        repo: String,
+        /// Pull request number.
+        pr_number: u64,
+        /// `--strategy NAME` from the command, if given.
+        strategy: Option<String>,
+        /// Login of the commenter, whose access the caller should check.
+        requested_by: String,
+    },
+    /// Nothing to do.
+    Skip {
+        /// One line saying why.
+        reason: String,
+    },
+}
+
+/// Reads an Actions event (`GITHUB_EVENT_NAME` and the `GITHUB_EVENT_PATH` JSON).
+pub fn parse_action_event(event_name: &str, payload: &Value, opts: &TriggerOptions) -> Trigger {
+    let parsed = match event_name {
+        "pull_request" | "pull_request_target" => pull_request_event(payload, opts),
+        "issue_comment" => issue_comment_event(payload),
+        other => Err(format!("event `{other}` does not trigger a review")),
+    };
+    parsed.unwrap_or_else(|reason| Trigger::Skip { reason })
+}
+
+fn pull_request_event(payload: &Value, opts: &TriggerOptions) -> Result<Trigger, String> {
+    let action = text(payload, &["action"]).unwrap_or_default();
+    if !matches!(
+        action,
+        "opened" | "synchronize" | "reopened" | "ready_for_review"
+    ) {
+        return Err(format!(
+            "pull_request action `{action}` does not trigger a review"
+        ));
+    }
+    let pr = payload
+        .get("pull_request")
+        .ok_or("the event has no `pull_request`")?;
+    if pr.get("draft").and_then(Value::as_bool) == Some(true) && !opts.review_drafts {
+        return Err("draft pull request (set review_drafts to review drafts)".into());
+    }
+    let info = pull_info(pr).ok_or("the event's `pull_request` lacks its base or head")?;
+    let (owner, repo) = repository(payload)?;
+    let pr_number = payload
+        .get("number")
+        .or_else(|| pr.get("number"))
+        .and_then(Value::as_u64)
+        .ok_or("the event has no pull request number")?;
+    Ok(Trigger::Review {
+        owner,
+        repo,
+        pr_number,
+        base_sha: info.base_sha,
+        head_sha: info.head_sha,
+        base_ref: info.base_ref,
+        head_ref: info.head_ref,
+        is_fork: info.is_fork,
+        strategy: None,
+    })
+}
+
+fn issue_comment_event(payload: &Value) -> Result<Trigger, String> {
+    let action = text(payload, &["action"]).unwrap_or_default();
+    if action != "created" {
+        return Err(format!(
+            "issue_comment action `{action}` does not trigger a review"
+        ));
+    }
+    let issue = payload.get("issue").ok_or("the event has no `issue`")?;
+    if issue.get("pull_request").is_none_or(Value::is_null) {
+        return Err("comment on an issue, not on a pull request".into());
+    }
+    if text(payload, &["comment", "user", "type"]) == Some("Bot") {
+        return Err("comment written by a bot".into());
+    }
+    let body = text(payload, &["comment", "body"]).unwrap_or_default();
+    let strategy = parse_command(body).ok_or("comment does not start with `/redline review`")?;
+    let (owner, repo) = repository(payload)?;
+    let pr_number = issue
+        .get("number")
+        .and_then(Value::as_u64)
+        .ok_or("the event's issue has no number")?;
+    let requested_by = text(payload, &["comment", "user", "login"])
+        .ok_or("the comment has no author")?
+        .to_string();
+    Ok(Trigger::NeedsPullRequest {
+        owner,
+        repo,
+        pr_number,
+        strategy,
+        requested_by,
+    })
+}
+
+/// `Some(strategy)` when the comment's first line is the review command, with
+/// the optional `--strategy NAME` (or `--strategy=NAME`).
+fn parse_command(body: &str) -> Option<Option<String>> {
+    let first_line = body.trim_start().lines().next()?;
+    let rest = first_line.trim_end().strip_prefix(COMMAND)?;
+    if !(rest.is_empty() || rest.starts_with(char::is_whitespace)) {
+        return None; // e.g. `/redline reviewer`
+    }
+    let mut words = rest.split_whitespace();
+    let mut strategy = None;
+    while let Some(word) = words.next() {
+        if word == "--strategy" {
+            strategy = words.next().map(str::to_string);
+        } else if let Some(name) = word.strip_prefix("--strategy=") {
+            strategy = Some(name.to_string());
+        }
+    }
+    Some(strategy.filter(|s| !s.is_empty()))
+}
+
+fn repository(payload: &Value) -> Result<(String, String), String> {
+    let owner = text(payload, &["repository", "owner", "login"]);
+    let name = text(payload, &["repository", "name"]);
+    match (owner, name) {
+        (Some(owner), Some(name)) => Ok((owner.to_string(), name.to_string())),
+        _ => Err("the event has no repository owner and name".into()),
+    }
+}
+
+fn text<'v>(value: &'v Value, path: &[&str]) -> Option<&'v str> {
+    path.iter().try_fold(value, |v, key| v.get(key))?.as_str()
+}
+
+/// A pull request's commits and branches.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PullInfo {
+    /// Base commit.
+    pub base_sha: String,
+    /// Head commit.
+    pub head_sha: String,
+    /// Base branch.
+    pub base_ref: String,
+    /// Head branch.
+    pub head_ref: String,
+    /// The head is in another repository (or its repository was deleted).
+    pub is_fork: bool,
+    /// Draft pull request.
+    pub draft: bool,
+}
+
+/// Reads a pull request object (REST answer or event payload).
+fn pull_info(pr: &Value) -> Option<PullInfo> {
+    let base_repo = text(pr, &["base", "repo", "full_name"]);
+    let head_repo = text(pr, &["head", "repo", "full_name"]);
+    Some(PullInfo {
+        base_sha: text(pr, &["base", "sha"])?.to_string(),
+        head_sha: text(pr, &["head", "sha"])?.to_string(),
+        base_ref: text(pr, &["base", "ref"])?.to_string(),
+        head_ref: text(pr, &["head", "ref"])?.to_string(),
+        // A deleted head repository (`null`) can only have been a fork.
+        is_fork: head_repo.is_none() || head_repo != base_repo,
+        draft: pr.get("draft").and_then(Value::as_bool).unwrap_or(false),
+    })
+}
+
+/// `GET /repos/{owner}/{repo}/pulls/{n}`.
+pub async fn fetch_pull(
+    client: &GitHubClient,
+    owner: &str,
+    repo: &str,
+    pr_number: u64,
+) -> Result<PullInfo, GitHubError> {
+    let path = format!(
+        "/repos/{}/{}/pulls/{pr_number}",
+        path_segment(owner),
+        path_segment(repo)
+    );
+    let pr = client.get_json(&path).await?;
+    pull_info(&pr).ok_or_else(|| GitHubError::Decode {
+        method: "GET".into(),
+        path,
+        message: "the pull request lacks its base or head".into(),
+    })
+}
+
+/// Whether `user` may write to the repository (admin, maintain or write role),
+/// from `GET /repos/{owner}/{repo}/collaborators/{user}/permission`.
+pub async fn has_write_access(
+    client: &GitHubClient,
+    owner: &str,
+    repo: &str,
+    user: &str,
+) -> Result<bool, GitHubError> {
+    let path = format!(
+        "/repos/{}/{}/collaborators/{}/permission",
+        path_segment(owner),
+        path_segment(repo),
+        path_segment(user)
+    );
+    let answer = match client.get_json(&path).await {
+        Ok(answer) => answer,
+        // Not a collaborator (or no such user).
+        Err(error) if error.status() == Some(404) => return Ok(false),
+        Err(error) => return Err(error),
+    };
+    // `permission` folds `maintain` into `write`; `role_name` keeps it.
+    let writes = |field: &str| {
+        matches!(
+            answer.get(field).and_then(Value::as_str),
+            Some("admin" | "maintain" | "write")
+        )
+    };
+    Ok(writes("permission") || writes("role_name"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn command_parsing() {
+        assert_eq!(parse_command("/redline review"), Some(None));
+        assert_eq!(parse_command("  /redline review\nplease"), Some(None));
+        assert_eq!(
+            parse_command("/redline review --strategy deep"),
+            Some(Some("deep".into()))
+        );
+        assert_eq!(
+            parse_command("/redline review --strategy=quick"),
+            Some(Some("quick".into()))
+        );
+        assert_eq!(parse_command("/redline reviewer"), None);
+        assert_eq!(parse_command("please /redline review"), None);
+        assert_eq!(parse_command(""), None);
+    }
+
+    #[test]
+    fn unknown_events_skip_with_a_reason() {
+        let trigger = parse_action_event("push", &Value::Null, &TriggerOptions::default());
+        assert!(matches!(trigger, Trigger::Skip { reason } if reason.contains("push")));
+    }
+}

@@ -1,0 +1,276 @@
+//! Where a finding can be anchored in the pull request's diff, and the inline
+//! review comment that anchors it.
+
+use serde_json::{Value, json};
+
+use super::fingerprint::{marker, neutralise_markers};
+use crate::review::diff::{ChangeSet, LineKind};
+use crate::review::finding::{Finding, Side};
+
+/// Why a finding cannot be posted inline, or `None` when its anchor is valid:
+/// both ends in the same hunk of the file on the finding's side, start ≤ end.
+pub(crate) fn anchor_problem(finding: &Finding, changes: &ChangeSet) -> Option<String> {
+    if finding.start_line == 0 || finding.line == 0 {
+        return Some("line 0 does not exist".into());
+    }
+    if finding.start_line > finding.line {
+        return Some("the range starts after it ends".into());
+    }
+    let Some(file) = changes.files.iter().find(|f| f.path == finding.path) else {
+        return Some("file not changed by this pull request".into());
+    };
+    if file.binary {
+        return Some("binary file".into());
+    }
+    let Some(hunk) = file.hunk_at(finding.side, finding.line) else {
+        return Some("line not in the diff".into());
+    };
+    if !hunk.contains(finding.side, finding.start_line) {
+        return Some("range not within one diff hunk".into());
+    }
+    None
+}
+
+/// The text of the line a finding is anchored on (its last line), for the
+/// fingerprint: head-side lines from `head_line_text` or the diff, base-side
+/// lines from the diff; empty when unknown.
+pub(crate) fn anchor_line_text(
+    finding: &Finding,
+    changes: &ChangeSet,
+    head_line_text: &(dyn Fn(&str, u32) -> Option<String> + Sync),
+) -> String {
+    let from_head = match finding.side {
+        Side::Right => head_line_text(&finding.path, finding.line),
+        Side::Left => None,
+    };
+    from_head
+        .or_else(|| diff_line_text(changes, finding))
+        .unwrap_or_default()
+}
+
+fn diff_line_text(changes: &ChangeSet, finding: &Finding) -> Option<String> {
+    let file = changes.files.iter().find(|f| f.path == finding.path)?;
+    let hunk = file.hunk_at(finding.side, finding.line)?;
+    hunk.lines
+        .iter()
+        .find(|l| match finding.side {
+            Side::Right => l.kind != LineKind::Removed && l.new_line == Some(finding.line),
+            Side::Left => l.kind != LineKind::Added && l.old_line == Some(finding.line),
+        })
+        .map(|l| l.text.clone())
+}
+
+/// `path:line` (or range) with the side when it is the base side.
+pub(crate) fn describe_anchor(finding: &Finding) -> String {
+    match finding.side {
+        Side::Right => finding.location(),
+        Side::Left => format!("{} (base side)", finding.location()),
+    }
+}
+
+/// The `comments[]` entry of a review for a finding with a valid anchor.
+pub(crate) fn review_comment(finding: &Finding, fp: &str) -> Value {
+    let side = side_name(finding.side);
+    let mut comment = json!({
+        "path": finding.path,
+        "line": finding.line,
+        "side": side,
+        "body": inline_body(finding, fp),
+    });
+    if finding.start_line < finding.line {
+        comment["start_line"] = json!(finding.start_line);
+        comment["start_side"] = json!(side);
+    }
+    comment
+}
+
+fn side_name(side: Side) -> &'static str {
+    match side {
+        Side::Right => "RIGHT",
+        Side::Left => "LEFT",
+    }
+}
+
+/// Title, explanation, the suggestion (head side only: it replaces head lines)
+/// and the hidden fingerprint marker.
+fn inline_body(finding: &Finding, fp: &str) -> String {
+    let mut body = format!(
+        "**[{} · {}] {}**\n\n{}\n",
+        finding.severity,
+        finding.category.as_str(),
+        one_line(&finding.title),
+        neutralise_markers(finding.body.trim_end()),
+    );
+    if let Some(suggestion) = &finding.suggestion
+        && finding.side == Side::Right
+    {
+        body.push('\n');
+        body.push_str(&suggestion_block(suggestion));
+    }
+    body.push('\n');
+    body.push_str(&marker(fp));
+    body
+}
+
+/// A title on one line, safe from marker injection.
+pub(crate) fn one_line(text: &str) -> String {
+    neutralise_markers(&text.split_whitespace().collect::<Vec<_>>().join(" "))
+}
+
+/// A ```` ```suggestion ```` block whose content replaces exactly the commented
+/// lines; the fence outgrows any backtick run inside the suggestion.
+pub(crate) fn suggestion_block(suggestion: &str) -> String {
+    let fence = fence_for(suggestion);
+    let content = suggestion.strip_suffix('\n').unwrap_or(suggestion);
+    let content = neutralise_markers(content);
+    if content.is_empty() {
+        // An empty suggestion deletes the lines.
+        format!("{fence}suggestion\n{fence}\n")
+    } else {
+        format!("{fence}suggestion\n{content}\n{fence}\n")
+    }
+}
+
+/// A backtick fence longer than any backtick run in `text` (at least three).
+pub(crate) fn fence_for(text: &str) -> String {
+    let longest = text.split(|c| c != '`').map(str::len).max().unwrap_or(0);
+    "`".repeat((longest + 1).max(3))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::review::diff::{DiffLine, FileChange, FileStatus, Hunk};
+    use crate::review::finding::{Category, Severity};
+
+    fn changes() -> ChangeSet {
+        let line = |kind, old_line, new_line, text: &str| DiffLine {
+            kind,
+            old_line,
+            new_line,
+            text: text.into(),
+        };
+        ChangeSet {
+            base: "b".into(),
+            head: Some("h".into()),
+            files: vec![FileChange {
+                path: "src/a.rs".into(),
+                old_path: None,
+                status: FileStatus::Modified,
+                binary: false,
+                hunks: vec![
+                    Hunk {
+                        old_start: 1,
+                        old_lines: 3,
+                        new_start: 1,
+                        new_lines: 3,
+                        header: String::new(),
+                        lines: vec![
+                            line(LineKind::Context, Some(1), Some(1), "fn a() {"),
+                            line(LineKind::Removed, Some(2), None, "    old();"),
+                            line(LineKind::Added, None, Some(2), "    new();"),
+                            line(LineKind::Context, Some(3), Some(3), "}"),
+                        ],
+                    },
+                    Hunk {
+                        old_start: 20,
+                        old_lines: 2,
+                        new_start: 20,
+                        new_lines: 2,
+                        header: String::new(),
+                        lines: vec![],
+                    },
+                ],
+            }],
+        }
+    }
+
+    fn finding(start_line: u32, line: u32, side: Side) -> Finding {
+        Finding {
+            path: "src/a.rs".into(),
+            line,
+            start_line,
+            side,
+            severity: Severity::Major,
+            category: Category::Bug,
+            title: "Wrong call".into(),
+            body: "Explain.".into(),
+            suggestion: Some("    fixed();\n".into()),
+        }
+    }
+
+    #[test]
+    fn anchors_inside_one_hunk_are_valid() {
+        assert_eq!(
+            anchor_problem(&finding(1, 3, Side::Right), &changes()),
+            None
+        );
+        assert_eq!(anchor_problem(&finding(2, 2, Side::Left), &changes()), None);
+    }
+
+    #[test]
+    fn bad_anchors_are_explained() {
+        let c = changes();
+        assert!(anchor_problem(&finding(3, 20, Side::Right), &c).is_some());
+        assert!(anchor_problem(&finding(9, 9, Side::Right), &c).is_some());
+        assert!(anchor_problem(&finding(3, 2, Side::Right), &c).is_some());
+        assert!(anchor_problem(&finding(0, 0, Side::Right), &c).is_some());
+        let elsewhere = Finding {
+            path: "src/b.rs".into(),
+            ..finding(1, 1, Side::Right)
+        };
+        assert!(anchor_problem(&elsewhere, &c).is_some());
+    }
+
+    #[test]
+    fn comment_json_has_range_fields_and_no_position() {
+        let c = review_comment(&finding(1, 3, Side::Right), "abcd");
+        assert_eq!(c["path"], "src/a.rs");
+        assert_eq!(c["line"], 3);
+        assert_eq!(c["side"], "RIGHT");
+        assert_eq!(c["start_line"], 1);
+        assert_eq!(c["start_side"], "RIGHT");
+        assert!(c.get("position").is_none());
+        let body = c["body"].as_str().unwrap();
+        assert!(
+            body.contains("```suggestion\n    fixed();\n```\n"),
+            "{body}"
+        );
+        assert!(body.ends_with("<!-- redline:fp=abcd -->"));
+        let single = review_comment(&finding(2, 2, Side::Right), "abcd");
+        assert!(single.get("start_line").is_none());
+    }
+
+    #[test]
+    fn no_suggestion_on_the_base_side() {
+        let c = review_comment(&finding(2, 2, Side::Left), "abcd");
+        assert_eq!(c["side"], "LEFT");
+        assert!(!c["body"].as_str().unwrap().contains("suggestion"));
+    }
+
+    #[test]
+    fn fence_outgrows_backticks() {
+        assert_eq!(fence_for("let s = \"```\";"), "````");
+        assert_eq!(fence_for("plain"), "```");
+        assert_eq!(suggestion_block(""), "```suggestion\n```\n");
+    }
+
+    #[test]
+    fn line_text_from_head_or_diff() {
+        let c = changes();
+        let none = |_: &str, _: u32| None;
+        assert_eq!(
+            anchor_line_text(&finding(2, 2, Side::Right), &c, &none),
+            "    new();"
+        );
+        assert_eq!(
+            anchor_line_text(&finding(2, 2, Side::Left), &c, &none),
+            "    old();"
+        );
+        let head = |_: &str, n: u32| Some(format!("line {n}"));
+        assert_eq!(
+            anchor_line_text(&finding(9, 9, Side::Right), &c, &head),
+            "line 9"
+        );
+    }
+}

@@ -1,0 +1,523 @@
+//! The GitHub REST client: octocrab's HTTP stack (base URL, TLS, timeouts),
+//! with Redline's own credentials, rate-limit handling, write pacing and
+//! error reporting on top. Requests and answers are JSON values.
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+// `axum::http` is the same `http` 1.x crate octocrab's requests are built from.
+use axum::http::header::{ACCEPT, AUTHORIZATION};
+use axum::http::{HeaderMap, HeaderValue, Method, Request};
+use octocrab::Octocrab;
+use octocrab::service::middleware::retry::RetryConfig;
+use serde_json::Value;
+
+use super::auth::AppAuth;
+use super::error::{GitHubError, github_message};
+use super::ratelimit::{RetryPolicy, WriteGate, rate_limit_wait};
+use crate::llm::Secret;
+
+/// GitHub.com's API, used when `GITHUB_API_URL` is not set.
+pub const DEFAULT_API_URL: &str = "https://api.github.com";
+
+/// Pages followed at most when listing, so a looping `Link` header cannot hang a run.
+const MAX_PAGES: usize = 100;
+
+/// The API base URL: `GITHUB_API_URL` (set by Actions, also on GHES) or GitHub.com's.
+pub fn api_url_from_env() -> String {
+    std::env::var("GITHUB_API_URL")
+        .ok()
+        .map(|url| url.trim().to_string())
+        .filter(|url| !url.is_empty())
+        .unwrap_or_else(|| DEFAULT_API_URL.to_string())
+}
+
+/// `value` made safe as one URL path segment (owner, repository or user names
+/// come from event payloads and are not trusted to be well-formed).
+pub fn path_segment(value: &str) -> String {
+    let mut out = String::with_capacity(value.len());
+    for byte in value.bytes() {
+        if byte.is_ascii_alphanumeric() || matches!(byte, b'-' | b'_' | b'.' | b'~') {
+            out.push(char::from(byte));
+        } else {
+            out.push_str(&format!("%{byte:02X}"));
+        }
+    }
+    out
+}
+
+/// An answer from GitHub, whatever its status.
+#[derive(Debug)]
+pub(crate) struct RawResponse {
+    pub(crate) status: u16,
+    pub(crate) headers: HeaderMap,
+    pub(crate) body: String,
+}
+
+/// Whether a request goes through the write gate.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Pacing {
+    /// Reads and token requests.
+    Unpaced,
+    /// Content-creating requests, at least this far apart.
+    Paced(Duration),
+}
+
+/// The HTTP side shared by every client of one API: octocrab's stack, the
+/// retry policy and the write gate.
+pub(crate) struct Transport {
+    octo: Octocrab,
+    base: url::Url,
+    policy: RetryPolicy,
+    gate: WriteGate,
+}
+
+impl fmt::Debug for Transport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Transport")
+            .field("api_url", &self.base.as_str())
+            .finish()
+    }
+}
+
+impl Transport {
+    /// A transport to `api_url`. Needs a tokio runtime (octocrab spawns its worker).
+    pub(crate) fn new(api_url: &str, policy: RetryPolicy) -> Result<Self, GitHubError> {
+        let trimmed = api_url.trim().trim_end_matches('/');
+        let base = url::Url::parse(trimmed)
+            .map_err(|e| GitHubError::Setup(format!("invalid API URL `{trimmed}`: {e}")))?;
+        if !matches!(base.scheme(), "http" | "https") || base.host_str().is_none() {
+            return Err(GitHubError::Setup(format!(
+                "invalid API URL `{trimmed}`: expected http(s)://host[/path]"
+            )));
+        }
+        let octo = Octocrab::builder()
+            .base_uri(trimmed)
+            .and_then(|builder| {
+                builder
+                    // Rate limits are handled here, with waits octocrab cannot configure.
+                    .add_retry_config(RetryConfig::None)
+                    .set_connect_timeout(Some(Duration::from_secs(10)))
+                    .set_read_timeout(Some(Duration::from_secs(60)))
+                    .build()
+            })
+            .map_err(|e| GitHubError::Setup(error_chain(&e)))?;
+        Ok(Transport {
+            octo,
+            base,
+            policy,
+            gate: WriteGate::default(),
+        })
+    }
+
+    /// The same connection with another policy (and a fresh write gate).
+    pub(crate) fn with_policy(&self, policy: RetryPolicy) -> Self {
+        Transport {
+            octo: self.octo.clone(),
+            base: self.base.clone(),
+            policy,
+            gate: WriteGate::default(),
+        }
+    }
+
+    /// The API base URL, without a trailing slash.
+    pub(crate) fn api_url(&self) -> &str {
+        self.base.as_str().trim_end_matches('/')
+    }
+
+    /// Sends a request, waiting out rate limits; any other status is returned as is.
+    pub(crate) async fn send(
+        &self,
+        method: Method,
+        path: &str,
+        body: Option<&Value>,
+        bearer: &Secret,
+        pacing: Pacing,
+    ) -> Result<RawResponse, GitHubError> {
+        let attempt = self.send_with_retries(method, path, body, bearer);
+        match pacing {
+            Pacing::Unpaced => attempt.await,
+            Pacing::Paced(interval) => {
+                self.gate
+                    .pass(interval, &self.policy.sleeper, attempt)
+                    .await
+            }
+        }
+    }
+
+    async fn send_with_retries(
+        &self,
+        method: Method,
+        path: &str,
+        body: Option<&Value>,
+        bearer: &Secret,
+    ) -> Result<RawResponse, GitHubError> {
+        let mut waited = Duration::ZERO;
+        let mut retries = 0;
+        loop {
+            let response = self.send_once(method.clone(), path, body, bearer).await?;
+            let message = if response.status == 403 || response.status == 429 {
+                bearer.redact(&github_message(&response.body, response.status))
+            } else {
+                String::new()
+            };
+            let now = chrono::Utc::now().timestamp();
+            let Some(wait) = rate_limit_wait(
+                response.status,
+                &response.headers,
+                &message,
+                retries,
+                self.policy.base_delay,
+                now,
+            ) else {
+                return Ok(response);
+            };
+            if retries >= self.policy.max_retries || waited + wait > self.policy.max_total_wait {
+                return Err(GitHubError::RateLimited {
+                    method: method.to_string(),
+                    path: path.to_string(),
+                    waited,
+                    message,
+                });
+            }
+            tracing::warn!(
+                %method, path, status = response.status, wait_ms = wait.as_millis() as u64,
+                "GitHub rate limit; waiting before retrying"
+            );
+            self.policy.sleeper.sleep(wait).await;
+            waited += wait;
+            retries += 1;
+        }
+    }
+
+    async fn send_once(
+        &self,
+        method: Method,
+        path: &str,
+        body: Option<&Value>,
+        bearer: &Secret,
+    ) -> Result<RawResponse, GitHubError> {
+        let failed = |message: String| GitHubError::Transport {
+            method: method.to_string(),
+            path: path.to_string(),
+            message: bearer.redact(&message),
+        };
+        let mut auth =
+            HeaderValue::from_str(&format!("Bearer {}", bearer.expose())).map_err(|_| {
+                GitHubError::Credentials(
+                    "the token has characters not allowed in an HTTP header".into(),
+                )
+            })?;
+        auth.set_sensitive(true);
+        let builder = Request::builder()
+            .method(method.clone())
+            .uri(path)
+            .header(AUTHORIZATION, auth)
+            .header(ACCEPT, "application/vnd.github+json");
+        let request = self
+            .octo
+            .build_request(builder, body)
+            .map_err(|e| failed(error_chain(&e)))?;
+        let response = self
+            .octo
+            .execute(request)
+            .await
+            .map_err(|e| failed(error_chain(&e)))?;
+        let status = response.status().as_u16();
+        let headers = response.headers().clone();
+        let body = self
+            .octo
+            .body_to_string(response)
+            .await
+            .map_err(|e| failed(error_chain(&e)))?;
+        Ok(RawResponse {
+            status,
+            headers,
+            body,
+        })
+    }
+
+    /// The path of the `rel="next"` page in a `Link` header, when it points back
+    /// at this API (credentials are never sent anywhere else).
+    fn next_page_path(&self, headers: &HeaderMap) -> Option<String> {
+        let link = headers.get("link")?.to_str().ok()?;
+        let target = link.split(',').find_map(|part| {
+            let (url, params) = part.split_once(';')?;
+            params
+                .split(';')
+                .any(|p| p.trim() == "rel=\"next\"")
+                .then(|| url.trim().trim_start_matches('<').trim_end_matches('>'))
+        })?;
+        let next = url::Url::parse(target).ok()?;
+        if next.origin() != self.base.origin() {
+            tracing::warn!("ignoring a pagination link to another host");
+            return None;
+        }
+        Some(match next.query() {
+            Some(query) => format!("{}?{query}", next.path()),
+            None => next.path().to_string(),
+        })
+    }
+}
+
+/// An error's message followed by its sources'.
+fn error_chain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
+}
+
+/// Who the client acts as.
+#[derive(Debug, Clone)]
+enum Credentials {
+    /// A fixed token (the Action's `GITHUB_TOKEN`, a PAT).
+    Token(Secret),
+    /// The App itself, with a fresh JWT per request.
+    App(AppAuth),
+    /// An App installation, with cached installation tokens.
+    Installation { app: AppAuth, installation_id: u64 },
+}
+
+/// An authenticated GitHub REST client. Cheap to clone; clones share the
+/// connection pool and the write gate.
+#[derive(Debug, Clone)]
+pub struct GitHubClient {
+    transport: Arc<Transport>,
+    credentials: Credentials,
+}
+
+impl GitHubClient {
+    /// A client using `token` (e.g. the Action's `GITHUB_TOKEN`) against `api_url`.
+    /// Must be called inside a tokio runtime.
+    pub fn with_token(api_url: &str, token: Secret) -> Result<Self, GitHubError> {
+        let token = Secret::new(token.expose().trim());
+        if token.is_empty() {
+            return Err(GitHubError::Credentials("the GitHub token is empty".into()));
+        }
+        let transport = Transport::new(api_url, RetryPolicy::default())?;
+        Ok(GitHubClient {
+            transport: Arc::new(transport),
+            credentials: Credentials::Token(token),
+        })
+    }
+
+    /// A client acting as the App (JWT), e.g. to look up installations.
+    pub(crate) fn for_app(transport: Arc<Transport>, app: AppAuth) -> Self {
+        GitHubClient {
+            transport,
+            credentials: Credentials::App(app),
+        }
+    }
+
+    /// A client acting as one installation of the App.
+    pub(crate) fn for_installation(
+        transport: Arc<Transport>,
+        app: AppAuth,
+        installation_id: u64,
+    ) -> Self {
+        GitHubClient {
+            transport,
+            credentials: Credentials::Installation {
+                app,
+                installation_id,
+            },
+        }
+    }
+
+    /// This client with another rate-limit and pacing policy.
+    pub fn with_retry_policy(self, policy: RetryPolicy) -> Self {
+        GitHubClient {
+            transport: Arc::new(self.transport.with_policy(policy)),
+            credentials: self.credentials,
+        }
+    }
+
+    /// The API base URL, without a trailing slash.
+    pub fn api_url(&self) -> &str {
+        self.transport.api_url()
+    }
+
+    /// `GET path` (relative to the API URL, e.g. `/repos/o/r/pulls/1`).
+    pub async fn get_json(&self, path: &str) -> Result<Value, GitHubError> {
+        let response = self
+            .request(Method::GET, path, None, Pacing::Unpaced)
+            .await?;
+        decode(&Method::GET, path, &response)
+    }
+
+    /// Every item of a paginated list, following `Link: rel="next"` (100 per page).
+    pub async fn get_all_pages(&self, path: &str) -> Result<Vec<Value>, GitHubError> {
+        let separator = if path.contains('?') { '&' } else { '?' };
+        let mut next = Some(format!("{path}{separator}per_page=100"));
+        let mut items = Vec::new();
+        for _ in 0..MAX_PAGES {
+            let Some(page) = next.take() else { break };
+            let response = self
+                .request(Method::GET, &page, None, Pacing::Unpaced)
+                .await?;
+            match decode(&Method::GET, &page, &response)? {
+                Value::Array(page_items) => items.extend(page_items),
+                _ => {
+                    return Err(GitHubError::Decode {
+                        method: "GET".into(),
+                        path: page,
+                        message: "expected a JSON array".into(),
+                    });
+                }
+            }
+            next = self.transport.next_page_path(&response.headers);
+        }
+        Ok(items)
+    }
+
+    /// `POST path` with a JSON body; paced like every content-creating request.
+    pub async fn post_json(&self, path: &str, body: &Value) -> Result<Value, GitHubError> {
+        let interval = self.transport.policy.min_write_interval;
+        self.write_json(Method::POST, path, body, interval).await
+    }
+
+    /// `PATCH path` with a JSON body; paced like every content-creating request.
+    pub async fn patch_json(&self, path: &str, body: &Value) -> Result<Value, GitHubError> {
+        let interval = self.transport.policy.min_write_interval;
+        self.write_json(Method::PATCH, path, body, interval).await
+    }
+
+    /// A content-creating request, at least `interval` after the previous one.
+    pub(crate) async fn write_json(
+        &self,
+        method: Method,
+        path: &str,
+        body: &Value,
+        interval: Duration,
+    ) -> Result<Value, GitHubError> {
+        let response = self
+            .request(method.clone(), path, Some(body), Pacing::Paced(interval))
+            .await?;
+        decode(&method, path, &response)
+    }
+
+    /// Sends with the current credentials; a 401 with an installation token
+    /// renews the token once. Error statuses become [`GitHubError::Api`].
+    async fn request(
+        &self,
+        method: Method,
+        path: &str,
+        body: Option<&Value>,
+        pacing: Pacing,
+    ) -> Result<RawResponse, GitHubError> {
+        let mut bearer = self.bearer().await?;
+        let mut response = self
+            .transport
+            .send(method.clone(), path, body, &bearer, pacing)
+            .await?;
+        if response.status == 401
+            && let Credentials::Installation {
+                app,
+                installation_id,
+            } = &self.credentials
+        {
+            app.invalidate(*installation_id);
+            bearer = app.installation_token(*installation_id).await?;
+            response = self
+                .transport
+                .send(method.clone(), path, body, &bearer, pacing)
+                .await?;
+        }
+        if (200..300).contains(&response.status) {
+            return Ok(response);
+        }
+        Err(GitHubError::Api {
+            status: response.status,
+            method: method.to_string(),
+            path: path.to_string(),
+            message: bearer.redact(&github_message(&response.body, response.status)),
+        })
+    }
+
+    async fn bearer(&self) -> Result<Secret, GitHubError> {
+        match &self.credentials {
+            Credentials::Token(token) => Ok(token.clone()),
+            Credentials::App(app) => app.jwt(),
+            Credentials::Installation {
+                app,
+                installation_id,
+            } => app.installation_token(*installation_id).await,
+        }
+    }
+}
+
+/// The JSON body of a successful answer (`null` when empty).
+pub(crate) fn decode(
+    method: &Method,
+    path: &str,
+    response: &RawResponse,
+) -> Result<Value, GitHubError> {
+    if response.body.trim().is_empty() {
+        return Ok(Value::Null);
+    }
+    serde_json::from_str(&response.body).map_err(|e| GitHubError::Decode {
+        method: method.to_string(),
+        path: path.to_string(),
+        message: format!("invalid JSON: {e}"),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn path_segments_are_escaped() {
+        assert_eq!(path_segment("octo-cat_1.x"), "octo-cat_1.x");
+        assert_eq!(path_segment("a/../b c"), "a%2F..%2Fb%20c");
+    }
+
+    #[tokio::test]
+    async fn rejects_bad_api_urls() {
+        assert!(matches!(
+            Transport::new("not a url", RetryPolicy::default()),
+            Err(GitHubError::Setup(_))
+        ));
+        assert!(matches!(
+            Transport::new("ftp://example.com", RetryPolicy::default()),
+            Err(GitHubError::Setup(_))
+        ));
+    }
+
+    #[tokio::test]
+    async fn next_page_only_on_the_same_host() {
+        let transport = Transport::new("https://ghes.example/api/v3/", RetryPolicy::default())
+            .expect("transport");
+        assert_eq!(transport.api_url(), "https://ghes.example/api/v3");
+        let mut headers = HeaderMap::new();
+        headers.insert(
+            "link",
+            HeaderValue::from_static(
+                "<https://ghes.example/api/v3/x?page=2>; rel=\"next\", <https://ghes.example/api/v3/x?page=5>; rel=\"last\"",
+            ),
+        );
+        assert_eq!(
+            transport.next_page_path(&headers).as_deref(),
+            Some("/api/v3/x?page=2")
+        );
+        headers.insert(
+            "link",
+            HeaderValue::from_static("<https://evil.example/x?page=2>; rel=\"next\""),
+        );
+        assert_eq!(transport.next_page_path(&headers), None);
+    }
+
+    #[tokio::test]
+    async fn empty_token_is_refused() {
+        assert!(matches!(
+            GitHubClient::with_token(DEFAULT_API_URL, Secret::new("  ")),
+            Err(GitHubError::Credentials(_))
+        ));
+    }
+}

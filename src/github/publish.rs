@@ -1,0 +1,449 @@
+//! Publishing a review on a pull request: one review with inline comments, one
+//! summary comment edited in place, nothing posted twice.
+//!
+//! A run posts (each write paced by [`PublishConfig::min_write_interval`]):
+//! 1. one review (`POST .../pulls/{n}/reviews`, `commit_id` = head) holding the
+//!    new findings whose anchors lie within one diff hunk, most severe first, at
+//!    most [`PublishConfig::max_comments`]; no review when there is no inline
+//!    comment and no change request;
+//! 2. the summary issue comment, created once and then edited in place, holding
+//!    the engine's summary, the last reviewed head SHA and every finding not
+//!    posted inline (outside the diff, over the limit, refused by GitHub),
+//!    including earlier runs' entries.
+//!
+//! Idempotence rests on hidden fingerprint markers: any marker found in the
+//! pull request's review comments or in the summary comment counts as posted,
+//! whether or not its thread was since resolved (that state needs GraphQL).
+//! A rerun on the head already recorded with nothing new writes nothing.
+//!
+//! Base-side (`LEFT`) findings are anchored on the base side of their hunk,
+//! without a suggestion block (a suggestion replaces head lines).
+
+use std::collections::HashSet;
+use std::time::Duration;
+
+use axum::http::Method;
+use serde::Serialize;
+use serde_json::{Value, json};
+
+use super::anchor::{anchor_line_text, anchor_problem, describe_anchor, review_comment};
+use super::client::{GitHubClient, path_segment};
+use super::error::GitHubError;
+use super::fingerprint::{fingerprint, parse_markers};
+use super::summary::{SummaryEntry, SummaryInput, is_summary, parse_last_sha, render_summary};
+use crate::review::diff::ChangeSet;
+use crate::review::finding::{Finding, Severity};
+
+/// How a review is published.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PublishConfig {
+    /// Most inline comments per run; the rest go in the summary (default 25).
+    pub max_comments: usize,
+    /// Request changes when a new finding is at least this severe (default: never).
+    pub request_changes_at: Option<Severity>,
+    /// Least time between two of this run's writes (default one second).
+    pub min_write_interval: Duration,
+}
+
+impl Default for PublishConfig {
+    fn default() -> Self {
+        PublishConfig {
+            max_comments: 25,
+            request_changes_at: None,
+            min_write_interval: Duration::from_secs(1),
+        }
+    }
+}
+
+/// One run's review, to publish on pull request `owner/repo#pr_number`.
+pub struct PublishRequest<'a> {
+    /// Repository owner.
+    pub owner: &'a str,
+    /// Repository name.
+    pub repo: &'a str,
+    /// Pull request number.
+    pub pr_number: u64,
+    /// The head commit the findings were made on.
+    pub head_sha: &'a str,
+    /// The findings, in any order.
+    pub findings: &'a [Finding],
+    /// The review engine's summary (Markdown).
+    pub summary: &'a str,
+    /// The pull request's diff (base..head), to validate anchors.
+    pub changes: &'a ChangeSet,
+    /// The text of line `n` of `path` at head, for fingerprints.
+    pub head_line_text: &'a (dyn Fn(&str, u32) -> Option<String> + Sync),
+    /// Limits and thresholds.
+    pub config: &'a PublishConfig,
+    /// `(from_sha, to_sha)` when only the changes since an earlier review were reviewed.
+    pub reviewed_range: Option<(String, String)>,
+}
+
+/// What a run posted.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct PublishOutcome {
+    /// The review's page, when a review was posted.
+    pub review_url: Option<String>,
+    /// Inline comments posted.
+    pub inline_posted: usize,
+    /// Findings not posted because an earlier run already did.
+    pub skipped_duplicates: usize,
+    /// This run's findings listed in the summary comment instead of inline.
+    pub in_summary: usize,
+    /// GitHub refused the inline comments, so everything went to the summary.
+    pub fell_back_to_summary_only: bool,
+}
+
+/// Why a review could not be published.
+#[derive(Debug, thiserror::Error)]
+pub enum PublishError {
+    /// The token may not comment (fork pull request, read-only token): fall back
+    /// to the job summary and annotations.
+    #[error("GitHub does not let this token comment on the pull request: {message}")]
+    Forbidden {
+        /// GitHub's answer, with the request that got it.
+        message: String,
+    },
+    /// Any other GitHub failure.
+    #[error(transparent)]
+    GitHub(#[from] GitHubError),
+}
+
+impl PublishError {
+    fn from_github(error: GitHubError) -> Self {
+        if error.status() == Some(403) {
+            PublishError::Forbidden {
+                message: error.to_string(),
+            }
+        } else {
+            PublishError::GitHub(error)
+        }
+    }
+}
+
+/// The summary comment as it is on GitHub.
+#[derive(Debug)]
+struct ExistingSummary {
+    id: u64,
+    body: String,
+    html_url: Option<String>,
+}
+
+/// This run's new findings, split between inline comments and the summary.
+struct Plan<'f> {
+    inline: Vec<(&'f Finding, String)>,
+    summary: Vec<SummaryEntry<'f>>,
+    duplicates: usize,
+    request_changes: bool,
+}
+
+/// Publishes one run's review. See the module documentation for what is posted.
+pub async fn publish_review(
+    client: &GitHubClient,
+    req: PublishRequest<'_>,
+) -> Result<PublishOutcome, PublishError> {
+    let repo_path = repo_path(req.owner, req.repo);
+    let mut known = review_comment_markers(client, &repo_path, req.pr_number)
+        .await
+        .map_err(PublishError::from_github)?;
+    let existing = find_summary(client, &repo_path, req.pr_number)
+        .await
+        .map_err(PublishError::from_github)?;
+    if let Some(summary) = &existing {
+        known.extend(parse_markers(&summary.body));
+    }
+    let mut plan = plan(&req, &known);
+    let mut outcome = PublishOutcome {
+        skipped_duplicates: plan.duplicates,
+        ..PublishOutcome::default()
+    };
+    let nothing_new = plan.inline.is_empty() && plan.summary.is_empty();
+    let same_head = existing
+        .as_ref()
+        .and_then(|s| parse_last_sha(&s.body))
+        .is_some_and(|sha| sha == req.head_sha);
+    if nothing_new && same_head {
+        return Ok(outcome);
+    }
+
+    if !plan.inline.is_empty() || plan.request_changes {
+        let summary_url = existing.as_ref().and_then(|s| s.html_url.as_deref());
+        post_review(
+            client,
+            &req,
+            &repo_path,
+            &mut plan,
+            summary_url,
+            &mut outcome,
+        )
+        .await?;
+    }
+    outcome.in_summary = plan.summary.len();
+    write_summary(client, &req, &repo_path, &plan.summary, existing.as_ref()).await?;
+    Ok(outcome)
+}
+
+/// The head SHA the last published review covered, from the summary comment.
+pub async fn last_reviewed_sha(
+    client: &GitHubClient,
+    owner: &str,
+    repo: &str,
+    pr_number: u64,
+) -> Result<Option<String>, GitHubError> {
+    let summary = find_summary(client, &repo_path(owner, repo), pr_number).await?;
+    Ok(summary.and_then(|s| parse_last_sha(&s.body)))
+}
+
+fn repo_path(owner: &str, repo: &str) -> String {
+    format!("/repos/{}/{}", path_segment(owner), path_segment(repo))
+}
+
+/// Fingerprints of the new findings; duplicates dropped; anchors checked;
+/// inline comments capped, most severe first.
+fn plan<'f>(req: &PublishRequest<'f>, known: &HashSet<String>) -> Plan<'f> {
+    let mut seen = known.clone();
+    let mut fresh: Vec<(&'f Finding, String)> = Vec::new();
+    let mut duplicates = 0;
+    for finding in req.findings {
+        let line_text = anchor_line_text(finding, req.changes, req.head_line_text);
+        let fp = fingerprint(&finding.path, &line_text, finding.category, &finding.title);
+        if seen.insert(fp.clone()) {
+            fresh.push((finding, fp));
+        } else {
+            duplicates += 1;
+        }
+    }
+    // Stable: equally severe findings keep the engine's order.
+    fresh.sort_by_key(|(finding, _)| std::cmp::Reverse(finding.severity));
+    let request_changes = req
+        .config
+        .request_changes_at
+        .is_some_and(|threshold| fresh.iter().any(|(f, _)| f.severity >= threshold));
+
+    let mut plan = Plan {
+        inline: Vec::new(),
+        summary: Vec::new(),
+        duplicates,
+        request_changes,
+    };
+    for (finding, fp) in fresh {
+        let reason = match anchor_problem(finding, req.changes) {
+            Some(problem) => problem,
+            None if plan.inline.len() < req.config.max_comments => {
+                plan.inline.push((finding, fp));
+                continue;
+            }
+            None => format!(
+                "over the limit of {} inline comments",
+                req.config.max_comments
+            ),
+        };
+        plan.summary.push(SummaryEntry {
+            finding,
+            fp,
+            reason,
+        });
+    }
+    plan
+}
+
+/// Posts the review; when GitHub refuses its anchors (422), posts it again
+/// without inline comments and moves them to the summary.
+async fn post_review<'f>(
+    client: &GitHubClient,
+    req: &PublishRequest<'f>,
+    repo_path: &str,
+    plan: &mut Plan<'f>,
+    summary_url: Option<&str>,
+    outcome: &mut PublishOutcome,
+) -> Result<(), PublishError> {
+    let path = format!("{repo_path}/pulls/{}/reviews", req.pr_number);
+    let interval = req.config.min_write_interval;
+    let mut event = if plan.request_changes {
+        "REQUEST_CHANGES"
+    } else {
+        "COMMENT"
+    };
+    let comments: Vec<Value> = plan
+        .inline
+        .iter()
+        .map(|(finding, fp)| review_comment(finding, fp))
+        .collect();
+    let mut review = json!({
+        "commit_id": req.head_sha,
+        "event": event,
+        "body": review_body(comments.len(), summary_url, false),
+        "comments": comments,
+    });
+    let mut answer = client
+        .write_json(Method::POST, &path, &review, interval)
+        .await;
+    if event == "REQUEST_CHANGES" && refuses_own_pull_request(&answer) {
+        // GitHub does not let authors request changes on their own pull request.
+        event = "COMMENT";
+        review["event"] = json!(event);
+        answer = client
+            .write_json(Method::POST, &path, &review, interval)
+            .await;
+    }
+    match answer {
+        Ok(posted) => {
+            outcome.review_url = html_url(&posted);
+            outcome.inline_posted = plan.inline.len();
+            return Ok(());
+        }
+        Err(error) if error.status() == Some(422) && !plan.inline.is_empty() => {
+            let anchors: Vec<String> = plan
+                .inline
+                .iter()
+                .map(|(f, _)| describe_anchor(f))
+                .collect();
+            tracing::warn!(
+                error = %error,
+                anchors = %anchors.join(", "),
+                "GitHub refused the inline comments; posting every finding in the summary"
+            );
+        }
+        Err(error) if error.status() == Some(422) => {
+            // A verdict-only review adds nothing the summary does not carry.
+            tracing::warn!(error = %error, "GitHub refused the review; the summary carries the findings");
+            return Ok(());
+        }
+        Err(error) => return Err(PublishError::from_github(error)),
+    }
+
+    outcome.fell_back_to_summary_only = true;
+    let moved = plan.inline.drain(..).map(|(finding, fp)| SummaryEntry {
+        finding,
+        fp,
+        reason: "GitHub could not place it on its diff".into(),
+    });
+    let moved: Vec<SummaryEntry<'f>> = moved.collect();
+    plan.summary.splice(0..0, moved);
+    plan.summary
+        .sort_by_key(|entry| std::cmp::Reverse(entry.finding.severity));
+    let fallback = json!({
+        "commit_id": req.head_sha,
+        "event": event,
+        "body": review_body(0, summary_url, true),
+        "comments": [],
+    });
+    match client
+        .write_json(Method::POST, &path, &fallback, interval)
+        .await
+    {
+        Ok(posted) => outcome.review_url = html_url(&posted),
+        // The summary still carries every finding; a missing review loses nothing.
+        Err(error) if error.status() == Some(422) => {
+            tracing::warn!(error = %error, "GitHub refused the summary-only review too");
+        }
+        Err(error) => return Err(PublishError::from_github(error)),
+    }
+    Ok(())
+}
+
+fn refuses_own_pull_request(answer: &Result<Value, GitHubError>) -> bool {
+    matches!(answer, Err(e) if e.status() == Some(422)
+        && e.api_message().is_some_and(|m| m.contains("own pull request")))
+}
+
+/// The review's short body, pointing to the summary comment.
+fn review_body(inline: usize, summary_url: Option<&str>, fell_back: bool) -> String {
+    let summary = match summary_url {
+        Some(url) => format!("[summary comment]({url})"),
+        None => "summary comment below".to_string(),
+    };
+    if fell_back {
+        format!(
+            "Redline could not place its comments on this diff; every finding is in the {summary}."
+        )
+    } else if inline == 0 {
+        format!("Redline found issues that need changes; see the {summary}.")
+    } else {
+        format!("Redline left {inline} inline comment(s). Overview and other findings: {summary}.")
+    }
+}
+
+/// Creates the summary comment or edits it in place (not when unchanged).
+async fn write_summary(
+    client: &GitHubClient,
+    req: &PublishRequest<'_>,
+    repo_path: &str,
+    entries: &[SummaryEntry<'_>],
+    existing: Option<&ExistingSummary>,
+) -> Result<(), PublishError> {
+    let rendered = render_summary(&SummaryInput {
+        summary: req.summary,
+        head_sha: req.head_sha,
+        reviewed_range: req.reviewed_range.as_ref(),
+        entries,
+        previous_body: existing.map(|s| s.body.as_str()),
+    });
+    if rendered.omitted > 0 {
+        tracing::warn!(
+            omitted = rendered.omitted,
+            "summary comment too long; some findings left out"
+        );
+    }
+    let body = json!({ "body": rendered.body });
+    let interval = req.config.min_write_interval;
+    let written = match existing {
+        Some(summary) if summary.body == rendered.body => return Ok(()),
+        Some(summary) => {
+            let path = format!("{repo_path}/issues/comments/{}", summary.id);
+            client
+                .write_json(Method::PATCH, &path, &body, interval)
+                .await
+        }
+        None => {
+            let path = format!("{repo_path}/issues/{}/comments", req.pr_number);
+            client
+                .write_json(Method::POST, &path, &body, interval)
+                .await
+        }
+    };
+    written.map(|_| ()).map_err(PublishError::from_github)
+}
+
+/// Fingerprints in the pull request's review comments.
+async fn review_comment_markers(
+    client: &GitHubClient,
+    repo_path: &str,
+    pr_number: u64,
+) -> Result<HashSet<String>, GitHubError> {
+    let comments = client
+        .get_all_pages(&format!("{repo_path}/pulls/{pr_number}/comments"))
+        .await?;
+    Ok(comments
+        .iter()
+        .filter_map(|c| c.get("body").and_then(Value::as_str))
+        .flat_map(parse_markers)
+        .collect())
+}
+
+/// Redline's summary comment on the pull request (the oldest, if several).
+async fn find_summary(
+    client: &GitHubClient,
+    repo_path: &str,
+    pr_number: u64,
+) -> Result<Option<ExistingSummary>, GitHubError> {
+    let comments = client
+        .get_all_pages(&format!("{repo_path}/issues/{pr_number}/comments"))
+        .await?;
+    Ok(comments.iter().find_map(|c| {
+        let body = c.get("body").and_then(Value::as_str)?;
+        let id = c.get("id").and_then(Value::as_u64)?;
+        is_summary(body).then(|| ExistingSummary {
+            id,
+            body: body.to_string(),
+            html_url: html_url(c),
+        })
+    }))
+}
+
+fn html_url(value: &Value) -> Option<String> {
+    value
+        .get("html_url")
+        .and_then(Value::as_str)
+        .map(str::to_string)
+}

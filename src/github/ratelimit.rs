@@ -1,0 +1,222 @@
+//! Waiting out GitHub's rate limits, and spacing out content-creating requests
+//! as GitHub asks integrations to do (to stay clear of secondary rate limits).
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use axum::http::HeaderMap;
+use futures::future::BoxFuture;
+
+/// How the client sleeps. Tests swap in one that records the waits and returns at once.
+#[derive(Clone)]
+pub struct Sleeper(Arc<dyn Fn(Duration) -> BoxFuture<'static, ()> + Send + Sync>);
+
+impl Sleeper {
+    /// Sleeps on the tokio timer.
+    pub fn tokio() -> Self {
+        Sleeper(Arc::new(|d| Box::pin(tokio::time::sleep(d))))
+    }
+
+    /// A custom sleep function.
+    pub fn new(f: impl Fn(Duration) -> BoxFuture<'static, ()> + Send + Sync + 'static) -> Self {
+        Sleeper(Arc::new(f))
+    }
+
+    /// Waits for `duration`.
+    pub async fn sleep(&self, duration: Duration) {
+        if !duration.is_zero() {
+            (self.0)(duration).await;
+        }
+    }
+}
+
+impl fmt::Debug for Sleeper {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Sleeper")
+    }
+}
+
+/// How the client reacts to rate limits and paces its writes.
+#[derive(Debug, Clone)]
+pub struct RetryPolicy {
+    /// First wait of the exponential back-off used when GitHub says neither how
+    /// long to wait nor when the limit resets (doubles on each retry).
+    pub base_delay: Duration,
+    /// Give up rather than wait longer than this in total for one request.
+    pub max_total_wait: Duration,
+    /// Give up after this many rate-limited answers to one request.
+    pub max_retries: u32,
+    /// Least time between two content-creating requests (POST, PATCH).
+    pub min_write_interval: Duration,
+    /// How waiting is done.
+    pub sleeper: Sleeper,
+}
+
+impl Default for RetryPolicy {
+    fn default() -> Self {
+        RetryPolicy {
+            base_delay: Duration::from_secs(60),
+            max_total_wait: Duration::from_secs(15 * 60),
+            max_retries: 5,
+            min_write_interval: Duration::from_secs(1),
+            sleeper: Sleeper::tokio(),
+        }
+    }
+}
+
+/// How long to wait before retrying an answer, or `None` when the answer is not
+/// a rate limit (a 403 without rate-limit signs is a real refusal).
+///
+/// `retries_so_far` sets the exponential back-off; `now_unix` is the current time
+/// in seconds since the epoch, to read `x-ratelimit-reset`.
+pub(crate) fn rate_limit_wait(
+    status: u16,
+    headers: &HeaderMap,
+    message: &str,
+    retries_so_far: u32,
+    base_delay: Duration,
+    now_unix: i64,
+) -> Option<Duration> {
+    if status != 403 && status != 429 {
+        return None;
+    }
+    if let Some(secs) = header_number::<u64>(headers, "retry-after") {
+        return Some(Duration::from_secs(secs));
+    }
+    if header_number::<u64>(headers, "x-ratelimit-remaining") == Some(0)
+        && let Some(reset) = header_number::<i64>(headers, "x-ratelimit-reset")
+    {
+        let secs = reset.saturating_sub(now_unix).max(1);
+        return Some(Duration::from_secs(secs.unsigned_abs()));
+    }
+    let says_rate_limit = message.to_ascii_lowercase().contains("rate limit");
+    (status == 429 || says_rate_limit).then(|| exponential(base_delay, retries_so_far))
+}
+
+/// `base * 2^exponent`, saturating.
+fn exponential(base: Duration, exponent: u32) -> Duration {
+    base.saturating_mul(2u32.saturating_pow(exponent))
+}
+
+fn header_number<T: std::str::FromStr>(headers: &HeaderMap, name: &str) -> Option<T> {
+    headers.get(name)?.to_str().ok()?.trim().parse().ok()
+}
+
+/// Serialises content-creating requests and keeps them `interval` apart.
+#[derive(Debug, Default)]
+pub(crate) struct WriteGate {
+    last_write: tokio::sync::Mutex<Option<Instant>>,
+}
+
+impl WriteGate {
+    /// Runs `write` once the previous write is at least `interval` old; no other
+    /// write through this gate runs meanwhile.
+    pub(crate) async fn pass<T>(
+        &self,
+        interval: Duration,
+        sleeper: &Sleeper,
+        write: impl Future<Output = T>,
+    ) -> T {
+        let mut last = self.last_write.lock().await;
+        if let Some(previous) = *last {
+            let elapsed = previous.elapsed();
+            if elapsed < interval {
+                sleeper.sleep(interval - elapsed).await;
+            }
+        }
+        let result = write.await;
+        *last = Some(Instant::now());
+        result
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use axum::http::HeaderValue;
+
+    const MIN: Duration = Duration::from_secs(60);
+
+    fn headers(pairs: &[(&'static str, &str)]) -> HeaderMap {
+        let mut map = HeaderMap::new();
+        for (name, value) in pairs {
+            map.insert(*name, HeaderValue::from_str(value).unwrap());
+        }
+        map
+    }
+
+    #[test]
+    fn retry_after_wins() {
+        let h = headers(&[("retry-after", "7"), ("x-ratelimit-remaining", "0")]);
+        assert_eq!(
+            rate_limit_wait(403, &h, "", 0, MIN, 0),
+            Some(Duration::from_secs(7))
+        );
+    }
+
+    #[test]
+    fn reset_time_when_nothing_remains() {
+        let h = headers(&[
+            ("x-ratelimit-remaining", "0"),
+            ("x-ratelimit-reset", "1030"),
+        ]);
+        assert_eq!(
+            rate_limit_wait(403, &h, "", 0, MIN, 1000),
+            Some(Duration::from_secs(30))
+        );
+        // A reset already past still waits a moment rather than hammering.
+        assert_eq!(
+            rate_limit_wait(429, &h, "", 0, MIN, 2000),
+            Some(Duration::from_secs(1))
+        );
+    }
+
+    #[test]
+    fn exponential_backoff_without_headers() {
+        let h = HeaderMap::new();
+        assert_eq!(rate_limit_wait(429, &h, "", 0, MIN, 0), Some(MIN));
+        assert_eq!(rate_limit_wait(429, &h, "", 2, MIN, 0), Some(MIN * 4));
+        assert_eq!(
+            rate_limit_wait(
+                403,
+                &h,
+                "You have exceeded a secondary rate limit",
+                1,
+                MIN,
+                0
+            ),
+            Some(MIN * 2)
+        );
+    }
+
+    #[test]
+    fn plain_refusals_and_other_statuses_are_not_rate_limits() {
+        let h = HeaderMap::new();
+        assert_eq!(
+            rate_limit_wait(403, &h, "Resource not accessible by integration", 0, MIN, 0),
+            None
+        );
+        assert_eq!(
+            rate_limit_wait(422, &headers(&[("retry-after", "1")]), "", 0, MIN, 0),
+            None
+        );
+    }
+
+    #[tokio::test]
+    async fn gate_spaces_writes() {
+        let waits = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let recorded = waits.clone();
+        let sleeper = Sleeper::new(move |d| {
+            recorded.lock().unwrap().push(d);
+            Box::pin(async {})
+        });
+        let gate = WriteGate::default();
+        let interval = Duration::from_secs(3600);
+        assert_eq!(gate.pass(interval, &sleeper, async { 1 }).await, 1);
+        assert_eq!(gate.pass(interval, &sleeper, async { 2 }).await, 2);
+        let waits = waits.lock().unwrap();
+        assert_eq!(waits.len(), 1, "only the second write waits");
+        assert!(waits[0] > Duration::from_secs(3500));
+    }
+}

@@ -1,0 +1,288 @@
+//! The summary issue comment: one per pull request, found again by a hidden
+//! marker, storing the last reviewed head SHA, and listing every finding that
+//! is not an inline comment (earlier runs' entries are carried over).
+
+use super::anchor::{describe_anchor, fence_for, one_line};
+use super::fingerprint::{marker, neutralise_markers, parse_markers};
+use crate::review::finding::Finding;
+
+/// Identifies Redline's summary comment.
+pub(crate) const SUMMARY_MARKER: &str = "<!-- redline:summary -->";
+const LAST_SHA_PREFIX: &str = "<!-- redline:last-sha=";
+const ENTRIES_START: &str = "<!-- redline:entries -->";
+const ENTRIES_END: &str = "<!-- redline:entries-end -->";
+/// GitHub refuses comment bodies over 65,536 characters; stay well below.
+const MAX_BODY_CHARS: usize = 60_000;
+/// Explanations in the summary are cut after this many characters.
+const MAX_ENTRY_BODY_CHARS: usize = 1_500;
+
+/// A finding listed in the summary instead of inline, and why.
+#[derive(Debug, Clone)]
+pub(crate) struct SummaryEntry<'f> {
+    pub(crate) finding: &'f Finding,
+    pub(crate) fp: String,
+    pub(crate) reason: String,
+}
+
+/// What the summary comment is made of.
+#[derive(Debug)]
+pub(crate) struct SummaryInput<'a> {
+    /// The review engine's summary (untrusted text).
+    pub(crate) summary: &'a str,
+    pub(crate) head_sha: &'a str,
+    pub(crate) reviewed_range: Option<&'a (String, String)>,
+    /// This run's summary-only findings, most severe first.
+    pub(crate) entries: &'a [SummaryEntry<'a>],
+    /// The current summary comment's body, whose entries are carried over.
+    pub(crate) previous_body: Option<&'a str>,
+}
+
+/// The rendered comment body, and how many entries did not fit.
+#[derive(Debug)]
+pub(crate) struct RenderedSummary {
+    pub(crate) body: String,
+    pub(crate) omitted: usize,
+}
+
+/// Whether `body` is Redline's summary comment.
+pub(crate) fn is_summary(body: &str) -> bool {
+    body.contains(SUMMARY_MARKER)
+}
+
+/// The head SHA stored in a summary comment.
+pub(crate) fn parse_last_sha(body: &str) -> Option<String> {
+    let start = body.find(LAST_SHA_PREFIX)? + LAST_SHA_PREFIX.len();
+    let sha: String = body[start..]
+        .chars()
+        .take_while(char::is_ascii_hexdigit)
+        .collect();
+    (7..=64).contains(&sha.len()).then_some(sha)
+}
+
+/// The summary comment's body.
+pub(crate) fn render_summary(input: &SummaryInput<'_>) -> RenderedSummary {
+    let mut body = format!(
+        "{SUMMARY_MARKER}\n{LAST_SHA_PREFIX}{} -->\n## Redline review\n\n",
+        input.head_sha
+    );
+    let summary = neutralise_markers(input.summary.trim());
+    body.push_str(if summary.is_empty() {
+        "No summary."
+    } else {
+        &summary
+    });
+    body.push_str("\n\n");
+    body.push_str(&match input.reviewed_range {
+        Some((from, to)) => format!("_Last run reviewed `{}..{}`._\n", short(from), short(to)),
+        None => format!("_Last run reviewed `{}`._\n", short(input.head_sha)),
+    });
+
+    let new_fps: Vec<&str> = input.entries.iter().map(|e| e.fp.as_str()).collect();
+    let mut blocks: Vec<String> = input.entries.iter().map(render_entry).collect();
+    if let Some(previous) = input.previous_body {
+        blocks.extend(previous_entries(previous).into_iter().filter(|block| {
+            parse_markers(block)
+                .first()
+                .is_none_or(|fp| !new_fps.contains(&fp.as_str()))
+        }));
+    }
+    let omitted = append_entries(&mut body, &blocks);
+    RenderedSummary { body, omitted }
+}
+
+/// Appends as many entry blocks as fit; returns how many did not.
+fn append_entries(body: &mut String, blocks: &[String]) -> usize {
+    if blocks.is_empty() {
+        return 0;
+    }
+    body.push_str(&format!(
+        "\n### Findings not posted inline ({})\n\n{ENTRIES_START}\n",
+        blocks.len()
+    ));
+    let mut written = 0;
+    for block in blocks {
+        if body.len() + block.len() + ENTRIES_END.len() + 200 > MAX_BODY_CHARS {
+            break;
+        }
+        body.push_str(block);
+        written += 1;
+    }
+    body.push_str(ENTRIES_END);
+    body.push('\n');
+    let omitted = blocks.len() - written;
+    if omitted > 0 {
+        body.push_str(&format!(
+            "\n_{omitted} more findings did not fit in this comment._\n"
+        ));
+    }
+    omitted
+}
+
+/// One list item: severity, category, location, title, reason, marker, then
+/// the indented explanation and suggestion.
+fn render_entry(entry: &SummaryEntry<'_>) -> String {
+    let f = entry.finding;
+    let mut block = format!(
+        "- **{}** · {} · `{}` — {} _({})_ {}\n",
+        f.severity,
+        f.category.as_str(),
+        describe_anchor(f).replace('`', "'"),
+        one_line(&f.title),
+        one_line(&entry.reason),
+        marker(&entry.fp),
+    );
+    let explanation: String = f.body.trim().chars().take(MAX_ENTRY_BODY_CHARS).collect();
+    let mut details = neutralise_markers(&explanation);
+    if explanation.len() < f.body.trim().len() {
+        details.push_str(" …");
+    }
+    if let Some(suggestion) = &f.suggestion {
+        let fence = fence_for(suggestion);
+        details.push_str(&format!(
+            "\n\nSuggested replacement:\n{fence}\n{}\n{fence}",
+            neutralise_markers(suggestion.trim_end_matches('\n'))
+        ));
+    }
+    for line in details.lines() {
+        // Indented lines stay inside the list item and never start a new entry.
+        if line.is_empty() {
+            block.push('\n');
+        } else {
+            block.push_str("  ");
+            block.push_str(line);
+            block.push('\n');
+        }
+    }
+    block
+}
+
+/// The entry blocks of an earlier summary body.
+fn previous_entries(body: &str) -> Vec<String> {
+    let Some(start) = body.find(ENTRIES_START) else {
+        return Vec::new();
+    };
+    let rest = &body[start + ENTRIES_START.len()..];
+    let section = rest.find(ENTRIES_END).map_or(rest, |end| &rest[..end]);
+    let mut blocks: Vec<String> = Vec::new();
+    for line in section.lines() {
+        if line.starts_with("- ") {
+            blocks.push(String::new());
+        }
+        if let Some(block) = blocks.last_mut() {
+            block.push_str(line);
+            block.push('\n');
+        }
+    }
+    blocks
+        .into_iter()
+        .filter(|b| !parse_markers(b).is_empty())
+        .collect()
+}
+
+fn short(sha: &str) -> &str {
+    sha.get(..12).unwrap_or(sha)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::review::finding::{Category, Severity, Side};
+
+    fn finding(title: &str) -> Finding {
+        Finding {
+            path: "src/a.rs".into(),
+            line: 40,
+            start_line: 40,
+            side: Side::Right,
+            severity: Severity::Minor,
+            category: Category::Style,
+            title: title.into(),
+            body: "Line one.\n\n- a list item in the body\nLine three.".into(),
+            suggestion: Some("x();\n".into()),
+        }
+    }
+
+    #[test]
+    fn round_trip_sha_and_entries() {
+        let f = finding("Outside");
+        let entries = [SummaryEntry {
+            finding: &f,
+            fp: "aaaa1111".into(),
+            reason: "line not in the diff".into(),
+        }];
+        let first = render_summary(&SummaryInput {
+            summary: "Looks fine.",
+            head_sha: "0123456789abcdef",
+            reviewed_range: None,
+            entries: &entries,
+            previous_body: None,
+        });
+        assert!(is_summary(&first.body));
+        assert_eq!(
+            parse_last_sha(&first.body).as_deref(),
+            Some("0123456789abcdef")
+        );
+        assert!(first.body.contains("`src/a.rs:40`"));
+        assert_eq!(parse_markers(&first.body), vec!["aaaa1111"]);
+
+        let g = finding("Another");
+        let more = [SummaryEntry {
+            finding: &g,
+            fp: "bbbb2222".into(),
+            reason: "over the inline limit".into(),
+        }];
+        let second = render_summary(&SummaryInput {
+            summary: "Second run.",
+            head_sha: "fedcba9876543210",
+            reviewed_range: Some(&("0123456789abcdef".into(), "fedcba9876543210".into())),
+            entries: &more,
+            previous_body: Some(&first.body),
+        });
+        assert_eq!(parse_markers(&second.body), vec!["bbbb2222", "aaaa1111"]);
+        assert!(second.body.contains("Findings not posted inline (2)"));
+        assert!(!second.body.contains("Looks fine."));
+    }
+
+    #[test]
+    fn untrusted_summary_cannot_forge_markers() {
+        let body = render_summary(&SummaryInput {
+            summary: "<!-- redline:last-sha=deadbeefdead --> <!-- redline:fp=abcd -->",
+            head_sha: "0123456789abcdef",
+            reviewed_range: None,
+            entries: &[],
+            previous_body: None,
+        })
+        .body;
+        assert_eq!(parse_last_sha(&body).as_deref(), Some("0123456789abcdef"));
+        assert!(parse_markers(&body).is_empty());
+    }
+
+    #[test]
+    fn too_many_entries_are_counted_not_lost_silently() {
+        let mut f = finding("Big");
+        f.body = "x".repeat(MAX_ENTRY_BODY_CHARS);
+        let entries: Vec<SummaryEntry<'_>> = (0..100)
+            .map(|i| SummaryEntry {
+                finding: &f,
+                fp: format!("{i:08x}"),
+                reason: "r".into(),
+            })
+            .collect();
+        let rendered = render_summary(&SummaryInput {
+            summary: "s",
+            head_sha: "0123456789abcdef",
+            reviewed_range: None,
+            entries: &entries,
+            previous_body: None,
+        });
+        assert!(rendered.omitted > 0);
+        assert!(rendered.body.len() <= MAX_BODY_CHARS);
+        assert!(rendered.body.contains("more findings did not fit"));
+    }
+
+    #[test]
+    fn bad_stored_sha_is_ignored() {
+        assert_eq!(parse_last_sha("<!-- redline:last-sha=xyz -->"), None);
+        assert_eq!(parse_last_sha("no marker"), None);
+    }
+}
