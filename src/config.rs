@@ -122,11 +122,16 @@ impl FileConfig {
     /// Reads `.redline.toml` as it is in commit `rev` (used where the head is untrusted:
     /// a pull request must not change its own review rules).
     pub fn load_at_commit(root: &Path, rev: &str) -> Result<Self, ConfigError> {
-        let origin = format!("{CONFIG_FILE} at {rev}");
+        Self::load_at_commit_path(root, rev, Path::new(CONFIG_FILE))
+    }
+
+    /// Reads a config file at a repository path as it is in commit `rev`; a missing file is the default config.
+    pub fn load_at_commit_path(root: &Path, rev: &str, path: &Path) -> Result<Self, ConfigError> {
+        let origin = format!("{} at {rev}", path.display());
         let read_err = |e: git2::Error| ConfigError::Read { origin: origin.clone(), message: e.message().to_string() };
         let repo = git2::Repository::open(root).map_err(read_err)?;
         let tree = repo.revparse_single(rev).and_then(|o| o.peel_to_tree()).map_err(read_err)?;
-        let Ok(entry) = tree.get_path(Path::new(CONFIG_FILE)) else {
+        let Ok(entry) = tree.get_path(path) else {
             return Ok(Self::default());
         };
         let blob = entry.to_object(&repo).and_then(|o| o.peel_to_blob()).map_err(read_err)?;

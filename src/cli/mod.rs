@@ -1,5 +1,6 @@
 //! The command line: `redline review`, `redline context`, `redline action`, `redline serve`.
 
+mod action;
 mod context;
 mod progress;
 mod review;
@@ -32,6 +33,34 @@ pub enum Command {
     Review(ReviewArgs),
     /// Show what the model would see first for a change, and its size (no model needed).
     Context(ContextArgs),
+    /// Review the pull request of a GitHub Actions event and post the review.
+    Action(ActionArgs),
+}
+
+/// `redline action` (settings come from the environment the Action sets).
+#[derive(Debug, Clone, Args)]
+pub struct ActionArgs {
+    /// Model settings.
+    #[command(flatten)]
+    pub model: ModelArgs,
+    /// Review strategy.
+    #[arg(long, env = "REDLINE_STRATEGY", value_name = "auto|react|plan|reflect")]
+    pub strategy: Option<String>,
+    /// Fail the step when a finding is at or above this severity.
+    #[arg(long, env = "REDLINE_FAIL_ON", value_name = "critical|major|minor|nit|never")]
+    pub fail_on: Option<String>,
+    /// Config file path in the repository (read from the base commit).
+    #[arg(long, env = "REDLINE_CONFIG", value_name = "PATH")]
+    pub config: Option<PathBuf>,
+    /// Inline comments at most; the rest go to the summary.
+    #[arg(long, env = "REDLINE_MAX_COMMENTS", value_name = "N")]
+    pub max_comments: Option<usize>,
+    /// Model turns of a run.
+    #[arg(long, env = "REDLINE_MAX_STEPS", value_name = "N")]
+    pub max_steps: Option<u32>,
+    /// Also review draft pull requests.
+    #[arg(long, env = "REDLINE_REVIEW_DRAFTS")]
+    pub review_drafts: bool,
 }
 
 /// `redline context`.
@@ -146,5 +175,6 @@ pub async fn run(cli: Cli) -> i32 {
     match cli.command {
         Command::Review(args) => review::run(args).await,
         Command::Context(args) => context::run(args),
+        Command::Action(args) => action::run(args).await,
     }
 }

@@ -56,7 +56,7 @@ fn prepare(args: &ReviewArgs) -> Result<Prepared, String> {
     let format: Format = args.format.parse().map_err(|e: String| format!("--format: {e}"))?;
     let fail_on: FailOn = pick(&args.fail_on, &file.fail_on, "never").parse().map_err(|e: String| format!("--fail-on: {e}"))?;
     let settings = config::resolve_model(&args.model.flags(), &file, &|k| std::env::var(k).ok()).map_err(|e| e.to_string())?;
-    let agent = agent_config(args, &file, &settings)?;
+    let agent = agent_config(&AgentOverrides::from(args), &file, &settings)?;
 
     let range = crate::repo::resolve_range(&root, args.base.as_deref(), &args.head).map_err(|e| e.to_string())?;
     let (view, mut changes) = crate::repo::load_change(&root, &range, args.uncommitted).map_err(|e| e.to_string())?;
@@ -72,12 +72,32 @@ fn prepare(args: &ReviewArgs) -> Result<Prepared, String> {
     })
 }
 
-fn pick(flag: &Option<String>, file: &Option<String>, default: &str) -> String {
+pub(crate) fn pick(flag: &Option<String>, file: &Option<String>, default: &str) -> String {
     flag.clone().or_else(|| file.clone()).unwrap_or_else(|| default.to_string())
 }
 
+/// The agent settings a command line can override.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct AgentOverrides {
+    pub max_steps: Option<u32>,
+    pub strategy: Option<String>,
+    pub tool_mode: Option<String>,
+    pub parallel: Option<usize>,
+}
+
+impl From<&ReviewArgs> for AgentOverrides {
+    fn from(args: &ReviewArgs) -> Self {
+        AgentOverrides {
+            max_steps: args.max_steps,
+            strategy: args.strategy.clone(),
+            tool_mode: args.tool_mode.clone(),
+            parallel: args.parallel,
+        }
+    }
+}
+
 /// The agent's settings: flags > file > defaults.
-pub(crate) fn agent_config(args: &ReviewArgs, file: &FileConfig, settings: &ModelSettings) -> Result<AgentConfig, String> {
+pub(crate) fn agent_config(args: &AgentOverrides, file: &FileConfig, settings: &ModelSettings) -> Result<AgentConfig, String> {
     let mut agent = AgentConfig::new(settings.model.clone());
     agent.max_steps = config::check_max_steps(args.max_steps.or(file.max_steps).unwrap_or(config::DEFAULT_MAX_STEPS))
         .map_err(|e| e.to_string())?;
@@ -231,7 +251,7 @@ fn empty_report(base_label: &str, skipped: &[String]) -> ReviewReport {
     ReviewReport { findings: Vec::new(), summary, stats: Stats { strategy: "react".into(), coverage: 1.0, ..Stats::default() } }
 }
 
-fn write_output(text: &str, output: Option<&Path>) -> Result<(), String> {
+pub(crate) fn write_output(text: &str, output: Option<&Path>) -> Result<(), String> {
     match output {
         Some(path) => std::fs::write(path, text).map_err(|e| format!("cannot write {}: {e}", path.display())),
         None => {

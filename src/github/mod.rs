@@ -8,6 +8,7 @@
 pub mod action_event;
 mod anchor;
 pub mod auth;
+pub mod checkout;
 pub mod client;
 pub mod error;
 pub mod fingerprint;

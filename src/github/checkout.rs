@@ -1,0 +1,120 @@
+//! Getting the commits a review needs into a local repository with git2:
+//! a shallow Action checkout that lacks the base, or a bare mirror per
+//! repository for the App. Repository code is only read, never run.
+
+use std::path::Path;
+
+use git2::{FetchOptions, RemoteCallbacks, Repository};
+
+use crate::llm::Secret;
+
+/// libgit2's value for "fetch the whole history" (unshallow).
+const UNSHALLOW: i32 = i32::MAX;
+
+/// Why commits could not be fetched. Messages never contain the token.
+#[derive(Debug, thiserror::Error)]
+pub enum CheckoutError {
+    /// A git operation failed.
+    #[error("git: {0}")]
+    Git(String),
+    /// After fetching, a commit is still missing.
+    #[error("commit {0} is not in the repository and could not be fetched")]
+    Missing(String),
+}
+
+fn git_error(token: Option<&Secret>) -> impl Fn(git2::Error) -> CheckoutError + '_ {
+    move |e| {
+        let message = e.message().to_string();
+        CheckoutError::Git(token.map(|t| t.redact(&message)).unwrap_or(message))
+    }
+}
+
+/// Fetch options that authenticate with `token` as GitHub expects (`x-access-token`).
+fn fetch_options(token: Option<&Secret>) -> FetchOptions<'_> {
+    let mut callbacks = RemoteCallbacks::new();
+    if let Some(token) = token {
+        callbacks.credentials(move |_url, _user, _allowed| git2::Cred::userpass_plaintext("x-access-token", token.expose()));
+    }
+    let mut options = FetchOptions::new();
+    options.remote_callbacks(callbacks);
+    options
+}
+
+/// Makes sure every commit of `shas` exists in the repository at `root`, fetching
+/// from `remote` (a remote name such as `origin`, or a URL) when one is missing:
+/// first the commits themselves, then, if the server refuses that, all branches
+/// and pull-request heads with the full history.
+pub fn ensure_commits(root: &Path, remote: &str, shas: &[&str], token: Option<&Secret>) -> Result<(), CheckoutError> {
+    let repo = Repository::open(root).map_err(git_error(token))?;
+    let missing: Vec<&str> = shas.iter().copied().filter(|sha| !has_commit(&repo, sha)).collect();
+    if missing.is_empty() {
+        return Ok(());
+    }
+    let mut remote = match repo.find_remote(remote) {
+        Ok(found) => found,
+        Err(_) => repo.remote_anonymous(remote).map_err(git_error(token))?,
+    };
+    let shallow = repo.is_shallow();
+    let options = || {
+        let mut options = fetch_options(token);
+        if shallow {
+            options.depth(UNSHALLOW);
+        }
+        options
+    };
+    let by_sha: Vec<String> = missing.iter().map(|s| s.to_string()).collect();
+    if remote.fetch(&by_sha, Some(&mut options()), None).is_err() || missing.iter().any(|sha| !has_commit(&repo, sha)) {
+        let wide = ["+refs/heads/*:refs/remotes/origin/*", "+refs/pull/*/head:refs/remotes/origin/pull/*"];
+        remote.fetch(&wide, Some(&mut options()), None).map_err(git_error(token))?;
+    }
+    match missing.iter().find(|sha| !has_commit(&repo, sha)) {
+        Some(sha) => Err(CheckoutError::Missing(sha.to_string())),
+        None => Ok(()),
+    }
+}
+
+/// Opens (or creates) a bare mirror of `url` at `path` and fetches the given commits.
+pub fn mirror(path: &Path, url: &str, shas: &[&str], token: Option<&Secret>) -> Result<(), CheckoutError> {
+    if !path.join("HEAD").exists() {
+        std::fs::create_dir_all(path).map_err(|e| CheckoutError::Git(e.to_string()))?;
+        Repository::init_bare(path).map_err(git_error(token))?;
+    }
+    ensure_commits(path, url, shas, token)
+}
+
+fn has_commit(repo: &Repository, sha: &str) -> bool {
+    git2::Oid::from_str(sha).ok().and_then(|oid| repo.find_commit(oid).ok()).is_some()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn commit_file(repo: &Repository, name: &str, text: &str) -> git2::Oid {
+        let root = repo.workdir().expect("workdir");
+        std::fs::write(root.join(name), text).expect("write");
+        let mut index = repo.index().expect("index");
+        index.add_path(Path::new(name)).expect("add");
+        let tree = repo.find_tree(index.write_tree().expect("tree")).expect("tree");
+        let sig = git2::Signature::now("t", "t@example.com").expect("sig");
+        let parent = repo.head().ok().and_then(|h| h.peel_to_commit().ok());
+        let parents: Vec<&git2::Commit> = parent.iter().collect();
+        repo.commit(Some("HEAD"), &sig, &sig, "c", &tree, &parents).expect("commit")
+    }
+
+    #[test]
+    fn mirror_fetches_missing_commits_from_a_url() {
+        let upstream_dir = tempfile::tempdir().expect("tmp");
+        let upstream = Repository::init(upstream_dir.path()).expect("init");
+        let first = commit_file(&upstream, "a.txt", "1\n");
+        let second = commit_file(&upstream, "a.txt", "2\n");
+        let mirror_dir = tempfile::tempdir().expect("tmp");
+        let url = upstream_dir.path().display().to_string();
+        mirror(&mirror_dir.path().join("m.git"), &url, &[&first.to_string(), &second.to_string()], None).expect("mirror");
+        let local = Repository::open(mirror_dir.path().join("m.git")).expect("open");
+        assert!(local.find_commit(second).is_ok());
+        let missing = "0123456789012345678901234567890123456789";
+        let err = ensure_commits(&mirror_dir.path().join("m.git"), &url, &[missing], None).unwrap_err();
+        assert!(err.to_string().contains(missing), "{err}");
+    }
+}
