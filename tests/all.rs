@@ -7,3 +7,4 @@ mod llm;
 mod review;
 mod review_cli;
 mod strategies;
+mod text_mode;
