@@ -83,7 +83,11 @@ fn file_change(diff: &Diff<'_>, index: usize) -> Result<Option<FileChange>, Repo
     let Some(mut status) = file_status(delta.status()) else {
         return Ok(None);
     };
-    let side = if status == FileStatus::Deleted { &old } else { &new };
+    let side = if status == FileStatus::Deleted {
+        &old
+    } else {
+        &new
+    };
     let path = git_path(side.path_bytes());
     let old_path = (status == FileStatus::Renamed).then(|| git_path(old.path_bytes()));
     let mode_changed = old.mode() != new.mode();
@@ -183,7 +187,10 @@ mod tests {
 
     #[test]
     fn hunk_header_keeps_only_the_context() {
-        assert_eq!(hunk_header_context(b"@@ -1,3 +1,4 @@ fn main() {\n"), "fn main() {");
+        assert_eq!(
+            hunk_header_context(b"@@ -1,3 +1,4 @@ fn main() {\n"),
+            "fn main() {"
+        );
         assert_eq!(hunk_header_context(b"@@ -1 +1 @@\n"), "");
     }
 

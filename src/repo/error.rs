@@ -6,13 +6,17 @@ use crate::tools::ToolError;
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum RepoError {
     /// The directory is not inside a git work tree.
-    #[error("`{path}` is not inside a git repository with a work tree; run Redline from inside one")]
+    #[error(
+        "`{path}` is not inside a git repository with a work tree; run Redline from inside one"
+    )]
     NotARepository {
         /// The directory that was looked at.
         path: String,
     },
     /// A revision that does not name a commit.
-    #[error("unknown revision `{rev}`: it does not name a commit, branch or tag in this repository")]
+    #[error(
+        "unknown revision `{rev}`: it does not name a commit, branch or tag in this repository"
+    )]
     UnknownRevision {
         /// The revision as given.
         rev: String,
@@ -37,7 +41,9 @@ pub enum RepoError {
         reason: String,
     },
     /// No such file or directory at the reviewed revision.
-    #[error("`{path}` does not exist at the reviewed revision; check the spelling or use list_files")]
+    #[error(
+        "`{path}` does not exist at the reviewed revision; check the spelling or use list_files"
+    )]
     NotFound {
         /// The path as given.
         path: String,

@@ -213,7 +213,10 @@ impl RepoView {
         let mut files = Vec::new();
         tree.walk(TreeWalkMode::PreOrder, |dir, entry| {
             if entry.kind() == Some(ObjectType::Blob) {
-                files.push(format!("{dir}{}", String::from_utf8_lossy(entry.name_bytes())));
+                files.push(format!(
+                    "{dir}{}",
+                    String::from_utf8_lossy(entry.name_bytes())
+                ));
             }
             TreeWalkResult::Ok
         })?;
@@ -252,10 +255,12 @@ fn blob_at(
     normalized: &str,
     follow: bool,
 ) -> Result<Oid, RepoError> {
-    let entry = tree.get_path(Path::new(normalized)).map_err(|e| match e.code() {
-        git2::ErrorCode::NotFound => not_found(path),
-        _ => RepoError::from(e),
-    })?;
+    let entry = tree
+        .get_path(Path::new(normalized))
+        .map_err(|e| match e.code() {
+            git2::ErrorCode::NotFound => not_found(path),
+            _ => RepoError::from(e),
+        })?;
     match entry.kind() {
         Some(ObjectType::Tree) => Err(RepoError::IsDirectory {
             path: path.to_string(),
@@ -307,5 +312,16 @@ fn io_error(path: &str, e: std::io::Error) -> RepoError {
     match e.kind() {
         ErrorKind::NotFound => not_found(path),
         _ => RepoError::Io(format!("reading `{path}`: {e}")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_view_can_be_shared_between_threads() {
+        fn assert_shareable<T: Send + Sync + Clone>() {}
+        assert_shareable::<RepoView>();
     }
 }

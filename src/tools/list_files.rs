@@ -66,8 +66,10 @@ impl Tool for ListFiles {
         let files = workspace.repo.blocking(|repo| repo.list_files()).await?;
         let under_dir = files_under(&files, &dir);
         if under_dir.is_empty() && !dir.is_empty() {
-            return Err(if files.iter().any(|f| *f == dir) {
-                ToolError::Model(format!("`{dir_arg}` is a file, not a directory; use read_file"))
+            return Err(if files.contains(&dir) {
+                ToolError::Model(format!(
+                    "`{dir_arg}` is a file, not a directory; use read_file"
+                ))
             } else {
                 RepoError::NotFound { path: dir_arg }.into()
             });
@@ -121,7 +123,11 @@ mod tests {
 
     #[test]
     fn selects_files_below_a_directory_only() {
-        let files = vec!["src/a.rs".to_string(), "src2/b.rs".into(), "src/x/c.rs".into()];
+        let files = vec![
+            "src/a.rs".to_string(),
+            "src2/b.rs".into(),
+            "src/x/c.rs".into(),
+        ];
         assert_eq!(files_under(&files, "src"), vec!["src/a.rs", "src/x/c.rs"]);
         assert_eq!(files_under(&files, "").len(), 3);
     }

@@ -131,7 +131,10 @@ mod tests {
     #[test]
     fn shows_an_explicit_range_and_clamps_its_end() {
         let out = render_window("a.txt", &numbered(10), Some(9), Some(50)).unwrap();
-        assert_eq!(out, "a.txt (lines 9-10 of 10)\n    9 | line 9\n   10 | line 10\n");
+        assert_eq!(
+            out,
+            "a.txt (lines 9-10 of 10)\n    9 | line 9\n   10 | line 10\n"
+        );
     }
 
     #[test]
@@ -139,12 +142,13 @@ mod tests {
         let past = render_window("a.txt", &numbered(10), Some(11), None).unwrap_err();
         assert_eq!(
             past,
-            ToolError::Model(
-                "start_line 11 is past the end of `a.txt`, which has 10 lines".into()
-            )
+            ToolError::Model("start_line 11 is past the end of `a.txt`, which has 10 lines".into())
         );
         let backwards = render_window("a.txt", &numbered(10), Some(5), Some(2)).unwrap_err();
         assert!(backwards.to_string().contains("has 10 lines"));
-        assert_eq!(render_window("e", "", None, None).unwrap(), "e (empty file)");
+        assert_eq!(
+            render_window("e", "", None, None).unwrap(),
+            "e (empty file)"
+        );
     }
 }

@@ -31,10 +31,9 @@ impl TopMatches {
     /// Whether a match at (`path`, `line`) could still be among the first `limit`.
     pub(super) fn admits(&self, path: &str, line: u64) -> bool {
         self.limit > 0
-            && self
-                .worst
-                .as_ref()
-                .is_none_or(|(worst_path, worst_line)| (path, line) < (worst_path.as_str(), *worst_line))
+            && self.worst.as_ref().is_none_or(|(worst_path, worst_line)| {
+                (path, line) < (worst_path.as_str(), *worst_line)
+            })
     }
 
     /// Keeps a match; trims back to `limit` now and then so memory stays bounded.
