@@ -8,3 +8,4 @@ mod review;
 mod review_cli;
 mod strategies;
 mod text_mode;
+mod tools;

@@ -1,28 +1,154 @@
-//! The `read_file` tool (placeholder until implemented).
+//! The `read_file` tool: a window of a file's lines, numbered so the model can cite them.
 
 use async_trait::async_trait;
+use serde::Deserialize;
 
-use super::{Tool, ToolError, Workspace};
+use super::{Tool, ToolError, Workspace, parse_args};
 use crate::llm::ToolSpec;
+
+/// Lines shown when the model gives no `end_line`.
+const DEFAULT_WINDOW: u32 = 400;
 
 /// The `read_file` tool.
 pub struct ReadFile;
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Args {
+    path: String,
+    start_line: Option<u32>,
+    end_line: Option<u32>,
+}
 
 #[async_trait]
 impl Tool for ReadFile {
     fn spec(&self) -> ToolSpec {
         ToolSpec {
             name: "read_file".into(),
-            description: String::new(),
-            parameters: serde_json::json!({"type": "object"}),
+            description: format!(
+                "Read a text file of the repository as it is at the reviewed revision. \
+                 Lines are numbered (`  42 | text`); cite these numbers in findings. \
+                 Without end_line, shows {DEFAULT_WINDOW} lines from start_line and says where to continue. \
+                 Binary files and files over the size limit are refused; use search for those."
+            ),
+            parameters: serde_json::json!({
+                "type": "object",
+                "properties": {
+                    "path": {
+                        "type": "string",
+                        "description": "File path relative to the repository root, e.g. `src/main.rs`."
+                    },
+                    "start_line": {
+                        "type": "integer",
+                        "minimum": 1,
+                        "description": "First line to show (1-based). Default 1."
+                    },
+                    "end_line": {
+                        "type": "integer",
+                        "minimum": 1,
+                        "description": "Last line to show, inclusive. Default: start_line + 399, or the end of the file."
+                    }
+                },
+                "required": ["path"],
+                "additionalProperties": false
+            }),
         }
     }
 
     async fn call(
         &self,
-        _args: serde_json::Value,
-        _workspace: &Workspace,
+        args: serde_json::Value,
+        workspace: &Workspace,
     ) -> Result<String, ToolError> {
-        Err(ToolError::Model("not available yet".into()))
+        let args: Args = parse_args("read_file", args)?;
+        let path = args.path.clone();
+        let text = workspace
+            .repo
+            .blocking(move |repo| repo.read_text(&path))
+            .await?;
+        render_window(&args.path, &text, args.start_line, args.end_line)
+    }
+}
+
+/// The header and numbered lines of the requested window, with a note when more follow.
+fn render_window(
+    path: &str,
+    text: &str,
+    start_line: Option<u32>,
+    end_line: Option<u32>,
+) -> Result<String, ToolError> {
+    let lines: Vec<&str> = text.lines().collect();
+    let total = u32::try_from(lines.len()).unwrap_or(u32::MAX);
+    if total == 0 {
+        return Ok(format!("{path} (empty file)"));
+    }
+    let start = start_line.unwrap_or(1).max(1);
+    if start > total {
+        return Err(ToolError::Model(format!(
+            "start_line {start} is past the end of `{path}`, which has {total} lines"
+        )));
+    }
+    let end = match end_line {
+        Some(end) if end < start => {
+            return Err(ToolError::Model(format!(
+                "end_line {end} is before start_line {start}; `{path}` has {total} lines"
+            )));
+        }
+        Some(end) => end.min(total),
+        None => start.saturating_add(DEFAULT_WINDOW - 1).min(total),
+    };
+    let mut out = format!("{path} (lines {start}-{end} of {total})\n");
+    for (number, line) in (start..=end).zip(&lines[start as usize - 1..end as usize]) {
+        out.push_str(&format!("{number:>5} | {line}\n"));
+    }
+    if end < total {
+        out.push_str(&format!(
+            "[{} more lines; call read_file with start_line {} to continue]\n",
+            total - end,
+            end + 1
+        ));
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn numbered(n: u32) -> String {
+        (1..=n).map(|i| format!("line {i}\n")).collect()
+    }
+
+    #[test]
+    fn shows_the_default_window_and_where_to_continue() {
+        let out = render_window("a.txt", &numbered(450), None, None).unwrap();
+        assert!(out.starts_with("a.txt (lines 1-400 of 450)\n    1 | line 1\n"));
+        assert!(out.contains("  400 | line 400\n"));
+        assert!(!out.contains("| line 401"));
+        assert!(out.ends_with("[50 more lines; call read_file with start_line 401 to continue]\n"));
+    }
+
+    #[test]
+    fn shows_an_explicit_range_and_clamps_its_end() {
+        let out = render_window("a.txt", &numbered(10), Some(9), Some(50)).unwrap();
+        assert_eq!(
+            out,
+            "a.txt (lines 9-10 of 10)\n    9 | line 9\n   10 | line 10\n"
+        );
+    }
+
+    #[test]
+    fn out_of_range_requests_name_the_file_length() {
+        let past = render_window("a.txt", &numbered(10), Some(11), None).unwrap_err();
+        assert_eq!(
+            past,
+            ToolError::Model("start_line 11 is past the end of `a.txt`, which has 10 lines".into())
+        );
+        let backwards = render_window("a.txt", &numbered(10), Some(5), Some(2)).unwrap_err();
+        assert!(backwards.to_string().contains("has 10 lines"));
+        assert_eq!(
+            render_window("e", "", None, None).unwrap(),
+            "e (empty file)"
+        );
     }
 }

@@ -1,28 +1,159 @@
-//! The `search` tool (placeholder until implemented).
+//! The `search` tool: regex or literal search over the files at the reviewed revision.
 
 use async_trait::async_trait;
+use serde::Deserialize;
 
-use super::{Tool, ToolError, Workspace};
+use super::{Tool, ToolError, Workspace, parse_args};
 use crate::llm::ToolSpec;
+use crate::repo::search::{DEFAULT_MAX_RESULTS, SearchOptions, SearchOutput};
+
+/// Most matches one call may ask for.
+const MAX_RESULTS_CAP: usize = 500;
 
 /// The `search` tool.
 pub struct Search;
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Args {
+    pattern: String,
+    path_glob: Option<String>,
+    #[serde(default)]
+    fixed_string: bool,
+    #[serde(default)]
+    case_insensitive: bool,
+    max_results: Option<usize>,
+}
 
 #[async_trait]
 impl Tool for Search {
     fn spec(&self) -> ToolSpec {
         ToolSpec {
             name: "search".into(),
-            description: String::new(),
-            parameters: serde_json::json!({"type": "object"}),
+            description: format!(
+                "Search the contents of the repository's files at the reviewed revision, like ripgrep. \
+                 Returns matching lines as `path:line: text`, sorted by path then line. \
+                 The pattern is a Rust regular expression matched against single lines \
+                 (escape `(`, `.`, `[` etc. or set fixed_string). Binary files are skipped. \
+                 Returns at most max_results matches (default {DEFAULT_MAX_RESULTS}, at most {MAX_RESULTS_CAP}) \
+                 and says how many there were in all."
+            ),
+            parameters: serde_json::json!({
+                "type": "object",
+                "properties": {
+                    "pattern": {
+                        "type": "string",
+                        "description": "Regular expression, e.g. `fn\\s+parse_\\w+` or `TODO|FIXME`; literal text with fixed_string."
+                    },
+                    "path_glob": {
+                        "type": "string",
+                        "description": "Only search files matching this glob. Without `/` it matches file names at any depth (`*.rs`); with `/` the path from the root (`src/**/*.ts`)."
+                    },
+                    "fixed_string": {
+                        "type": "boolean",
+                        "description": "Treat pattern as literal text, not a regex. Default false."
+                    },
+                    "case_insensitive": {
+                        "type": "boolean",
+                        "description": "Ignore case. Default false."
+                    },
+                    "max_results": {
+                        "type": "integer",
+                        "minimum": 1,
+                        "maximum": MAX_RESULTS_CAP,
+                        "description": format!("Most matching lines to return. Default {DEFAULT_MAX_RESULTS}.")
+                    }
+                },
+                "required": ["pattern"],
+                "additionalProperties": false
+            }),
         }
     }
 
     async fn call(
         &self,
-        _args: serde_json::Value,
-        _workspace: &Workspace,
+        args: serde_json::Value,
+        workspace: &Workspace,
     ) -> Result<String, ToolError> {
-        Err(ToolError::Model("not available yet".into()))
+        let args: Args = parse_args("search", args)?;
+        if args.pattern.is_empty() {
+            return Err(ToolError::Model(
+                "pattern is empty; give the text or regular expression to look for".into(),
+            ));
+        }
+        let options = SearchOptions {
+            fixed_string: args.fixed_string,
+            case_insensitive: args.case_insensitive,
+            path_glob: args.path_glob,
+            max_results: args
+                .max_results
+                .unwrap_or(DEFAULT_MAX_RESULTS)
+                .clamp(1, MAX_RESULTS_CAP),
+            ..SearchOptions::new(args.pattern)
+        };
+        let query = options.clone();
+        let output = workspace
+            .repo
+            .blocking(move |repo| repo.search(&query))
+            .await?;
+        Ok(render(&options, &output))
+    }
+}
+
+fn render(options: &SearchOptions, output: &SearchOutput) -> String {
+    if output.matches.is_empty() {
+        let scope = options
+            .path_glob
+            .as_deref()
+            .map(|glob| format!(" in files matching `{glob}`"))
+            .unwrap_or_default();
+        return format!("no matches for `{}`{scope}", options.pattern);
+    }
+    let mut out = String::new();
+    for found in &output.matches {
+        out.push_str(&format!("{}:{}: {}\n", found.path, found.line, found.text));
+    }
+    if output.is_truncated() {
+        out.push_str(&format!(
+            "[showing the first {} of {} matching lines; narrow the pattern or path_glob, or raise max_results (at most {MAX_RESULTS_CAP})]\n",
+            output.matches.len(),
+            output.total_matches
+        ));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::repo::search::SearchMatch;
+
+    fn found(path: &str, line: u64, text: &str) -> SearchMatch {
+        SearchMatch {
+            path: path.into(),
+            line,
+            text: text.into(),
+        }
+    }
+
+    #[test]
+    fn renders_matches_and_says_when_the_list_was_cut() {
+        let output = SearchOutput {
+            matches: vec![found("a.rs", 3, "fn a()"), found("b.rs", 10, "fn b()")],
+            total_matches: 7,
+        };
+        let out = render(&SearchOptions::new("fn"), &output);
+        assert!(out.starts_with("a.rs:3: fn a()\nb.rs:10: fn b()\n"));
+        assert!(out.contains("showing the first 2 of 7 matching lines"));
+    }
+
+    #[test]
+    fn says_so_when_nothing_matches() {
+        let options = SearchOptions {
+            path_glob: Some("*.rs".into()),
+            ..SearchOptions::new("nope")
+        };
+        let out = render(&options, &SearchOutput::default());
+        assert_eq!(out, "no matches for `nope` in files matching `*.rs`");
     }
 }

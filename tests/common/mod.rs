@@ -2,5 +2,6 @@
 #![allow(dead_code)]
 
 pub mod cli;
+pub mod git;
 pub mod github_mock;
 pub mod model_server;
