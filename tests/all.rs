@@ -1,3 +1,4 @@
 //! Integration tests, one binary. Shared helpers live in `tests/common/`.
 
 mod common;
+mod context;
