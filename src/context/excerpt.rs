@@ -93,8 +93,8 @@ impl<'a> HeadLines<'a> {
                         .checked_sub(1)
                         .and_then(|i| lines.get(i))
                         .is_some_and(|line| {
-                        line.trim_end_matches('\r') == text.trim_end_matches('\r')
-                    })
+                            line.trim_end_matches('\r') == text.trim_end_matches('\r')
+                        })
                 })
             });
         let len = match &full {
@@ -170,7 +170,7 @@ fn collect_changes(file: &FileChange) -> (Vec<Block>, Vec<RemovedRun<'_>>) {
                 blocks.extend(close_block(open.take(), next_head, &mut runs));
                 previous_removed = false;
             } else {
-                let block = open.get_or_insert_with(|| OpenBlock {
+                let block = open.get_or_insert(OpenBlock {
                     start: next_head,
                     indent: None,
                     first_run: runs.len(),
@@ -216,21 +216,32 @@ struct OpenBlock {
 }
 
 /// Finishes a block: its end, and whether its removed runs are removal-only.
-fn close_block(open: Option<OpenBlock>, next_head: u32, runs: &mut [RemovedRun<'_>]) -> Option<Block> {
+fn close_block(
+    open: Option<OpenBlock>,
+    next_head: u32,
+    runs: &mut [RemovedRun<'_>],
+) -> Option<Block> {
     let open = open?;
     for run in runs.iter_mut().skip(open.first_run) {
         run.removal_only = !open.adds;
     }
     Some(Block {
         start: open.start,
-        end: next_head.saturating_sub(1).max(open.start.saturating_sub(1)),
+        end: next_head
+            .saturating_sub(1)
+            .max(open.start.saturating_sub(1)),
         indent: open.indent.unwrap_or(0),
         hunk: open.hunk,
     })
 }
 
 /// The head lines to show for one block.
-fn window_for(block: &Block, file: &FileChange, lines: &HeadLines<'_>, context: ContextLines) -> Window {
+fn window_for(
+    block: &Block,
+    file: &FileChange,
+    lines: &HeadLines<'_>,
+    context: ContextLines,
+) -> Window {
     let mut start = block.start.saturating_sub(context.before).max(1);
     let mut end = block.end.saturating_add(context.after).min(lines.len);
     let hunk = &file.hunks[block.hunk];
@@ -260,7 +271,9 @@ fn enclosing_definition(block: &Block, lines: &HeadLines<'_>) -> Option<u32> {
     let lowest = block.start.saturating_sub(DEFINITION_SCAN_LINES).max(1);
     (lowest..block.start).rev().find(|&n| {
         lines.get(n).is_some_and(|text| {
-            !text.trim().is_empty() && indentation(text) < block.indent && looks_like_definition(text)
+            !text.trim().is_empty()
+                && indentation(text) < block.indent
+                && looks_like_definition(text)
         })
     })
 }
@@ -276,12 +289,18 @@ static DEFINITION: LazyLock<Option<Regex>> = LazyLock::new(|| {
 
 /// `const name = (args) =>` and friends.
 static ARROW_DEFINITION: LazyLock<Option<Regex>> = LazyLock::new(|| {
-    Regex::new(r"^\s*(?:export\s+)?(?:const|let|var)\s+\w+\s*=\s*(?:async\s+)?(?:\([^)]*\)|\w+)\s*=>").ok()
+    Regex::new(
+        r"^\s*(?:export\s+)?(?:const|let|var)\s+\w+\s*=\s*(?:async\s+)?(?:\([^)]*\)|\w+)\s*=>",
+    )
+    .ok()
 });
 
 /// `type name(args) {` as in C, C++, Java and C#.
 static C_LIKE_DEFINITION: LazyLock<Option<Regex>> = LazyLock::new(|| {
-    Regex::new(r"^\s*[\w:<>\[\]*&, ]+\s[\w:~]+\s*\([^;]*\)\s*(?:const\s*)?(?:throws [\w., ]+)?\{?\s*$").ok()
+    Regex::new(
+        r"^\s*[\w:<>\[\]*&, ]+\s[\w:~]+\s*\([^;]*\)\s*(?:const\s*)?(?:throws [\w., ]+)?\{?\s*$",
+    )
+    .ok()
 });
 
 fn matches(regex: &LazyLock<Option<Regex>>, line: &str) -> bool {
@@ -352,7 +371,12 @@ impl Numbering<'_> {
 }
 
 /// Prints one window; returns the non-blank added lines printed.
-fn render_window(window: &Window, lines: &HeadLines<'_>, numbers: &Numbering<'_>, out: &mut String) -> usize {
+fn render_window(
+    window: &Window,
+    lines: &HeadLines<'_>,
+    numbers: &Numbering<'_>,
+    out: &mut String,
+) -> usize {
     let first_run = numbers.runs.partition_point(|r| r.anchor < window.start);
     let mut runs = numbers.runs[first_run..]
         .iter()

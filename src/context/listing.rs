@@ -60,7 +60,11 @@ pub(crate) fn render_fixed(items: &FixedItems) -> String {
         ("Other changes", &items.other),
     ] {
         if !list.is_empty() {
-            out.push_str(&format!("\n## {title} ({})\n{}", list.len(), render_items(list)));
+            out.push_str(&format!(
+                "\n## {title} ({})\n{}",
+                list.len(),
+                render_items(list)
+            ));
         }
     }
     out
@@ -85,7 +89,9 @@ fn render_items(items: &[ListItem]) -> String {
     }
     let hidden: usize = groups.iter().skip(GROUP_CAP).map(|g| g.files).sum();
     if hidden > 0 {
-        out.push_str(&format!("- … and {hidden} more files in other directories\n"));
+        out.push_str(&format!(
+            "- … and {hidden} more files in other directories\n"
+        ));
     }
     out
 }
@@ -150,7 +156,9 @@ mod tests {
 
     #[test]
     fn long_lists_group_the_rest_by_directory() {
-        let mut items: Vec<ListItem> = (0..LIST_CAP).map(|i| item(format!("src/f{i}.rs"))).collect();
+        let mut items: Vec<ListItem> = (0..LIST_CAP)
+            .map(|i| item(format!("src/f{i}.rs")))
+            .collect();
         items.extend((0..100).map(|i| item(format!("gen/a/x{i}.rs"))));
         items.extend((0..5).map(|i| item(format!("top{i}.rs"))));
         let out = render_over_budget(&items);

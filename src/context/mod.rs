@@ -35,11 +35,12 @@ pub use noise::{ExcludeGlobError, NoiseKind, compile_excludes};
 pub use prune::{PruneStats, Pruner};
 pub use reads::ReadTracker;
 pub use shape::{
-    FileEntry, STAGE1_MAX_BUDGET, STAGE1_MIN_BUDGET, ShapeOptions, ShapeStatus, ShapedContext, shape_change,
-    stage1_budget,
+    FileEntry, STAGE1_MAX_BUDGET, STAGE1_MIN_BUDGET, ShapeOptions, ShapeStatus, ShapedContext,
+    shape_change, stage1_budget,
 };
 pub use summarize::{
-    DEFAULT_SUMMARY_THRESHOLD, SUMMARY_PROMPT, compact, drop_oldest_turns, needs_summary, summary_request,
+    DEFAULT_SUMMARY_THRESHOLD, SUMMARY_PROMPT, compact, drop_oldest_turns, needs_summary,
+    summary_request,
 };
 
 use crate::llm::tokens::TokenCounter;

@@ -19,23 +19,72 @@ pub enum FileClass {
 }
 
 const TEST_DIRS: &[&str] = &[
-    "test", "tests", "__tests__", "spec", "specs", "testdata", "test_data", "fixtures", "e2e", "benches",
+    "test",
+    "tests",
+    "__tests__",
+    "spec",
+    "specs",
+    "testdata",
+    "test_data",
+    "fixtures",
+    "e2e",
+    "benches",
     "testing",
 ];
 const DOC_DIRS: &[&str] = &["doc", "docs", "documentation"];
 const DOC_EXTENSIONS: &[&str] = &["md", "markdown", "rst", "txt", "adoc", "asciidoc", "org"];
 const DOC_NAMES: &[&str] = &[
-    "readme", "changelog", "changes", "license", "licence", "copying", "contributing", "authors", "notice",
+    "readme",
+    "changelog",
+    "changes",
+    "license",
+    "licence",
+    "copying",
+    "contributing",
+    "authors",
+    "notice",
     "history",
 ];
-const CONFIG_DIRS: &[&str] = &[".github", ".circleci", ".gitlab", ".cargo", ".config", ".vscode", ".devcontainer"];
+const CONFIG_DIRS: &[&str] = &[
+    ".github",
+    ".circleci",
+    ".gitlab",
+    ".cargo",
+    ".config",
+    ".vscode",
+    ".devcontainer",
+];
 const CONFIG_EXTENSIONS: &[&str] = &[
-    "toml", "yaml", "yml", "json", "jsonc", "ini", "cfg", "conf", "xml", "properties", "env", "lock", "gradle",
-    "cmake", "mk", "nix", "plist",
+    "toml",
+    "yaml",
+    "yml",
+    "json",
+    "jsonc",
+    "ini",
+    "cfg",
+    "conf",
+    "xml",
+    "properties",
+    "env",
+    "lock",
+    "gradle",
+    "cmake",
+    "mk",
+    "nix",
+    "plist",
 ];
 const CONFIG_NAMES: &[&str] = &[
-    "dockerfile", "makefile", "gnumakefile", "justfile", "procfile", "vagrantfile", "cmakelists.txt", "setup.cfg",
-    "rakefile", "gemfile", "jenkinsfile",
+    "dockerfile",
+    "makefile",
+    "gnumakefile",
+    "justfile",
+    "procfile",
+    "vagrantfile",
+    "cmakelists.txt",
+    "setup.cfg",
+    "rakefile",
+    "gemfile",
+    "jenkinsfile",
 ];
 
 /// The class of a path.

@@ -29,7 +29,12 @@ pub const DEFAULT_KEEP_RECENT: usize = 3;
 pub const DEFAULT_MAX_OBSERVATION_TOKENS: usize = 6_000;
 
 /// Tools whose results are findings and are never elided.
-pub const FINDINGS_TOOLS: &[&str] = &["submit_review", "submit_finding", "submit_findings", "report_finding"];
+pub const FINDINGS_TOOLS: &[&str] = &[
+    "submit_review",
+    "submit_finding",
+    "submit_findings",
+    "report_finding",
+];
 
 /// Elides old tool results and cuts oversized ones.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -141,15 +146,13 @@ pub(crate) fn describe_call(call: &ToolCall) -> String {
     let text = |key: &str| args.get(key).and_then(|v| v.as_str()).map(str::to_string);
     let number = |key: &str| args.get(key).and_then(|v| v.as_u64());
     let main = match call.name.as_str() {
-        "read_file" => text("path").map(|path| {
-            match (number("start_line"), number("end_line")) {
-                (None, None) => path,
-                (start, end) => format!(
-                    "{path}:{}-{}",
-                    start.unwrap_or(1),
-                    end.map(|e| e.to_string()).unwrap_or_default()
-                ),
-            }
+        "read_file" => text("path").map(|path| match (number("start_line"), number("end_line")) {
+            (None, None) => path,
+            (start, end) => format!(
+                "{path}:{}-{}",
+                start.unwrap_or(1),
+                end.map(|e| e.to_string()).unwrap_or_default()
+            ),
         }),
         "search" => text("pattern").map(|pattern| {
             let scope = text("path").or_else(|| text("glob"));
@@ -158,7 +161,9 @@ pub(crate) fn describe_call(call: &ToolCall) -> String {
                 None => format!("{pattern:?}"),
             }
         }),
-        _ => ["path", "dir", "glob", "pattern"].iter().find_map(|k| text(k)),
+        _ => ["path", "dir", "glob", "pattern"]
+            .iter()
+            .find_map(|k| text(k)),
     };
     let main = main.unwrap_or_else(|| {
         let compact = args.to_string();
@@ -177,7 +182,12 @@ pub(crate) fn describe_call(call: &ToolCall) -> String {
 
 /// Keeps about two thirds of `max_tokens` from the start and one third from
 /// the end, at line boundaries where there are any, with a note in between.
-pub(crate) fn cut_head_tail(content: &str, tokens: usize, max_tokens: usize, counter: &TokenCounter) -> String {
+pub(crate) fn cut_head_tail(
+    content: &str,
+    tokens: usize,
+    max_tokens: usize,
+    counter: &TokenCounter,
+) -> String {
     let bytes_per_token = content.len() as f64 / tokens.max(1) as f64;
     let mut target = max_tokens.saturating_sub(CUT_NOTE_TOKENS) as f64 * bytes_per_token;
     let mut best = String::new();
@@ -194,7 +204,11 @@ pub(crate) fn cut_head_tail(content: &str, tokens: usize, max_tokens: usize, cou
             thousands(counter.count(middle)),
         );
         let head = &content[..head_end];
-        let separator = if head.is_empty() || head.ends_with('\n') { "" } else { "\n" };
+        let separator = if head.is_empty() || head.ends_with('\n') {
+            ""
+        } else {
+            "\n"
+        };
         best = format!("{head}{separator}{note}{}", &content[tail_start..]);
         if counter.count(&best) <= max_tokens {
             break;
@@ -243,23 +257,38 @@ mod tests {
 
     #[test]
     fn calls_are_described_by_their_main_arguments() {
-        let read = call("read_file", r#"{"path":"src/a.rs","start_line":1,"end_line":200}"#);
+        let read = call(
+            "read_file",
+            r#"{"path":"src/a.rs","start_line":1,"end_line":200}"#,
+        );
         assert_eq!(describe_call(&read), "read_file src/a.rs:1-200");
-        assert_eq!(describe_call(&call("read_file", r#"{"path":"src/a.rs"}"#)), "read_file src/a.rs");
+        assert_eq!(
+            describe_call(&call("read_file", r#"{"path":"src/a.rs"}"#)),
+            "read_file src/a.rs"
+        );
         assert_eq!(
             describe_call(&call("search", r#"{"pattern":"fn main","path":"src"}"#)),
             "search \"fn main\" in src"
         );
         assert_eq!(describe_call(&call("diff", "{}")), "diff");
-        assert_eq!(describe_call(&call("list_files", r#"{"dir":"src"}"#)), "list_files src");
+        assert_eq!(
+            describe_call(&call("list_files", r#"{"dir":"src"}"#)),
+            "list_files src"
+        );
         assert_eq!(describe_call(&call("weird", "not json")), "weird");
     }
 
     #[test]
     fn stubs_name_the_call_and_its_size() {
-        let read = call("read_file", r#"{"path":"src/a.rs","start_line":1,"end_line":200}"#);
+        let read = call(
+            "read_file",
+            r#"{"path":"src/a.rs","start_line":1,"end_line":200}"#,
+        );
         let text = stub(&describe_call(&read), 1_840);
-        assert_eq!(text, "[read_file src/a.rs:1-200, 1,840 tokens, elided: call again if needed]");
+        assert_eq!(
+            text,
+            "[read_file src/a.rs:1-200, 1,840 tokens, elided: call again if needed]"
+        );
         assert!(is_stub(&text));
         assert!(!is_stub("[not a stub]"));
     }
@@ -267,7 +296,9 @@ mod tests {
     #[test]
     fn cuts_keep_head_and_tail_on_line_boundaries() {
         let counter = TokenCounter::new(crate::llm::tokens::Encoding::Cl100kBase);
-        let content: String = (1..=2_000).map(|i| format!("line {i} of the file\n")).collect();
+        let content: String = (1..=2_000)
+            .map(|i| format!("line {i} of the file\n"))
+            .collect();
         let tokens = counter.count(&content);
         let cut = cut_head_tail(&content, tokens, 500, &counter);
         assert!(counter.count(&cut) <= 500);

@@ -40,8 +40,16 @@ impl ReadRange {
     fn from_call(call: &ToolCall) -> Option<Self> {
         let args: serde_json::Value = serde_json::from_str(&call.arguments).ok()?;
         let path = args.get("path")?.as_str()?;
-        let number = |key: &str| args.get(key).and_then(|v| v.as_u64()).map(|n| n.min(u32::MAX as u64) as u32);
-        Some(ReadRange::new(path, number("start_line"), number("end_line")))
+        let number = |key: &str| {
+            args.get(key)
+                .and_then(|v| v.as_u64())
+                .map(|n| n.min(u32::MAX as u64) as u32)
+        };
+        Some(ReadRange::new(
+            path,
+            number("start_line"),
+            number("end_line"),
+        ))
     }
 
     fn covers(&self, other: &ReadRange) -> bool {
@@ -50,14 +58,23 @@ impl ReadRange {
 }
 
 fn normalise(path: &str) -> String {
-    path.trim().trim_start_matches("./").trim_end_matches('/').to_string()
+    path.trim()
+        .trim_start_matches("./")
+        .trim_end_matches('/')
+        .to_string()
 }
 
 impl ReadTracker {
     /// A pointer to the latest earlier result that holds lines `start..=end` of
     /// `path` in full and is still in `history` (not elided, not cut, not an
     /// error), or `None` when the file must be read again.
-    pub fn pointer(&self, path: &str, start: Option<u32>, end: Option<u32>, history: &[Message]) -> Option<String> {
+    pub fn pointer(
+        &self,
+        path: &str,
+        start: Option<u32>,
+        end: Option<u32>,
+        history: &[Message],
+    ) -> Option<String> {
         let wanted = ReadRange::new(path, start, end);
         let (id, earlier) = history
             .iter()
@@ -105,7 +122,13 @@ fn result_in_view(history: &[Message], id: &str) -> bool {
             content,
             is_error,
             ..
-        } => call_id == id && !is_error && !is_stub(content) && !was_cut(content) && !is_pointer(content),
+        } => {
+            call_id == id
+                && !is_error
+                && !is_stub(content)
+                && !was_cut(content)
+                && !is_pointer(content)
+        }
         _ => false,
     })
 }

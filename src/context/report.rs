@@ -62,7 +62,12 @@ impl ShapedContext {
             thousands(self.changed_lines_shown),
             thousands(self.changed_lines_total)
         ));
-        let width = self.files.iter().map(|f| f.path.chars().count()).max().unwrap_or(0);
+        let width = self
+            .files
+            .iter()
+            .map(|f| f.path.chars().count())
+            .max()
+            .unwrap_or(0);
         for file in &self.files {
             out.push_str(&format!(
                 "  {:<8} {:<width$} {:>9} tokens{}\n",

@@ -162,8 +162,8 @@ pub fn shape_change(
             _ => head_text(&file.path),
         };
         let role = role_of(file, head.as_deref(), &exclude);
-        let section = (role == Role::Candidate)
-            .then(|| excerpt::render_file(file, head.as_deref(), context));
+        let section =
+            (role == Role::Candidate).then(|| excerpt::render_file(file, head.as_deref(), context));
         prepared.push(Prepared {
             file,
             role,
@@ -225,7 +225,11 @@ fn added_nonblank(file: &FileChange) -> usize {
 }
 
 /// Counts every section, plain diff and head text once, in parallel; returns the naive total.
-fn measure(prepared: &mut [Prepared<'_>], heads: &[Option<String>], counter: &TokenCounter) -> usize {
+fn measure(
+    prepared: &mut [Prepared<'_>],
+    heads: &[Option<String>],
+    counter: &TokenCounter,
+) -> usize {
     let plains: Vec<String> = prepared.iter().map(|p| plain_diff(p.file)).collect();
     let mut texts: Vec<&str> = Vec::with_capacity(prepared.len() * 3);
     for ((p, plain), head) in prepared.iter().zip(&plains).zip(heads) {
@@ -249,7 +253,10 @@ fn measure(prepared: &mut [Prepared<'_>], heads: &[Option<String>], counter: &To
 fn plain_diff(file: &FileChange) -> String {
     let mut out = String::new();
     let old = file.old_path.as_deref().unwrap_or(&file.path);
-    out.push_str(&format!("diff --git a/{old} b/{}\n--- a/{old}\n+++ b/{}\n", file.path, file.path));
+    out.push_str(&format!(
+        "diff --git a/{old} b/{}\n--- a/{old}\n+++ b/{}\n",
+        file.path, file.path
+    ));
     if file.binary {
         out.push_str("Binary files differ\n");
     }
@@ -377,7 +384,9 @@ fn fixed_items(prepared: &[Prepared<'_>]) -> listing::FixedItems {
             tokens: p.plain_tokens,
         };
         match p.role {
-            Role::Deleted => items.deleted.push(item(format!("{} lines", file.deletions()))),
+            Role::Deleted => items
+                .deleted
+                .push(item(format!("{} lines", file.deletions()))),
             Role::Excluded(kind) => items.excluded.push(item(format!(
                 "{}, +{} -{}",
                 kind.reason(),
@@ -436,7 +445,9 @@ fn header(prepared: &[Prepared<'_>], shown: &[bool], facts: &Facts, worst_case: 
         facts.context.before, facts.context.after
     ));
     if let Some(error) = &facts.exclude_error {
-        out.push_str(&format!("Note: {error}; the config's exclude list was ignored.\n"));
+        out.push_str(&format!(
+            "Note: {error}; the config's exclude list was ignored.\n"
+        ));
     }
     out
 }
@@ -455,7 +466,9 @@ fn render_message(prepared: &[Prepared<'_>], shown: &[bool], facts: &Facts) -> S
             out.push_str(section);
         }
     }
-    out.push_str(&listing::render_over_budget(&over_budget_items(prepared, shown)));
+    out.push_str(&listing::render_over_budget(&over_budget_items(
+        prepared, shown,
+    )));
     out.push_str(&listing::render_fixed(&fixed_items(prepared)));
     out
 }
@@ -470,7 +483,9 @@ fn entries(prepared: &[Prepared<'_>], shown: &[bool]) -> Vec<FileEntry> {
                 Role::Candidate => (ShapeStatus::Listed, Some("over budget"), p.section_tokens),
                 Role::Deleted => (ShapeStatus::Listed, Some("deleted"), p.plain_tokens),
                 Role::NoContent => (ShapeStatus::Listed, Some("no content change"), 0),
-                Role::Excluded(kind) => (ShapeStatus::Excluded, Some(kind.reason()), p.plain_tokens),
+                Role::Excluded(kind) => {
+                    (ShapeStatus::Excluded, Some(kind.reason()), p.plain_tokens)
+                }
             };
             FileEntry {
                 path: p.file.path.clone(),

@@ -56,9 +56,9 @@ fn answered_prefix(history: &[Message]) -> usize {
         return history.len();
     };
     let answered = tool_calls.iter().all(|call| {
-        history[last_assistant..].iter().any(|m| {
-            matches!(m, Message::Tool { call_id, .. } if *call_id == call.id)
-        })
+        history[last_assistant..]
+            .iter()
+            .any(|m| matches!(m, Message::Tool { call_id, .. } if *call_id == call.id))
     });
     if answered {
         history.len()
@@ -124,7 +124,9 @@ pub fn drop_oldest_turns(history: &[Message]) -> Option<Vec<Message>> {
 
 /// The first user message: the task.
 fn task_index(history: &[Message]) -> Option<usize> {
-    history.iter().position(|m| matches!(m, Message::User { .. }))
+    history
+        .iter()
+        .position(|m| matches!(m, Message::User { .. }))
 }
 
 /// Where each turn after the task starts: at each assistant message.

@@ -30,7 +30,10 @@ fn turn(n: usize, calls: usize) -> Vec<Message> {
 }
 
 fn history(turns: usize) -> Vec<Message> {
-    let mut history = vec![Message::system("you review code"), Message::user("TASK: the change")];
+    let mut history = vec![
+        Message::system("you review code"),
+        Message::user("TASK: the change"),
+    ];
     for n in 1..=turns {
         history.extend(turn(n, 1 + n % 3));
     }
@@ -74,15 +77,23 @@ fn compact_keeps_system_task_summary_and_the_latest_turns() {
     let compacted = compact(&history, "Reviewed src/a.rs; remaining: src/b.rs", 2);
     assert_eq!(compacted[0], Message::system("you review code"));
     assert_eq!(compacted[1], Message::user("TASK: the change"));
-    assert!(matches!(&compacted[2], Message::User { content } if content.contains("remaining: src/b.rs")));
+    assert!(
+        matches!(&compacted[2], Message::User { content } if content.contains("remaining: src/b.rs"))
+    );
     assert_eq!(assistant_texts(&compacted), ["turn 5", "turn 6"]);
     assert_well_formed(&compacted);
-    let tail_len = turn(5, 1 + 5 % 3).len() + turn(6, 1 + 6 % 3).len();
+    let tail_len = turn(5, 1 + 5 % 3).len() + turn(6, 1).len();
     assert_eq!(compacted.len(), 3 + tail_len);
     assert!(compacted.len() < history.len());
     // Compacting again replaces the old summary rather than stacking summaries.
     let twice = compact(&compacted, "newer summary", 1);
-    assert_eq!(twice.iter().filter(|m| m.text().contains("summary")).count(), 1);
+    assert_eq!(
+        twice
+            .iter()
+            .filter(|m| m.text().contains("summary"))
+            .count(),
+        1
+    );
     assert_eq!(assistant_texts(&twice), ["turn 6"]);
     // Asking for more turns than exist keeps them all.
     assert_eq!(assistant_texts(&compact(&history, "s", 50)).len(), 6);
@@ -117,7 +128,13 @@ fn dropping_turns_keeps_the_preamble_and_the_latest_turn() {
     assert_well_formed(&dropped);
     let again = drop_oldest_turns(&dropped).expect("one more");
     assert_eq!(assistant_texts(&again), ["turn 4"]);
-    assert_eq!(again.iter().filter(|m| m.text().starts_with("[Context note:")).count(), 1);
+    assert_eq!(
+        again
+            .iter()
+            .filter(|m| m.text().starts_with("[Context note:"))
+            .count(),
+        1
+    );
     assert_eq!(drop_oldest_turns(&again), None);
     assert_eq!(drop_oldest_turns(&[Message::system("s")]), None);
 }

@@ -82,8 +82,14 @@ fn hunks(a: &[&str], b: &[&str], ops: &[Op]) -> Vec<Hunk> {
 
 fn hunk(a: &[&str], b: &[&str], ops: &[Op], from: usize, to: usize) -> Hunk {
     // Lines of each side before the hunk.
-    let old_before = ops[..from].iter().filter(|op| !matches!(op, Op::Added(_))).count() as u32;
-    let new_before = ops[..from].iter().filter(|op| !matches!(op, Op::Removed(_))).count() as u32;
+    let old_before = ops[..from]
+        .iter()
+        .filter(|op| !matches!(op, Op::Added(_)))
+        .count() as u32;
+    let new_before = ops[..from]
+        .iter()
+        .filter(|op| !matches!(op, Op::Removed(_)))
+        .count() as u32;
     let lines: Vec<DiffLine> = ops[from..=to]
         .iter()
         .map(|op| match *op {
@@ -110,9 +116,17 @@ fn hunk(a: &[&str], b: &[&str], ops: &[Op], from: usize, to: usize) -> Hunk {
     let old_lines = lines.iter().filter(|l| l.kind != LineKind::Added).count() as u32;
     let new_lines = lines.iter().filter(|l| l.kind != LineKind::Removed).count() as u32;
     Hunk {
-        old_start: if old_lines == 0 { old_before } else { old_before + 1 },
+        old_start: if old_lines == 0 {
+            old_before
+        } else {
+            old_before + 1
+        },
         old_lines,
-        new_start: if new_lines == 0 { new_before } else { new_before + 1 },
+        new_start: if new_lines == 0 {
+            new_before
+        } else {
+            new_before + 1
+        },
         new_lines,
         header: String::new(),
         lines,
@@ -137,6 +151,11 @@ fn the_helper_numbers_hunks_like_git() {
     assert_eq!(ranges, vec![(1, 6, 1, 6), (18, 3, 18, 4)]);
     assert_eq!(change.additions(), 2);
     assert_eq!(change.deletions(), 1);
-    let close = file_change("x", &old, &old.replace("line 3\n", "three\n").replace("line 9\n", "nine\n"));
+    let close = file_change(
+        "x",
+        &old,
+        &old.replace("line 3\n", "three\n")
+            .replace("line 9\n", "nine\n"),
+    );
     assert_eq!(close.hunks.len(), 1, "changes 6 lines apart share a hunk");
 }
