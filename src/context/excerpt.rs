@@ -1,7 +1,8 @@
 //! One file's part of the shaped first prompt: its changes with asymmetric
 //! context taken from the head text, widened to the enclosing definition when
-//! that is close, overlapping windows merged, every line numbered as the `diff`
-//! tool numbers it, and long pure deletions summarised in one line.
+//! that is close (and naming it in the hunk header when it is farther, up to 30
+//! lines), overlapping windows merged, every line numbered as the `diff` tool
+//! numbers it, and long pure deletions summarised in one line.
 
 use std::sync::LazyLock;
 
@@ -20,6 +21,10 @@ pub(crate) struct ContextLines {
 
 /// How far up to look for the enclosing definition.
 const DEFINITION_SCAN_LINES: u32 = 30;
+
+/// A window is widened up to its enclosing definition when that adds at most
+/// this many lines; a farther definition is named in the hunk header instead.
+pub(crate) const MAX_WIDENING_LINES: u32 = 8;
 
 /// Removal-only blocks at least this long are summarised instead of shown;
 /// shorter ones cost no more shown than summarised.
@@ -255,8 +260,14 @@ fn window_for(
         && let Some(definition) = enclosing_definition(block, lines)
         && definition < start
     {
-        start = definition;
-        header.clear();
+        if start - definition <= MAX_WIDENING_LINES {
+            start = definition;
+            header.clear();
+        } else {
+            // Too far to show the lines in between: name the definition in the
+            // hunk header, as git does, for the price of one line.
+            header = lines.get(definition).unwrap_or_default().trim().to_string();
+        }
     }
     Window {
         start,

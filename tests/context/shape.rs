@@ -187,40 +187,46 @@ fn deletion_only_hunks_are_summarised_in_one_line() {
 
 #[test]
 fn context_is_asymmetric_and_reaches_the_enclosing_function() {
-    // Function at line 1, change at line 21: the definition is 20 lines up.
+    // Change at line 12: six lines before reach line 6, the definition at line 1 is close: widen.
     let near_old = function("near", 30);
-    let near_new = near_old.replace("let v20 = 20;", "let v20 = 200;");
-    // Function at line 1, change at line 51: too far up to widen.
+    let near_new = near_old.replace("let v11 = 11;", "let v11 = 110;");
+    // Change at line 21: the definition is 14 lines above the window: named in the header.
+    let mid_old = function("mid", 30);
+    let mid_new = mid_old.replace("let v20 = 20;", "let v20 = 200;");
+    // Change at line 51: the definition is more than 30 lines up: not looked for.
     let far_old = function("far", 60);
     let far_new = far_old.replace("let v50 = 50;", "let v50 = 500;");
     let change = Change::default()
         .file("src/near.rs", &near_old, &near_new)
+        .file("src/mid.rs", &mid_old, &mid_new)
         .file("src/far.rs", &far_old, &far_new);
     let shaped = change.shape(&ShapeOptions::default());
-    let near = section(&shaped.message, "src/near.rs");
-    let numbers: Vec<u32> = numbered(&near).into_iter().map(|(n, _, _)| n).collect();
-    assert_eq!(numbers.first(), Some(&1), "{near}");
-    assert_eq!(
-        numbers.last(),
-        Some(&23),
-        "two lines after the change at 21:\n{near}"
+    let head_numbers = |path: &str| -> Vec<u32> {
+        numbered(&section(&shaped.message, path))
+            .into_iter()
+            .filter(|(_, mark, _)| *mark != '-')
+            .map(|(n, _, _)| n)
+            .collect()
+    };
+    assert_eq!(head_numbers("src/near.rs"), (1..=14).collect::<Vec<_>>());
+    assert!(
+        section(&shaped.message, "src/near.rs").contains("@@ -1,14 +1,14 @@\n    1  fn near() {\n")
     );
-    assert!(near.contains("    1  fn near() {\n"));
+    assert_eq!(
+        head_numbers("src/mid.rs"),
+        (15..=23).collect::<Vec<_>>(),
+        "six before, two after"
+    );
+    assert!(section(&shaped.message, "src/mid.rs").contains("@@ -15,9 +15,9 @@ fn mid() {\n"));
     let far = section(&shaped.message, "src/far.rs");
-    let lines = numbered(&far);
-    let head_numbers: Vec<u32> = lines
-        .iter()
-        .filter(|(_, m, _)| *m != '-')
-        .map(|(n, _, _)| *n)
-        .collect();
     assert_eq!(
-        head_numbers,
+        head_numbers("src/far.rs"),
         (45..=53).collect::<Vec<_>>(),
-        "six before, two after:\n{far}"
+        "{far}"
     );
+    assert!(far.contains("@@ -45,9 +45,9 @@\n"), "{far}");
     assert!(far.contains("   51 -    let v50 = 50;\n"));
     assert!(far.contains("   51 +    let v50 = 500;\n"));
-    assert!(far.contains("@@ -45,9 +45,9 @@"), "{far}");
 }
 
 #[test]
@@ -236,9 +242,10 @@ fn overlapping_windows_are_merged_into_one() {
     let body = section(&shaped.message, "src/a.rs");
     assert_eq!(
         body.matches("@@ -").count(),
-        1,
-        "the enclosing definition joins all three:\n{body}"
+        2,
+        "11 and 15 overlap, 26 is apart:\n{body}"
     );
+    assert!(body.contains("@@ -1,17 +1,17 @@\n"), "{body}");
     let context = ShapeOptions {
         context_before: 2,
         context_after: 1,
@@ -509,4 +516,63 @@ fn numbered(section: &str) -> Vec<(u32, char, String)> {
             Some((number, mark, rest.collect()))
         })
         .collect()
+}
+
+#[test]
+fn a_38_line_change_costs_well_under_2_900_tokens() {
+    // Ten functions of 28 lines of ordinary code; 19 lines modified (38 changed
+    // lines: 19 removed, 19 added) in six places, deep inside the functions.
+    let body_line = |f: usize, k: usize| match k % 4 {
+        0 => format!("    let v{k} = state.get(\"k{f}_{k}\").copied().unwrap_or({k});"),
+        1 => format!(
+            "    if v{} > limit {{ return Err(Error::TooLarge({f})); }}",
+            k - 1
+        ),
+        2 => format!("    total += v{} * {f};", k - 2),
+        _ => format!("    log::debug!(\"step {f}.{k}: {{total}}\");"),
+    };
+    let mut old = String::from("use std::collections::HashMap;\n\n");
+    for f in 0..10 {
+        old.push_str(&format!(
+            "pub fn step_{f}(state: &HashMap<String, u64>, limit: u64) -> Result<u64> {{\n"
+        ));
+        old.push_str("    let mut total = 0;\n");
+        for k in 0..28 {
+            old.push_str(&body_line(f, k));
+            old.push('\n');
+        }
+        old.push_str("    Ok(total)\n}\n\n");
+    }
+    let mut new = old.clone();
+    let edits = [
+        (1, 20, 4),
+        (3, 21, 4),
+        (4, 5, 3),
+        (6, 18, 3),
+        (8, 22, 3),
+        (9, 10, 2),
+    ];
+    for (f, from, count) in edits {
+        for k in from..from + count {
+            let line = format!("{}\n", body_line(f, k));
+            new = new.replacen(&line, &format!("    let w{k} = checked(v{k}, {f})?;\n"), 1);
+        }
+    }
+    let shaped = Change::default()
+        .file("src/steps.rs", &old, &new)
+        .shape(&ShapeOptions::default());
+    assert_eq!(shaped.changed_lines_total, 19);
+    assert_eq!(shaped.changed_lines_shown, 19);
+    assert!(
+        shaped.shaped_tokens < 2_000,
+        "{} tokens:\n{}",
+        shaped.shaped_tokens,
+        shaped.message
+    );
+    assert!(
+        shaped.naive_tokens > 2 * shaped.shaped_tokens,
+        "{} vs {}",
+        shaped.naive_tokens,
+        shaped.shaped_tokens
+    );
 }
