@@ -490,6 +490,54 @@ fn thousands(n: usize) -> String {
     out
 }
 
+#[test]
+fn edges_of_the_file_are_numbered_like_git() {
+    let old = numbered_lines(10);
+    // Two lines inserted at the top, the last four removed.
+    let new = format!("first\nsecond\n{}", numbered_lines(6));
+    let shaped = Change::default()
+        .file("src/a.txt.rs", &old, &new)
+        .shape(&ShapeOptions::default());
+    let body = section(&shaped.message, "src/a.txt.rs");
+    assert!(body.contains("@@ -1,"), "{body}");
+    assert!(
+        body.contains("    1 +first\n    2 +second\n    3  line 1\n"),
+        "{body}"
+    );
+    assert!(
+        body.contains("      [lines 7-10 of base removed (4 lines): line 7]\n"),
+        "{body}"
+    );
+    assert!(
+        body.ends_with("    8  line 6\n      [lines 7-10 of base removed (4 lines): line 7]\n"),
+        "{body}"
+    );
+    assert_eq!(shaped.changed_lines_shown, 2);
+}
+
+#[test]
+fn renames_without_content_changes_are_listed() {
+    let rename = FileChange {
+        path: "src/new_name.rs".into(),
+        old_path: Some("src/old_name.rs".into()),
+        status: redline::review::diff::FileStatus::Renamed,
+        binary: false,
+        hunks: Vec::new(),
+    };
+    let shaped = Change::default()
+        .raw(rename)
+        .shape(&ShapeOptions::default());
+    assert!(
+        shaped
+            .message
+            .contains("- src/new_name.rs (renamed from src/old_name.rs, no content change)\n")
+    );
+    assert_eq!(
+        entry(&shaped, "src/new_name.rs").status,
+        ShapeStatus::Listed
+    );
+}
+
 /// The numbered diff of one file in the message.
 fn section(message: &str, path: &str) -> String {
     section_opt(message, path).unwrap_or_else(|| panic!("no section for {path}:\n{message}"))
