@@ -2,6 +2,7 @@
 //! helpers live in `tests/common/`.
 
 mod common;
+mod context;
 mod github;
 mod llm;
 mod review;

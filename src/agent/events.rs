@@ -151,6 +151,15 @@ pub enum EventKind {
         /// Final counters.
         stats: Stats,
     },
+    /// The context was compressed before a model call.
+    Compression {
+        /// 1 shape, 2 prune, 3 summarise.
+        stage: u8,
+        /// Tokens before.
+        before_tokens: u64,
+        /// Tokens after.
+        after_tokens: u64,
+    },
     /// Something went wrong.
     Error {
         /// What, for humans (never containing secrets).

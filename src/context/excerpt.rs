@@ -1,0 +1,516 @@
+//! One file's part of the shaped first prompt: its changes with asymmetric
+//! context taken from the head text, widened to the enclosing definition when
+//! that is close (and naming it in the hunk header when it is farther, up to 30
+//! lines), overlapping windows merged, every line numbered as the `diff` tool
+//! numbers it, and long pure deletions summarised in one line.
+
+use std::sync::LazyLock;
+
+use regex::Regex;
+
+use crate::review::diff::{DiffLine, FileChange, LineKind};
+
+/// Context around each change, in head lines.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct ContextLines {
+    /// Lines shown before a change.
+    pub before: u32,
+    /// Lines shown after a change.
+    pub after: u32,
+}
+
+/// How far up to look for the enclosing definition.
+const DEFINITION_SCAN_LINES: u32 = 30;
+
+/// A window is widened up to its enclosing definition when that adds at most
+/// this many lines; a farther definition is named in the hunk header instead.
+pub(crate) const MAX_WIDENING_LINES: u32 = 8;
+
+/// Removal-only blocks at least this long are summarised instead of shown;
+/// shorter ones cost no more shown than summarised.
+pub(crate) const SUMMARY_MIN_LINES: usize = 3;
+
+/// Longest description of a summarised deletion.
+const SUMMARY_WHAT_CHARS: usize = 60;
+
+/// A file's rendered excerpt.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Excerpt {
+    /// The numbered diff text of the file.
+    pub text: String,
+    /// Non-blank added head lines printed in `text`.
+    pub shown_changed: usize,
+}
+
+/// A maximal run of changed lines within a hunk.
+#[derive(Debug, Clone)]
+struct Block {
+    /// First head line of the block (for pure removals, the head line they sit before).
+    start: u32,
+    /// Last added head line; `start - 1` when the block adds nothing.
+    end: u32,
+    /// Indentation of the block's first changed line.
+    indent: usize,
+    /// Index of the hunk the block belongs to.
+    hunk: usize,
+}
+
+/// Removed base lines that sit just before head line `anchor`.
+#[derive(Debug, Clone)]
+struct RemovedRun<'a> {
+    anchor: u32,
+    lines: Vec<&'a DiffLine>,
+    /// The block removes only: shown as a one-line summary when long.
+    removal_only: bool,
+}
+
+/// A head line range to print, `end == start - 1` for an empty one.
+#[derive(Debug, Clone)]
+struct Window {
+    start: u32,
+    end: u32,
+    header: String,
+}
+
+/// Head text lines with a fallback to what the hunks carry.
+struct HeadLines<'a> {
+    /// The full head text split into lines, when it matches the hunks.
+    full: Option<Vec<&'a str>>,
+    /// Lines known from the hunks themselves, by head line number.
+    from_hunks: std::collections::HashMap<u32, &'a str>,
+    len: u32,
+}
+
+impl<'a> HeadLines<'a> {
+    fn new(file: &'a FileChange, head: Option<&'a str>) -> Self {
+        let from_hunks: std::collections::HashMap<u32, &str> = file
+            .hunks
+            .iter()
+            .flat_map(|h| &h.lines)
+            .filter(|l| l.kind != LineKind::Removed)
+            .filter_map(|l| l.new_line.map(|n| (n, l.text.as_str())))
+            .collect();
+        let full = head
+            .map(|text| text.lines().collect::<Vec<_>>())
+            .filter(|lines| {
+                from_hunks.iter().all(|(n, text)| {
+                    (*n as usize)
+                        .checked_sub(1)
+                        .and_then(|i| lines.get(i))
+                        .is_some_and(|line| {
+                            line.trim_end_matches('\r') == text.trim_end_matches('\r')
+                        })
+                })
+            });
+        let len = match &full {
+            Some(lines) => lines.len() as u32,
+            None => from_hunks.keys().copied().max().unwrap_or(0),
+        };
+        HeadLines {
+            full,
+            from_hunks,
+            len,
+        }
+    }
+
+    fn get(&self, n: u32) -> Option<&'a str> {
+        let line = match &self.full {
+            Some(lines) => lines.get((n as usize).checked_sub(1)?).copied(),
+            None => self.from_hunks.get(&n).copied(),
+        };
+        line.map(|l| l.trim_end_matches('\r'))
+    }
+}
+
+/// Renders `file`'s changes with `context` lines around them. `head` is the
+/// file's head text; without it (or when it does not match the hunks) only the
+/// lines the hunks carry are shown.
+pub(crate) fn render_file(file: &FileChange, head: Option<&str>, context: ContextLines) -> Excerpt {
+    let lines = HeadLines::new(file, head);
+    let (blocks, runs) = collect_changes(file);
+    let windows = merge_windows(
+        blocks
+            .iter()
+            .map(|block| window_for(block, file, &lines, context))
+            .collect(),
+    );
+    let added: Vec<u32> = file
+        .hunks
+        .iter()
+        .flat_map(|h| &h.lines)
+        .filter(|l| l.kind == LineKind::Added)
+        .filter_map(|l| l.new_line)
+        .collect();
+    let mut out = String::new();
+    let old = file.old_path.as_deref().unwrap_or(&file.path);
+    out.push_str(&format!("--- a/{old}\n+++ b/{}\n", file.path));
+    let mut shown_changed = 0;
+    let numbers = Numbering {
+        added: &added,
+        runs: &runs,
+    };
+    for window in &windows {
+        shown_changed += render_window(window, &lines, &numbers, &mut out);
+    }
+    Excerpt {
+        text: out,
+        shown_changed,
+    }
+}
+
+/// Splits the hunks into change blocks and runs of removed lines (sorted by anchor).
+fn collect_changes(file: &FileChange) -> (Vec<Block>, Vec<RemovedRun<'_>>) {
+    let mut blocks = Vec::new();
+    let mut runs: Vec<RemovedRun<'_>> = Vec::new();
+    for (index, hunk) in file.hunks.iter().enumerate() {
+        let mut next_head = if hunk.new_lines == 0 {
+            hunk.new_start + 1
+        } else {
+            hunk.new_start
+        };
+        let mut open: Option<OpenBlock> = None;
+        let mut previous_removed = false;
+        for line in &hunk.lines {
+            if line.kind == LineKind::Context {
+                blocks.extend(close_block(open.take(), next_head, &mut runs));
+                previous_removed = false;
+            } else {
+                let block = open.get_or_insert(OpenBlock {
+                    start: next_head,
+                    indent: None,
+                    first_run: runs.len(),
+                    adds: false,
+                    hunk: index,
+                });
+                if block.indent.is_none() && !line.text.trim().is_empty() {
+                    block.indent = Some(indentation(&line.text));
+                }
+                if line.kind == LineKind::Added {
+                    block.adds = true;
+                    previous_removed = false;
+                } else {
+                    match runs.last_mut() {
+                        Some(run) if previous_removed => run.lines.push(line),
+                        _ => runs.push(RemovedRun {
+                            anchor: next_head,
+                            lines: vec![line],
+                            removal_only: true,
+                        }),
+                    }
+                    previous_removed = true;
+                }
+            }
+            if line.kind != LineKind::Removed
+                && let Some(n) = line.new_line
+            {
+                next_head = n + 1;
+            }
+        }
+        blocks.extend(close_block(open.take(), next_head, &mut runs));
+    }
+    (blocks, runs)
+}
+
+/// A block being collected.
+struct OpenBlock {
+    start: u32,
+    indent: Option<usize>,
+    first_run: usize,
+    adds: bool,
+    hunk: usize,
+}
+
+/// Finishes a block: its end, and whether its removed runs are removal-only.
+fn close_block(
+    open: Option<OpenBlock>,
+    next_head: u32,
+    runs: &mut [RemovedRun<'_>],
+) -> Option<Block> {
+    let open = open?;
+    for run in runs.iter_mut().skip(open.first_run) {
+        run.removal_only = !open.adds;
+    }
+    Some(Block {
+        start: open.start,
+        end: next_head
+            .saturating_sub(1)
+            .max(open.start.saturating_sub(1)),
+        indent: open.indent.unwrap_or(0),
+        hunk: open.hunk,
+    })
+}
+
+/// The head lines to show for one block.
+fn window_for(
+    block: &Block,
+    file: &FileChange,
+    lines: &HeadLines<'_>,
+    context: ContextLines,
+) -> Window {
+    let mut start = block.start.saturating_sub(context.before).max(1);
+    let mut end = block.end.saturating_add(context.after).min(lines.len);
+    let hunk = &file.hunks[block.hunk];
+    if lines.full.is_none() {
+        // Only the hunk's own lines are known.
+        start = start.max(hunk.new_start.max(1));
+        end = end.min(hunk.new_start + hunk.new_lines.saturating_sub(1));
+    }
+    let mut header = hunk.header.clone();
+    if lines.full.is_some()
+        && let Some(definition) = enclosing_definition(block, lines)
+        && definition < start
+    {
+        if start - definition <= MAX_WIDENING_LINES {
+            start = definition;
+            header.clear();
+        } else {
+            // Too far to show the lines in between: name the definition in the
+            // hunk header, as git does, for the price of one line.
+            header = lines.get(definition).unwrap_or_default().trim().to_string();
+        }
+    }
+    Window {
+        start,
+        end: end.max(start - 1),
+        header,
+    }
+}
+
+/// The nearest line above the block that looks like a definition and is less
+/// indented than the block, within [`DEFINITION_SCAN_LINES`].
+fn enclosing_definition(block: &Block, lines: &HeadLines<'_>) -> Option<u32> {
+    let lowest = block.start.saturating_sub(DEFINITION_SCAN_LINES).max(1);
+    (lowest..block.start).rev().find(|&n| {
+        lines.get(n).is_some_and(|text| {
+            !text.trim().is_empty()
+                && indentation(text) < block.indent
+                && looks_like_definition(text)
+        })
+    })
+}
+
+/// Definition keywords after optional modifiers (Rust, Python, Go, JS/TS, Java, C#, Kotlin, Ruby, ...).
+static DEFINITION: LazyLock<Option<Regex>> = LazyLock::new(|| {
+    Regex::new(concat!(
+        r"^\s*(?:(?:pub(?:\([^)]*\))?|export|default|public|private|protected|internal|static|async|unsafe|const|extern\s+\S+|abstract|final|override|virtual|inline|open|suspend|local)\s+)*",
+        r"(?:fn|def|func|function|class|impl|trait|struct|enum|union|mod|module|interface|macro_rules!|object|record|namespace|sub|proc)\b",
+    ))
+    .ok()
+});
+
+/// `const name = (args) =>` and friends.
+static ARROW_DEFINITION: LazyLock<Option<Regex>> = LazyLock::new(|| {
+    Regex::new(
+        r"^\s*(?:export\s+)?(?:const|let|var)\s+\w+\s*=\s*(?:async\s+)?(?:\([^)]*\)|\w+)\s*=>",
+    )
+    .ok()
+});
+
+/// `type name(args) {` as in C, C++, Java and C#.
+static C_LIKE_DEFINITION: LazyLock<Option<Regex>> = LazyLock::new(|| {
+    Regex::new(
+        r"^\s*[\w:<>\[\]*&, ]+\s[\w:~]+\s*\([^;]*\)\s*(?:const\s*)?(?:throws [\w., ]+)?\{?\s*$",
+    )
+    .ok()
+});
+
+fn matches(regex: &LazyLock<Option<Regex>>, line: &str) -> bool {
+    regex.as_ref().is_some_and(|r| r.is_match(line))
+}
+
+const CONTROL_WORDS: &[&str] = &[
+    "if", "else", "for", "while", "switch", "match", "return", "catch", "do", "try", "case",
+];
+
+/// Whether a line opens a function, type or module in a common language.
+pub(crate) fn looks_like_definition(line: &str) -> bool {
+    if matches(&DEFINITION, line) || matches(&ARROW_DEFINITION, line) {
+        return true;
+    }
+    let first_word = line
+        .trim_start()
+        .split(|c: char| !c.is_alphanumeric() && c != '_')
+        .next()
+        .unwrap_or("");
+    !CONTROL_WORDS.contains(&first_word) && matches(&C_LIKE_DEFINITION, line)
+}
+
+fn indentation(text: &str) -> usize {
+    text.chars()
+        .take_while(|c| c.is_whitespace())
+        .map(|c| if c == '\t' { 4 } else { 1 })
+        .sum()
+}
+
+/// Sorts and merges overlapping or touching windows.
+fn merge_windows(mut windows: Vec<Window>) -> Vec<Window> {
+    windows.sort_by_key(|w| w.start);
+    let mut merged: Vec<Window> = Vec::with_capacity(windows.len());
+    for window in windows {
+        match merged.last_mut() {
+            Some(last) if window.start <= last.end + 1 => last.end = last.end.max(window.end),
+            _ => merged.push(window),
+        }
+    }
+    merged
+}
+
+/// What is needed to number a window's base side.
+struct Numbering<'a> {
+    /// Added head lines, sorted.
+    added: &'a [u32],
+    /// Removed runs, sorted by anchor.
+    runs: &'a [RemovedRun<'a>],
+}
+
+impl Numbering<'_> {
+    /// The base line number of whatever comes first at head position `n`.
+    fn base_position(&self, n: u32) -> u32 {
+        let added_before = self.added.partition_point(|&a| a < n) as u32;
+        let removed_before: usize = self
+            .runs
+            .iter()
+            .take_while(|r| r.anchor < n)
+            .map(|r| r.lines.len())
+            .sum();
+        (n + removed_before as u32).saturating_sub(added_before)
+    }
+
+    fn is_added(&self, n: u32) -> bool {
+        self.added.binary_search(&n).is_ok()
+    }
+}
+
+/// Prints one window; returns the non-blank added lines printed.
+fn render_window(
+    window: &Window,
+    lines: &HeadLines<'_>,
+    numbers: &Numbering<'_>,
+    out: &mut String,
+) -> usize {
+    let first_run = numbers.runs.partition_point(|r| r.anchor < window.start);
+    let mut runs = numbers.runs[first_run..]
+        .iter()
+        .take_while(|r| r.anchor <= window.end + 1)
+        .peekable();
+    let mut body = String::new();
+    let mut old_count = 0u32;
+    let mut shown = 0;
+    for n in window.start..=window.end + 1 {
+        while let Some(run) = runs.next_if(|r| r.anchor == n) {
+            old_count += run.lines.len() as u32;
+            render_run(run, &mut body);
+        }
+        if n > window.end {
+            break;
+        }
+        let text = lines.get(n).unwrap_or("");
+        let mark = if numbers.is_added(n) {
+            if !text.trim().is_empty() {
+                shown += 1;
+            }
+            '+'
+        } else {
+            old_count += 1;
+            ' '
+        };
+        body.push_str(&format!("{n:>5} {mark}{text}\n"));
+    }
+    let new_count = window.end + 1 - window.start;
+    let mut old_start = numbers.base_position(window.start);
+    if old_count == 0 {
+        old_start = old_start.saturating_sub(1);
+    }
+    let new_start = if new_count == 0 {
+        window.start - 1
+    } else {
+        window.start
+    };
+    let separator = if window.header.is_empty() { "" } else { " " };
+    out.push_str(&format!(
+        "@@ -{old_start},{old_count} +{new_start},{new_count} @@{separator}{}\n",
+        window.header
+    ));
+    out.push_str(&body);
+    shown
+}
+
+fn render_run(run: &RemovedRun<'_>, out: &mut String) {
+    if run.removal_only && run.lines.len() >= SUMMARY_MIN_LINES {
+        out.push_str(&deletion_summary(&run.lines));
+        out.push('\n');
+        return;
+    }
+    for line in &run.lines {
+        let number = line.old_line.map(|n| n.to_string()).unwrap_or_default();
+        out.push_str(&format!("{number:>5} -{}\n", line.text));
+    }
+}
+
+/// One line standing for a removed block: `[lines 40-72 of base removed (33 lines): fn old_helper]`.
+fn deletion_summary(lines: &[&DiffLine]) -> String {
+    let first = lines.first().and_then(|l| l.old_line).unwrap_or(0);
+    let last = lines.last().and_then(|l| l.old_line).unwrap_or(first);
+    let what = lines
+        .iter()
+        .map(|l| l.text.trim())
+        .find(|t| looks_like_definition(t))
+        .or_else(|| lines.iter().map(|l| l.text.trim()).find(|t| !t.is_empty()))
+        .unwrap_or("");
+    let what_len = what.len();
+    let mut what: String = what.chars().take(SUMMARY_WHAT_CHARS).collect();
+    if what.len() < what_len {
+        what.push('…');
+    }
+    format!(
+        "      [lines {first}-{last} of base removed ({} lines): {what}]",
+        lines.len()
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn definitions_are_recognised() {
+        for line in [
+            "fn main() {",
+            "    pub(crate) async fn run(&self) -> Result<()> {",
+            "impl<T> Foo for Bar<T> {",
+            "def handler(event):",
+            "    async def fetch(self):",
+            "func (s *Server) Serve() error {",
+            "class Parser:",
+            "export default function App() {",
+            "const onClick = (e) => {",
+            "export const load = async () => {",
+            "public static void main(String[] args) {",
+            "int compute(int a, int b)",
+        ] {
+            assert!(looks_like_definition(line), "{line}");
+        }
+        for line in [
+            "    if (x > 0) {",
+            "    return compute(a, b);",
+            "    let x = foo(1);",
+            "    } else {",
+            "    for (int i = 0; i < n; i++) {",
+            "// fn not_really",
+        ] {
+            assert!(!looks_like_definition(line), "{line}");
+        }
+    }
+
+    #[test]
+    fn windows_merge_when_touching() {
+        let w = |start, end| Window {
+            start,
+            end,
+            header: String::new(),
+        };
+        let merged = merge_windows(vec![w(20, 30), w(1, 10), w(11, 12), w(29, 40)]);
+        let ranges: Vec<(u32, u32)> = merged.iter().map(|w| (w.start, w.end)).collect();
+        assert_eq!(ranges, vec![(1, 12), (20, 40)]);
+    }
+}

@@ -1,0 +1,236 @@
+//! Stage 2: old observations become stubs, oversized ones are cut, repeated reads point back.
+
+use redline::context::{Pruner, ReadTracker};
+use redline::llm::tokens::{Encoding, TokenCounter};
+use redline::llm::{Message, ToolCall};
+
+fn counter() -> TokenCounter {
+    TokenCounter::new(Encoding::Cl100kBase)
+}
+
+fn call(id: &str, name: &str, arguments: &str) -> ToolCall {
+    ToolCall {
+        id: id.into(),
+        name: name.into(),
+        arguments: arguments.into(),
+    }
+}
+
+/// One assistant turn calling `name` and its result.
+fn turn(id: &str, name: &str, arguments: &str, content: &str, is_error: bool) -> [Message; 2] {
+    [
+        Message::Assistant {
+            content: String::new(),
+            tool_calls: vec![call(id, name, arguments)],
+        },
+        Message::Tool {
+            call_id: id.into(),
+            name: name.into(),
+            content: content.into(),
+            is_error,
+        },
+    ]
+}
+
+fn read(id: &str, path: &str, start: u32, end: u32) -> [Message; 2] {
+    let body: String = (start..=end)
+        .map(|n| format!("{n:>5} let x{n} = {n};\n"))
+        .collect();
+    turn(
+        id,
+        "read_file",
+        &format!(r#"{{"path":"{path}","start_line":{start},"end_line":{end}}}"#),
+        &body,
+        false,
+    )
+}
+
+fn history(turns: Vec<[Message; 2]>) -> Vec<Message> {
+    let mut history = vec![Message::system("review"), Message::user("the change")];
+    history.extend(turns.into_iter().flatten());
+    history
+}
+
+fn tool_content(history: &[Message], id: &str) -> String {
+    history
+        .iter()
+        .find_map(|m| match m {
+            Message::Tool {
+                call_id, content, ..
+            } if call_id == id => Some(content.clone()),
+            _ => None,
+        })
+        .unwrap_or_default()
+}
+
+#[test]
+fn old_results_become_stubs_and_the_recent_ones_stay() {
+    let mut history = history(vec![
+        read("c1", "src/a.rs", 1, 200),
+        read("c2", "src/b.rs", 10, 20),
+        read("c3", "src/c.rs", 1, 50),
+        read("c4", "src/d.rs", 1, 50),
+        read("c5", "src/e.rs", 1, 50),
+    ]);
+    let original = history.clone();
+    let counter = counter();
+    let c1_tokens = counter.count(&tool_content(&history, "c1"));
+    let stats = Pruner::default().prune(&mut history, &counter);
+    assert_eq!(
+        tool_content(&history, "c1"),
+        format!(
+            "[read_file src/a.rs:1-200, {} tokens, elided: call again if needed]",
+            with_commas(c1_tokens)
+        )
+    );
+    assert!(tool_content(&history, "c2").starts_with("[read_file src/b.rs:10-20, "));
+    for id in ["c3", "c4", "c5"] {
+        assert_eq!(
+            tool_content(&history, id),
+            tool_content(&original, id),
+            "{id} is recent"
+        );
+    }
+    assert!(stats.after_tokens < stats.before_tokens / 2, "{stats:?}");
+    assert_eq!(stats.before_tokens, counter.count_messages(&original));
+    // Pruning again changes nothing.
+    let again = history.clone();
+    let stats = Pruner::default().prune(&mut history, &counter);
+    assert_eq!(history, again);
+    assert_eq!(stats.before_tokens, stats.after_tokens);
+}
+
+#[test]
+fn errors_and_findings_are_never_elided() {
+    let mut history = history(vec![
+        turn(
+            "e1",
+            "read_file",
+            r#"{"path":"nope.rs"}"#,
+            "ERROR: no such file `nope.rs`",
+            true,
+        ),
+        turn(
+            "s1",
+            "submit_review",
+            r#"{"findings":[]}"#,
+            "accepted 2 findings: F1 src/a.rs:3, F2 src/b.rs:9",
+            false,
+        ),
+        read("c1", "src/a.rs", 1, 100),
+        read("c2", "src/a.rs", 100, 200),
+    ]);
+    let pruner = Pruner {
+        keep_recent: 1,
+        ..Pruner::default()
+    };
+    pruner.prune(&mut history, &counter());
+    assert_eq!(
+        tool_content(&history, "e1"),
+        "ERROR: no such file `nope.rs`"
+    );
+    assert!(tool_content(&history, "s1").starts_with("accepted 2 findings"));
+    assert!(tool_content(&history, "c1").ends_with("elided: call again if needed]"));
+    assert!(tool_content(&history, "c2").starts_with("  100 let x100"));
+}
+
+#[test]
+fn an_oversized_observation_keeps_its_head_and_tail() {
+    let mut history = history(vec![read("c1", "src/big.rs", 1, 5_000)]);
+    let counter = counter();
+    let pruner = Pruner::new(3, 1_000);
+    pruner.prune(&mut history, &counter);
+    let content = tool_content(&history, "c1");
+    assert!(
+        counter.count(&content) <= 1_000,
+        "{}",
+        counter.count(&content)
+    );
+    assert!(content.starts_with("    1 let x1 = 1;\n"));
+    assert!(content.ends_with(" 5000 let x5000 = 5000;\n"));
+    assert!(
+        content.contains("cut from the middle of this output"),
+        "{content}"
+    );
+}
+
+#[test]
+fn a_repeated_read_points_to_the_result_still_in_view() {
+    let history = history(vec![
+        read("c1", "src/a.rs", 1, 80),
+        read("c2", "src/b.rs", 1, 10),
+        read("c3", "src/a.rs", 100, 150),
+    ]);
+    let tracker = ReadTracker::default();
+    assert_eq!(
+        tracker
+            .pointer("src/a.rs", Some(100), Some(150), &history)
+            .as_deref(),
+        Some("[same as the result of call c3 above, still in view]")
+    );
+    assert_eq!(
+        tracker
+            .pointer("./src/a.rs", Some(10), Some(20), &history)
+            .as_deref(),
+        Some("[lines 10-20 of src/a.rs are in the result of call c1 above, still in view]")
+    );
+    assert_eq!(
+        tracker.pointer("src/a.rs", Some(70), Some(120), &history),
+        None
+    );
+    assert_eq!(tracker.pointer("src/c.rs", None, None, &history), None);
+    let new_call = call(
+        "c4",
+        "read_file",
+        r#"{"path":"src/b.rs","start_line":1,"end_line":10}"#,
+    );
+    assert_eq!(
+        tracker.pointer_for_call(&new_call, &history).as_deref(),
+        Some("[same as the result of call c2 above, still in view]")
+    );
+}
+
+#[test]
+fn no_pointer_once_the_earlier_result_was_elided_or_failed() {
+    let mut history = history(vec![
+        read("c1", "src/a.rs", 1, 80),
+        read("c2", "src/b.rs", 1, 10),
+        read("c3", "src/c.rs", 1, 10),
+        turn(
+            "c4",
+            "read_file",
+            r#"{"path":"src/d.rs"}"#,
+            "ERROR: no such file",
+            true,
+        ),
+    ]);
+    let tracker = ReadTracker::default();
+    assert!(
+        tracker
+            .pointer("src/a.rs", Some(1), Some(80), &history)
+            .is_some()
+    );
+    Pruner::new(2, 6_000).prune(&mut history, &counter());
+    assert_eq!(
+        tracker.pointer("src/a.rs", Some(1), Some(80), &history),
+        None
+    );
+    assert_eq!(tracker.pointer("src/d.rs", None, None, &history), None);
+    assert!(
+        tracker
+            .pointer("src/c.rs", Some(1), Some(10), &history)
+            .is_some()
+    );
+}
+
+fn with_commas(n: usize) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
