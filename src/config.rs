@@ -102,21 +102,30 @@ pub struct FileConfig {
 impl FileConfig {
     /// Parses TOML text; `origin` names where it came from in errors.
     pub fn parse(text: &str, origin: &str) -> Result<Self, ConfigError> {
-        toml::from_str(text).map_err(|e| ConfigError::Invalid { origin: origin.to_string(), message: e.to_string() })
+        toml::from_str(text).map_err(|e| ConfigError::Invalid {
+            origin: origin.to_string(),
+            message: e.to_string(),
+        })
     }
 
     /// Reads a config file at an explicit path (it must exist).
     pub fn load_file(path: &Path) -> Result<Self, ConfigError> {
         let origin = path.display().to_string();
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| ConfigError::Read { origin: origin.clone(), message: e.to_string() })?;
+        let text = std::fs::read_to_string(path).map_err(|e| ConfigError::Read {
+            origin: origin.clone(),
+            message: e.to_string(),
+        })?;
         Self::parse(&text, &origin)
     }
 
     /// Reads `.redline.toml` from a work tree; a missing file is the default config.
     pub fn load_worktree(root: &Path) -> Result<Self, ConfigError> {
         let path = root.join(CONFIG_FILE);
-        if path.is_file() { Self::load_file(&path) } else { Ok(Self::default()) }
+        if path.is_file() {
+            Self::load_file(&path)
+        } else {
+            Ok(Self::default())
+        }
     }
 
     /// Reads `.redline.toml` as it is in commit `rev` (used where the head is untrusted:
@@ -128,15 +137,26 @@ impl FileConfig {
     /// Reads a config file at a repository path as it is in commit `rev`; a missing file is the default config.
     pub fn load_at_commit_path(root: &Path, rev: &str, path: &Path) -> Result<Self, ConfigError> {
         let origin = format!("{} at {rev}", path.display());
-        let read_err = |e: git2::Error| ConfigError::Read { origin: origin.clone(), message: e.message().to_string() };
+        let read_err = |e: git2::Error| ConfigError::Read {
+            origin: origin.clone(),
+            message: e.message().to_string(),
+        };
         let repo = git2::Repository::open(root).map_err(read_err)?;
-        let tree = repo.revparse_single(rev).and_then(|o| o.peel_to_tree()).map_err(read_err)?;
+        let tree = repo
+            .revparse_single(rev)
+            .and_then(|o| o.peel_to_tree())
+            .map_err(read_err)?;
         let Ok(entry) = tree.get_path(path) else {
             return Ok(Self::default());
         };
-        let blob = entry.to_object(&repo).and_then(|o| o.peel_to_blob()).map_err(read_err)?;
-        let text = std::str::from_utf8(blob.content())
-            .map_err(|e| ConfigError::Read { origin: origin.clone(), message: e.to_string() })?;
+        let blob = entry
+            .to_object(&repo)
+            .and_then(|o| o.peel_to_blob())
+            .map_err(read_err)?;
+        let text = std::str::from_utf8(blob.content()).map_err(|e| ConfigError::Read {
+            origin: origin.clone(),
+            message: e.to_string(),
+        })?;
         Self::parse(text, &origin)
     }
 }
@@ -180,38 +200,66 @@ pub fn resolve_model(
     file: &FileConfig,
     env: &dyn Fn(&str) -> Option<String>,
 ) -> Result<ModelSettings, ConfigError> {
-    let provider_name = flags.provider.clone().or_else(|| file.provider.clone()).unwrap_or_else(|| "openai".into());
+    let provider_name = flags
+        .provider
+        .clone()
+        .or_else(|| file.provider.clone())
+        .unwrap_or_else(|| "openai".into());
     let provider: Provider = provider_name
         .parse()
-        .map_err(|e: String| ConfigError::BadValue { key: "provider".into(), message: e })?;
-    let model = flags.model.clone().or_else(|| file.model.clone()).unwrap_or_else(|| default_model(provider).into());
+        .map_err(|e: String| ConfigError::BadValue {
+            key: "provider".into(),
+            message: e,
+        })?;
+    let model = flags
+        .model
+        .clone()
+        .or_else(|| file.model.clone())
+        .unwrap_or_else(|| default_model(provider).into());
     let base_url = flags
         .base_url
         .clone()
         .or_else(|| file.base_url.clone())
         .unwrap_or_else(|| provider.default_base_url().to_string());
-    let parsed = url::Url::parse(&base_url)
-        .map_err(|e| ConfigError::BadValue { key: "base_url".into(), message: format!("`{base_url}` is not a URL: {e}") })?;
+    let parsed = url::Url::parse(&base_url).map_err(|e| ConfigError::BadValue {
+        key: "base_url".into(),
+        message: format!("`{base_url}` is not a URL: {e}"),
+    })?;
     if !matches!(parsed.scheme(), "http" | "https") {
-        return Err(ConfigError::BadValue { key: "base_url".into(), message: "only http and https URLs".into() });
+        return Err(ConfigError::BadValue {
+            key: "base_url".into(),
+            message: "only http and https URLs".into(),
+        });
     }
     let provider_var = match provider {
         Provider::OpenAi => "OPENAI_API_KEY",
         Provider::Anthropic => "ANTHROPIC_API_KEY",
     };
-    let api_key =
-        env("REDLINE_API_KEY").or_else(|| env(provider_var)).filter(|k| !k.trim().is_empty()).map(Secret::new);
+    let api_key = env("REDLINE_API_KEY")
+        .or_else(|| env(provider_var))
+        .filter(|k| !k.trim().is_empty())
+        .map(Secret::new);
     if api_key.is_none() && !is_local_url(&parsed) {
-        return Err(ConfigError::MissingApiKey { provider: provider_name, provider_var: provider_var.into() });
+        return Err(ConfigError::MissingApiKey {
+            provider: provider_name,
+            provider_var: provider_var.into(),
+        });
     }
-    Ok(ModelSettings { provider, model, base_url: base_url.trim_end_matches('/').to_string(), api_key })
+    Ok(ModelSettings {
+        provider,
+        model,
+        base_url: base_url.trim_end_matches('/').to_string(),
+        api_key,
+    })
 }
 
 /// Whether a URL points at this machine or a private network, where local model
 /// servers (Ollama, vLLM, llama.cpp) run without keys.
 pub fn is_local_url(url: &url::Url) -> bool {
     match url.host() {
-        Some(url::Host::Domain(d)) => d == "localhost" || d.ends_with(".localhost") || d.ends_with(".local"),
+        Some(url::Host::Domain(d)) => {
+            d == "localhost" || d.ends_with(".localhost") || d.ends_with(".local")
+        }
         Some(url::Host::Ipv4(ip)) => is_local_ip(IpAddr::V4(ip)),
         Some(url::Host::Ipv6(ip)) => is_local_ip(IpAddr::V6(ip)),
         None => false,
@@ -220,7 +268,9 @@ pub fn is_local_url(url: &url::Url) -> bool {
 
 fn is_local_ip(ip: IpAddr) -> bool {
     match ip {
-        IpAddr::V4(v4) => v4.is_loopback() || v4.is_private() || v4.is_unspecified() || v4.is_link_local(),
+        IpAddr::V4(v4) => {
+            v4.is_loopback() || v4.is_private() || v4.is_unspecified() || v4.is_link_local()
+        }
         IpAddr::V6(v6) => v6.is_loopback() || v6.is_unspecified(),
     }
 }
@@ -230,7 +280,10 @@ pub fn check_max_steps(steps: u32) -> Result<u32, ConfigError> {
     if (1..=200).contains(&steps) {
         Ok(steps)
     } else {
-        Err(ConfigError::BadValue { key: "max_steps".into(), message: format!("{steps} is not between 1 and 200") })
+        Err(ConfigError::BadValue {
+            key: "max_steps".into(),
+            message: format!("{steps} is not between 1 and 200"),
+        })
     }
 }
 
@@ -239,19 +292,33 @@ mod tests {
     use super::*;
 
     fn env_of(pairs: &'static [(&'static str, &'static str)]) -> impl Fn(&str) -> Option<String> {
-        move |k| pairs.iter().find(|(name, _)| *name == k).map(|(_, v)| v.to_string())
+        move |k| {
+            pairs
+                .iter()
+                .find(|(name, _)| *name == k)
+                .map(|(_, v)| v.to_string())
+        }
     }
 
     #[test]
     fn unknown_keys_are_named() {
-        let err = FileConfig::parse("modle = \"x\"\n", ".redline.toml").unwrap_err().to_string();
+        let err = FileConfig::parse("modle = \"x\"\n", ".redline.toml")
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("modle"), "{err}");
     }
 
     #[test]
     fn flags_beat_file_beat_defaults() {
-        let file = FileConfig::parse("model = \"from-file\"\nbase_url = \"http://localhost:1/v1\"\n", "t").unwrap();
-        let flags = ModelFlags { model: Some("from-flag".into()), ..Default::default() };
+        let file = FileConfig::parse(
+            "model = \"from-file\"\nbase_url = \"http://localhost:1/v1\"\n",
+            "t",
+        )
+        .unwrap();
+        let flags = ModelFlags {
+            model: Some("from-flag".into()),
+            ..Default::default()
+        };
         let s = resolve_model(&flags, &file, &env_of(&[])).unwrap();
         assert_eq!(s.model, "from-flag");
         assert_eq!(s.base_url, "http://localhost:1/v1");
@@ -269,26 +336,54 @@ mod tests {
         )
         .unwrap();
         assert_eq!(s.api_key.unwrap().expose(), "k1");
-        let flags = ModelFlags { provider: Some("anthropic".into()), ..Default::default() };
-        let s = resolve_model(&flags, &file, &env_of(&[("ANTHROPIC_API_KEY", "k3"), ("OPENAI_API_KEY", "k2")])).unwrap();
+        let flags = ModelFlags {
+            provider: Some("anthropic".into()),
+            ..Default::default()
+        };
+        let s = resolve_model(
+            &flags,
+            &file,
+            &env_of(&[("ANTHROPIC_API_KEY", "k3"), ("OPENAI_API_KEY", "k2")]),
+        )
+        .unwrap();
         assert_eq!(s.api_key.unwrap().expose(), "k3");
         assert_eq!(s.base_url, "https://api.anthropic.com");
-        let err = resolve_model(&ModelFlags::default(), &file, &env_of(&[])).unwrap_err().to_string();
-        assert!(err.contains("REDLINE_API_KEY") && err.contains("OPENAI_API_KEY") && err.contains("--base-url"), "{err}");
+        let err = resolve_model(&ModelFlags::default(), &file, &env_of(&[]))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("REDLINE_API_KEY")
+                && err.contains("OPENAI_API_KEY")
+                && err.contains("--base-url"),
+            "{err}"
+        );
     }
 
     #[test]
     fn local_servers_need_no_key() {
-        for url in ["http://localhost:11434/v1", "http://127.0.0.1:8000/v1", "http://192.168.1.5:8080/v1", "http://[::1]:1/v1"] {
+        for url in [
+            "http://localhost:11434/v1",
+            "http://127.0.0.1:8000/v1",
+            "http://192.168.1.5:8080/v1",
+            "http://[::1]:1/v1",
+        ] {
             assert!(is_local_url(&url::Url::parse(url).unwrap()), "{url}");
         }
-        assert!(!is_local_url(&url::Url::parse("https://openrouter.ai/api/v1").unwrap()));
+        assert!(!is_local_url(
+            &url::Url::parse("https://openrouter.ai/api/v1").unwrap()
+        ));
     }
 
     #[test]
     fn bad_provider_is_named() {
-        let flags = ModelFlags { provider: Some("gemini".into()), base_url: Some("http://localhost/v1".into()), ..Default::default() };
-        let err = resolve_model(&flags, &FileConfig::default(), &env_of(&[])).unwrap_err().to_string();
+        let flags = ModelFlags {
+            provider: Some("gemini".into()),
+            base_url: Some("http://localhost/v1".into()),
+            ..Default::default()
+        };
+        let err = resolve_model(&flags, &FileConfig::default(), &env_of(&[]))
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("provider"), "{err}");
     }
 }

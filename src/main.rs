@@ -6,7 +6,10 @@ use clap::Parser;
 async fn main() {
     let filter = tracing_subscriber::EnvFilter::try_from_env("REDLINE_LOG")
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
-    tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).init();
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .init();
     let cli = redline::cli::Cli::parse();
     let code = redline::cli::run(cli).await;
     std::process::exit(code);

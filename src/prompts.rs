@@ -70,10 +70,19 @@ impl Prompts {
     /// The first user message for a change.
     pub fn render_task(&self, overview: &str, instructions: Option<&str>, diff: &str) -> String {
         let instructions = instructions
-            .map(|i| format!("Additional review instructions from the repository's maintainers:\n{i}"))
+            .map(|i| {
+                format!("Additional review instructions from the repository's maintainers:\n{i}")
+            })
             .unwrap_or_default();
         // Placeholders are filled in one pass so text inside the diff is never re-expanded.
-        fill(&self.task, &[("{overview}", overview), ("{instructions}", &instructions), ("{diff}", diff)])
+        fill(
+            &self.task,
+            &[
+                ("{overview}", overview),
+                ("{instructions}", &instructions),
+                ("{diff}", diff),
+            ],
+        )
     }
 }
 
@@ -82,7 +91,10 @@ pub fn fill(template: &str, values: &[(&str, &str)]) -> String {
     let mut out = String::with_capacity(template.len());
     let mut rest = template;
     while !rest.is_empty() {
-        let next = values.iter().filter_map(|(key, value)| rest.find(key).map(|at| (at, *key, *value))).min_by_key(|(at, ..)| *at);
+        let next = values
+            .iter()
+            .filter_map(|(key, value)| rest.find(key).map(|at| (at, *key, *value)))
+            .min_by_key(|(at, ..)| *at);
         match next {
             Some((at, key, value)) => {
                 out.push_str(&rest[..at]);
@@ -104,7 +116,10 @@ mod tests {
 
     #[test]
     fn overrides_replace_only_what_they_name() {
-        let p = Prompts::with_overrides(&PromptOverrides { system: Some("be brief".into()), ..Default::default() });
+        let p = Prompts::with_overrides(&PromptOverrides {
+            system: Some("be brief".into()),
+            ..Default::default()
+        });
         assert_eq!(p.system, "be brief");
         assert_eq!(p.final_turn, Prompts::default().final_turn);
     }

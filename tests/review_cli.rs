@@ -34,13 +34,27 @@ async fn planted_bug_is_reported(wire: Wire, provider: &str) {
         vec![
             Reply::tools(vec![
                 ("call_1", "read_file", json!({"path": "src/calc.rs"})),
-                ("call_2", "search", json!({"pattern": "ratio\\(", "max_results": 10})),
+                (
+                    "call_2",
+                    "search",
+                    json!({"pattern": "ratio\\(", "max_results": 10}),
+                ),
             ]),
-            Reply::tool("call_3", "submit_review", json!({"findings": [division_finding(10)], "summary": "Adds ratio."})),
+            Reply::tool(
+                "call_3",
+                "submit_review",
+                json!({"findings": [division_finding(10)], "summary": "Adds ratio."}),
+            ),
         ],
     )
     .await;
-    let run = cli::review(repo.path(), &server.base_url(), provider, &["--format", "json"]).await;
+    let run = cli::review(
+        repo.path(),
+        &server.base_url(),
+        provider,
+        &["--format", "json"],
+    )
+    .await;
     assert_eq!(run.code, 0, "stderr: {}", run.stderr);
     let out: Value = serde_json::from_str(&run.stdout).expect("JSON output");
     assert_eq!(out["version"], 1);
@@ -60,16 +74,36 @@ async fn planted_bug_is_reported(wire: Wire, provider: &str) {
     let requests = server.requests();
     assert_eq!(requests.len(), 2);
     let second = serde_json::to_string(&requests[1].body).expect("body");
-    assert!(second.contains("call_1") && second.contains("call_2"), "{second}");
-    assert!(second.contains("a / b"), "read_file result missing: {second}");
+    assert!(
+        second.contains("call_1") && second.contains("call_2"),
+        "{second}"
+    );
+    assert!(
+        second.contains("a / b"),
+        "read_file result missing: {second}"
+    );
     // The key went to the server, and nowhere else.
     assert!(requests[0].headers.iter().any(|(_, v)| v.contains(KEY)));
     run.assert_no_key();
     let types = run.event_types();
-    for expected in ["run_started", "model_call", "tool_call", "tool_result", "finding", "run_finished"] {
-        assert!(types.iter().any(|t| t == expected), "missing {expected} in {types:?}");
+    for expected in [
+        "run_started",
+        "model_call",
+        "tool_call",
+        "tool_result",
+        "finding",
+        "run_finished",
+    ] {
+        assert!(
+            types.iter().any(|t| t == expected),
+            "missing {expected} in {types:?}"
+        );
     }
-    assert!(run.stderr.contains("read_file src/calc.rs"), "progress: {}", run.stderr);
+    assert!(
+        run.stderr.contains("read_file src/calc.rs"),
+        "progress: {}",
+        run.stderr
+    );
 }
 
 #[tokio::test]
@@ -94,11 +128,21 @@ async fn bad_tool_calls_become_observations_and_the_run_finishes() {
             ]),
             Reply::raw_tool("c3", "read_file", "{\"path\": \"src/calc.rs\""),
             Reply::tool("c4", "read_file", json!({"path": "../../etc/passwd"})),
-            Reply::tool("c5", "submit_review", json!({"findings": [division_finding(10)], "summary": "ok"})),
+            Reply::tool(
+                "c5",
+                "submit_review",
+                json!({"findings": [division_finding(10)], "summary": "ok"}),
+            ),
         ],
     )
     .await;
-    let run = cli::review(repo.path(), &server.base_url(), "openai", &["--format", "json"]).await;
+    let run = cli::review(
+        repo.path(),
+        &server.base_url(),
+        "openai",
+        &["--format", "json"],
+    )
+    .await;
     assert_eq!(run.code, 0, "stderr: {}", run.stderr);
     let out: Value = serde_json::from_str(&run.stdout).expect("JSON");
     assert_eq!(out["findings"].as_array().map(Vec::len), Some(1));
@@ -119,9 +163,18 @@ async fn max_steps_triggers_a_final_turn_without_tools() {
         "Here is my conclusion:\n```json\n{}\n```",
         json!({"findings": [division_finding(10)], "summary": "Out of steps."})
     );
-    let server =
-        ModelServer::start(Wire::OpenAi, vec![read("a"), read("b"), Reply::text(&final_answer)]).await;
-    let run = cli::review(repo.path(), &server.base_url(), "openai", &["--format", "json", "--max-steps", "2"]).await;
+    let server = ModelServer::start(
+        Wire::OpenAi,
+        vec![read("a"), read("b"), Reply::text(&final_answer)],
+    )
+    .await;
+    let run = cli::review(
+        repo.path(),
+        &server.base_url(),
+        "openai",
+        &["--format", "json", "--max-steps", "2"],
+    )
+    .await;
     assert_eq!(run.code, 0, "stderr: {}", run.stderr);
     let out: Value = serde_json::from_str(&run.stdout).expect("JSON");
     assert_eq!(out["findings"][0]["line"], 10);
@@ -129,7 +182,12 @@ async fn max_steps_triggers_a_final_turn_without_tools() {
     let requests = server.requests();
     assert_eq!(requests.len(), 3);
     assert!(requests[1].body.get("tools").is_some());
-    let final_tools = requests[2].body.get("tools").and_then(Value::as_array).map(Vec::len).unwrap_or(0);
+    let final_tools = requests[2]
+        .body
+        .get("tools")
+        .and_then(Value::as_array)
+        .map(Vec::len)
+        .unwrap_or(0);
     assert_eq!(final_tools, 0, "the final turn must offer no tools");
 }
 
@@ -138,10 +196,19 @@ async fn two_unreadable_replies_stop_the_run_with_a_clear_error() {
     let repo = planted_bug_repo();
     let server = ModelServer::start(
         Wire::OpenAi,
-        vec![Reply::text("I think it's fine, maybe."), Reply::text("Still thinking...")],
+        vec![
+            Reply::text("I think it's fine, maybe."),
+            Reply::text("Still thinking..."),
+        ],
     )
     .await;
-    let run = cli::review(repo.path(), &server.base_url(), "openai", &["--format", "json"]).await;
+    let run = cli::review(
+        repo.path(),
+        &server.base_url(),
+        "openai",
+        &["--format", "json"],
+    )
+    .await;
     assert_eq!(run.code, 2);
     assert!(run.stderr.contains("consecutive replies"), "{}", run.stderr);
     assert!(run.event_types().iter().any(|t| t == "error"));
@@ -161,14 +228,23 @@ async fn findings_outside_the_diff_land_in_the_summary() {
         )],
     )
     .await;
-    let run = cli::review(repo.path(), &server.base_url(), "openai", &["--format", "json"]).await;
+    let run = cli::review(
+        repo.path(),
+        &server.base_url(),
+        "openai",
+        &["--format", "json"],
+    )
+    .await;
     assert_eq!(run.code, 0, "stderr: {}", run.stderr);
     let out: Value = serde_json::from_str(&run.stdout).expect("JSON");
     let findings = out["findings"].as_array().expect("findings");
     assert_eq!(findings.len(), 1, "{out}");
     assert_eq!(findings[0]["path"], "src/calc.rs");
     let summary = out["summary"].as_str().expect("summary");
-    assert!(summary.contains("README.md:1") && summary.contains("README is terse"), "{summary}");
+    assert!(
+        summary.contains("README.md:1") && summary.contains("README is terse"),
+        "{summary}"
+    );
 }
 
 #[tokio::test]
@@ -180,13 +256,24 @@ async fn rate_limit_with_retry_after_is_waited_out() {
             Reply::Error {
                 status: 429,
                 headers: vec![("retry-after".into(), "1".into())],
-                body: json!({"error": {"message": "Rate limit reached", "type": "requests"}}).to_string(),
+                body: json!({"error": {"message": "Rate limit reached", "type": "requests"}})
+                    .to_string(),
             },
-            Reply::tool("c1", "submit_review", json!({"findings": [division_finding(10)], "summary": "s"})),
+            Reply::tool(
+                "c1",
+                "submit_review",
+                json!({"findings": [division_finding(10)], "summary": "s"}),
+            ),
         ],
     )
     .await;
-    let run = cli::review(repo.path(), &server.base_url(), "openai", &["--format", "json"]).await;
+    let run = cli::review(
+        repo.path(),
+        &server.base_url(),
+        "openai",
+        &["--format", "json"],
+    )
+    .await;
     assert_eq!(run.code, 0, "stderr: {}", run.stderr);
     assert_eq!(server.requests().len(), 2);
     assert!(run.event_types().iter().any(|t| t == "model_retry"));
@@ -195,9 +282,23 @@ async fn rate_limit_with_retry_after_is_waited_out() {
 #[tokio::test]
 async fn a_cut_stream_is_retried() {
     let repo = planted_bug_repo();
-    let submit = Reply::tool("c1", "submit_review", json!({"findings": [division_finding(10)], "summary": "s"}));
-    let server = ModelServer::start(Wire::Anthropic, vec![Reply::Cut(Box::new(submit.clone())), submit]).await;
-    let run = cli::review(repo.path(), &server.base_url(), "anthropic", &["--format", "json"]).await;
+    let submit = Reply::tool(
+        "c1",
+        "submit_review",
+        json!({"findings": [division_finding(10)], "summary": "s"}),
+    );
+    let server = ModelServer::start(
+        Wire::Anthropic,
+        vec![Reply::Cut(Box::new(submit.clone())), submit],
+    )
+    .await;
+    let run = cli::review(
+        repo.path(),
+        &server.base_url(),
+        "anthropic",
+        &["--format", "json"],
+    )
+    .await;
     assert_eq!(run.code, 0, "stderr: {}", run.stderr);
     let out: Value = serde_json::from_str(&run.stdout).expect("JSON");
     assert_eq!(out["findings"][0]["line"], 10);
@@ -206,13 +307,31 @@ async fn a_cut_stream_is_retried() {
 #[tokio::test]
 async fn fail_on_sets_the_exit_code() {
     let repo = planted_bug_repo();
-    let script = || vec![Reply::tool("c1", "submit_review", json!({"findings": [division_finding(10)], "summary": "s"}))];
+    let script = || {
+        vec![Reply::tool(
+            "c1",
+            "submit_review",
+            json!({"findings": [division_finding(10)], "summary": "s"}),
+        )]
+    };
     let server = ModelServer::start(Wire::OpenAi, script()).await;
-    let run = cli::review(repo.path(), &server.base_url(), "openai", &["--fail-on", "major"]).await;
+    let run = cli::review(
+        repo.path(),
+        &server.base_url(),
+        "openai",
+        &["--fail-on", "major"],
+    )
+    .await;
     assert_eq!(run.code, 1, "stderr: {}", run.stderr);
     assert!(run.stdout.contains("src/calc.rs:10"), "{}", run.stdout);
     let server = ModelServer::start(Wire::OpenAi, script()).await;
-    let run = cli::review(repo.path(), &server.base_url(), "openai", &["--fail-on", "never", "--format", "sarif"]).await;
+    let run = cli::review(
+        repo.path(),
+        &server.base_url(),
+        "openai",
+        &["--fail-on", "never", "--format", "sarif"],
+    )
+    .await;
     assert_eq!(run.code, 0);
     let sarif: Value = serde_json::from_str(&run.stdout).expect("SARIF is JSON");
     assert_eq!(sarif["version"], "2.1.0");
@@ -222,19 +341,40 @@ async fn fail_on_sets_the_exit_code() {
 async fn missing_key_and_bad_flags_exit_2() {
     let repo = planted_bug_repo();
     let output = cli::redline_command()
-        .args(["review", "--repo", &repo.path().display().to_string(), "--base", "main"])
+        .args([
+            "review",
+            "--repo",
+            &repo.path().display().to_string(),
+            "--base",
+            "main",
+        ])
         .output()
         .await
         .expect("run");
     assert_eq!(output.status.code(), Some(2));
     let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(stderr.contains("REDLINE_API_KEY") && stderr.contains("--base-url"), "{stderr}");
+    assert!(
+        stderr.contains("REDLINE_API_KEY") && stderr.contains("--base-url"),
+        "{stderr}"
+    );
 
     let server = ModelServer::start(Wire::OpenAi, vec![]).await;
-    let run = cli::review(repo.path(), &server.base_url(), "openai", &["--format", "yaml"]).await;
+    let run = cli::review(
+        repo.path(),
+        &server.base_url(),
+        "openai",
+        &["--format", "yaml"],
+    )
+    .await;
     assert_eq!(run.code, 2);
     assert!(run.stderr.contains("--format"), "{}", run.stderr);
-    let run = cli::review(repo.path(), &server.base_url(), "openai", &["--max-stepz", "3"]).await;
+    let run = cli::review(
+        repo.path(),
+        &server.base_url(),
+        "openai",
+        &["--max-stepz", "3"],
+    )
+    .await;
     assert_eq!(run.code, 2);
     assert!(server.requests().is_empty(), "no model call on bad input");
 }
@@ -255,11 +395,19 @@ async fn server_error_messages_never_show_the_key() {
     let echo = json!({"error": {"message": format!("Incorrect API key provided: {KEY}"), "type": "invalid_request_error", "code": "invalid_api_key"}});
     let server = ModelServer::start(
         Wire::OpenAi,
-        vec![Reply::Error { status: 401, headers: vec![], body: echo.to_string() }],
+        vec![Reply::Error {
+            status: 401,
+            headers: vec![],
+            body: echo.to_string(),
+        }],
     )
     .await;
     let run = cli::review(repo.path(), &server.base_url(), "openai", &[]).await;
     assert_eq!(run.code, 2);
-    assert!(run.stderr.to_lowercase().contains("credentials") || run.stderr.contains("401"), "{}", run.stderr);
+    assert!(
+        run.stderr.to_lowercase().contains("credentials") || run.stderr.contains("401"),
+        "{}",
+        run.stderr
+    );
     run.assert_no_key();
 }

@@ -17,19 +17,34 @@ fn three_file_repo() -> TempRepo {
     repo.write("tests/api_test.rs", "#[test]\nfn t() {}\n");
     repo.commit("base");
     repo.checkout_new_branch("feature");
-    repo.write("src/api.rs", "pub fn get() -> u32 {\n    let x = 1;\n    x / 0\n}\n");
-    repo.write("src/db.rs", "pub fn open() -> bool {\n    let ok = false;\n    ok\n}\n");
-    repo.write("tests/api_test.rs", "#[test]\nfn t() {\n    assert!(true);\n}\n");
+    repo.write(
+        "src/api.rs",
+        "pub fn get() -> u32 {\n    let x = 1;\n    x / 0\n}\n",
+    );
+    repo.write(
+        "src/db.rs",
+        "pub fn open() -> bool {\n    let ok = false;\n    ok\n}\n",
+    );
+    repo.write(
+        "tests/api_test.rs",
+        "#[test]\nfn t() {\n    assert!(true);\n}\n",
+    );
     repo.commit("change");
     repo
 }
 
 fn system_text(req: &RecordedRequest) -> String {
-    req.body["messages"][0]["content"].as_str().unwrap_or_default().to_string()
+    req.body["messages"][0]["content"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string()
 }
 
 fn first_user_text(req: &RecordedRequest) -> String {
-    req.body["messages"][1]["content"].as_str().unwrap_or_default().to_string()
+    req.body["messages"][1]["content"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string()
 }
 
 fn message_count(req: &RecordedRequest) -> usize {
@@ -41,7 +56,11 @@ fn finding(path: &str, line: u32, title: &str) -> Value {
 }
 
 fn submit(findings: Vec<Value>, summary: &str) -> Reply {
-    Reply::tool("submit", "submit_review", json!({"findings": findings, "summary": summary}))
+    Reply::tool(
+        "submit",
+        "submit_review",
+        json!({"findings": findings, "summary": summary}),
+    )
 }
 
 fn is_planner(req: &RecordedRequest) -> bool {
@@ -51,7 +70,12 @@ fn is_planner(req: &RecordedRequest) -> bool {
 fn task_id(req: &RecordedRequest) -> Option<String> {
     let user = first_user_text(req);
     let at = user.find("as task t")? + "as task ".len();
-    Some(user[at..].chars().take_while(|c| c.is_alphanumeric()).collect())
+    Some(
+        user[at..]
+            .chars()
+            .take_while(|c| c.is_alphanumeric())
+            .collect(),
+    )
 }
 
 #[tokio::test]
@@ -72,7 +96,13 @@ async fn plan_execute_adds_forgotten_files_and_survives_a_failing_task() {
         }
     })
     .await;
-    let run = cli::review(repo.path(), &server.base_url(), "openai", &["--format", "json", "--strategy", "plan"]).await;
+    let run = cli::review(
+        repo.path(),
+        &server.base_url(),
+        "openai",
+        &["--format", "json", "--strategy", "plan"],
+    )
+    .await;
     assert_eq!(run.code, 0, "stderr: {}", run.stderr);
     let out = run.json();
     assert_eq!(out["stats"]["strategy"], "plan_execute");
@@ -83,12 +113,26 @@ async fn plan_execute_adds_forgotten_files_and_survives_a_failing_task() {
     assert_eq!(tasks[1]["title"], "Files the plan did not cover");
     assert_eq!(out["findings"].as_array().map(Vec::len), Some(1));
     assert_eq!(out["findings"][0]["path"], "src/api.rs");
-    assert!(out["summary"].as_str().unwrap_or_default().contains("failed"), "{out}");
+    assert!(
+        out["summary"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("failed"),
+        "{out}"
+    );
     // The forgotten file reached the model in the added task's context.
-    let t2 = server.requests().into_iter().find(|r| task_id(r).as_deref() == Some("t2")).expect("t2 ran");
+    let t2 = server
+        .requests()
+        .into_iter()
+        .find(|r| task_id(r).as_deref() == Some("t2"))
+        .expect("t2 ran");
     assert!(first_user_text(&t2).contains("+++ b/src/db.rs"));
     assert!(run.event_types().iter().any(|t| t == "plan"));
-    let started = run.events().into_iter().find(|e| e["type"] == "run_started").expect("run_started");
+    let started = run
+        .events()
+        .into_iter()
+        .find(|e| e["type"] == "run_started")
+        .expect("run_started");
     assert_eq!(started["strategy"], "plan_execute");
 }
 
@@ -106,7 +150,13 @@ async fn plan_execute_reaches_full_coverage_and_merges_duplicates() {
         submit(vec![finding("src/api.rs", 3, "Division by zero")], "ok")
     })
     .await;
-    let run = cli::review(repo.path(), &server.base_url(), "openai", &["--format", "json", "--strategy", "plan"]).await;
+    let run = cli::review(
+        repo.path(),
+        &server.base_url(),
+        "openai",
+        &["--format", "json", "--strategy", "plan"],
+    )
+    .await;
     assert_eq!(run.code, 0, "stderr: {}", run.stderr);
     let out = run.json();
     assert_eq!(out["findings"].as_array().map(Vec::len), Some(1), "{out}");
@@ -120,25 +170,50 @@ async fn task_arrivals(parallel: &str) -> Vec<String> {
     let seen = arrivals.clone();
     let server = ModelServer::start_with(Wire::OpenAi, move |req, _| {
         if is_planner(req) {
-            return Reply::tool("p", "submit_plan", json!({"tasks": [
-                {"title": "a", "files": ["src/api.rs"], "focus": "x"},
-                {"title": "b", "files": ["src/db.rs"], "focus": "x"},
-                {"title": "c", "files": ["tests/api_test.rs"], "focus": "x"}
-            ]}));
+            return Reply::tool(
+                "p",
+                "submit_plan",
+                json!({"tasks": [
+                    {"title": "a", "files": ["src/api.rs"], "focus": "x"},
+                    {"title": "b", "files": ["src/db.rs"], "focus": "x"},
+                    {"title": "c", "files": ["tests/api_test.rs"], "focus": "x"}
+                ]}),
+            );
         }
         let id = task_id(req).unwrap_or_default();
         let first = message_count(req) == 2;
-        seen.lock().expect("lock").push(format!("{id}{}", if first { "a" } else { "b" }));
+        seen.lock()
+            .expect("lock")
+            .push(format!("{id}{}", if first { "a" } else { "b" }));
         if first {
-            Reply::Delay(Duration::from_millis(300), Box::new(Reply::tool("r", "list_files", json!({}))))
+            Reply::Delay(
+                Duration::from_millis(300),
+                Box::new(Reply::tool("r", "list_files", json!({}))),
+            )
         } else {
             submit(vec![], "fine")
         }
     })
     .await;
-    let run = cli::review(repo.path(), &server.base_url(), "openai", &["--format", "json", "--strategy", "plan", "--parallel", parallel]).await;
+    let run = cli::review(
+        repo.path(),
+        &server.base_url(),
+        "openai",
+        &[
+            "--format",
+            "json",
+            "--strategy",
+            "plan",
+            "--parallel",
+            parallel,
+        ],
+    )
+    .await;
     assert_eq!(run.code, 0, "stderr: {}", run.stderr);
-    assert_eq!(run.json()["stats"]["tasks"].as_array().map(Vec::len), Some(3));
+    assert_eq!(
+        run.json()["stats"]["tasks"].as_array().map(Vec::len),
+        Some(3)
+    );
     let order = arrivals.lock().expect("lock").clone();
     order
 }
@@ -146,9 +221,15 @@ async fn task_arrivals(parallel: &str) -> Vec<String> {
 #[tokio::test]
 async fn plan_tasks_run_in_parallel_up_to_the_limit() {
     let order = task_arrivals("3").await;
-    assert!(order[..3].iter().all(|s| s.ends_with('a')), "all three tasks start before any continues: {order:?}");
+    assert!(
+        order[..3].iter().all(|s| s.ends_with('a')),
+        "all three tasks start before any continues: {order:?}"
+    );
     let order = task_arrivals("1").await;
-    let expected: Vec<String> = order.chunks(2).flat_map(|pair| [format!("{}a", &pair[0][..2]), format!("{}b", &pair[0][..2])]).collect();
+    let expected: Vec<String> = order
+        .chunks(2)
+        .flat_map(|pair| [format!("{}a", &pair[0][..2]), format!("{}b", &pair[0][..2])])
+        .collect();
     assert_eq!(order, expected, "one task at a time");
 }
 
@@ -162,21 +243,46 @@ async fn plan_only_prints_the_plan_and_a_given_plan_runs() {
         submit(vec![finding("src/db.rs", 2, "Always false")], "db")
     })
     .await;
-    let run = cli::review(repo.path(), &server.base_url(), "openai", &["--format", "json", "--plan-only"]).await;
+    let run = cli::review(
+        repo.path(),
+        &server.base_url(),
+        "openai",
+        &["--format", "json", "--plan-only"],
+    )
+    .await;
     assert_eq!(run.code, 0, "stderr: {}", run.stderr);
     let mut plan = run.json();
     assert_eq!(plan["version"], 1);
     assert_eq!(plan["tasks"][0]["files"].as_array().map(Vec::len), Some(3));
-    assert_eq!(server.requests().len(), 1, "--plan-only makes only the planning call");
+    assert_eq!(
+        server.requests().len(),
+        1,
+        "--plan-only makes only the planning call"
+    );
 
     // A person narrows the plan to one file; the orchestrator still covers the rest.
     plan["tasks"][0]["files"] = json!(["src/db.rs"]);
     let plan_path = repo.path().join(".git").join("plan.json");
     std::fs::write(&plan_path, plan.to_string()).expect("write plan");
-    let run = cli::review(repo.path(), &server.base_url(), "openai", &["--format", "json", "--plan", &plan_path.display().to_string()]).await;
+    let run = cli::review(
+        repo.path(),
+        &server.base_url(),
+        "openai",
+        &[
+            "--format",
+            "json",
+            "--plan",
+            &plan_path.display().to_string(),
+        ],
+    )
+    .await;
     assert_eq!(run.code, 0, "stderr: {}", run.stderr);
     let out = run.json();
-    assert_eq!(out["stats"]["tasks"].as_array().map(Vec::len), Some(2), "{out}");
+    assert_eq!(
+        out["stats"]["tasks"].as_array().map(Vec::len),
+        Some(2),
+        "{out}"
+    );
     assert_eq!(out["findings"][0]["path"], "src/db.rs");
 }
 
@@ -193,7 +299,11 @@ fn evaluation(scores: &[(&str, f64)], overall: f64) -> Reply {
         .iter()
         .map(|(id, s)| json!({"id": id, "correctness": s, "evidence": s, "actionability": s, "reason": "checked"}))
         .collect();
-    Reply::tool("e", "submit_evaluation", json!({"findings": per, "overall_score": overall, "missed_areas": ["tests"]}))
+    Reply::tool(
+        "e",
+        "submit_evaluation",
+        json!({"findings": per, "overall_score": overall, "missed_areas": ["tests"]}),
+    )
 }
 
 #[tokio::test]
@@ -204,10 +314,22 @@ async fn reflection_drops_low_scores_and_stops_early_on_a_high_score() {
             // F1 is the api.rs finding (checked findings are ordered by path), F2 the db.rs one.
             return evaluation(&[("F1", 9.0), ("F2", 2.0)], 9.0);
         }
-        submit(vec![finding("src/db.rs", 2, "Always false"), finding("src/api.rs", 3, "Division by zero")], "two issues")
+        submit(
+            vec![
+                finding("src/db.rs", 2, "Always false"),
+                finding("src/api.rs", 3, "Division by zero"),
+            ],
+            "two issues",
+        )
     })
     .await;
-    let run = cli::review(repo.path(), &server.base_url(), "openai", &["--format", "json", "--strategy", "reflect"]).await;
+    let run = cli::review(
+        repo.path(),
+        &server.base_url(),
+        "openai",
+        &["--format", "json", "--strategy", "reflect"],
+    )
+    .await;
     assert_eq!(run.code, 0, "stderr: {}", run.stderr);
     let out = run.json();
     assert_eq!(out["stats"]["strategy"], "reflection");
@@ -216,8 +338,15 @@ async fn reflection_drops_low_scores_and_stops_early_on_a_high_score() {
     assert_eq!(findings[0]["path"], "src/api.rs");
     assert_eq!(out["stats"]["scores"]["rounds"], 1);
     assert_eq!(out["stats"]["scores"]["dropped"], 1);
-    assert!(!server.requests().iter().any(is_reflector), "no reflection after a high score");
-    let evaluation = run.events().into_iter().find(|e| e["type"] == "evaluation").expect("evaluation event");
+    assert!(
+        !server.requests().iter().any(is_reflector),
+        "no reflection after a high score"
+    );
+    let evaluation = run
+        .events()
+        .into_iter()
+        .find(|e| e["type"] == "evaluation")
+        .expect("evaluation event");
     assert_eq!(evaluation["round"], 1);
     assert_eq!(evaluation["score"], 9.0);
 }
@@ -229,10 +358,19 @@ async fn reflection_is_capped_at_three_rounds() {
         if is_evaluator(req) {
             return evaluation(&[("F1", 7.0)], 4.0);
         }
-        submit(vec![finding("src/api.rs", 3, "Division by zero")], "one issue")
+        submit(
+            vec![finding("src/api.rs", 3, "Division by zero")],
+            "one issue",
+        )
     })
     .await;
-    let run = cli::review(repo.path(), &server.base_url(), "openai", &["--format", "json", "--strategy", "reflect"]).await;
+    let run = cli::review(
+        repo.path(),
+        &server.base_url(),
+        "openai",
+        &["--format", "json", "--strategy", "reflect"],
+    )
+    .await;
     assert_eq!(run.code, 0, "stderr: {}", run.stderr);
     let out = run.json();
     assert_eq!(out["stats"]["scores"]["rounds"], 3);
@@ -258,11 +396,27 @@ async fn auto_explains_its_choice() {
         submit(vec![], "fine")
     })
     .await;
-    let run = cli::review(repo.path(), &server.base_url(), "openai", &["--format", "json"]).await;
+    let run = cli::review(
+        repo.path(),
+        &server.base_url(),
+        "openai",
+        &["--format", "json"],
+    )
+    .await;
     assert_eq!(run.code, 0, "stderr: {}", run.stderr);
-    let started = run.events().into_iter().find(|e| e["type"] == "run_started").expect("run_started");
+    let started = run
+        .events()
+        .into_iter()
+        .find(|e| e["type"] == "run_started")
+        .expect("run_started");
     assert_eq!(started["strategy"], "reflection");
-    assert!(started["reason"].as_str().unwrap_or_default().contains("src/auth/session.rs"), "{started}");
+    assert!(
+        started["reason"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("src/auth/session.rs"),
+        "{started}"
+    );
 }
 
 const TEXT_ACTION: &str = "Thought: I should read the file first.\nAction: `read_file`\nAction Input: ```json\n{'path': 'src/api.rs',}\n```";
@@ -277,17 +431,40 @@ fn text_final() -> String {
 #[tokio::test]
 async fn text_mode_runs_react_without_native_tools() {
     let repo = three_file_repo();
-    let server = ModelServer::start(Wire::OpenAi, vec![Reply::text(TEXT_ACTION), Reply::text(text_final())]).await;
-    let run = cli::review(repo.path(), &server.base_url(), "openai", &["--format", "json", "--strategy", "react", "--tool-mode", "text"]).await;
+    let server = ModelServer::start(
+        Wire::OpenAi,
+        vec![Reply::text(TEXT_ACTION), Reply::text(text_final())],
+    )
+    .await;
+    let run = cli::review(
+        repo.path(),
+        &server.base_url(),
+        "openai",
+        &[
+            "--format",
+            "json",
+            "--strategy",
+            "react",
+            "--tool-mode",
+            "text",
+        ],
+    )
+    .await;
     assert_eq!(run.code, 0, "stderr: {}", run.stderr);
     let out = run.json();
     assert_eq!(out["findings"][0]["line"], 3);
     assert_eq!(out["stats"]["tool_calls"], 1);
     let requests = server.requests();
-    assert!(requests[0].body.get("tools").is_none(), "text mode sends no tools");
+    assert!(
+        requests[0].body.get("tools").is_none(),
+        "text mode sends no tools"
+    );
     assert!(system_text(&requests[0]).contains("read_file"));
     let second = serde_json::to_string(&requests[1].body).expect("body");
-    assert!(second.contains("Observation:") && second.contains("x / 0"), "{second}");
+    assert!(
+        second.contains("Observation:") && second.contains("x / 0"),
+        "{second}"
+    );
 }
 
 #[tokio::test]
@@ -295,12 +472,27 @@ async fn auto_tool_mode_falls_back_to_text_when_tools_are_rejected() {
     let repo = three_file_repo();
     let server = ModelServer::start_with(Wire::OpenAi, |req, _| {
         if req.body.get("tools").is_some() {
-            return Reply::api_error(Wire::OpenAi, 400, "invalid_request_error", "tools is not supported for this model");
+            return Reply::api_error(
+                Wire::OpenAi,
+                400,
+                "invalid_request_error",
+                "tools is not supported for this model",
+            );
         }
-        if message_count(req) == 2 { Reply::text(TEXT_ACTION) } else { Reply::text(text_final()) }
+        if message_count(req) == 2 {
+            Reply::text(TEXT_ACTION)
+        } else {
+            Reply::text(text_final())
+        }
     })
     .await;
-    let run = cli::review(repo.path(), &server.base_url(), "openai", &["--format", "json", "--strategy", "react"]).await;
+    let run = cli::review(
+        repo.path(),
+        &server.base_url(),
+        "openai",
+        &["--format", "json", "--strategy", "react"],
+    )
+    .await;
     assert_eq!(run.code, 0, "stderr: {}", run.stderr);
     assert_eq!(run.json()["findings"][0]["path"], "src/api.rs");
 }
@@ -308,8 +500,22 @@ async fn auto_tool_mode_falls_back_to_text_when_tools_are_rejected() {
 #[tokio::test]
 async fn text_mode_garbage_ends_within_the_failure_limit() {
     let repo = three_file_repo();
-    let server = ModelServer::start(Wire::OpenAi, vec![Reply::text("lol"), Reply::text("???"), Reply::text(text_final())]).await;
-    let run = cli::review(repo.path(), &server.base_url(), "openai", &["--strategy", "react", "--tool-mode", "text"]).await;
+    let server = ModelServer::start(
+        Wire::OpenAi,
+        vec![
+            Reply::text("lol"),
+            Reply::text("???"),
+            Reply::text(text_final()),
+        ],
+    )
+    .await;
+    let run = cli::review(
+        repo.path(),
+        &server.base_url(),
+        "openai",
+        &["--strategy", "react", "--tool-mode", "text"],
+    )
+    .await;
     assert_eq!(run.code, 2);
     assert!(run.stderr.contains("consecutive"), "{}", run.stderr);
     assert_eq!(server.requests().len(), 2);

@@ -35,7 +35,10 @@ impl Coverage {
                 (f.path.clone(), lines)
             })
             .collect();
-        Coverage { changed, shown: Mutex::new(BTreeMap::new()) }
+        Coverage {
+            changed,
+            shown: Mutex::new(BTreeMap::new()),
+        }
     }
 
     /// Every changed line of `path` was shown.
@@ -61,7 +64,10 @@ impl Coverage {
     /// Learns from a successful tool call what it showed.
     pub fn observe_tool(&self, name: &str, arguments: &str, content: &str) {
         let args: serde_json::Value = serde_json::from_str(arguments).unwrap_or_default();
-        let path = args.get("path").and_then(|p| p.as_str()).map(|p| p.trim_start_matches("./"));
+        let path = args
+            .get("path")
+            .and_then(|p| p.as_str())
+            .map(|p| p.trim_start_matches("./"));
         match (name, path) {
             ("diff", Some(path)) => self.show_file(path),
             ("diff", None) => {
@@ -91,13 +97,20 @@ impl Coverage {
 
     /// Of those, the lines shown.
     pub fn shown(&self) -> usize {
-        self.shown.lock().map(|s| s.values().map(BTreeSet::len).sum()).unwrap_or(0)
+        self.shown
+            .lock()
+            .map(|s| s.values().map(BTreeSet::len).sum())
+            .unwrap_or(0)
     }
 
     /// Shown share in 0..=1 (1 when there is nothing to show).
     pub fn ratio(&self) -> f64 {
         let total = self.total();
-        if total == 0 { 1.0 } else { self.shown() as f64 / total as f64 }
+        if total == 0 {
+            1.0
+        } else {
+            self.shown() as f64 / total as f64
+        }
     }
 }
 
@@ -108,7 +121,12 @@ mod tests {
 
     fn change() -> ChangeSet {
         let lines = (10..14)
-            .map(|n| DiffLine { kind: LineKind::Added, old_line: None, new_line: Some(n), text: if n == 12 { " ".into() } else { format!("x{n}") } })
+            .map(|n| DiffLine {
+                kind: LineKind::Added,
+                old_line: None,
+                new_line: Some(n),
+                text: if n == 12 { " ".into() } else { format!("x{n}") },
+            })
             .collect();
         ChangeSet {
             base: "b".into(),
@@ -118,7 +136,14 @@ mod tests {
                 old_path: None,
                 status: FileStatus::Modified,
                 binary: false,
-                hunks: vec![Hunk { old_start: 9, old_lines: 0, new_start: 10, new_lines: 4, header: String::new(), lines }],
+                hunks: vec![Hunk {
+                    old_start: 9,
+                    old_lines: 0,
+                    new_start: 10,
+                    new_lines: 4,
+                    header: String::new(),
+                    lines,
+                }],
             }],
         }
     }
@@ -127,7 +152,11 @@ mod tests {
     fn blank_lines_do_not_count_and_reads_cover_ranges() {
         let c = Coverage::new(&change());
         assert_eq!(c.total(), 3);
-        c.observe_tool("read_file", r#"{"path":"a.rs","start_line":1,"end_line":10}"#, "a.rs (lines 1-10 of 20)\n    1 | x\n   10 | x10\n");
+        c.observe_tool(
+            "read_file",
+            r#"{"path":"a.rs","start_line":1,"end_line":10}"#,
+            "a.rs (lines 1-10 of 20)\n    1 | x\n   10 | x10\n",
+        );
         assert_eq!(c.shown(), 1);
         c.observe_tool("diff", r#"{"path":"a.rs"}"#, "");
         assert_eq!(c.shown(), 3);

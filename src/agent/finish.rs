@@ -24,7 +24,9 @@ pub(crate) trait Finisher: Send + Sync {
         let args: serde_json::Value = serde_json::from_str(raw).map_err(|e| {
             format!("the arguments of `{name}` are not valid JSON ({e}); call it again with a JSON object")
         })?;
-        self.parse_args(&args).map_err(|e| format!("could not read `{name}`: {e}; call it again following its schema"))
+        self.parse_args(&args).map_err(|e| {
+            format!("could not read `{name}`: {e}; call it again following its schema")
+        })
     }
 }
 

@@ -99,7 +99,9 @@ pub enum AgentError {
     #[error("{0}")]
     Tool(String),
     /// The model's replies could not be read, too many times in a row.
-    #[error("the model gave {attempts} consecutive replies without a tool call or a readable result; last reply began: {excerpt:?}")]
+    #[error(
+        "the model gave {attempts} consecutive replies without a tool call or a readable result; last reply began: {excerpt:?}"
+    )]
     Unparseable {
         /// How many in a row.
         attempts: u32,
@@ -154,7 +156,11 @@ impl Orchestrator {
 
     /// The strategy this review would use, and why.
     pub fn decide(&self) -> Decision {
-        strategy::decide(self.config.strategy, &self.workspace.changes, &self.config.auto)
+        strategy::decide(
+            self.config.strategy,
+            &self.workspace.changes,
+            &self.config.auto,
+        )
     }
 
     /// Runs the review with the decided strategy and returns checked findings.
@@ -167,42 +173,78 @@ impl Orchestrator {
     pub async fn plan(&self) -> Result<(Plan, Stats), AgentError> {
         let mut stats = Stats::default();
         let plan = plan_execute::make_plan(&self.context(), &self.overview(), &mut stats).await?;
-        self.events.emit(EventKind::Plan { tasks: plan.tasks.clone() });
+        self.events.emit(EventKind::Plan {
+            tasks: plan.tasks.clone(),
+        });
         Ok((plan, stats))
     }
 
     /// Runs plan-and-execute with a given plan (confirmed or edited by a person).
-    pub async fn review_with_plan(&self, mut plan: Plan, planning: Stats) -> Result<ReviewReport, AgentError> {
+    pub async fn review_with_plan(
+        &self,
+        mut plan: Plan,
+        planning: Stats,
+    ) -> Result<ReviewReport, AgentError> {
         plan.cover(&self.workspace.changes);
-        let decision = Decision { strategy: Strategy::PlanExecute, reason: format!("{} tasks from a given plan", plan.tasks.len()) };
+        let decision = Decision {
+            strategy: Strategy::PlanExecute,
+            reason: format!("{} tasks from a given plan", plan.tasks.len()),
+        };
         self.run(decision, Some((plan, planning))).await
     }
 
-    async fn run(&self, decision: Decision, plan: Option<(Plan, Stats)>) -> Result<ReviewReport, AgentError> {
+    async fn run(
+        &self,
+        decision: Decision,
+        plan: Option<(Plan, Stats)>,
+    ) -> Result<ReviewReport, AgentError> {
         let started = Instant::now();
-        let mut stats = Stats { strategy: decision.strategy.name().into(), ..Stats::default() };
-        self.events.emit(EventKind::RunStarted { strategy: stats.strategy.clone(), reason: Some(decision.reason) });
+        let mut stats = Stats {
+            strategy: decision.strategy.name().into(),
+            ..Stats::default()
+        };
+        self.events.emit(EventKind::RunStarted {
+            strategy: stats.strategy.clone(),
+            reason: Some(decision.reason),
+        });
         let result = self.run_strategy(decision.strategy, plan, &mut stats).await;
         stats.duration_ms = started.elapsed().as_millis() as u64;
         stats.coverage = self.coverage.ratio();
         match result {
             Ok(submission) => Ok(self.finish(submission, stats)),
             Err(error) => {
-                self.events.emit(EventKind::Error { message: error.to_string() });
+                self.events.emit(EventKind::Error {
+                    message: error.to_string(),
+                });
                 Err(error)
             }
         }
     }
 
-    async fn run_strategy(&self, strategy: Strategy, plan: Option<(Plan, Stats)>, stats: &mut Stats) -> Result<Submission, AgentError> {
+    async fn run_strategy(
+        &self,
+        strategy: Strategy,
+        plan: Option<(Plan, Stats)>,
+        stats: &mut Stats,
+    ) -> Result<Submission, AgentError> {
         let ctx = self.context();
         match strategy {
             Strategy::React => {
-                let run = ReactRun { ctx: &ctx, finisher: &ReviewFinisher, use_tools: true, max_steps: self.config.max_steps };
-                let history = vec![Message::system(self.config.prompts.system.clone()), Message::user(self.task_message())];
+                let run = ReactRun {
+                    ctx: &ctx,
+                    finisher: &ReviewFinisher,
+                    use_tools: true,
+                    max_steps: self.config.max_steps,
+                };
+                let history = vec![
+                    Message::system(self.config.prompts.system.clone()),
+                    Message::user(self.task_message()),
+                ];
                 run.run(history, stats).await
             }
-            Strategy::Reflection => reflection::run(&ctx, &self.config.reflection, &self.task_message(), stats).await,
+            Strategy::Reflection => {
+                reflection::run(&ctx, &self.config.reflection, &self.task_message(), stats).await
+            }
             Strategy::PlanExecute => {
                 let overview = self.overview();
                 let plan = match plan {
@@ -212,7 +254,9 @@ impl Orchestrator {
                     }
                     None => {
                         let plan = plan_execute::make_plan(&ctx, &overview, stats).await?;
-                        self.events.emit(EventKind::Plan { tasks: plan.tasks.clone() });
+                        self.events.emit(EventKind::Plan {
+                            tasks: plan.tasks.clone(),
+                        });
                         plan
                     }
                 };
@@ -239,7 +283,8 @@ impl Orchestrator {
         let checked = check_findings(submission.findings, &self.workspace.changes);
         let mut summary = summary_with_notes(&submission.summary, &checked.notes);
         if !submission.rejected.is_empty() {
-            summary.push_str("\n\nFindings the model submitted in a form that could not be read:\n");
+            summary
+                .push_str("\n\nFindings the model submitted in a form that could not be read:\n");
             for item in &submission.rejected {
                 summary.push_str(&format!("- {item}\n"));
             }
@@ -247,8 +292,14 @@ impl Orchestrator {
         for finding in &checked.findings {
             self.events.emit(EventKind::Finding(finding.clone()));
         }
-        self.events.emit(EventKind::RunFinished { stats: stats.clone() });
-        ReviewReport { findings: checked.findings, summary, stats }
+        self.events.emit(EventKind::RunFinished {
+            stats: stats.clone(),
+        });
+        ReviewReport {
+            findings: checked.findings,
+            summary,
+            stats,
+        }
     }
 
     /// One line per changed file.
@@ -256,7 +307,11 @@ impl Orchestrator {
         let changes = &self.workspace.changes;
         let mut overview = format!("The change touches {} file(s):\n", changes.files.len());
         for file in &changes.files {
-            let renamed = file.old_path.as_deref().map(|old| format!(" (from {old})")).unwrap_or_default();
+            let renamed = file
+                .old_path
+                .as_deref()
+                .map(|old| format!(" (from {old})"))
+                .unwrap_or_default();
             let binary = if file.binary { ", binary" } else { "" };
             overview.push_str(&format!(
                 "- {} [{:?}{binary}] +{} -{}{renamed}\n",
@@ -283,8 +338,15 @@ impl Orchestrator {
             }
         }
         if !left_out.is_empty() {
-            diff.push_str(&format!("\nNot shown above for size (open each with the `diff` tool): {}\n", left_out.join(", ")));
+            diff.push_str(&format!(
+                "\nNot shown above for size (open each with the `diff` tool): {}\n",
+                left_out.join(", ")
+            ));
         }
-        self.config.prompts.render_task(&self.overview(), self.config.instructions.as_deref(), &diff)
+        self.config.prompts.render_task(
+            &self.overview(),
+            self.config.instructions.as_deref(),
+            &diff,
+        )
     }
 }

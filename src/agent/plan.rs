@@ -37,7 +37,8 @@ pub struct Plan {
 impl Plan {
     /// Parses a plan file (the `--plan-only --format json` output, possibly edited).
     pub fn from_json(text: &str) -> Result<Plan, String> {
-        let plan: Plan = serde_json::from_str(text).map_err(|e| format!("not a Redline plan: {e}"))?;
+        let plan: Plan =
+            serde_json::from_str(text).map_err(|e| format!("not a Redline plan: {e}"))?;
         if plan.version != 1 {
             return Err(format!("unsupported plan version {}", plan.version));
         }
@@ -46,19 +47,39 @@ impl Plan {
 
     /// Reads the planner's `submit_plan` arguments leniently.
     pub fn from_submission(args: &serde_json::Value) -> Result<Plan, String> {
-        let tasks = args.get("tasks").and_then(|t| t.as_array()).ok_or("`tasks` must be a list of tasks")?;
-        let mut plan = Plan { version: 1, tasks: Vec::new() };
+        let tasks = args
+            .get("tasks")
+            .and_then(|t| t.as_array())
+            .ok_or("`tasks` must be a list of tasks")?;
+        let mut plan = Plan {
+            version: 1,
+            tasks: Vec::new(),
+        };
         for (i, task) in tasks.iter().enumerate() {
             let files: Vec<String> = match task.get("files") {
-                Some(serde_json::Value::Array(items)) => {
-                    items.iter().filter_map(|f| f.as_str()).map(|f| f.trim_start_matches("./").to_string()).collect()
-                }
+                Some(serde_json::Value::Array(items)) => items
+                    .iter()
+                    .filter_map(|f| f.as_str())
+                    .map(|f| f.trim_start_matches("./").to_string())
+                    .collect(),
                 Some(serde_json::Value::String(one)) => vec![one.clone()],
                 _ => Vec::new(),
             };
-            let text = |key: &str| task.get(key).and_then(|v| v.as_str()).unwrap_or_default().to_string();
-            let title = Some(text("title")).filter(|t| !t.is_empty()).unwrap_or_else(|| format!("Task {}", i + 1));
-            plan.tasks.push(PlanTask { id: format!("t{}", i + 1), title, files, focus: text("focus") });
+            let text = |key: &str| {
+                task.get(key)
+                    .and_then(|v| v.as_str())
+                    .unwrap_or_default()
+                    .to_string()
+            };
+            let title = Some(text("title"))
+                .filter(|t| !t.is_empty())
+                .unwrap_or_else(|| format!("Task {}", i + 1));
+            plan.tasks.push(PlanTask {
+                id: format!("t{}", i + 1),
+                title,
+                files,
+                focus: text("focus"),
+            });
         }
         if plan.tasks.is_empty() {
             return Err("the plan has no tasks".into());
@@ -69,15 +90,26 @@ impl Plan {
     /// Drops files that are not part of the change, removes tasks left empty, and
     /// adds a task for every reviewable changed file no task covers. Returns the added files.
     pub fn cover(&mut self, changes: &ChangeSet) -> Vec<String> {
-        let reviewable: BTreeSet<&str> =
-            changes.files.iter().filter(|f| !f.binary).map(|f| f.path.as_str()).collect();
+        let reviewable: BTreeSet<&str> = changes
+            .files
+            .iter()
+            .filter(|f| !f.binary)
+            .map(|f| f.path.as_str())
+            .collect();
         for task in &mut self.tasks {
             task.files.retain(|f| reviewable.contains(f.as_str()));
         }
         self.tasks.retain(|t| !t.files.is_empty());
-        let covered: BTreeSet<&str> = self.tasks.iter().flat_map(|t| t.files.iter().map(String::as_str)).collect();
-        let forgotten: Vec<String> =
-            reviewable.iter().filter(|f| !covered.contains(**f)).map(|f| f.to_string()).collect();
+        let covered: BTreeSet<&str> = self
+            .tasks
+            .iter()
+            .flat_map(|t| t.files.iter().map(String::as_str))
+            .collect();
+        let forgotten: Vec<String> = reviewable
+            .iter()
+            .filter(|f| !covered.contains(**f))
+            .map(|f| f.to_string())
+            .collect();
         if !forgotten.is_empty() {
             self.tasks.push(PlanTask {
                 id: format!("t{}", self.tasks.len() + 1),
@@ -150,7 +182,13 @@ mod tests {
             head: None,
             files: paths
                 .iter()
-                .map(|p| FileChange { path: p.to_string(), old_path: None, status: FileStatus::Modified, binary: false, hunks: vec![] })
+                .map(|p| FileChange {
+                    path: p.to_string(),
+                    old_path: None,
+                    status: FileStatus::Modified,
+                    binary: false,
+                    hunks: vec![],
+                })
                 .collect(),
         }
     }
@@ -163,7 +201,10 @@ mod tests {
         ]});
         let mut plan = Plan::from_submission(&args).unwrap();
         let added = plan.cover(&changes(&["src/api.rs", "src/db.rs", "tests/t.rs"]));
-        assert_eq!(added, vec!["src/db.rs".to_string(), "tests/t.rs".to_string()]);
+        assert_eq!(
+            added,
+            vec!["src/db.rs".to_string(), "tests/t.rs".to_string()]
+        );
         assert_eq!(plan.tasks.len(), 2);
         assert_eq!(plan.tasks[0].files, vec!["src/api.rs".to_string()]);
         assert_eq!(plan.tasks[1].id, "t2");
@@ -171,7 +212,15 @@ mod tests {
 
     #[test]
     fn json_round_trips_and_checks_version() {
-        let plan = Plan { version: 1, tasks: vec![PlanTask { id: "t1".into(), title: "x".into(), files: vec!["a".into()], focus: String::new() }] };
+        let plan = Plan {
+            version: 1,
+            tasks: vec![PlanTask {
+                id: "t1".into(),
+                title: "x".into(),
+                files: vec!["a".into()],
+                focus: String::new(),
+            }],
+        };
         assert_eq!(Plan::from_json(&plan.to_json()).unwrap(), plan);
         assert!(Plan::from_json("{\"version\":2,\"tasks\":[]}").is_err());
         assert!(Plan::from_submission(&serde_json::json!({"tasks": []})).is_err());

@@ -37,7 +37,9 @@ impl std::str::FromStr for ToolMode {
             "native" => Ok(ToolMode::Native),
             "text" => Ok(ToolMode::Text),
             "auto" => Ok(ToolMode::Auto),
-            other => Err(format!("unknown tool mode `{other}` (expected native, text or auto)")),
+            other => Err(format!(
+                "unknown tool mode `{other}` (expected native, text or auto)"
+            )),
         }
     }
 }
@@ -51,7 +53,10 @@ pub(crate) struct ModeState {
 
 impl ModeState {
     pub fn new(configured: ToolMode) -> Self {
-        ModeState { configured, text: Arc::new(AtomicBool::new(configured == ToolMode::Text)) }
+        ModeState {
+            configured,
+            text: Arc::new(AtomicBool::new(configured == ToolMode::Text)),
+        }
     }
 
     fn is_text(&self) -> bool {
@@ -100,7 +105,11 @@ enum Turn<T> {
 
 impl<F: Finisher> ReactRun<'_, F> {
     /// Runs until the result is in, the step limit (then final turns), or an error.
-    pub async fn run(&self, mut history: Vec<Message>, stats: &mut Stats) -> Result<F::Output, AgentError> {
+    pub async fn run(
+        &self,
+        mut history: Vec<Message>,
+        stats: &mut Stats,
+    ) -> Result<F::Output, AgentError> {
         let mut failures = 0;
         for _ in 0..self.max_steps {
             let reply = self.call_model(&history, true, stats).await?;
@@ -118,7 +127,12 @@ impl<F: Finisher> ReactRun<'_, F> {
     }
 
     /// At the step limit: ask for the conclusion now, without tools.
-    async fn final_turns(&self, mut history: Vec<Message>, stats: &mut Stats, mut failures: u32) -> Result<F::Output, AgentError> {
+    async fn final_turns(
+        &self,
+        mut history: Vec<Message>,
+        stats: &mut Stats,
+        mut failures: u32,
+    ) -> Result<F::Output, AgentError> {
         loop {
             history.push(Message::user(self.ctx.config.prompts.final_turn.clone()));
             let reply = self.call_model(&history, false, stats).await?;
@@ -138,7 +152,11 @@ impl<F: Finisher> ReactRun<'_, F> {
             }
             // Every call id must be answered before the next user message.
             for call in &reply.tool_calls {
-                history.push(tool_message(call, "ERROR: no more tool calls are allowed; give your conclusion now.", true));
+                history.push(tool_message(
+                    call,
+                    "ERROR: no more tool calls are allowed; give your conclusion now.",
+                    true,
+                ));
             }
             failures += 1;
             self.check_failures(failures, &excerpt(&reply.content))?;
@@ -147,27 +165,42 @@ impl<F: Finisher> ReactRun<'_, F> {
 
     fn check_failures(&self, failures: u32, excerpt: &str) -> Result<(), AgentError> {
         if failures >= self.ctx.config.parse_failure_limit {
-            return Err(AgentError::Unparseable { attempts: failures, excerpt: excerpt.to_string() });
+            return Err(AgentError::Unparseable {
+                attempts: failures,
+                excerpt: excerpt.to_string(),
+            });
         }
         Ok(())
     }
 
     fn offered_tools(&self) -> Vec<ToolSpec> {
-        let mut specs = if self.use_tools { self.ctx.tools.specs() } else { Vec::new() };
+        let mut specs = if self.use_tools {
+            self.ctx.tools.specs()
+        } else {
+            Vec::new()
+        };
         specs.push(self.finisher.spec());
         specs
     }
 
     /// One model call; in text mode the tools are described in the system prompt instead.
-    async fn call_model(&self, history: &[Message], with_tools: bool, stats: &mut Stats) -> Result<ChatResponse, AgentError> {
+    async fn call_model(
+        &self,
+        history: &[Message],
+        with_tools: bool,
+        stats: &mut Stats,
+    ) -> Result<ChatResponse, AgentError> {
         if self.ctx.cancel.is_cancelled() {
             return Err(AgentError::Cancelled);
         }
         let started = Instant::now();
         let reply = match self.request(history, with_tools).await {
-            Err(AgentError::Model(LlmError::ToolsUnsupported { .. })) if self.ctx.mode.fall_back() => {
+            Err(AgentError::Model(LlmError::ToolsUnsupported { .. }))
+                if self.ctx.mode.fall_back() =>
+            {
                 self.ctx.events.emit(EventKind::Error {
-                    message: "the endpoint rejected native tool calling; continuing in text mode".into(),
+                    message: "the endpoint rejected native tool calling; continuing in text mode"
+                        .into(),
                 });
                 self.request(history, with_tools).await?
             }
@@ -186,7 +219,11 @@ impl<F: Finisher> ReactRun<'_, F> {
         Ok(reply)
     }
 
-    async fn request(&self, history: &[Message], with_tools: bool) -> Result<ChatResponse, AgentError> {
+    async fn request(
+        &self,
+        history: &[Message],
+        with_tools: bool,
+    ) -> Result<ChatResponse, AgentError> {
         let text_mode = self.ctx.mode.is_text();
         let mut messages = history.to_vec();
         let mut tools = Vec::new();
@@ -211,7 +248,12 @@ impl<F: Finisher> ReactRun<'_, F> {
         }
     }
 
-    async fn handle_reply(&self, reply: &ChatResponse, history: &mut Vec<Message>, stats: &mut Stats) -> Result<Turn<F::Output>, AgentError> {
+    async fn handle_reply(
+        &self,
+        reply: &ChatResponse,
+        history: &mut Vec<Message>,
+        stats: &mut Stats,
+    ) -> Result<Turn<F::Output>, AgentError> {
         if self.ctx.mode.is_text() && reply.tool_calls.is_empty() {
             return self.handle_text_reply(reply, history, stats).await;
         }
@@ -230,21 +272,40 @@ impl<F: Finisher> ReactRun<'_, F> {
             None => None,
         };
         let finish_name = self.finisher.spec().name;
-        let calls: Vec<&ToolCall> = reply.tool_calls.iter().filter(|c| c.name != finish_name).collect();
+        let calls: Vec<&ToolCall> = reply
+            .tool_calls
+            .iter()
+            .filter(|c| c.name != finish_name)
+            .collect();
         let observations = self.run_tools(&calls, stats).await?;
         for call in &reply.tool_calls {
             if call.name == finish_name {
                 let message = finish_error.clone().unwrap_or_default();
                 history.push(tool_message(call, &format!("ERROR: {message}"), true));
-            } else if let Some((_, observation)) = observations.iter().find(|(id, _)| *id == call.id) {
-                history.push(tool_message(call, &observation.content, observation.is_error));
+            } else if let Some((_, observation)) =
+                observations.iter().find(|(id, _)| *id == call.id)
+            {
+                history.push(tool_message(
+                    call,
+                    &observation.content,
+                    observation.is_error,
+                ));
             }
         }
-        Ok(if finish_error.is_some() { Turn::Unreadable(excerpt(&reply.content)) } else { Turn::Continue })
+        Ok(if finish_error.is_some() {
+            Turn::Unreadable(excerpt(&reply.content))
+        } else {
+            Turn::Continue
+        })
     }
 
     /// Text mode: the reply is `Thought/Action/Action Input` or `Final Answer`.
-    async fn handle_text_reply(&self, reply: &ChatResponse, history: &mut Vec<Message>, stats: &mut Stats) -> Result<Turn<F::Output>, AgentError> {
+    async fn handle_text_reply(
+        &self,
+        reply: &ChatResponse,
+        history: &mut Vec<Message>,
+        stats: &mut Stats,
+    ) -> Result<Turn<F::Output>, AgentError> {
         match text_mode::parse_text_step(&reply.content) {
             TextStep::Action { tool, input, .. } => {
                 let call = text_mode::to_tool_call(stats.steps, &tool, &input);
@@ -253,13 +314,18 @@ impl<F: Finisher> ReactRun<'_, F> {
                     return Ok(match parsed {
                         Ok(output) => Turn::Done(output),
                         Err(message) => {
-                            history.push(Message::user(text_mode::observation(&format!("ERROR: {message}"))));
+                            history.push(Message::user(text_mode::observation(&format!(
+                                "ERROR: {message}"
+                            ))));
                             Turn::Unreadable(excerpt(&reply.content))
                         }
                     });
                 }
                 let observations = self.run_tools(&[&call], stats).await?;
-                let content = observations.first().map(|(_, o)| o.content.clone()).unwrap_or_default();
+                let content = observations
+                    .first()
+                    .map(|(_, o)| o.content.clone())
+                    .unwrap_or_default();
                 history.push(Message::user(text_mode::observation(&content)));
                 Ok(Turn::Continue)
             }
@@ -279,7 +345,11 @@ impl<F: Finisher> ReactRun<'_, F> {
     }
 
     /// Runs the calls concurrently (every repository tool is read-only) and emits their events.
-    async fn run_tools(&self, calls: &[&ToolCall], stats: &mut Stats) -> Result<Vec<(String, Observation)>, AgentError> {
+    async fn run_tools(
+        &self,
+        calls: &[&ToolCall],
+        stats: &mut Stats,
+    ) -> Result<Vec<(String, Observation)>, AgentError> {
         let step = stats.steps;
         for call in calls {
             stats.tool_calls += 1;
@@ -295,7 +365,9 @@ impl<F: Finisher> ReactRun<'_, F> {
         for (call, result) in calls.iter().zip(results) {
             let (observation, latency_ms) = result?;
             if !observation.is_error {
-                self.ctx.coverage.observe_tool(&call.name, &call.arguments, &observation.content);
+                self.ctx
+                    .coverage
+                    .observe_tool(&call.name, &call.arguments, &observation.content);
             }
             self.ctx.events.emit(EventKind::ToolResult {
                 step,
@@ -313,9 +385,18 @@ impl<F: Finisher> ReactRun<'_, F> {
     async fn run_tool(&self, call: &ToolCall) -> Result<(Observation, u64), AgentError> {
         let started = Instant::now();
         let observation = if self.use_tools || super::finish::is_finishing_tool(&call.name) {
-            self.ctx.tools.dispatch(&call.name, &call.arguments, self.ctx.workspace).await
+            self.ctx
+                .tools
+                .dispatch(&call.name, &call.arguments, self.ctx.workspace)
+                .await
         } else {
-            Ok(Observation { content: format!("ERROR: no tools are available here except `{}`", self.finisher.spec().name), is_error: true })
+            Ok(Observation {
+                content: format!(
+                    "ERROR: no tools are available here except `{}`",
+                    self.finisher.spec().name
+                ),
+                is_error: true,
+            })
         };
         let observation = observation.map_err(|e| match e {
             ToolError::Fatal(message) | ToolError::Model(message) => AgentError::Tool(message),
@@ -324,7 +405,11 @@ impl<F: Finisher> ReactRun<'_, F> {
     }
 
     /// The result in the reply's finishing-tool call: `None` without such a call.
-    fn finishing_call(&self, reply: &ChatResponse, stats: &mut Stats) -> Option<Result<F::Output, String>> {
+    fn finishing_call(
+        &self,
+        reply: &ChatResponse,
+        stats: &mut Stats,
+    ) -> Option<Result<F::Output, String>> {
         let name = self.finisher.spec().name;
         let call = reply.tool_calls.iter().find(|c| c.name == name)?;
         Some(self.finishing_call_of(call, stats))
@@ -334,15 +419,32 @@ impl<F: Finisher> ReactRun<'_, F> {
     fn finishing_call_of(&self, call: &ToolCall, stats: &mut Stats) -> Result<F::Output, String> {
         stats.tool_calls += 1;
         let step = stats.steps;
-        self.ctx.events.emit(EventKind::ToolCall { step, id: call.id.clone(), name: call.name.clone(), arguments: call.arguments.clone() });
+        self.ctx.events.emit(EventKind::ToolCall {
+            step,
+            id: call.id.clone(),
+            name: call.name.clone(),
+            arguments: call.arguments.clone(),
+        });
         let parsed = self.finisher.parse_call(&call.arguments);
-        self.ctx.events.emit(EventKind::ToolResult { step, id: call.id.clone(), name: call.name.clone(), ok: parsed.is_ok(), tokens: 0, latency_ms: 0 });
+        self.ctx.events.emit(EventKind::ToolResult {
+            step,
+            id: call.id.clone(),
+            name: call.name.clone(),
+            ok: parsed.is_ok(),
+            tokens: 0,
+            latency_ms: 0,
+        });
         parsed
     }
 }
 
 fn tool_message(call: &ToolCall, content: &str, is_error: bool) -> Message {
-    Message::Tool { call_id: call.id.clone(), name: call.name.clone(), content: content.to_string(), is_error }
+    Message::Tool {
+        call_id: call.id.clone(),
+        name: call.name.clone(),
+        content: content.to_string(),
+        is_error,
+    }
 }
 
 fn excerpt(text: &str) -> String {

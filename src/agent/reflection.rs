@@ -4,10 +4,10 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::AgentError;
 use super::events::{EventKind, Scores, Stats};
 use super::finish::{EvaluationFinisher, ReviewFinisher};
 use super::react::{ReactRun, RunContext};
-use super::AgentError;
 use crate::llm::{Message, ToolSpec};
 use crate::review::anchor::check_findings;
 use crate::review::finding::Finding;
@@ -30,7 +30,11 @@ pub struct ReflectionConfig {
 
 impl Default for ReflectionConfig {
     fn default() -> Self {
-        ReflectionConfig { max_rounds: 3, drop_below: 5.0, target: 8.0 }
+        ReflectionConfig {
+            max_rounds: 3,
+            drop_below: 5.0,
+            target: 8.0,
+        }
     }
 }
 
@@ -72,27 +76,49 @@ impl Evaluation {
     pub fn from_submission(args: &serde_json::Value) -> Result<Evaluation, String> {
         let number = |v: Option<&serde_json::Value>| -> Option<f64> {
             let v = v?;
-            v.as_f64().or_else(|| v.as_str().and_then(|s| s.trim().parse().ok())).map(|n| n.clamp(0.0, 10.0))
+            v.as_f64()
+                .or_else(|| v.as_str().and_then(|s| s.trim().parse().ok()))
+                .map(|n| n.clamp(0.0, 10.0))
         };
-        let overall = number(args.get("overall_score").or_else(|| args.get("overall"))).ok_or("`overall_score` must be a number from 0 to 10")?;
+        let overall = number(args.get("overall_score").or_else(|| args.get("overall")))
+            .ok_or("`overall_score` must be a number from 0 to 10")?;
         let mut per_finding = Vec::new();
-        for item in args.get("findings").and_then(|f| f.as_array()).into_iter().flatten() {
-            let Some(id) = item.get("id").and_then(|i| i.as_str()) else { continue };
+        for item in args
+            .get("findings")
+            .and_then(|f| f.as_array())
+            .into_iter()
+            .flatten()
+        {
+            let Some(id) = item.get("id").and_then(|i| i.as_str()) else {
+                continue;
+            };
             let axis = |k: &str| number(item.get(k)).unwrap_or(0.0);
             per_finding.push(FindingScore {
                 id: id.trim().to_ascii_uppercase(),
                 correctness: axis("correctness"),
                 evidence: axis("evidence"),
                 actionability: axis("actionability"),
-                reason: item.get("reason").and_then(|r| r.as_str()).unwrap_or_default().to_string(),
+                reason: item
+                    .get("reason")
+                    .and_then(|r| r.as_str())
+                    .unwrap_or_default()
+                    .to_string(),
             });
         }
         let missed_areas = args
             .get("missed_areas")
             .and_then(|m| m.as_array())
-            .map(|a| a.iter().filter_map(|s| s.as_str().map(str::to_string)).collect())
+            .map(|a| {
+                a.iter()
+                    .filter_map(|s| s.as_str().map(str::to_string))
+                    .collect()
+            })
             .unwrap_or_default();
-        Ok(Evaluation { per_finding, overall, missed_areas })
+        Ok(Evaluation {
+            per_finding,
+            overall,
+            missed_areas,
+        })
     }
 }
 
@@ -124,27 +150,59 @@ pub(crate) async fn run(
     stats: &mut Stats,
 ) -> Result<Submission, AgentError> {
     let system = ctx.config.prompts.system.clone();
-    let actor = ReactRun { ctx, finisher: &ReviewFinisher, use_tools: true, max_steps: ctx.config.max_steps };
-    let mut current = actor.run(vec![Message::system(system.clone()), Message::user(task)], stats).await?;
+    let actor = ReactRun {
+        ctx,
+        finisher: &ReviewFinisher,
+        use_tools: true,
+        max_steps: ctx.config.max_steps,
+    };
+    let mut current = actor
+        .run(
+            vec![Message::system(system.clone()), Message::user(task)],
+            stats,
+        )
+        .await?;
     current.findings = check_findings(current.findings, &ctx.workspace.changes).findings;
     let mut scores = Scores::default();
     for round in 1..=config.max_rounds.max(1) {
         let evaluation = evaluate(ctx, task, &current.findings, stats).await?;
         scores.rounds = round;
         scores.overall.push(evaluation.overall);
-        ctx.events.emit(EventKind::Evaluation { round, score: evaluation.overall, per_finding: evaluation.per_finding.clone() });
-        let (kept, dropped) = split_by_score(&current.findings, &evaluation, config.drop_below);
+        ctx.events.emit(EventKind::Evaluation {
+            round,
+            score: evaluation.overall,
+            per_finding: evaluation.per_finding.clone(),
+        });
+        let (kept, dropped) = split_by_score(
+            std::mem::take(&mut current.findings),
+            &evaluation,
+            config.drop_below,
+        );
         scores.dropped += dropped.len() as u32;
         current.findings = kept.iter().map(|(_, f)| f.clone()).collect();
         if evaluation.overall >= config.target || round == config.max_rounds.max(1) {
             break;
         }
-        let reflector = ReactRun { ctx, finisher: &ReviewFinisher, use_tools: true, max_steps: ctx.config.max_steps };
+        let reflector = ReactRun {
+            ctx,
+            finisher: &ReviewFinisher,
+            use_tools: true,
+            max_steps: ctx.config.max_steps,
+        };
         let brief = reflector_brief(task, &kept, &evaluation);
-        let revised = reflector.run(vec![Message::system(system.clone()), Message::user(brief)], stats).await?;
+        let revised = reflector
+            .run(
+                vec![Message::system(system.clone()), Message::user(brief)],
+                stats,
+            )
+            .await?;
         current = Submission {
             findings: check_findings(revised.findings, &ctx.workspace.changes).findings,
-            summary: if revised.summary.is_empty() { current.summary } else { revised.summary },
+            summary: if revised.summary.is_empty() {
+                current.summary
+            } else {
+                revised.summary
+            },
             rejected: [current.rejected, revised.rejected].concat(),
         };
     }
@@ -152,10 +210,26 @@ pub(crate) async fn run(
     Ok(current)
 }
 
-async fn evaluate(ctx: &RunContext<'_>, task: &str, findings: &[Finding], stats: &mut Stats) -> Result<Evaluation, AgentError> {
-    let evaluator = ReactRun { ctx, finisher: &EvaluationFinisher, use_tools: true, max_steps: ctx.config.max_steps };
-    let prompt = format!("{task}\n\nThe findings to evaluate:\n\n{}", list_findings(findings));
-    let history = vec![Message::system(crate::prompts::EVALUATOR.to_string()), Message::user(prompt)];
+async fn evaluate(
+    ctx: &RunContext<'_>,
+    task: &str,
+    findings: &[Finding],
+    stats: &mut Stats,
+) -> Result<Evaluation, AgentError> {
+    let evaluator = ReactRun {
+        ctx,
+        finisher: &EvaluationFinisher,
+        use_tools: true,
+        max_steps: ctx.config.max_steps,
+    };
+    let prompt = format!(
+        "{task}\n\nThe findings to evaluate:\n\n{}",
+        list_findings(findings)
+    );
+    let history = vec![
+        Message::system(crate::prompts::EVALUATOR.to_string()),
+        Message::user(prompt),
+    ];
     evaluator.run(history, stats).await
 }
 
@@ -171,16 +245,30 @@ fn list_findings(findings: &[Finding]) -> String {
     findings
         .iter()
         .enumerate()
-        .map(|(i, f)| format!("[{}] {} ({}, {}) {}\n{}\n", finding_id(i), f.location(), f.severity, f.category.as_str(), f.title, f.body))
+        .map(|(i, f)| {
+            format!(
+                "[{}] {} ({}, {}) {}\n{}\n",
+                finding_id(i),
+                f.location(),
+                f.severity,
+                f.category.as_str(),
+                f.title,
+                f.body
+            )
+        })
         .collect::<Vec<_>>()
         .join("\n")
 }
 
 /// Keeps findings the evaluator scored at or above the threshold, and those it did not score.
-fn split_by_score<'a>(findings: &'a [Finding], evaluation: &Evaluation, drop_below: f64) -> (Vec<(String, &'a Finding)>, Vec<String>) {
+fn split_by_score(
+    findings: Vec<Finding>,
+    evaluation: &Evaluation,
+    drop_below: f64,
+) -> (Vec<(String, Finding)>, Vec<String>) {
     let mut kept = Vec::new();
     let mut dropped = Vec::new();
-    for (i, finding) in findings.iter().enumerate() {
+    for (i, finding) in findings.into_iter().enumerate() {
         let id = finding_id(i);
         match evaluation.per_finding.iter().find(|s| s.id == id) {
             Some(score) if score.mean() < drop_below => dropped.push(id),
@@ -190,14 +278,24 @@ fn split_by_score<'a>(findings: &'a [Finding], evaluation: &Evaluation, drop_bel
     (kept, dropped)
 }
 
-fn reflector_brief(task: &str, kept: &[(String, &Finding)], evaluation: &Evaluation) -> String {
-    let mut brief = format!("{}\n\n{task}\n\nFindings that survived the evaluation:\n", crate::prompts::REFLECTOR);
+fn reflector_brief(task: &str, kept: &[(String, Finding)], evaluation: &Evaluation) -> String {
+    let mut brief = format!(
+        "{}\n\n{task}\n\nFindings that survived the evaluation:\n",
+        crate::prompts::REFLECTOR
+    );
     if kept.is_empty() {
         brief.push_str("(none)\n");
     }
     for (id, f) in kept {
         let verdict = evaluation.per_finding.iter().find(|s| &s.id == id);
-        brief.push_str(&format!("\n[{id}] {} ({}, {}) {}\n{}\n", f.location(), f.severity, f.category.as_str(), f.title, f.body));
+        brief.push_str(&format!(
+            "\n[{id}] {} ({}, {}) {}\n{}\n",
+            f.location(),
+            f.severity,
+            f.category.as_str(),
+            f.title,
+            f.body
+        ));
         if let Some(s) = verdict {
             brief.push_str(&format!(
                 "evaluator: correctness {:.0}, evidence {:.0}, actionability {:.0}: {}\n",

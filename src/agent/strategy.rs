@@ -59,9 +59,13 @@ impl FromStr for StrategyChoice {
         match s.trim().to_ascii_lowercase().as_str() {
             "auto" => Ok(StrategyChoice::Auto),
             "react" => Ok(StrategyChoice::Fixed(Strategy::React)),
-            "plan" | "plan_execute" | "plan-execute" => Ok(StrategyChoice::Fixed(Strategy::PlanExecute)),
+            "plan" | "plan_execute" | "plan-execute" => {
+                Ok(StrategyChoice::Fixed(Strategy::PlanExecute))
+            }
             "reflect" | "reflection" => Ok(StrategyChoice::Fixed(Strategy::Reflection)),
-            other => Err(format!("unknown strategy `{other}` (expected auto, react, plan or reflect)")),
+            other => Err(format!(
+                "unknown strategy `{other}` (expected auto, react, plan or reflect)"
+            )),
         }
     }
 }
@@ -92,8 +96,23 @@ impl Default for AutoThresholds {
             plan_min_languages: 3,
             plan_min_dirs: 4,
             sensitive_paths: [
-                "auth", "login", "password", "passwd", "secret", "token", "crypto", "cipher", "permission", "acl",
-                "session", "oauth", "jwt", "sanitiz", "security", "sql", ".github/workflows",
+                "auth",
+                "login",
+                "password",
+                "passwd",
+                "secret",
+                "token",
+                "crypto",
+                "cipher",
+                "permission",
+                "acl",
+                "session",
+                "oauth",
+                "jwt",
+                "sanitiz",
+                "security",
+                "sql",
+                ".github/workflows",
             ]
             .iter()
             .map(|s| s.to_string())
@@ -113,11 +132,18 @@ pub struct Decision {
 }
 
 /// Applies the choice to a change.
-pub fn decide(choice: StrategyChoice, changes: &ChangeSet, thresholds: &AutoThresholds) -> Decision {
+pub fn decide(
+    choice: StrategyChoice,
+    changes: &ChangeSet,
+    thresholds: &AutoThresholds,
+) -> Decision {
     let shape = ChangeShape::of(changes);
     let size = shape.describe();
     match choice {
-        StrategyChoice::Fixed(strategy) => Decision { strategy, reason: format!("chosen by flag or config; {size}") },
+        StrategyChoice::Fixed(strategy) => Decision {
+            strategy,
+            reason: format!("chosen by flag or config; {size}"),
+        },
         StrategyChoice::Auto => auto(&shape, thresholds),
     }
 }
@@ -133,15 +159,27 @@ fn auto(shape: &ChangeShape, t: &AutoThresholds) -> Decision {
         t.sensitive_paths.iter().any(|s| lower.contains(s.as_str()))
     });
     if t.prefer_reflection {
-        return Decision { strategy: Strategy::Reflection, reason: format!("{size}; reflection preferred by config") };
+        return Decision {
+            strategy: Strategy::Reflection,
+            reason: format!("{size}; reflection preferred by config"),
+        };
     }
     if let (Some(path), false) = (sensitive, large) {
-        return Decision { strategy: Strategy::Reflection, reason: format!("{size}; security-sensitive path {path}") };
+        return Decision {
+            strategy: Strategy::Reflection,
+            reason: format!("{size}; security-sensitive path {path}"),
+        };
     }
     if large {
-        return Decision { strategy: Strategy::PlanExecute, reason: size };
+        return Decision {
+            strategy: Strategy::PlanExecute,
+            reason: size,
+        };
     }
-    Decision { strategy: Strategy::React, reason: format!("{size}; small, focused change") }
+    Decision {
+        strategy: Strategy::React,
+        reason: format!("{size}; small, focused change"),
+    }
 }
 
 /// What `auto` looks at.
@@ -156,12 +194,20 @@ struct ChangeShape {
 impl ChangeShape {
     fn of(changes: &ChangeSet) -> Self {
         let reviewable: Vec<_> = changes.files.iter().filter(|f| !f.binary).collect();
-        let languages = reviewable.iter().filter_map(|f| language_of(&f.path)).collect();
-        let top_dirs: BTreeSet<&str> =
-            reviewable.iter().map(|f| f.path.split_once('/').map(|(dir, _)| dir).unwrap_or("")).collect();
+        let languages = reviewable
+            .iter()
+            .filter_map(|f| language_of(&f.path))
+            .collect();
+        let top_dirs: BTreeSet<&str> = reviewable
+            .iter()
+            .map(|f| f.path.split_once('/').map(|(dir, _)| dir).unwrap_or(""))
+            .collect();
         ChangeShape {
             files: reviewable.len(),
-            lines: reviewable.iter().map(|f| f.additions() + f.deletions()).sum(),
+            lines: reviewable
+                .iter()
+                .map(|f| f.additions() + f.deletions())
+                .sum(),
             languages,
             top_dirs: top_dirs.len(),
             paths: reviewable.iter().map(|f| f.path.clone()).collect(),
@@ -216,41 +262,81 @@ mod tests {
 
     fn file(path: &str, added: u32) -> FileChange {
         let lines = (1..=added)
-            .map(|n| DiffLine { kind: LineKind::Added, old_line: None, new_line: Some(n), text: format!("line {n}") })
+            .map(|n| DiffLine {
+                kind: LineKind::Added,
+                old_line: None,
+                new_line: Some(n),
+                text: format!("line {n}"),
+            })
             .collect();
         FileChange {
             path: path.into(),
             old_path: None,
             status: FileStatus::Added,
             binary: false,
-            hunks: vec![Hunk { old_start: 0, old_lines: 0, new_start: 1, new_lines: added, header: String::new(), lines }],
+            hunks: vec![Hunk {
+                old_start: 0,
+                old_lines: 0,
+                new_start: 1,
+                new_lines: added,
+                header: String::new(),
+                lines,
+            }],
         }
     }
 
     fn change(files: Vec<FileChange>) -> ChangeSet {
-        ChangeSet { base: "b".into(), head: Some("h".into()), files }
+        ChangeSet {
+            base: "b".into(),
+            head: Some("h".into()),
+            files,
+        }
     }
 
     #[test]
     fn auto_picks_react_for_small_changes() {
-        let d = decide(StrategyChoice::Auto, &change(vec![file("src/a.rs", 20)]), &AutoThresholds::default());
+        let d = decide(
+            StrategyChoice::Auto,
+            &change(vec![file("src/a.rs", 20)]),
+            &AutoThresholds::default(),
+        );
         assert_eq!(d.strategy, Strategy::React);
-        assert!(d.reason.starts_with("1 file, 20 changed lines, 1 language"), "{}", d.reason);
+        assert!(
+            d.reason.starts_with("1 file, 20 changed lines, 1 language"),
+            "{}",
+            d.reason
+        );
     }
 
     #[test]
     fn auto_picks_plan_for_large_or_spread_changes() {
         let many: Vec<_> = (0..15).map(|i| file(&format!("src/m{i}.rs"), 5)).collect();
-        assert_eq!(decide(StrategyChoice::Auto, &change(many), &AutoThresholds::default()).strategy, Strategy::PlanExecute);
+        assert_eq!(
+            decide(
+                StrategyChoice::Auto,
+                &change(many),
+                &AutoThresholds::default()
+            )
+            .strategy,
+            Strategy::PlanExecute
+        );
         let spread = vec![file("a/x.py", 3), file("b/y.go", 3), file("c/z.ts", 3)];
-        let d = decide(StrategyChoice::Auto, &change(spread), &AutoThresholds::default());
+        let d = decide(
+            StrategyChoice::Auto,
+            &change(spread),
+            &AutoThresholds::default(),
+        );
         assert_eq!(d.strategy, Strategy::PlanExecute);
         assert!(d.reason.contains("3 languages"), "{}", d.reason);
     }
 
     #[test]
     fn auto_picks_reflection_for_sensitive_paths() {
-        let d = decide(StrategyChoice::Auto, &change(vec![file("src/auth/session.rs", 30)]), &AutoThresholds::default());
+        let d = decide(
+            StrategyChoice::Auto,
+            &change(vec![file("src/auth/session.rs", 30)]),
+            &AutoThresholds::default(),
+        );
         assert_eq!(d.strategy, Strategy::Reflection);
         assert!(d.reason.contains("src/auth/session.rs"), "{}", d.reason);
     }
@@ -258,7 +344,11 @@ mod tests {
     #[test]
     fn fixed_choice_wins_and_names_parse() {
         let choice: StrategyChoice = "plan".parse().unwrap();
-        let d = decide(choice, &change(vec![file("src/auth.rs", 1)]), &AutoThresholds::default());
+        let d = decide(
+            choice,
+            &change(vec![file("src/auth.rs", 1)]),
+            &AutoThresholds::default(),
+        );
         assert_eq!(d.strategy.name(), "plan_execute");
         assert!("sideways".parse::<StrategyChoice>().is_err());
     }

@@ -13,8 +13,9 @@ use crate::agent::events::EventSink;
 use crate::config::{self, FileConfig};
 use crate::github::checkout::ensure_commits;
 use crate::github::{
-    GitHubClient, PublishConfig, PublishError, PublishRequest, Trigger, TriggerOptions, api_url_from_env, fetch_pull,
-    has_write_access, last_reviewed_sha, parse_action_event, publish_review,
+    GitHubClient, PublishConfig, PublishError, PublishRequest, Trigger, TriggerOptions,
+    api_url_from_env, fetch_pull, has_write_access, last_reviewed_sha, parse_action_event,
+    publish_review,
 };
 use crate::llm::Secret;
 use crate::repo::{RepoView, ResolvedRange, load_change};
@@ -46,7 +47,10 @@ struct Target {
 }
 
 fn env(name: &str) -> Result<String, String> {
-    std::env::var(name).ok().filter(|v| !v.trim().is_empty()).ok_or_else(|| format!("{name} is not set (is this running in a GitHub Actions job?)"))
+    std::env::var(name)
+        .ok()
+        .filter(|v| !v.trim().is_empty())
+        .ok_or_else(|| format!("{name} is not set (is this running in a GitHub Actions job?)"))
 }
 
 async fn action(args: ActionArgs) -> Result<i32, String> {
@@ -54,20 +58,38 @@ async fn action(args: ActionArgs) -> Result<i32, String> {
     let event_path = env("GITHUB_EVENT_PATH")?;
     let payload: serde_json::Value = std::fs::read_to_string(&event_path)
         .map_err(|e| format!("cannot read GITHUB_EVENT_PATH {event_path}: {e}"))
-        .and_then(|text| serde_json::from_str(&text).map_err(|e| format!("GITHUB_EVENT_PATH is not JSON: {e}")))?;
-    let trigger = parse_action_event(&event_name, &payload, &TriggerOptions { review_drafts: args.review_drafts });
+        .and_then(|text| {
+            serde_json::from_str(&text).map_err(|e| format!("GITHUB_EVENT_PATH is not JSON: {e}"))
+        })?;
+    let trigger = parse_action_event(
+        &event_name,
+        &payload,
+        &TriggerOptions {
+            review_drafts: args.review_drafts,
+        },
+    );
     if let Trigger::Skip { reason } = &trigger {
         println!("::notice::Redline: nothing to review ({reason})");
         return Ok(EXIT_OK);
     }
     let token = Secret::new(env("GITHUB_TOKEN")?);
-    let client = GitHubClient::with_token(&api_url_from_env(), token.clone()).map_err(|e| e.to_string())?;
+    let client =
+        GitHubClient::with_token(&api_url_from_env(), token.clone()).map_err(|e| e.to_string())?;
     let Some(target) = resolve_target(&client, trigger).await? else {
         return Ok(EXIT_OK);
     };
-    let workspace_dir = std::env::var("GITHUB_WORKSPACE").map(PathBuf::from).or_else(|_| std::env::current_dir()).map_err(|e| e.to_string())?;
+    let workspace_dir = std::env::var("GITHUB_WORKSPACE")
+        .map(PathBuf::from)
+        .or_else(|_| std::env::current_dir())
+        .map_err(|e| e.to_string())?;
     let root = crate::repo::discover(&workspace_dir).map_err(|e| e.to_string())?;
-    ensure_commits(&root, "origin", &[&target.base_sha, &target.head_sha], Some(&token)).map_err(|e| e.to_string())?;
+    ensure_commits(
+        &root,
+        "origin",
+        &[&target.base_sha, &target.head_sha],
+        Some(&token),
+    )
+    .map_err(|e| e.to_string())?;
 
     // Rules come from the base commit: a pull request cannot change its own review.
     let file = match &args.config {
@@ -75,37 +97,71 @@ async fn action(args: ActionArgs) -> Result<i32, String> {
         None => FileConfig::load_at_commit(&root, &target.base_sha),
     }
     .map_err(|e| e.to_string())?;
-    let fail_on: FailOn = pick(&args.fail_on, &file.fail_on, "never").parse().map_err(|e| format!("fail-on: {e}"))?;
-    let settings = config::resolve_model(&args.model.flags(), &file, &|k| std::env::var(k).ok()).map_err(|e| e.to_string())?;
-    let overrides = AgentOverrides { max_steps: args.max_steps, strategy: target.strategy.clone().or(args.strategy.clone()), ..AgentOverrides::default() };
+    let fail_on: FailOn = pick(&args.fail_on, &file.fail_on, "never")
+        .parse()
+        .map_err(|e| format!("fail-on: {e}"))?;
+    let settings = config::resolve_model(&args.model.flags(), &file, &|k| std::env::var(k).ok())
+        .map_err(|e| e.to_string())?;
+    let overrides = AgentOverrides {
+        max_steps: args.max_steps,
+        strategy: target.strategy.clone().or(args.strategy.clone()),
+        ..AgentOverrides::default()
+    };
     let agent = agent_config(&overrides, &file, &settings)?;
 
-    let last = last_reviewed_sha(&client, &target.owner, &target.repo, target.number).await.map_err(|e| e.to_string())?;
+    let last = last_reviewed_sha(&client, &target.owner, &target.repo, target.number)
+        .await
+        .map_err(|e| e.to_string())?;
     if last.as_deref() == Some(target.head_sha.as_str()) {
-        println!("::notice::Redline: {} was already reviewed", short(&target.head_sha));
+        println!(
+            "::notice::Redline: {} was already reviewed",
+            short(&target.head_sha)
+        );
         write_outputs(0, None, None)?;
         return Ok(EXIT_OK);
     }
     let merge_base = merge_base(&root, &target.base_sha, &target.head_sha)?;
-    let pr_range = ResolvedRange { base: merge_base.clone(), head: target.head_sha.clone(), base_label: format!("pull request #{}", target.number) };
+    let pr_range = ResolvedRange {
+        base: merge_base.clone(),
+        head: target.head_sha.clone(),
+        base_label: format!("pull request #{}", target.number),
+    };
     let (view, pr_changes) = load_change(&root, &pr_range, false).map_err(|e| e.to_string())?;
     // On a later push only the commits since the last review are reviewed.
-    let from = last.filter(|sha| is_ancestor(&root, sha, &target.head_sha)).unwrap_or(merge_base);
-    let review_range = ResolvedRange { base: from.clone(), head: target.head_sha.clone(), base_label: format!("{}..{}", short(&from), short(&target.head_sha)) };
+    let from = last
+        .filter(|sha| is_ancestor(&root, sha, &target.head_sha))
+        .unwrap_or(merge_base);
+    let review_range = ResolvedRange {
+        base: from.clone(),
+        head: target.head_sha.clone(),
+        base_label: format!("{}..{}", short(&from), short(&target.head_sha)),
+    };
     let (_, mut changes) = load_change(&root, &review_range, false).map_err(|e| e.to_string())?;
     super::review::apply_path_filters(&mut changes, &file.include, &file.exclude)?;
 
     let report = if changes.files.is_empty() {
-        ReviewReport { summary: "No reviewable changes since the last review.".into(), ..ReviewReport::default() }
+        ReviewReport {
+            summary: "No reviewable changes since the last review.".into(),
+            ..ReviewReport::default()
+        }
     } else {
         let events = EventSink::discard();
         let model = model_client(&settings, &events);
-        let workspace = Workspace { repo: Arc::new(view.clone()), changes: Arc::new(changes) };
-        Orchestrator::new(model, workspace, agent).review().await.map_err(|e| e.to_string())?
+        let workspace = Workspace {
+            repo: Arc::new(view.clone()),
+            changes: Arc::new(changes),
+        };
+        Orchestrator::new(model, workspace, agent)
+            .review()
+            .await
+            .map_err(|e| e.to_string())?
     };
 
     let head_line_text = |path: &str, line: u32| line_text(&view, path, line);
-    let publish_config = PublishConfig { max_comments: args.max_comments.unwrap_or(25), ..PublishConfig::default() };
+    let publish_config = PublishConfig {
+        max_comments: args.max_comments.unwrap_or(25),
+        ..PublishConfig::default()
+    };
     let request = PublishRequest {
         owner: &target.owner,
         repo: &target.repo,
@@ -123,7 +179,9 @@ async fn action(args: ActionArgs) -> Result<i32, String> {
     let review_url = match published {
         Ok(outcome) => outcome.review_url,
         Err(PublishError::Forbidden { message }) => {
-            println!("::warning::Redline could not post the review ({message}); the findings are in the job summary and annotations");
+            println!(
+                "::warning::Redline could not post the review ({message}); the findings are in the job summary and annotations"
+            );
             annotate(&report.findings);
             None
         }
@@ -132,23 +190,64 @@ async fn action(args: ActionArgs) -> Result<i32, String> {
             return Err(format!("publishing the review failed: {other}"));
         }
     };
-    write_outputs(report.findings.len(), review_url.as_deref(), report.highest_severity())?;
-    Ok(if report.fails(fail_on) { EXIT_FINDINGS } else { EXIT_OK })
+    write_outputs(
+        report.findings.len(),
+        review_url.as_deref(),
+        report.highest_severity(),
+    )?;
+    Ok(if report.fails(fail_on) {
+        EXIT_FINDINGS
+    } else {
+        EXIT_OK
+    })
 }
 
 /// The pull request a trigger names; `None` when the commenter may not ask for a review.
 async fn resolve_target(client: &GitHubClient, trigger: Trigger) -> Result<Option<Target>, String> {
     match trigger {
-        Trigger::Review { owner, repo, pr_number, base_sha, head_sha, strategy, .. } => {
-            Ok(Some(Target { owner, repo, number: pr_number, base_sha, head_sha, strategy }))
-        }
-        Trigger::NeedsPullRequest { owner, repo, pr_number, strategy, requested_by } => {
-            if !has_write_access(client, &owner, &repo, &requested_by).await.map_err(|e| e.to_string())? {
-                println!("::notice::Redline: {requested_by} has no write access; review request ignored");
+        Trigger::Review {
+            owner,
+            repo,
+            pr_number,
+            base_sha,
+            head_sha,
+            strategy,
+            ..
+        } => Ok(Some(Target {
+            owner,
+            repo,
+            number: pr_number,
+            base_sha,
+            head_sha,
+            strategy,
+        })),
+        Trigger::NeedsPullRequest {
+            owner,
+            repo,
+            pr_number,
+            strategy,
+            requested_by,
+        } => {
+            if !has_write_access(client, &owner, &repo, &requested_by)
+                .await
+                .map_err(|e| e.to_string())?
+            {
+                println!(
+                    "::notice::Redline: {requested_by} has no write access; review request ignored"
+                );
                 return Ok(None);
             }
-            let pull = fetch_pull(client, &owner, &repo, pr_number).await.map_err(|e| e.to_string())?;
-            Ok(Some(Target { owner, repo, number: pr_number, base_sha: pull.base_sha, head_sha: pull.head_sha, strategy }))
+            let pull = fetch_pull(client, &owner, &repo, pr_number)
+                .await
+                .map_err(|e| e.to_string())?;
+            Ok(Some(Target {
+                owner,
+                repo,
+                number: pr_number,
+                base_sha: pull.base_sha,
+                head_sha: pull.head_sha,
+                strategy,
+            }))
         }
         Trigger::Skip { .. } => Ok(None),
     }
@@ -157,11 +256,15 @@ async fn resolve_target(client: &GitHubClient, trigger: Trigger) -> Result<Optio
 fn merge_base(root: &Path, a: &str, b: &str) -> Result<String, String> {
     let repo = git2::Repository::open(root).map_err(|e| e.message().to_string())?;
     let oid = |s: &str| git2::Oid::from_str(s).map_err(|e| e.message().to_string());
-    repo.merge_base(oid(a)?, oid(b)?).map(|o| o.to_string()).map_err(|e| format!("no merge base of {a} and {b}: {}", e.message()))
+    repo.merge_base(oid(a)?, oid(b)?)
+        .map(|o| o.to_string())
+        .map_err(|e| format!("no merge base of {a} and {b}: {}", e.message()))
 }
 
 fn is_ancestor(root: &Path, ancestor: &str, head: &str) -> bool {
-    let Ok(repo) = git2::Repository::open(root) else { return false };
+    let Ok(repo) = git2::Repository::open(root) else {
+        return false;
+    };
     match (git2::Oid::from_str(ancestor), git2::Oid::from_str(head)) {
         (Ok(a), Ok(h)) => repo.graph_descendant_of(h, a).unwrap_or(false),
         _ => false,
@@ -170,7 +273,9 @@ fn is_ancestor(root: &Path, ancestor: &str, head: &str) -> bool {
 
 fn line_text(view: &RepoView, path: &str, line: u32) -> Option<String> {
     let text = view.read_text(path).ok()?;
-    text.lines().nth(line.checked_sub(1)? as usize).map(str::to_string)
+    text.lines()
+        .nth(line.checked_sub(1)? as usize)
+        .map(str::to_string)
 }
 
 fn short(sha: &str) -> &str {
@@ -179,14 +284,20 @@ fn short(sha: &str) -> &str {
 
 /// Appends the review, as Markdown, to the job summary.
 fn write_job_summary(report: &ReviewReport) -> Result<(), String> {
-    let Ok(path) = std::env::var("GITHUB_STEP_SUMMARY") else { return Ok(()) };
+    let Ok(path) = std::env::var("GITHUB_STEP_SUMMARY") else {
+        return Ok(());
+    };
     append(&path, &render(report, Format::Markdown))
 }
 
 /// One workflow annotation per finding.
 fn annotate(findings: &[Finding]) {
     for f in findings {
-        let level = if f.severity >= Severity::Major { "warning" } else { "notice" };
+        let level = if f.severity >= Severity::Major {
+            "warning"
+        } else {
+            "notice"
+        };
         println!(
             "::{level} file={},line={},endLine={},title={}::{}",
             escape_property(&f.path),
@@ -198,8 +309,14 @@ fn annotate(findings: &[Finding]) {
     }
 }
 
-fn write_outputs(findings: usize, review_url: Option<&str>, highest: Option<Severity>) -> Result<(), String> {
-    let Ok(path) = std::env::var("GITHUB_OUTPUT") else { return Ok(()) };
+fn write_outputs(
+    findings: usize,
+    review_url: Option<&str>,
+    highest: Option<Severity>,
+) -> Result<(), String> {
+    let Ok(path) = std::env::var("GITHUB_OUTPUT") else {
+        return Ok(());
+    };
     let text = format!(
         "findings={findings}\nreview-url={}\nhighest-severity={}\n",
         review_url.unwrap_or_default(),
@@ -209,13 +326,20 @@ fn write_outputs(findings: usize, review_url: Option<&str>, highest: Option<Seve
 }
 
 fn append(path: &str, text: &str) -> Result<(), String> {
-    let mut file = std::fs::OpenOptions::new().create(true).append(true).open(path).map_err(|e| format!("cannot write {path}: {e}"))?;
-    file.write_all(text.as_bytes()).map_err(|e| format!("cannot write {path}: {e}"))
+    let mut file = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .map_err(|e| format!("cannot write {path}: {e}"))?;
+    file.write_all(text.as_bytes())
+        .map_err(|e| format!("cannot write {path}: {e}"))
 }
 
 /// Workflow-command escaping of a message.
 fn escape_data(text: &str) -> String {
-    text.replace('%', "%25").replace('\r', "%0D").replace('\n', "%0A")
+    text.replace('%', "%25")
+        .replace('\r', "%0D")
+        .replace('\n', "%0A")
 }
 
 /// Workflow-command escaping of a property value.

@@ -23,21 +23,39 @@ pub fn run(args: ContextArgs) -> i32 {
 fn context(args: &ContextArgs) -> Result<String, String> {
     let start = match &args.repo {
         Some(path) => path.clone(),
-        None => std::env::current_dir().map_err(|e| format!("cannot read the current directory: {e}"))?,
+        None => std::env::current_dir()
+            .map_err(|e| format!("cannot read the current directory: {e}"))?,
     };
     let root = crate::repo::discover(&start).map_err(|e| e.to_string())?;
     let file = FileConfig::load_worktree(&root).map_err(|e| e.to_string())?;
-    let model = args.model.clone().or(file.model.clone()).unwrap_or_else(|| "gpt-4o".to_string());
-    let range = crate::repo::resolve_range(&root, args.base.as_deref(), &args.head).map_err(|e| e.to_string())?;
-    let (view, changes) = crate::repo::load_change(&root, &range, false).map_err(|e| e.to_string())?;
+    let model = args
+        .model
+        .clone()
+        .or(file.model.clone())
+        .unwrap_or_else(|| "gpt-4o".to_string());
+    let range = crate::repo::resolve_range(&root, args.base.as_deref(), &args.head)
+        .map_err(|e| e.to_string())?;
+    let (view, changes) =
+        crate::repo::load_change(&root, &range, false).map_err(|e| e.to_string())?;
     let counter = TokenCounter::for_model(&model);
     let budget = stage1_budget(ModelLimits::for_model(&model));
-    let options = ShapeOptions { budget_tokens: budget, exclude: file.exclude.clone(), ..ShapeOptions::default() };
+    let options = ShapeOptions {
+        budget_tokens: budget,
+        exclude: file.exclude.clone(),
+        ..ShapeOptions::default()
+    };
     let head_text = |path: &str| view.read_text(path).ok();
     let shaped = shape_change(&changes, &head_text, &options, &counter);
     Ok(match args.format.as_str() {
-        "json" => format!("{}\n", shaped.to_json(&model, counter.encoding().name(), budget)),
+        "json" => format!(
+            "{}\n",
+            shaped.to_json(&model, counter.encoding().name(), budget)
+        ),
         "text" => shaped.render_text(),
-        other => return Err(format!("--format: unknown format `{other}` (expected text or json)")),
+        other => {
+            return Err(format!(
+                "--format: unknown format `{other}` (expected text or json)"
+            ));
+        }
     })
 }

@@ -47,7 +47,11 @@ pub struct ActionArgs {
     #[arg(long, env = "REDLINE_STRATEGY", value_name = "auto|react|plan|reflect")]
     pub strategy: Option<String>,
     /// Fail the step when a finding is at or above this severity.
-    #[arg(long, env = "REDLINE_FAIL_ON", value_name = "critical|major|minor|nit|never")]
+    #[arg(
+        long,
+        env = "REDLINE_FAIL_ON",
+        value_name = "critical|major|minor|nit|never"
+    )]
     pub fail_on: Option<String>,
     /// Config file path in the repository (read from the base commit).
     #[arg(long, env = "REDLINE_CONFIG", value_name = "PATH")]

@@ -45,7 +45,8 @@ struct Prepared {
 fn prepare(args: &ReviewArgs) -> Result<Prepared, String> {
     let start = match &args.repo {
         Some(path) => path.clone(),
-        None => std::env::current_dir().map_err(|e| format!("cannot read the current directory: {e}"))?,
+        None => std::env::current_dir()
+            .map_err(|e| format!("cannot read the current directory: {e}"))?,
     };
     let root = crate::repo::discover(&start).map_err(|e| e.to_string())?;
     let file = match &args.config {
@@ -53,27 +54,37 @@ fn prepare(args: &ReviewArgs) -> Result<Prepared, String> {
         None => FileConfig::load_worktree(&root),
     }
     .map_err(|e| e.to_string())?;
-    let format: Format = args.format.parse().map_err(|e: String| format!("--format: {e}"))?;
-    let fail_on: FailOn = pick(&args.fail_on, &file.fail_on, "never").parse().map_err(|e: String| format!("--fail-on: {e}"))?;
-    let settings = config::resolve_model(&args.model.flags(), &file, &|k| std::env::var(k).ok()).map_err(|e| e.to_string())?;
+    let format: Format = args.format.parse().map_err(|e| format!("--format: {e}"))?;
+    let fail_on: FailOn = pick(&args.fail_on, &file.fail_on, "never")
+        .parse()
+        .map_err(|e| format!("--fail-on: {e}"))?;
+    let settings = config::resolve_model(&args.model.flags(), &file, &|k| std::env::var(k).ok())
+        .map_err(|e| e.to_string())?;
     let agent = agent_config(&AgentOverrides::from(args), &file, &settings)?;
 
-    let range = crate::repo::resolve_range(&root, args.base.as_deref(), &args.head).map_err(|e| e.to_string())?;
-    let (view, mut changes) = crate::repo::load_change(&root, &range, args.uncommitted).map_err(|e| e.to_string())?;
+    let range = crate::repo::resolve_range(&root, args.base.as_deref(), &args.head)
+        .map_err(|e| e.to_string())?;
+    let (view, mut changes) =
+        crate::repo::load_change(&root, &range, args.uncommitted).map_err(|e| e.to_string())?;
     let skipped = apply_path_filters(&mut changes, &file.include, &file.exclude)?;
     Ok(Prepared {
         format,
         fail_on,
         settings,
         agent,
-        workspace: Workspace { repo: Arc::new(view), changes: Arc::new(changes) },
+        workspace: Workspace {
+            repo: Arc::new(view),
+            changes: Arc::new(changes),
+        },
         base_label: range.base_label,
         skipped,
     })
 }
 
 pub(crate) fn pick(flag: &Option<String>, file: &Option<String>, default: &str) -> String {
-    flag.clone().or_else(|| file.clone()).unwrap_or_else(|| default.to_string())
+    flag.clone()
+        .or_else(|| file.clone())
+        .unwrap_or_else(|| default.to_string())
 }
 
 /// The agent settings a command line can override.
@@ -97,23 +108,41 @@ impl From<&ReviewArgs> for AgentOverrides {
 }
 
 /// The agent's settings: flags > file > defaults.
-pub(crate) fn agent_config(args: &AgentOverrides, file: &FileConfig, settings: &ModelSettings) -> Result<AgentConfig, String> {
+pub(crate) fn agent_config(
+    args: &AgentOverrides,
+    file: &FileConfig,
+    settings: &ModelSettings,
+) -> Result<AgentConfig, String> {
     let mut agent = AgentConfig::new(settings.model.clone());
-    agent.max_steps = config::check_max_steps(args.max_steps.or(file.max_steps).unwrap_or(config::DEFAULT_MAX_STEPS))
-        .map_err(|e| e.to_string())?;
+    agent.max_steps = config::check_max_steps(
+        args.max_steps
+            .or(file.max_steps)
+            .unwrap_or(config::DEFAULT_MAX_STEPS),
+    )
+    .map_err(|e| e.to_string())?;
     agent.temperature = file.temperature;
     agent.instructions = file.instructions.clone();
     agent.prompts = Prompts::with_overrides(&file.prompts);
-    agent.strategy = pick(&args.strategy, &file.strategy, "auto").parse().map_err(|e: String| format!("--strategy: {e}"))?;
-    agent.tool_mode = pick(&args.tool_mode, &file.tool_mode, "auto").parse().map_err(|e: String| format!("--tool-mode: {e}"))?;
+    agent.strategy = pick(&args.strategy, &file.strategy, "auto")
+        .parse()
+        .map_err(|e: String| format!("--strategy: {e}"))?;
+    agent.tool_mode = pick(&args.tool_mode, &file.tool_mode, "auto")
+        .parse()
+        .map_err(|e: String| format!("--tool-mode: {e}"))?;
     agent.auto = file.auto.clone();
     agent.reflection = file.reflection.clone();
     agent.parallel = args.parallel.or(file.parallel).unwrap_or(4);
     if !(1..=32).contains(&agent.parallel) {
-        return Err(format!("--parallel: {} is not between 1 and 32", agent.parallel));
+        return Err(format!(
+            "--parallel: {} is not between 1 and 32",
+            agent.parallel
+        ));
     }
     if !(1..=10).contains(&agent.reflection.max_rounds) {
-        return Err(format!("reflection.max_rounds: {} is not between 1 and 10", agent.reflection.max_rounds));
+        return Err(format!(
+            "reflection.max_rounds: {} is not between 1 and 10",
+            agent.reflection.max_rounds
+        ));
     }
     Ok(agent)
 }
@@ -124,7 +153,9 @@ async fn review(args: ReviewArgs) -> Result<i32, String> {
         Some(path) => Some(
             std::fs::read_to_string(path)
                 .map_err(|e| format!("cannot read the plan {}: {e}", path.display()))
-                .and_then(|text| Plan::from_json(&text).map_err(|e| format!("--plan {}: {e}", path.display())))?,
+                .and_then(|text| {
+                    Plan::from_json(&text).map_err(|e| format!("--plan {}: {e}", path.display()))
+                })?,
         ),
         None => None,
     };
@@ -138,10 +169,15 @@ async fn review(args: ReviewArgs) -> Result<i32, String> {
         .map_err(|e| format!("cannot write the events file: {e}"))?;
 
     let outcome = if prepared.workspace.changes.files.is_empty() {
-        Ok(Outcome::Report(empty_report(&prepared.base_label, &prepared.skipped)))
+        Ok(Outcome::Report(empty_report(
+            &prepared.base_label,
+            &prepared.skipped,
+        )))
     } else {
         let model = model_client(&prepared.settings, &events);
-        let orchestrator = Orchestrator::new(model, prepared.workspace.clone(), prepared.agent.clone()).with_events(events.clone());
+        let orchestrator =
+            Orchestrator::new(model, prepared.workspace.clone(), prepared.agent.clone())
+                .with_events(events.clone());
         drive(&orchestrator, &args, plan_file).await
     };
     drop(events);
@@ -149,7 +185,11 @@ async fn review(args: ReviewArgs) -> Result<i32, String> {
     let _ = consumer.await;
     match outcome.map_err(|e| e.to_string())? {
         Outcome::Plan(plan) => {
-            let text = if prepared.format == Format::Json { plan.to_json() + "\n" } else { plan.render_text() };
+            let text = if prepared.format == Format::Json {
+                plan.to_json() + "\n"
+            } else {
+                plan.render_text()
+            };
             write_output(&text, args.output.as_deref())?;
             Ok(EXIT_OK)
         }
@@ -159,7 +199,11 @@ async fn review(args: ReviewArgs) -> Result<i32, String> {
         }
         Outcome::Report(report) => {
             write_output(&render(&report, prepared.format), args.output.as_deref())?;
-            Ok(if report.fails(prepared.fail_on) { EXIT_FINDINGS } else { EXIT_OK })
+            Ok(if report.fails(prepared.fail_on) {
+                EXIT_FINDINGS
+            } else {
+                EXIT_OK
+            })
         }
     }
 }
@@ -171,21 +215,35 @@ enum Outcome {
 }
 
 /// Chooses between a plain review, `--plan-only`, a given plan, and a plan confirmed on a terminal.
-async fn drive(orchestrator: &Orchestrator, args: &ReviewArgs, plan_file: Option<Plan>) -> Result<Outcome, AgentError> {
+async fn drive(
+    orchestrator: &Orchestrator,
+    args: &ReviewArgs,
+    plan_file: Option<Plan>,
+) -> Result<Outcome, AgentError> {
     if let Some(plan) = plan_file {
-        return orchestrator.review_with_plan(plan, Stats::default()).await.map(Outcome::Report);
+        return orchestrator
+            .review_with_plan(plan, Stats::default())
+            .await
+            .map(Outcome::Report);
     }
     if args.plan_only {
-        return orchestrator.plan().await.map(|(plan, _)| Outcome::Plan(plan));
+        return orchestrator
+            .plan()
+            .await
+            .map(|(plan, _)| Outcome::Plan(plan));
     }
-    let interactive = !args.yes && std::io::stdin().is_terminal() && std::io::stderr().is_terminal();
+    let interactive =
+        !args.yes && std::io::stdin().is_terminal() && std::io::stderr().is_terminal();
     if interactive && orchestrator.decide().strategy == Strategy::PlanExecute {
         let (plan, planning) = orchestrator.plan().await?;
         eprintln!("{}", plan.render_text());
         if !confirm("Run this plan? [Y/n] ") {
             return Ok(Outcome::Declined);
         }
-        return orchestrator.review_with_plan(plan, planning).await.map(Outcome::Report);
+        return orchestrator
+            .review_with_plan(plan, planning)
+            .await
+            .map(Outcome::Report);
     }
     orchestrator.review().await.map(Outcome::Report)
 }
@@ -196,7 +254,10 @@ fn confirm(question: &str) -> bool {
     if std::io::stdin().read_line(&mut answer).is_err() {
         return false;
     }
-    matches!(answer.trim().to_ascii_lowercase().as_str(), "" | "y" | "yes")
+    matches!(
+        answer.trim().to_ascii_lowercase().as_str(),
+        "" | "y" | "yes"
+    )
 }
 
 /// The client for the resolved settings, reporting retries as events.
@@ -221,7 +282,11 @@ pub(crate) fn model_client(settings: &ModelSettings, events: &EventSink) -> Arc<
 }
 
 /// Keeps only the files the config's `include`/`exclude` globs select; returns the others' paths.
-pub fn apply_path_filters(changes: &mut ChangeSet, include: &[String], exclude: &[String]) -> Result<Vec<String>, String> {
+pub fn apply_path_filters(
+    changes: &mut ChangeSet,
+    include: &[String],
+    exclude: &[String],
+) -> Result<Vec<String>, String> {
     let include = glob_set(include, "include")?;
     let exclude = glob_set(exclude, "exclude")?;
     let mut skipped = Vec::new();
@@ -238,7 +303,9 @@ pub fn apply_path_filters(changes: &mut ChangeSet, include: &[String], exclude: 
 fn glob_set(patterns: &[String], key: &str) -> Result<GlobSet, String> {
     let mut builder = GlobSetBuilder::new();
     for pattern in patterns {
-        builder.add(Glob::new(pattern).map_err(|e| format!("config `{key}`: bad glob `{pattern}`: {e}"))?);
+        builder.add(
+            Glob::new(pattern).map_err(|e| format!("config `{key}`: bad glob `{pattern}`: {e}"))?,
+        );
     }
     builder.build().map_err(|e| format!("config `{key}`: {e}"))
 }
@@ -246,18 +313,34 @@ fn glob_set(patterns: &[String], key: &str) -> Result<GlobSet, String> {
 fn empty_report(base_label: &str, skipped: &[String]) -> ReviewReport {
     let mut summary = format!("No changes to review against {base_label}.");
     if !skipped.is_empty() {
-        summary.push_str(&format!(" Files left out by the config's path filters: {}.", skipped.join(", ")));
+        summary.push_str(&format!(
+            " Files left out by the config's path filters: {}.",
+            skipped.join(", ")
+        ));
     }
-    ReviewReport { findings: Vec::new(), summary, stats: Stats { strategy: "react".into(), coverage: 1.0, ..Stats::default() } }
+    ReviewReport {
+        findings: Vec::new(),
+        summary,
+        stats: Stats {
+            strategy: "react".into(),
+            coverage: 1.0,
+            ..Stats::default()
+        },
+    }
 }
 
 pub(crate) fn write_output(text: &str, output: Option<&Path>) -> Result<(), String> {
     match output {
-        Some(path) => std::fs::write(path, text).map_err(|e| format!("cannot write {}: {e}", path.display())),
+        Some(path) => {
+            std::fs::write(path, text).map_err(|e| format!("cannot write {}: {e}", path.display()))
+        }
         None => {
             use std::io::Write;
             let mut stdout = std::io::stdout().lock();
-            stdout.write_all(text.as_bytes()).and_then(|_| stdout.flush()).map_err(|e| format!("cannot write to stdout: {e}"))
+            stdout
+                .write_all(text.as_bytes())
+                .and_then(|_| stdout.flush())
+                .map_err(|e| format!("cannot write to stdout: {e}"))
         }
     }
 }

@@ -33,7 +33,9 @@ fn git_error(token: Option<&Secret>) -> impl Fn(git2::Error) -> CheckoutError + 
 fn fetch_options(token: Option<&Secret>) -> FetchOptions<'_> {
     let mut callbacks = RemoteCallbacks::new();
     if let Some(token) = token {
-        callbacks.credentials(move |_url, _user, _allowed| git2::Cred::userpass_plaintext("x-access-token", token.expose()));
+        callbacks.credentials(move |_url, _user, _allowed| {
+            git2::Cred::userpass_plaintext("x-access-token", token.expose())
+        });
     }
     let mut options = FetchOptions::new();
     options.remote_callbacks(callbacks);
@@ -44,9 +46,18 @@ fn fetch_options(token: Option<&Secret>) -> FetchOptions<'_> {
 /// from `remote` (a remote name such as `origin`, or a URL) when one is missing:
 /// first the commits themselves, then, if the server refuses that, all branches
 /// and pull-request heads with the full history.
-pub fn ensure_commits(root: &Path, remote: &str, shas: &[&str], token: Option<&Secret>) -> Result<(), CheckoutError> {
+pub fn ensure_commits(
+    root: &Path,
+    remote: &str,
+    shas: &[&str],
+    token: Option<&Secret>,
+) -> Result<(), CheckoutError> {
     let repo = Repository::open(root).map_err(git_error(token))?;
-    let missing: Vec<&str> = shas.iter().copied().filter(|sha| !has_commit(&repo, sha)).collect();
+    let missing: Vec<&str> = shas
+        .iter()
+        .copied()
+        .filter(|sha| !has_commit(&repo, sha))
+        .collect();
     if missing.is_empty() {
         return Ok(());
     }
@@ -63,9 +74,16 @@ pub fn ensure_commits(root: &Path, remote: &str, shas: &[&str], token: Option<&S
         options
     };
     let by_sha: Vec<String> = missing.iter().map(|s| s.to_string()).collect();
-    if remote.fetch(&by_sha, Some(&mut options()), None).is_err() || missing.iter().any(|sha| !has_commit(&repo, sha)) {
-        let wide = ["+refs/heads/*:refs/remotes/origin/*", "+refs/pull/*/head:refs/remotes/origin/pull/*"];
-        remote.fetch(&wide, Some(&mut options()), None).map_err(git_error(token))?;
+    if remote.fetch(&by_sha, Some(&mut options()), None).is_err()
+        || missing.iter().any(|sha| !has_commit(&repo, sha))
+    {
+        let wide = [
+            "+refs/heads/*:refs/remotes/origin/*",
+            "+refs/pull/*/head:refs/remotes/origin/pull/*",
+        ];
+        remote
+            .fetch(&wide, Some(&mut options()), None)
+            .map_err(git_error(token))?;
     }
     match missing.iter().find(|sha| !has_commit(&repo, sha)) {
         Some(sha) => Err(CheckoutError::Missing(sha.to_string())),
@@ -74,7 +92,12 @@ pub fn ensure_commits(root: &Path, remote: &str, shas: &[&str], token: Option<&S
 }
 
 /// Opens (or creates) a bare mirror of `url` at `path` and fetches the given commits.
-pub fn mirror(path: &Path, url: &str, shas: &[&str], token: Option<&Secret>) -> Result<(), CheckoutError> {
+pub fn mirror(
+    path: &Path,
+    url: &str,
+    shas: &[&str],
+    token: Option<&Secret>,
+) -> Result<(), CheckoutError> {
     if !path.join("HEAD").exists() {
         std::fs::create_dir_all(path).map_err(|e| CheckoutError::Git(e.to_string()))?;
         Repository::init_bare(path).map_err(git_error(token))?;
@@ -83,7 +106,10 @@ pub fn mirror(path: &Path, url: &str, shas: &[&str], token: Option<&Secret>) -> 
 }
 
 fn has_commit(repo: &Repository, sha: &str) -> bool {
-    git2::Oid::from_str(sha).ok().and_then(|oid| repo.find_commit(oid).ok()).is_some()
+    git2::Oid::from_str(sha)
+        .ok()
+        .and_then(|oid| repo.find_commit(oid).ok())
+        .is_some()
 }
 
 #[cfg(test)]
@@ -95,11 +121,14 @@ mod tests {
         std::fs::write(root.join(name), text).expect("write");
         let mut index = repo.index().expect("index");
         index.add_path(Path::new(name)).expect("add");
-        let tree = repo.find_tree(index.write_tree().expect("tree")).expect("tree");
+        let tree = repo
+            .find_tree(index.write_tree().expect("tree"))
+            .expect("tree");
         let sig = git2::Signature::now("t", "t@example.com").expect("sig");
         let parent = repo.head().ok().and_then(|h| h.peel_to_commit().ok());
         let parents: Vec<&git2::Commit> = parent.iter().collect();
-        repo.commit(Some("HEAD"), &sig, &sig, "c", &tree, &parents).expect("commit")
+        repo.commit(Some("HEAD"), &sig, &sig, "c", &tree, &parents)
+            .expect("commit")
     }
 
     #[test]
@@ -110,11 +139,18 @@ mod tests {
         let second = commit_file(&upstream, "a.txt", "2\n");
         let mirror_dir = tempfile::tempdir().expect("tmp");
         let url = upstream_dir.path().display().to_string();
-        mirror(&mirror_dir.path().join("m.git"), &url, &[&first.to_string(), &second.to_string()], None).expect("mirror");
+        mirror(
+            &mirror_dir.path().join("m.git"),
+            &url,
+            &[&first.to_string(), &second.to_string()],
+            None,
+        )
+        .expect("mirror");
         let local = Repository::open(mirror_dir.path().join("m.git")).expect("open");
         assert!(local.find_commit(second).is_ok());
         let missing = "0123456789012345678901234567890123456789";
-        let err = ensure_commits(&mirror_dir.path().join("m.git"), &url, &[missing], None).unwrap_err();
+        let err =
+            ensure_commits(&mirror_dir.path().join("m.git"), &url, &[missing], None).unwrap_err();
         assert!(err.to_string().contains(missing), "{err}");
     }
 }

@@ -22,7 +22,12 @@ pub struct Run {
 impl Run {
     /// Standard output as JSON.
     pub fn json(&self) -> Value {
-        serde_json::from_str(&self.stdout).unwrap_or_else(|e| panic!("stdout is not JSON ({e}): {}\nstderr: {}", self.stdout, self.stderr))
+        serde_json::from_str(&self.stdout).unwrap_or_else(|e| {
+            panic!(
+                "stdout is not JSON ({e}): {}\nstderr: {}",
+                self.stdout, self.stderr
+            )
+        })
     }
 
     /// The parsed events, each checked to carry `type` and `ts`.
@@ -30,19 +35,34 @@ impl Run {
         self.events
             .lines()
             .map(|l| serde_json::from_str::<Value>(l).expect("event is JSON"))
-            .inspect(|e| assert!(e["ts"].is_string() && e["type"].is_string(), "event without ts/type: {e}"))
+            .inspect(|e| {
+                assert!(
+                    e["ts"].is_string() && e["type"].is_string(),
+                    "event without ts/type: {e}"
+                )
+            })
             .collect()
     }
 
     /// The events' types, in order.
     pub fn event_types(&self) -> Vec<String> {
-        self.events().iter().map(|e| e["type"].as_str().unwrap_or_default().to_string()).collect()
+        self.events()
+            .iter()
+            .map(|e| e["type"].as_str().unwrap_or_default().to_string())
+            .collect()
     }
 
     /// Fails when the API key leaked anywhere.
     pub fn assert_no_key(&self) {
-        for (name, text) in [("stdout", &self.stdout), ("stderr", &self.stderr), ("events", &self.events)] {
-            assert!(!text.contains(KEY) && !text.contains("0123456789abcdef"), "API key leaked into {name}: {text}");
+        for (name, text) in [
+            ("stdout", &self.stdout),
+            ("stderr", &self.stderr),
+            ("events", &self.events),
+        ] {
+            assert!(
+                !text.contains(KEY) && !text.contains("0123456789abcdef"),
+                "API key leaked into {name}: {text}"
+            );
         }
     }
 }
@@ -51,14 +71,30 @@ impl Run {
 pub async fn review(repo: &Path, base_url: &str, provider: &str, extra: &[&str]) -> Run {
     let events_path = repo.join(".git").join("redline-events.jsonl");
     let mut args: Vec<String> = [
-        "review", "--repo", &repo.display().to_string(), "--base", "main", "--provider", provider, "--base-url", base_url,
-        "--model", "test-model", "--events", &events_path.display().to_string(),
+        "review",
+        "--repo",
+        &repo.display().to_string(),
+        "--base",
+        "main",
+        "--provider",
+        provider,
+        "--base-url",
+        base_url,
+        "--model",
+        "test-model",
+        "--events",
+        &events_path.display().to_string(),
     ]
     .iter()
     .map(|s| s.to_string())
     .collect();
     args.extend(extra.iter().map(|s| s.to_string()));
-    let output = redline_command().args(&args).env("REDLINE_API_KEY", KEY).output().await.expect("run redline");
+    let output = redline_command()
+        .args(&args)
+        .env("REDLINE_API_KEY", KEY)
+        .output()
+        .await
+        .expect("run redline");
     Run {
         code: output.status.code().unwrap_or(-1),
         stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
@@ -71,8 +107,18 @@ pub async fn review(repo: &Path, base_url: &str, provider: &str, extra: &[&str])
 pub fn redline_command() -> tokio::process::Command {
     let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_redline"));
     for var in [
-        "OPENAI_API_KEY", "ANTHROPIC_API_KEY", "REDLINE_API_KEY", "REDLINE_PROVIDER", "REDLINE_MODEL", "REDLINE_BASE_URL",
-        "REDLINE_STRATEGY", "REDLINE_FAIL_ON", "REDLINE_CONFIG", "GITHUB_TOKEN", "GITHUB_EVENT_NAME", "GITHUB_EVENT_PATH",
+        "OPENAI_API_KEY",
+        "ANTHROPIC_API_KEY",
+        "REDLINE_API_KEY",
+        "REDLINE_PROVIDER",
+        "REDLINE_MODEL",
+        "REDLINE_BASE_URL",
+        "REDLINE_STRATEGY",
+        "REDLINE_FAIL_ON",
+        "REDLINE_CONFIG",
+        "GITHUB_TOKEN",
+        "GITHUB_EVENT_NAME",
+        "GITHUB_EVENT_PATH",
     ] {
         command.env_remove(var);
     }

@@ -33,6 +33,7 @@ fn report() -> ReviewReport {
             prompt_tokens: 1200,
             completion_tokens: 300,
             duration_ms: 12_345,
+            ..Stats::default()
         },
     }
 }
@@ -54,7 +55,8 @@ fn json_has_exactly_the_version_1_shape() {
         ],
         "summary": "Three things to look at.",
         "stats": {"strategy": "react", "steps": 4, "model_calls": 5, "tool_calls": 9,
-                  "prompt_tokens": 1200, "completion_tokens": 300, "duration_ms": 12345}
+                  "prompt_tokens": 1200, "completion_tokens": 300, "duration_ms": 12345,
+                  "coverage": 0.0}
     });
     assert_eq!(value, expected);
     // Top-level keys appear in the documented order.
