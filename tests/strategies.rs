@@ -214,8 +214,7 @@ async fn task_arrivals(parallel: &str) -> Vec<String> {
         run.json()["stats"]["tasks"].as_array().map(Vec::len),
         Some(3)
     );
-    let order = arrivals.lock().expect("lock").clone();
-    order
+    arrivals.lock().expect("lock").clone()
 }
 
 #[tokio::test]
