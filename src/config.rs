@@ -97,6 +97,14 @@ pub struct FileConfig {
     pub parallel: Option<usize>,
     /// `native`, `text` or `auto`.
     pub tool_mode: Option<String>,
+    /// The model's context window in tokens (overrides the built-in table).
+    pub context_window: Option<u32>,
+    /// Tokens reserved for the model's reply (overrides the built-in table).
+    pub max_output_tokens: Option<u32>,
+    /// Tool results kept whole in the history; older ones become stubs.
+    pub keep_tool_results: Option<usize>,
+    /// Share of the window (0 to 1) at which the history is summarised.
+    pub summary_threshold: Option<f32>,
 }
 
 impl FileConfig {

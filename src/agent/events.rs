@@ -32,6 +32,24 @@ pub struct Stats {
     /// Plan-and-execute tasks, when that strategy ran.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tasks: Vec<TaskStat>,
+    /// What the context stages saved.
+    #[serde(default)]
+    pub compression: CompressionStats,
+}
+
+/// Totals of the context compression stages.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CompressionStats {
+    /// Stage 1: tokens of the naive first prompt (full files and full diff).
+    pub naive_tokens: u64,
+    /// Stage 1: tokens of the shaped first message.
+    pub shaped_tokens: u64,
+    /// Stage 2: tokens removed from histories by pruning, over all calls.
+    pub pruned_tokens: u64,
+    /// Stage 3: summaries written.
+    pub summaries: u32,
+    /// Stage 3: times the oldest turns were dropped after a context-length error.
+    pub dropped_turns: u32,
 }
 
 impl Stats {

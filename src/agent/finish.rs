@@ -4,8 +4,8 @@
 use crate::llm::ToolSpec;
 use crate::review::parse::{Submission, parse_submission, parse_text_reply, submit_review_schema};
 
-use super::plan::{Plan, SUBMIT_PLAN, submit_plan_spec};
-use super::reflection::{Evaluation, SUBMIT_EVALUATION, submit_evaluation_spec};
+use super::plan::{Plan, submit_plan_spec};
+use super::reflection::{Evaluation, submit_evaluation_spec};
 
 /// What ends a run and how its result is read.
 pub(crate) trait Finisher: Send + Sync {
@@ -99,9 +99,4 @@ fn json_object_in(text: &str) -> Option<serde_json::Value> {
     let start = text.find('{')?;
     let end = text.rfind('}')?;
     serde_json::from_str(text.get(start..=end)?).ok()
-}
-
-/// Names of all finishing tools, which are never dispatched to the registry.
-pub(crate) fn is_finishing_tool(name: &str) -> bool {
-    matches!(name, SUBMIT_REVIEW | SUBMIT_PLAN | SUBMIT_EVALUATION)
 }

@@ -19,15 +19,19 @@ use std::time::Instant;
 
 use tokio_util::sync::CancellationToken;
 
-use crate::llm::tokens::TokenCounter;
+use std::sync::Mutex;
+
+use crate::context::{ShapeOptions, ShapeStatus, ShapedContext, shape_change, stage1_budget};
+use crate::llm::tokens::{ModelLimits, TokenCounter};
 use crate::llm::{ChatModel, LlmError, Message};
 use crate::prompts::Prompts;
 use crate::review::anchor::{check_findings, summary_with_notes};
+use crate::review::diff::ChangeSet;
 use crate::review::parse::Submission;
 use crate::review::report::ReviewReport;
 use crate::tools::{ToolRegistry, Workspace};
 use coverage::Coverage;
-use events::{EventKind, EventSink, Stats};
+use events::{CompressionStats, EventKind, EventSink, Stats};
 use finish::ReviewFinisher;
 use plan::Plan;
 use react::{ModeState, ReactRun, RunContext};
@@ -66,13 +70,26 @@ pub struct AgentConfig {
     pub parallel: usize,
     /// Native or text tool calling.
     pub tool_mode: ToolMode,
+    /// The model's window and output reserve.
+    pub limits: ModelLimits,
+    /// Extra globs of changed files to leave out of the first message (listed, not shown).
+    pub exclude: Vec<String>,
+    /// Tool results kept whole in the history (stage 2).
+    pub keep_tool_results: usize,
+    /// Share of the window at which the history is summarised (stage 3).
+    pub summary_threshold: f32,
 }
 
 impl AgentConfig {
     /// Defaults for a model.
     pub fn new(model: impl Into<String>) -> Self {
+        let model = model.into();
         AgentConfig {
-            model: model.into(),
+            limits: ModelLimits::for_model(&model),
+            exclude: Vec::new(),
+            keep_tool_results: crate::context::Pruner::default().keep_recent,
+            summary_threshold: crate::context::DEFAULT_SUMMARY_THRESHOLD,
+            model,
             max_steps: crate::config::DEFAULT_MAX_STEPS,
             max_reply_tokens: 4096,
             temperature: None,
@@ -124,15 +141,37 @@ pub struct Orchestrator {
     counter: TokenCounter,
     mode: ModeState,
     coverage: Coverage,
+    shaped: ShapedContext,
+    reviewable: ChangeSet,
+    compression: Mutex<CompressionStats>,
 }
 
 impl Orchestrator {
     /// A review of `workspace` with `model`, using the repository tools.
     pub fn new(model: Arc<dyn ChatModel>, workspace: Workspace, config: AgentConfig) -> Self {
+        let counter = TokenCounter::for_model(&config.model);
+        let shaped = shape_first_message(&workspace, &config, &counter);
+        // Noise (lockfiles, generated, vendored…) is listed for the model but is not under review.
+        let mut reviewable = (*workspace.changes).clone();
+        reviewable.files.retain(|f| {
+            shaped
+                .files
+                .iter()
+                .any(|e| e.path == f.path && e.status != ShapeStatus::Excluded)
+        });
+        let coverage = Coverage::new(&reviewable);
+        let compression = CompressionStats {
+            naive_tokens: shaped.naive_tokens as u64,
+            shaped_tokens: shaped.shaped_tokens as u64,
+            ..CompressionStats::default()
+        };
         Orchestrator {
-            counter: TokenCounter::for_model(&config.model),
+            counter,
             mode: ModeState::new(config.tool_mode),
-            coverage: Coverage::new(&workspace.changes),
+            coverage,
+            shaped,
+            reviewable,
+            compression: Mutex::new(compression),
             model,
             tools: ToolRegistry::repository_tools(),
             workspace,
@@ -185,7 +224,7 @@ impl Orchestrator {
         mut plan: Plan,
         planning: Stats,
     ) -> Result<ReviewReport, AgentError> {
-        plan.cover(&self.workspace.changes);
+        plan.cover(&self.reviewable);
         let decision = Decision {
             strategy: Strategy::PlanExecute,
             reason: format!("{} tasks from a given plan", plan.tasks.len()),
@@ -210,6 +249,11 @@ impl Orchestrator {
         let result = self.run_strategy(decision.strategy, plan, &mut stats).await;
         stats.duration_ms = started.elapsed().as_millis() as u64;
         stats.coverage = self.coverage.ratio();
+        stats.compression = self
+            .compression
+            .lock()
+            .map(|c| c.clone())
+            .unwrap_or_default();
         match result {
             Ok(submission) => Ok(self.finish(submission, stats)),
             Err(error) => {
@@ -276,6 +320,8 @@ impl Orchestrator {
             counter: &self.counter,
             mode: &self.mode,
             coverage: &self.coverage,
+            reviewable: &self.reviewable,
+            compression: &self.compression,
         }
     }
 
@@ -313,8 +359,20 @@ impl Orchestrator {
                 .map(|old| format!(" (from {old})"))
                 .unwrap_or_default();
             let binary = if file.binary { ", binary" } else { "" };
+            let left_out = self
+                .shaped
+                .files
+                .iter()
+                .find(|e| e.path == file.path && e.status == ShapeStatus::Excluded)
+                .map(|e| {
+                    format!(
+                        " (not under review: {})",
+                        e.reason.as_deref().unwrap_or("noise")
+                    )
+                })
+                .unwrap_or_default();
             overview.push_str(&format!(
-                "- {} [{:?}{binary}] +{} -{}{renamed}\n",
+                "- {} [{:?}{binary}] +{} -{}{renamed}{left_out}\n",
                 file.path,
                 file.status,
                 file.additions(),
@@ -324,29 +382,36 @@ impl Orchestrator {
         overview
     }
 
-    /// The first user message of a whole-change run: overview, and the diff within its budget.
+    /// The first user message of a whole-change run: the shaped change (stage 1).
     fn task_message(&self) -> String {
-        let mut diff = String::new();
-        let mut left_out = Vec::new();
-        for file in &self.workspace.changes.files {
-            let rendered = file.render_numbered();
-            if diff.len() + rendered.len() <= self.config.initial_diff_chars {
-                diff.push_str(&rendered);
-                self.coverage.show_file(&file.path);
-            } else {
-                left_out.push(file.path.as_str());
-            }
-        }
-        if !left_out.is_empty() {
-            diff.push_str(&format!(
-                "\nNot shown above for size (open each with the `diff` tool): {}\n",
-                left_out.join(", ")
-            ));
+        for entry in self
+            .shaped
+            .files
+            .iter()
+            .filter(|e| e.status == ShapeStatus::Shown)
+        {
+            self.coverage.show_file(&entry.path);
         }
         self.config.prompts.render_task(
-            &self.overview(),
+            "",
             self.config.instructions.as_deref(),
-            &diff,
+            &self.shaped.message,
         )
     }
+}
+
+/// Stage 1: the change shaped into the first message within the model's budget.
+fn shape_first_message(
+    workspace: &Workspace,
+    config: &AgentConfig,
+    counter: &TokenCounter,
+) -> ShapedContext {
+    let options = ShapeOptions {
+        budget_tokens: stage1_budget(config.limits),
+        exclude: config.exclude.clone(),
+        ..ShapeOptions::default()
+    };
+    let repo = workspace.repo.clone();
+    let head_text = move |path: &str| repo.read_text(path).ok();
+    shape_change(&workspace.changes, &head_text, &options, counter)
 }

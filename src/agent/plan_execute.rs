@@ -40,9 +40,9 @@ pub(crate) async fn make_plan(
         Err(other) => return Err(other),
     };
     if plan.tasks.is_empty() {
-        plan = plan_by_directory(&ctx.workspace.changes);
+        plan = plan_by_directory(ctx.reviewable);
     }
-    plan.cover(&ctx.workspace.changes);
+    plan.cover(ctx.reviewable);
     Ok(plan)
 }
 

@@ -2,20 +2,24 @@
 //! and answers each call by its id, until the model hands in its result through
 //! the run's finishing tool. Works with native tool calling and in text mode.
 
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use futures::future::join_all;
 use tokio_util::sync::CancellationToken;
 
 use super::coverage::Coverage;
-use super::events::{EventKind, EventSink, Stats};
+use super::events::{CompressionStats, EventKind, EventSink, Stats};
 use super::finish::Finisher;
 use super::text_mode::{self, TextStep};
 use super::{AgentConfig, AgentError};
+use crate::context::{
+    Pruner, ReadTracker, compact, drop_oldest_turns, needs_summary, summary_request,
+};
 use crate::llm::tokens::TokenCounter;
 use crate::llm::{ChatModel, ChatRequest, ChatResponse, LlmError, Message, ToolCall, ToolSpec};
+use crate::review::diff::ChangeSet;
 use crate::tools::{Observation, ToolError, ToolRegistry, Workspace};
 
 /// `--tool-mode`.
@@ -84,6 +88,10 @@ pub(crate) struct RunContext<'a> {
     pub counter: &'a TokenCounter,
     pub mode: &'a ModeState,
     pub coverage: &'a Coverage,
+    /// The change minus noise: what plans and coverage are about.
+    pub reviewable: &'a ChangeSet,
+    /// Totals of the compression stages, shared by all runs.
+    pub compression: &'a Mutex<CompressionStats>,
 }
 
 /// One ReAct run over a history, ended by `finisher`.
@@ -112,7 +120,7 @@ impl<F: Finisher> ReactRun<'_, F> {
     ) -> Result<F::Output, AgentError> {
         let mut failures = 0;
         for _ in 0..self.max_steps {
-            let reply = self.call_model(&history, true, stats).await?;
+            let reply = self.call_compressed(&mut history, true, stats).await?;
             history.push(reply.to_message());
             match self.handle_reply(&reply, &mut history, stats).await? {
                 Turn::Done(output) => return Ok(output),
@@ -135,7 +143,7 @@ impl<F: Finisher> ReactRun<'_, F> {
     ) -> Result<F::Output, AgentError> {
         loop {
             history.push(Message::user(self.ctx.config.prompts.final_turn.clone()));
-            let reply = self.call_model(&history, false, stats).await?;
+            let reply = self.call_compressed(&mut history, false, stats).await?;
             history.push(reply.to_message());
             if let Some(output) = self.finishing_call(&reply, stats).and_then(Result::ok) {
                 return Ok(output);
@@ -161,6 +169,90 @@ impl<F: Finisher> ReactRun<'_, F> {
             failures += 1;
             self.check_failures(failures, &excerpt(&reply.content))?;
         }
+    }
+
+    /// A model call after stages 2 and 3 have shaped the history; a context-length
+    /// error drops the oldest turns and tries once more.
+    async fn call_compressed(
+        &self,
+        history: &mut Vec<Message>,
+        with_tools: bool,
+        stats: &mut Stats,
+    ) -> Result<ChatResponse, AgentError> {
+        self.prune(history);
+        self.summarise_if_needed(history, stats).await?;
+        match self.call_model(history, with_tools, stats).await {
+            Err(AgentError::Model(LlmError::ContextLengthExceeded { message })) => {
+                let before = self.ctx.counter.count_messages(history);
+                let Some(shorter) = drop_oldest_turns(history) else {
+                    return Err(AgentError::Model(LlmError::ContextLengthExceeded {
+                        message,
+                    }));
+                };
+                *history = shorter;
+                self.record(3, before, self.ctx.counter.count_messages(history), |c| {
+                    c.dropped_turns += 1
+                });
+                self.call_model(history, with_tools, stats).await
+            }
+            other => other,
+        }
+    }
+
+    /// Stage 2: old tool results become stubs, oversized ones are cut.
+    fn prune(&self, history: &mut [Message]) {
+        let pruner = Pruner {
+            keep_recent: self.ctx.config.keep_tool_results,
+            ..Pruner::default()
+        };
+        let pruned = pruner.prune(history, self.ctx.counter);
+        if pruned.after_tokens < pruned.before_tokens {
+            let saved = (pruned.before_tokens - pruned.after_tokens) as u64;
+            self.record(2, pruned.before_tokens, pruned.after_tokens, |c| {
+                c.pruned_tokens += saved
+            });
+        }
+    }
+
+    /// Stage 3: past the threshold, the model summarises its progress and the
+    /// history becomes system + task + summary + the latest turns.
+    async fn summarise_if_needed(
+        &self,
+        history: &mut Vec<Message>,
+        stats: &mut Stats,
+    ) -> Result<(), AgentError> {
+        let before = self.ctx.counter.count_messages(history);
+        if !needs_summary(
+            before,
+            self.ctx.config.limits,
+            self.ctx.config.summary_threshold,
+        ) {
+            return Ok(());
+        }
+        let request = summary_request(history);
+        let reply = self.call_model(&request, false, stats).await?;
+        *history = compact(history, &reply.content, 4);
+        self.record(3, before, self.ctx.counter.count_messages(history), |c| {
+            c.summaries += 1
+        });
+        Ok(())
+    }
+
+    fn record(
+        &self,
+        stage: u8,
+        before: usize,
+        after: usize,
+        update: impl FnOnce(&mut CompressionStats),
+    ) {
+        if let Ok(mut totals) = self.ctx.compression.lock() {
+            update(&mut totals);
+        }
+        self.ctx.events.emit(EventKind::Compression {
+            stage,
+            before_tokens: before as u64,
+            after_tokens: after as u64,
+        });
     }
 
     fn check_failures(&self, failures: u32, excerpt: &str) -> Result<(), AgentError> {
@@ -277,7 +369,7 @@ impl<F: Finisher> ReactRun<'_, F> {
             .iter()
             .filter(|c| c.name != finish_name)
             .collect();
-        let observations = self.run_tools(&calls, stats).await?;
+        let observations = self.run_tools(&calls, history, stats).await?;
         for call in &reply.tool_calls {
             if call.name == finish_name {
                 let message = finish_error.clone().unwrap_or_default();
@@ -321,7 +413,7 @@ impl<F: Finisher> ReactRun<'_, F> {
                         }
                     });
                 }
-                let observations = self.run_tools(&[&call], stats).await?;
+                let observations = self.run_tools(&[&call], history, stats).await?;
                 let content = observations
                     .first()
                     .map(|(_, o)| o.content.clone())
@@ -348,6 +440,7 @@ impl<F: Finisher> ReactRun<'_, F> {
     async fn run_tools(
         &self,
         calls: &[&ToolCall],
+        history: &[Message],
         stats: &mut Stats,
     ) -> Result<Vec<(String, Observation)>, AgentError> {
         let step = stats.steps;
@@ -360,7 +453,21 @@ impl<F: Finisher> ReactRun<'_, F> {
                 arguments: call.arguments.clone(),
             });
         }
-        let results = join_all(calls.iter().map(|call| self.run_tool(call))).await;
+        let reads = ReadTracker::default();
+        let results = join_all(calls.iter().map(|call| async {
+            // A range still in view is not read again: the model gets a pointer to it.
+            match reads.pointer_for_call(call, history) {
+                Some(pointer) => Ok((
+                    Observation {
+                        content: pointer,
+                        is_error: false,
+                    },
+                    0,
+                )),
+                None => self.run_tool(call).await,
+            }
+        }))
+        .await;
         let mut observations = Vec::with_capacity(calls.len());
         for (call, result) in calls.iter().zip(results) {
             let (observation, latency_ms) = result?;
@@ -384,7 +491,7 @@ impl<F: Finisher> ReactRun<'_, F> {
 
     async fn run_tool(&self, call: &ToolCall) -> Result<(Observation, u64), AgentError> {
         let started = Instant::now();
-        let observation = if self.use_tools || super::finish::is_finishing_tool(&call.name) {
+        let observation = if self.use_tools {
             self.ctx
                 .tools
                 .dispatch(&call.name, &call.arguments, self.ctx.workspace)

@@ -137,7 +137,7 @@ async fn action(args: ActionArgs) -> Result<i32, String> {
         base_label: format!("{}..{}", short(&from), short(&target.head_sha)),
     };
     let (_, mut changes) = load_change(&root, &review_range, false).map_err(|e| e.to_string())?;
-    super::review::apply_path_filters(&mut changes, &file.include, &file.exclude)?;
+    super::review::apply_path_filters(&mut changes, &file.include, &[])?;
 
     let report = if changes.files.is_empty() {
         ReviewReport {

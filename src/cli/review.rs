@@ -66,7 +66,8 @@ fn prepare(args: &ReviewArgs) -> Result<Prepared, String> {
         .map_err(|e| e.to_string())?;
     let (view, mut changes) =
         crate::repo::load_change(&root, &range, args.uncommitted).map_err(|e| e.to_string())?;
-    let skipped = apply_path_filters(&mut changes, &file.include, &file.exclude)?;
+    // `exclude` keeps files in the change but lists them as noise (stage 1); `include` narrows the change.
+    let skipped = apply_path_filters(&mut changes, &file.include, &[])?;
     Ok(Prepared {
         format,
         fail_on,
@@ -130,6 +131,27 @@ pub(crate) fn agent_config(
         .parse()
         .map_err(|e: String| format!("--tool-mode: {e}"))?;
     agent.auto = file.auto.clone();
+    agent.exclude = file.exclude.clone();
+    let table = crate::llm::tokens::ModelLimits::for_model(&settings.model);
+    agent.limits = crate::llm::tokens::ModelLimits {
+        context_window: file.context_window.unwrap_or(table.context_window),
+        max_output_tokens: file.max_output_tokens.unwrap_or(table.max_output_tokens),
+    };
+    if agent.limits.max_output_tokens >= agent.limits.context_window {
+        return Err("max_output_tokens must be smaller than context_window".into());
+    }
+    agent.max_reply_tokens = agent.limits.max_output_tokens.min(8192);
+    if let Some(keep) = file.keep_tool_results {
+        agent.keep_tool_results = keep;
+    }
+    if let Some(threshold) = file.summary_threshold {
+        if !(0.1..=0.95).contains(&threshold) {
+            return Err(format!(
+                "summary_threshold: {threshold} is not between 0.1 and 0.95"
+            ));
+        }
+        agent.summary_threshold = threshold;
+    }
     agent.reflection = file.reflection.clone();
     agent.parallel = args.parallel.or(file.parallel).unwrap_or(4);
     if !(1..=32).contains(&agent.parallel) {
