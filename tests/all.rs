@@ -2,6 +2,7 @@
 //! helpers live in `tests/common/`.
 
 mod common;
+mod compression_cli;
 mod context;
 mod github;
 mod llm;

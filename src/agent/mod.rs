@@ -246,6 +246,11 @@ impl Orchestrator {
             strategy: stats.strategy.clone(),
             reason: Some(decision.reason),
         });
+        self.events.emit(EventKind::Compression {
+            stage: 1,
+            before_tokens: self.shaped.naive_tokens as u64,
+            after_tokens: self.shaped.shaped_tokens as u64,
+        });
         let result = self.run_strategy(decision.strategy, plan, &mut stats).await;
         stats.duration_ms = started.elapsed().as_millis() as u64;
         stats.coverage = self.coverage.ratio();

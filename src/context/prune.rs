@@ -86,6 +86,16 @@ impl Pruner {
             .map(|(i, _)| i)
             .collect();
         let recent_from = tool_positions.len().saturating_sub(self.keep_recent);
+        // A kept pointer ("same as the result of call r2") keeps what it points to in view.
+        let pinned: std::collections::HashSet<String> = tool_positions[recent_from..]
+            .iter()
+            .filter_map(|&i| match &history[i] {
+                Message::Tool { content, .. } => {
+                    super::reads::pointer_target(content).map(str::to_string)
+                }
+                _ => None,
+            })
+            .collect();
         for (rank, &index) in tool_positions.iter().enumerate() {
             let Some(Message::Tool {
                 call_id,
@@ -99,7 +109,7 @@ impl Pruner {
             if *is_error || self.protected_tools.iter().any(|p| p == name) || is_stub(content) {
                 continue;
             }
-            if rank < recent_from {
+            if rank < recent_from && !pinned.contains(call_id.as_str()) {
                 let tokens = counter.count(content);
                 let what = descriptions.get(call_id.as_str()).unwrap_or(name);
                 *content = stub(what, tokens);

@@ -145,3 +145,12 @@ const POINTER_SUFFIX: &str = "above, still in view]";
 fn was_cut(content: &str) -> bool {
     content.contains(CUT_MARKER) || content.contains("[output truncated")
 }
+
+/// The call id a pointer observation refers to, if `content` is such a pointer.
+pub(crate) fn pointer_target(content: &str) -> Option<&str> {
+    if !content.starts_with('[') || !content.ends_with(POINTER_SUFFIX) {
+        return None;
+    }
+    let after = content.split("result of call ").nth(1)?;
+    after.split_whitespace().next()
+}

@@ -1,0 +1,253 @@
+//! The context stages in real runs of the binary: pruning old tool results,
+//! summarising past the threshold, the context-length retry, and `redline context`.
+
+use serde_json::{Value, json};
+
+use crate::common::cli;
+use crate::common::git::TempRepo;
+use crate::common::model_server::{ModelServer, RecordedRequest, Reply, Wire};
+
+/// A change to one function in a file long enough that reading it costs tokens.
+fn long_file_repo() -> TempRepo {
+    let repo = TempRepo::new();
+    let body: String = (1..=300)
+        .map(|n| format!("pub fn helper_{n}(x: u64) -> u64 {{ x.wrapping_mul({n}) + {n} }}\n"))
+        .collect();
+    repo.write(
+        "src/lib.rs",
+        &format!("pub fn answer() -> u64 {{\n    41\n}}\n{body}"),
+    );
+    repo.commit("base");
+    repo.checkout_new_branch("feature");
+    repo.write(
+        "src/lib.rs",
+        &format!("pub fn answer() -> u64 {{\n    42 / 0\n}}\n{body}"),
+    );
+    repo.commit("change");
+    repo
+}
+
+fn body_text(req: &RecordedRequest) -> String {
+    serde_json::to_string(&req.body).unwrap_or_default()
+}
+
+fn last_user_text(req: &RecordedRequest) -> String {
+    req.body["messages"]
+        .as_array()
+        .and_then(|m| m.iter().rev().find(|m| m["role"] == "user"))
+        .and_then(|m| m["content"].as_str())
+        .unwrap_or_default()
+        .to_string()
+}
+
+fn submit() -> Reply {
+    Reply::tool(
+        "s",
+        "submit_review",
+        json!({"findings": [{"path": "src/lib.rs", "line": 2, "severity": "critical", "category": "bug",
+                             "title": "Division by zero", "body": "Always panics."}], "summary": "s"}),
+    )
+}
+
+fn read(id: &str, start: u32) -> Reply {
+    Reply::tool(
+        id,
+        "read_file",
+        json!({"path": "src/lib.rs", "start_line": start, "end_line": start + 99}),
+    )
+}
+
+#[tokio::test]
+async fn old_tool_results_are_pruned_and_a_repeated_read_gets_a_pointer() {
+    let repo = long_file_repo();
+    repo.write(".redline.toml", "keep_tool_results = 1\n");
+    repo.commit("config");
+    let server = ModelServer::start(
+        Wire::OpenAi,
+        vec![
+            read("r1", 1),
+            read("r2", 101),
+            read("r3", 101),
+            read("r4", 201),
+            submit(),
+        ],
+    )
+    .await;
+    let run = cli::review(
+        repo.path(),
+        &server.base_url(),
+        "openai",
+        &["--format", "json", "--strategy", "react"],
+    )
+    .await;
+    assert_eq!(run.code, 0, "stderr: {}", run.stderr);
+    let out = run.json();
+    assert_eq!(out["findings"][0]["line"], 2);
+    assert!(
+        out["stats"]["compression"]["pruned_tokens"]
+            .as_u64()
+            .unwrap_or(0)
+            > 0,
+        "{out}"
+    );
+    assert!(
+        out["stats"]["compression"]["naive_tokens"].as_u64()
+            > out["stats"]["compression"]["shaped_tokens"].as_u64()
+    );
+    let requests = server.requests();
+    let last = body_text(&requests[4]);
+    assert!(
+        last.contains("elided: call again if needed"),
+        "old results become stubs: {last}"
+    );
+    // r3 asked for the range r2 had just returned: it got a pointer, not the text again.
+    let third = body_text(&requests[3]);
+    assert!(third.contains("same as the result of call r2"), "{third}");
+    let stages: Vec<u64> = run
+        .events()
+        .iter()
+        .filter(|e| e["type"] == "compression")
+        .filter_map(|e| e["stage"].as_u64())
+        .collect();
+    assert!(stages.contains(&1) && stages.contains(&2), "{stages:?}");
+}
+
+#[tokio::test]
+async fn a_long_history_is_summarised_and_findings_survive() {
+    let repo = long_file_repo();
+    repo.write(".redline.toml", "context_window = 9000\nmax_output_tokens = 1000\nsummary_threshold = 0.5\nkeep_tool_results = 5\n");
+    repo.commit("config");
+    let server = ModelServer::start_with(Wire::OpenAi, |req, _| {
+        if last_user_text(req).contains("replaced by a summary") {
+            return Reply::text("## Reviewed\nsrc/lib.rs lines 1-300: answer() divides by zero.\n## Remaining\nnothing");
+        }
+        let reads = body_text(req).matches("\"read_file\"").count();
+        if reads < 4 { read(&format!("r{reads}"), 1 + 100 * reads as u32) } else { submit() }
+    })
+    .await;
+    let run = cli::review(
+        repo.path(),
+        &server.base_url(),
+        "openai",
+        &[
+            "--format",
+            "json",
+            "--strategy",
+            "react",
+            "--max-steps",
+            "12",
+        ],
+    )
+    .await;
+    assert_eq!(run.code, 0, "stderr: {}", run.stderr);
+    let out = run.json();
+    assert!(
+        out["stats"]["compression"]["summaries"]
+            .as_u64()
+            .unwrap_or(0)
+            >= 1,
+        "{out}"
+    );
+    assert_eq!(out["findings"][0]["title"], "Division by zero");
+    let requests = server.requests();
+    let after = requests
+        .iter()
+        .position(|r| last_user_text(r).contains("replaced by a summary"))
+        .expect("a summary request");
+    let next = body_text(&requests[after + 1]);
+    assert!(
+        next.contains("Progress summary") && next.contains("answer() divides by zero"),
+        "{next}"
+    );
+    // The task (the shaped change) is still there after compaction.
+    assert!(next.contains("42 / 0"), "{next}");
+}
+
+#[tokio::test]
+async fn context_length_exceeded_drops_the_oldest_turns_and_retries_once() {
+    let repo = long_file_repo();
+    let server = ModelServer::start_with(Wire::OpenAi, |req, index| match index {
+        0 => read("r1", 1),
+        1 => read("r2", 101),
+        2 => Reply::api_error(
+            Wire::OpenAi,
+            400,
+            "context_length_exceeded",
+            "This model's maximum context length is 8192 tokens",
+        ),
+        _ if body_text(req).contains("Context note") => submit(),
+        _ => Reply::error(
+            500,
+            "expected the retried request to note the dropped turns",
+        ),
+    })
+    .await;
+    let run = cli::review(
+        repo.path(),
+        &server.base_url(),
+        "openai",
+        &["--format", "json", "--strategy", "react"],
+    )
+    .await;
+    assert_eq!(run.code, 0, "stderr: {}", run.stderr);
+    assert_eq!(run.json()["stats"]["compression"]["dropped_turns"], 1);
+}
+
+#[tokio::test]
+async fn context_command_reports_shaping_without_a_model() {
+    let repo = TempRepo::new();
+    repo.write("src/main.rs", "fn main() {}\n");
+    repo.write("old.rs", "fn gone() {}\n");
+    repo.commit("base");
+    repo.checkout_new_branch("feature");
+    repo.write("src/main.rs", "fn main() {\n    println!(\"hi\");\n}\n");
+    repo.write("Cargo.lock", "# lock\nversion = 3\n");
+    repo.write("logo.png", "\u{0}\u{1}PNG binary\u{0}");
+    repo.remove("old.rs");
+    repo.commit("change");
+    let output = cli::redline_command()
+        .args([
+            "context",
+            "--repo",
+            &repo.path().display().to_string(),
+            "--base",
+            "main",
+            "--model",
+            "gpt-4o",
+            "--format",
+            "json",
+        ])
+        .output()
+        .await
+        .expect("run");
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let out: Value = serde_json::from_slice(&output.stdout).expect("JSON");
+    assert_eq!(out["version"], 1);
+    assert_eq!(out["model"], "gpt-4o");
+    assert_eq!(out["encoding"], "o200k_base");
+    assert!(out["budget"].as_u64().unwrap_or(0) > 0);
+    let status = |path: &str| {
+        out["files"]
+            .as_array()
+            .and_then(|f| f.iter().find(|e| e["path"] == path))
+            .map(|e| (e["status"].clone(), e["reason"].clone()))
+    };
+    assert_eq!(status("src/main.rs").map(|s| s.0), Some(json!("shown")));
+    assert_eq!(
+        status("Cargo.lock"),
+        Some((json!("excluded"), json!("lockfile")))
+    );
+    assert_eq!(status("logo.png").map(|s| s.0), Some(json!("excluded")));
+    assert_eq!(status("old.rs").map(|s| s.0), Some(json!("listed")));
+    assert_eq!(out["changed_lines"]["total"], 3);
+    assert_eq!(out["changed_lines"]["shown"], 3);
+    assert!(
+        out["tokens"]["naive"].as_u64().unwrap_or(0) > 0
+            && out["tokens"]["shaped"].as_u64().unwrap_or(0) > 0
+    );
+}
