@@ -1,6 +1,7 @@
 //! Integration tests, one binary (`autotests = false` in Cargo.toml). Shared
 //! helpers live in `tests/common/`.
 
+mod action_cli;
 mod common;
 mod compression_cli;
 mod context;

@@ -65,25 +65,38 @@ pub fn ensure_commits(
         Ok(found) => found,
         Err(_) => repo.remote_anonymous(remote).map_err(git_error(token))?,
     };
-    let shallow = repo.is_shallow();
-    let options = || {
+    let by_sha: Vec<String> = missing.iter().map(|s| s.to_string()).collect();
+    let wide = [
+        "+refs/heads/*:refs/remotes/origin/*",
+        "+refs/pull/*/head:refs/remotes/origin/pull/*",
+    ];
+    // Cheapest first: the commits alone; then, for a shallow clone, the whole history
+    // (not every transport can deepen); then every branch and pull-request head.
+    let attempts: [(&[String], bool); 3] =
+        [(&by_sha, false), (&by_sha, repo.is_shallow()), (&[], true)];
+    let mut last_error = None;
+    for (refspecs, unshallow) in attempts {
+        if missing.iter().all(|sha| has_commit(&repo, sha)) {
+            break;
+        }
         let mut options = fetch_options(token);
-        if shallow {
+        if unshallow {
             options.depth(UNSHALLOW);
         }
-        options
-    };
-    let by_sha: Vec<String> = missing.iter().map(|s| s.to_string()).collect();
-    if remote.fetch(&by_sha, Some(&mut options()), None).is_err()
-        || missing.iter().any(|sha| !has_commit(&repo, sha))
-    {
-        let wide = [
-            "+refs/heads/*:refs/remotes/origin/*",
-            "+refs/pull/*/head:refs/remotes/origin/pull/*",
-        ];
-        remote
-            .fetch(&wide, Some(&mut options()), None)
-            .map_err(git_error(token))?;
+        let result = if refspecs.is_empty() {
+            remote.fetch(&wide, Some(&mut options), None)
+        } else {
+            remote.fetch(refspecs, Some(&mut options), None)
+        };
+        if let Err(e) = result {
+            last_error = Some(e);
+        }
+    }
+    if let (Some(error), true) = (
+        last_error,
+        missing.iter().any(|sha| !has_commit(&repo, sha)),
+    ) {
+        return Err(git_error(token)(error));
     }
     match missing.iter().find(|sha| !has_commit(&repo, sha)) {
         Some(sha) => Err(CheckoutError::Missing(sha.to_string())),

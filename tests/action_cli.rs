@@ -1,0 +1,587 @@
+//! `redline action` end to end: GitHub's own webhook payloads as the workflow
+//! event, the mock GitHub API, the scripted model server, and a temporary git
+//! repository as `GITHUB_WORKSPACE`. Also runs the composite action's steps.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::{Value, json};
+
+use crate::common::cli::{self, KEY};
+use crate::common::git::TempRepo;
+use crate::common::github_mock::{GitHubMock, PullSpec};
+use crate::common::model_server::{ModelServer, Reply, Wire};
+
+const BASE: &str = "pub fn average(values: &[i32]) -> i32 {\n    let sum: i32 = values.iter().sum();\n    sum / values.len() as i32\n}\n";
+const HEAD: &str = "pub fn average(values: &[i32]) -> i32 {\n    let sum: i32 = values.iter().sum();\n    sum / values.len() as i32\n}\n\npub fn ratio(a: i32, b: i32) -> i32 {\n    a / b\n}\n";
+const HEAD2_EXTRA: &str = "\npub fn percent(a: i32, b: i32) -> i32 {\n    100 * a / b\n}\n";
+const TOKEN: &str = "ghs_test_token_abcdefghijklmnop";
+
+struct Pr {
+    repo: TempRepo,
+    base: String,
+    head: String,
+}
+
+fn pull_request_repo() -> Pr {
+    let repo = TempRepo::new();
+    repo.write("src/calc.rs", BASE);
+    repo.write("README.md", "calc\n");
+    let base = repo.commit("base");
+    repo.checkout_new_branch("feature");
+    repo.write("src/calc.rs", HEAD);
+    let head = repo.commit("add ratio");
+    Pr { repo, base, head }
+}
+
+fn fixture(path: &str) -> Value {
+    let text = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures/webhooks")
+            .join(path),
+    )
+    .expect("fixture");
+    serde_json::from_str(&text).expect("fixture JSON")
+}
+
+/// GitHub's `pull_request` example, pointed at our repository and commits.
+fn pull_request_event(action_fixture: &str, base: &str, head: &str) -> Value {
+    let mut event = fixture(action_fixture);
+    event["number"] = json!(7);
+    event["pull_request"]["number"] = json!(7);
+    event["pull_request"]["base"]["sha"] = json!(base);
+    event["pull_request"]["head"]["sha"] = json!(head);
+    event["repository"]["owner"]["login"] = json!("octo");
+    event["repository"]["name"] = json!("demo");
+    event["repository"]["full_name"] = json!("octo/demo");
+    event["pull_request"]["base"]["repo"]["full_name"] = json!("octo/demo");
+    event["pull_request"]["head"]["repo"]["full_name"] = json!("octo/demo");
+    event
+}
+
+fn calc_finding(line: u32, title: &str) -> Value {
+    json!({"path": "src/calc.rs", "line": line, "severity": "critical", "category": "bug", "title": title, "body": "Divides by b without checking for zero."})
+}
+
+struct ActionRun {
+    code: i32,
+    stdout: String,
+    stderr: String,
+    outputs: String,
+    summary: String,
+}
+
+/// Runs `redline action` like the composite step does.
+async fn run_action(
+    workspace: &Path,
+    event_name: &str,
+    event: &Value,
+    gh: &GitHubMock,
+    model: &ModelServer,
+) -> ActionRun {
+    let dir = tempfile::tempdir().expect("tmp");
+    let event_path = dir.path().join("event.json");
+    std::fs::write(&event_path, event.to_string()).expect("event");
+    let outputs = dir.path().join("outputs");
+    let summary = dir.path().join("summary.md");
+    let output = cli::redline_command()
+        .arg("action")
+        .env("GITHUB_EVENT_NAME", event_name)
+        .env("GITHUB_EVENT_PATH", &event_path)
+        .env("GITHUB_REPOSITORY", "octo/demo")
+        .env("GITHUB_TOKEN", TOKEN)
+        .env("GITHUB_API_URL", gh.url())
+        .env("GITHUB_WORKSPACE", workspace)
+        .env("GITHUB_OUTPUT", &outputs)
+        .env("GITHUB_STEP_SUMMARY", &summary)
+        .env("REDLINE_BASE_URL", model.base_url())
+        .env("REDLINE_MODEL", "test-model")
+        .env("REDLINE_API_KEY", KEY)
+        .env("REDLINE_STRATEGY", "react")
+        .output()
+        .await
+        .expect("run redline action");
+    let run = ActionRun {
+        code: output.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+        outputs: std::fs::read_to_string(&outputs).unwrap_or_default(),
+        summary: std::fs::read_to_string(&summary).unwrap_or_default(),
+    };
+    for text in [&run.stdout, &run.stderr, &run.outputs, &run.summary] {
+        assert!(
+            !text.contains(KEY) && !text.contains(TOKEN),
+            "secret leaked: {text}"
+        );
+    }
+    run
+}
+
+#[tokio::test]
+async fn opened_then_rerun_then_synchronize() {
+    let pr = pull_request_repo();
+    let gh = GitHubMock::start().await;
+    let outside = json!({"path": "README.md", "line": 1, "severity": "minor", "category": "style", "title": "Terse README", "body": "Say more."});
+    let model = ModelServer::start(Wire::OpenAi, vec![Reply::tool("s", "submit_review", json!({"findings": [calc_finding(7, "Division by zero in ratio"), outside], "summary": "Adds ratio."}))]).await;
+    let event = pull_request_event("pull_request/opened.payload.json", &pr.base, &pr.head);
+    let run = run_action(pr.repo.path(), "pull_request", &event, &gh, &model).await;
+    assert_eq!(
+        run.code, 0,
+        "stdout: {}\nstderr: {}",
+        run.stdout, run.stderr
+    );
+    let reviews = gh.reviews();
+    assert_eq!(reviews.len(), 1);
+    assert_eq!(reviews[0]["commit_id"], pr.head.as_str());
+    let comments = reviews[0]["comments"].as_array().expect("comments");
+    assert_eq!(comments.len(), 1);
+    assert_eq!(comments[0]["path"], "src/calc.rs");
+    assert_eq!(comments[0]["line"], 7);
+    assert_eq!(comments[0]["side"], "RIGHT");
+    let summaries = gh.issue_comments();
+    assert_eq!(summaries.len(), 1);
+    assert!(
+        summaries[0]["body"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("README.md"),
+        "unanchored finding kept in the summary"
+    );
+    assert!(
+        run.outputs.contains("findings=1\n") && run.outputs.contains("highest-severity=critical"),
+        "{}",
+        run.outputs
+    );
+    assert!(
+        run.summary.contains("Division by zero in ratio"),
+        "{}",
+        run.summary
+    );
+
+    // The same job again on the same head: nothing is posted, the model is not asked.
+    let writes = gh.writes().len();
+    let run = run_action(pr.repo.path(), "pull_request", &event, &gh, &model).await;
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(gh.writes().len(), writes, "a rerun posts nothing");
+    assert_eq!(model.requests().len(), 1);
+
+    // A new push: only the new commit is reviewed and the summary is edited in place.
+    pr.repo.write("src/calc.rs", format!("{HEAD}{HEAD2_EXTRA}"));
+    let head2 = pr.repo.commit("add percent");
+    let model2 = ModelServer::start(Wire::OpenAi, vec![Reply::tool("s", "submit_review", json!({"findings": [calc_finding(11, "Division by zero in percent")], "summary": "Adds percent."}))]).await;
+    let event = pull_request_event("pull_request/synchronize.payload.json", &pr.base, &head2);
+    let run = run_action(pr.repo.path(), "pull_request", &event, &gh, &model2).await;
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let first_prompt = serde_json::to_string(&model2.requests()[0].body).expect("body");
+    assert!(
+        first_prompt.contains("100 * a / b"),
+        "the new commit is reviewed"
+    );
+    assert!(
+        !first_prompt.contains("+pub fn ratio"),
+        "the already reviewed commit is not: {first_prompt}"
+    );
+    let reviews = gh.reviews();
+    assert_eq!(reviews.len(), 2);
+    assert_eq!(reviews[1]["comments"].as_array().map(Vec::len), Some(1));
+    assert_eq!(
+        gh.issue_comments().len(),
+        1,
+        "the summary comment is edited, not posted again"
+    );
+    assert!(gh.writes().iter().any(|w| w.method == "PATCH"));
+}
+
+#[tokio::test]
+async fn a_read_only_token_puts_findings_in_the_job_summary_and_annotations() {
+    let pr = pull_request_repo();
+    let gh = GitHubMock::start().await;
+    gh.forbid_writes();
+    let model = ModelServer::start(
+        Wire::OpenAi,
+        vec![Reply::tool(
+            "s",
+            "submit_review",
+            json!({"findings": [calc_finding(7, "Division by zero in ratio")], "summary": "s"}),
+        )],
+    )
+    .await;
+    let event = pull_request_event("pull_request/opened.payload.json", &pr.base, &pr.head);
+    let run = run_action(pr.repo.path(), "pull_request_target", &event, &gh, &model).await;
+    assert_eq!(
+        run.code, 0,
+        "stdout: {}\nstderr: {}",
+        run.stdout, run.stderr
+    );
+    assert!(
+        run.stdout
+            .contains("::warning file=src/calc.rs,line=7,endLine=7"),
+        "{}",
+        run.stdout
+    );
+    assert!(run.summary.contains("Division by zero in ratio"));
+    assert!(gh.reviews().is_empty());
+}
+
+#[tokio::test]
+async fn fail_on_fails_the_step_after_posting() {
+    let pr = pull_request_repo();
+    let gh = GitHubMock::start().await;
+    let model = ModelServer::start(
+        Wire::OpenAi,
+        vec![Reply::tool(
+            "s",
+            "submit_review",
+            json!({"findings": [calc_finding(7, "Division by zero")], "summary": "s"}),
+        )],
+    )
+    .await;
+    let event = pull_request_event("pull_request/opened.payload.json", &pr.base, &pr.head);
+    let dir = tempfile::tempdir().expect("tmp");
+    std::fs::write(dir.path().join("e.json"), event.to_string()).expect("write");
+    let output = cli::redline_command()
+        .args(["action", "--fail-on", "major"])
+        .env("GITHUB_EVENT_NAME", "pull_request")
+        .env("GITHUB_EVENT_PATH", dir.path().join("e.json"))
+        .env("GITHUB_TOKEN", TOKEN)
+        .env("GITHUB_API_URL", gh.url())
+        .env("GITHUB_WORKSPACE", pr.repo.path())
+        .env("REDLINE_BASE_URL", model.base_url())
+        .env("REDLINE_API_KEY", KEY)
+        .output()
+        .await
+        .expect("run");
+    assert_eq!(
+        output.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert_eq!(gh.reviews().len(), 1);
+}
+
+#[tokio::test]
+async fn review_command_in_a_comment_needs_write_access() {
+    let pr = pull_request_repo();
+    let gh = GitHubMock::start().await;
+    gh.add_pull("octo", "demo", 1, PullSpec::new(&pr.base, &pr.head));
+    let model = ModelServer::start(
+        Wire::OpenAi,
+        vec![Reply::tool(
+            "s",
+            "submit_review",
+            json!({"findings": [calc_finding(7, "Division by zero")], "summary": "s"}),
+        )],
+    )
+    .await;
+    let mut event = fixture("issue_comment/created.on-pull-request.redline-command.json");
+    event["repository"]["owner"]["login"] = json!("octo");
+    event["repository"]["name"] = json!("demo");
+    event["comment"]["body"] = json!("/redline review");
+
+    let run = run_action(pr.repo.path(), "issue_comment", &event, &gh, &model).await;
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(run.stdout.contains("no write access"), "{}", run.stdout);
+    assert!(model.requests().is_empty() && gh.reviews().is_empty());
+
+    gh.set_permission("Codertocat", "write");
+    let run = run_action(pr.repo.path(), "issue_comment", &event, &gh, &model).await;
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(gh.reviews().len(), 1);
+    assert_eq!(gh.reviews()[0]["commit_id"], pr.head.as_str());
+}
+
+#[tokio::test]
+async fn other_events_exit_0_with_a_notice() {
+    let pr = pull_request_repo();
+    let gh = GitHubMock::start().await;
+    let model = ModelServer::start(Wire::OpenAi, vec![]).await;
+    for (name, event) in [
+        ("ping", fixture("ping/payload.json")),
+        (
+            "pull_request",
+            pull_request_event("pull_request/closed.payload.json", &pr.base, &pr.head),
+        ),
+        (
+            "issue_comment",
+            fixture("issue_comment/created.on-pull-request.no-command.json"),
+        ),
+        (
+            "issue_comment",
+            fixture("issue_comment/created.payload.json"),
+        ),
+    ] {
+        let run = run_action(pr.repo.path(), name, &event, &gh, &model).await;
+        assert_eq!(run.code, 0, "{name}: {}", run.stderr);
+        assert!(
+            run.stdout.starts_with("::notice::"),
+            "{name}: {}",
+            run.stdout
+        );
+        assert_eq!(run.stdout.lines().count(), 1, "one line: {}", run.stdout);
+    }
+    assert!(model.requests().is_empty() && gh.requests().is_empty());
+}
+
+/// `git daemon` serving one repository over git:// on loopback (libgit2's local
+/// transport cannot deepen a shallow clone; its network transports can).
+struct GitDaemon {
+    child: std::process::Child,
+    url: String,
+}
+
+impl GitDaemon {
+    fn serve(repo: &Path) -> GitDaemon {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .expect("free port")
+            .port();
+        let parent = repo.parent().expect("parent");
+        let name = repo
+            .file_name()
+            .expect("name")
+            .to_string_lossy()
+            .into_owned();
+        // Run git-daemon itself (not `git daemon`, whose child would outlive a kill).
+        let exec_path = std::process::Command::new("git")
+            .arg("--exec-path")
+            .output()
+            .expect("git --exec-path");
+        let daemon =
+            PathBuf::from(String::from_utf8_lossy(&exec_path.stdout).trim()).join("git-daemon");
+        let child = std::process::Command::new(daemon)
+            .args([
+                "--reuseaddr",
+                "--export-all",
+                "--listen=127.0.0.1",
+                &format!("--port={port}"),
+            ])
+            .arg(format!("--base-path={}", parent.display()))
+            .arg(parent)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("git daemon");
+        for _ in 0..100 {
+            if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        GitDaemon {
+            child,
+            url: format!("git://127.0.0.1:{port}/{name}"),
+        }
+    }
+}
+
+impl Drop for GitDaemon {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[tokio::test]
+async fn a_shallow_checkout_fetches_the_base_commit() {
+    let pr = pull_request_repo();
+    let daemon = GitDaemon::serve(pr.repo.path());
+    let clone_dir = tempfile::tempdir().expect("tmp");
+    let workspace = clone_dir.path().join("ws");
+    let status = std::process::Command::new("git")
+        .args([
+            "clone",
+            "--quiet",
+            "--depth",
+            "1",
+            "--branch",
+            "feature",
+            &daemon.url,
+        ])
+        .arg(&workspace)
+        .status()
+        .expect("git clone");
+    assert!(status.success());
+    let shallow = git2::Repository::open(&workspace).expect("open");
+    assert!(
+        shallow.is_shallow()
+            && shallow
+                .find_commit(git2::Oid::from_str(&pr.base).expect("oid"))
+                .is_err()
+    );
+    let gh = GitHubMock::start().await;
+    let model = ModelServer::start(
+        Wire::OpenAi,
+        vec![Reply::tool(
+            "s",
+            "submit_review",
+            json!({"findings": [calc_finding(7, "Division by zero")], "summary": "s"}),
+        )],
+    )
+    .await;
+    let event = pull_request_event("pull_request/opened.payload.json", &pr.base, &pr.head);
+    let run = run_action(&workspace, "pull_request", &event, &gh, &model).await;
+    assert_eq!(
+        run.code, 0,
+        "stdout: {}\nstderr: {}",
+        run.stdout, run.stderr
+    );
+    assert_eq!(gh.reviews().len(), 1);
+}
+
+/// The `env:` mapping of the composite action's review step, read from action.yml.
+fn review_step_env() -> Vec<(String, String)> {
+    let yaml = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("action.yml"))
+        .expect("action.yml");
+    let step = yaml.split("id: review").nth(1).expect("review step");
+    let env_block = step
+        .split("env:")
+        .nth(1)
+        .expect("env block")
+        .split("run:")
+        .next()
+        .expect("run");
+    env_block
+        .lines()
+        .filter_map(|l| l.trim().split_once(": ${{ inputs."))
+        .map(|(var, input)| {
+            (
+                var.trim().to_string(),
+                input.trim_end_matches(" }}").to_string(),
+            )
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn composite_steps_run_with_the_inputs_mapped_explicitly() {
+    let mapping = review_step_env();
+    let vars: Vec<&str> = mapping.iter().map(|(v, _)| v.as_str()).collect();
+    for expected in [
+        "GITHUB_TOKEN",
+        "REDLINE_PROVIDER",
+        "REDLINE_MODEL",
+        "REDLINE_API_KEY",
+        "REDLINE_BASE_URL",
+        "REDLINE_STRATEGY",
+        "REDLINE_FAIL_ON",
+        "REDLINE_CONFIG",
+        "REDLINE_MAX_COMMENTS",
+    ] {
+        assert!(
+            vars.contains(&expected),
+            "{expected} missing from the review step's env: {mapping:?}"
+        );
+    }
+    let pr = pull_request_repo();
+    let gh = GitHubMock::start().await;
+    let model = ModelServer::start(
+        Wire::OpenAi,
+        vec![Reply::tool(
+            "s",
+            "submit_review",
+            json!({"findings": [calc_finding(7, "Division by zero")], "summary": "s"}),
+        )],
+    )
+    .await;
+    let inputs = [
+        ("github-token", TOKEN.to_string()),
+        ("provider", "openai".to_string()),
+        ("model", "model-from-input".to_string()),
+        ("api-key", KEY.to_string()),
+        ("base-url", model.base_url()),
+        ("strategy", "react".to_string()),
+        ("fail-on", "never".to_string()),
+        ("config", String::new()),
+        ("max-comments", "25".to_string()),
+    ];
+    let dir = tempfile::tempdir().expect("tmp");
+    let event_path = dir.path().join("event.json");
+    std::fs::write(
+        &event_path,
+        pull_request_event("pull_request/opened.payload.json", &pr.base, &pr.head).to_string(),
+    )
+    .expect("event");
+    let action_path = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let bin_dir = PathBuf::from(env!("CARGO_BIN_EXE_redline"))
+        .parent()
+        .expect("bin dir")
+        .to_path_buf();
+    let step = |script: &str| {
+        composite_step(
+            script,
+            &mapping,
+            &inputs,
+            &action_path,
+            &bin_dir,
+            &event_path,
+            &gh,
+            pr.repo.path(),
+            dir.path(),
+        )
+    };
+    let install = step("action-install.sh")
+        .output()
+        .await
+        .expect("install step");
+    assert!(
+        install.status.success(),
+        "{}",
+        String::from_utf8_lossy(&install.stderr)
+    );
+    assert!(String::from_utf8_lossy(&install.stdout).contains("restored from cache"));
+
+    let output = step("action-review.sh")
+        .output()
+        .await
+        .expect("review step");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(
+        stdout.contains("::add-mask::"),
+        "the API key is masked in the log"
+    );
+    assert_eq!(model.requests()[0].body["model"], "model-from-input");
+    assert_eq!(gh.reviews().len(), 1);
+    let outputs = std::fs::read_to_string(dir.path().join("out")).unwrap_or_default();
+    assert!(outputs.contains("findings=1"), "{outputs}");
+}
+
+/// One composite step's script, with the environment the runner would give it.
+#[allow(clippy::too_many_arguments)]
+fn composite_step(
+    script: &str,
+    mapping: &[(String, String)],
+    inputs: &[(&str, String)],
+    action_path: &Path,
+    bin_dir: &Path,
+    event_path: &Path,
+    gh: &GitHubMock,
+    workspace: &Path,
+    dir: &Path,
+) -> tokio::process::Command {
+    let mut command = tokio::process::Command::new("bash");
+    command
+        .arg(action_path.join("scripts").join(script))
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("GITHUB_ACTION_PATH", action_path)
+        .env("REDLINE_BIN_DIR", bin_dir)
+        .env("GITHUB_EVENT_NAME", "pull_request")
+        .env("GITHUB_EVENT_PATH", event_path)
+        .env("GITHUB_API_URL", gh.url())
+        .env("GITHUB_WORKSPACE", workspace)
+        .env("GITHUB_OUTPUT", dir.join("out"));
+    for (var, input) in mapping {
+        let value = inputs
+            .iter()
+            .find(|(name, _)| name == input)
+            .map(|(_, v)| v.clone())
+            .unwrap_or_default();
+        command.env(var, value);
+    }
+    command
+}
