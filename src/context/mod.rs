@@ -23,8 +23,11 @@
 
 mod excerpt;
 mod listing;
+mod measure;
+mod message;
 pub mod noise;
 pub mod order;
+mod pack;
 mod prune;
 mod reads;
 mod report;
