@@ -4,6 +4,7 @@
 //! lines), overlapping windows merged, every line numbered as the `diff` tool
 //! numbers it, and long pure deletions summarised in one line.
 
+use std::fmt::Write as _;
 use std::sync::LazyLock;
 
 use regex::Regex;
@@ -414,7 +415,8 @@ fn render_window(
             old_count += 1;
             ' '
         };
-        body.push_str(&format!("{n:>5} {mark}{text}\n"));
+        // Writing to a String cannot fail.
+        let _ = writeln!(body, "{n:>5} {mark}{text}");
     }
     let new_count = window.end + 1 - window.start;
     let mut old_start = numbers.base_position(window.start);
@@ -443,7 +445,7 @@ fn render_run(run: &RemovedRun<'_>, out: &mut String) {
     }
     for line in &run.lines {
         let number = line.old_line.map(|n| n.to_string()).unwrap_or_default();
-        out.push_str(&format!("{number:>5} -{}\n", line.text));
+        let _ = writeln!(out, "{number:>5} -{}", line.text);
     }
 }
 

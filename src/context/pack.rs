@@ -12,13 +12,17 @@ use super::message::{fixed_items, header, over_budget_items, render_message};
 use super::shape::{Facts, Prepared, Role};
 
 /// Naive-prompt text (head contents plus plain diffs) counted exactly; beyond it, sampled.
-pub(crate) const EXACT_NAIVE_BYTES: usize = 2 * 1024 * 1024;
+pub(crate) const EXACT_NAIVE_BYTES: usize = 1024 * 1024;
 
 /// Section text counted exactly up front; beyond it, counted only when a section might fit.
-pub(crate) const EXACT_SECTION_BYTES: usize = 1024 * 1024;
+pub(crate) const EXACT_SECTION_BYTES: usize = 512 * 1024;
 
 /// An estimated section is counted when its estimate is within this factor of the room left.
-const MIGHT_FIT_FACTOR: f64 = 1.5;
+const MIGHT_FIT_FACTOR: f64 = 1.15;
+
+/// Estimated sections counted in vain (they did not fit after all) before the
+/// packing stops trying: in a huge change of similar files they would all be.
+const MAX_NEAR_MISSES: usize = 32;
 
 /// Re-renders allowed when the estimate overshoots (it is off by a few tokens at most).
 const MAX_REFITS: usize = 8;
@@ -95,6 +99,7 @@ pub(crate) fn pack(
 /// an estimated section exactly when it might fit.
 fn greedy(prepared: &mut [Prepared<'_>], available: usize, counter: &TokenCounter) -> Vec<bool> {
     let mut left = available;
+    let mut near_misses = 0;
     prepared
         .iter_mut()
         .map(|p| {
@@ -102,10 +107,14 @@ fn greedy(prepared: &mut [Prepared<'_>], available: usize, counter: &TokenCounte
                 return false;
             }
             if !p.section_tokens.exact
+                && near_misses < MAX_NEAR_MISSES
                 && (p.section_tokens.tokens as f64 / MIGHT_FIT_FACTOR) as usize <= left
                 && let Some(section) = &p.section
             {
                 p.section_tokens = measure_one(counter, &section.text);
+                if p.section_tokens.tokens > left {
+                    near_misses += 1;
+                }
             }
             let fits = p.section_tokens.exact && p.section_tokens.tokens <= left;
             if fits {

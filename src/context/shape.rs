@@ -87,7 +87,7 @@ pub struct ShapedContext {
     pub files: Vec<FileEntry>,
     /// Tokens of the naive prompt: the full head content of every changed file plus the full unified diff.
     pub naive_tokens: usize,
-    /// Whether `naive_tokens` was counted in full; above 2 MiB of naive text it
+    /// Whether `naive_tokens` was counted in full; above 1 MiB of naive text it
     /// is extrapolated from an even sample of the files.
     pub naive_exact: bool,
     /// Tokens of `message`.
@@ -175,28 +175,34 @@ pub fn shape_change(
         before: opts.context_before,
         after: opts.context_after,
     };
-    let mut heads = Vec::with_capacity(changes.files.len());
-    let mut prepared = Vec::with_capacity(changes.files.len());
-    for file in &changes.files {
-        let head = match file.status {
+    // Reading is sequential (the reader need not be thread-safe); the rest runs on all cores.
+    let heads: Vec<Option<String>> = changes
+        .files
+        .iter()
+        .map(|file| match file.status {
             FileStatus::Deleted => None,
             _ if file.binary => None,
             _ => head_text(&file.path),
-        };
-        let role = role_of(file, head.as_deref(), &exclude);
-        let section =
-            (role == Role::Candidate).then(|| excerpt::render_file(file, head.as_deref(), context));
-        prepared.push(Prepared {
+        })
+        .collect();
+    let pairs: Vec<(&FileChange, Option<&str>)> = changes
+        .files
+        .iter()
+        .zip(heads.iter().map(Option::as_deref))
+        .collect();
+    let mut prepared = super::parallel_map(&pairs, |&(file, head)| {
+        let role = role_of(file, head, &exclude);
+        Prepared {
             file,
             role,
-            section,
+            section: (role == Role::Candidate).then(|| excerpt::render_file(file, head, context)),
             section_tokens: Measured::default(),
             plain_tokens: Measured::default(),
             changed: added_nonblank(file),
-        });
-        heads.push(head);
-    }
-    let plains: Vec<String> = prepared.iter().map(|p| plain_diff(p.file)).collect();
+        }
+    });
+    drop(pairs);
+    let plains: Vec<String> = super::parallel_map(&prepared, |p| plain_diff(p.file));
     let (naive_tokens, naive_exact) = measure_files(&mut prepared, &plains, &heads, counter);
     drop(heads);
     drop(plains);
