@@ -24,6 +24,9 @@ const MIGHT_FIT_FACTOR: f64 = 1.15;
 /// packing stops trying: in a huge change of similar files they would all be.
 const MAX_NEAR_MISSES: usize = 32;
 
+/// In the first packing pass, no file may take more than this fraction (1/n) of the room.
+const LARGE_FILE_SHARE: usize = 3;
+
 /// Re-renders allowed when the estimate overshoots (it is off by a few tokens at most).
 const MAX_REFITS: usize = 8;
 
@@ -96,33 +99,36 @@ pub(crate) fn pack(
 }
 
 /// Shows files in review order while they fit in `available` tokens, counting
-/// an estimated section exactly when it might fit.
+/// an estimated section exactly when it might fit. A first pass takes no file
+/// larger than a third of the room, so one huge file cannot crowd out all the
+/// others; a second pass then fills what is left in the same order.
 fn greedy(prepared: &mut [Prepared<'_>], available: usize, counter: &TokenCounter) -> Vec<bool> {
+    let mut shown = vec![false; prepared.len()];
     let mut left = available;
     let mut near_misses = 0;
-    prepared
-        .iter_mut()
-        .map(|p| {
-            if p.role != Role::Candidate {
-                return false;
+    for cap in [available / LARGE_FILE_SHARE, usize::MAX] {
+        for (p, shown) in prepared.iter_mut().zip(shown.iter_mut()) {
+            if *shown || p.role != Role::Candidate {
+                continue;
             }
+            let room = left.min(cap);
             if !p.section_tokens.exact
                 && near_misses < MAX_NEAR_MISSES
-                && (p.section_tokens.tokens as f64 / MIGHT_FIT_FACTOR) as usize <= left
+                && (p.section_tokens.tokens as f64 / MIGHT_FIT_FACTOR) as usize <= room
                 && let Some(section) = &p.section
             {
                 p.section_tokens = measure_one(counter, &section.text);
-                if p.section_tokens.tokens > left {
+                if p.section_tokens.tokens > room {
                     near_misses += 1;
                 }
             }
-            let fits = p.section_tokens.exact && p.section_tokens.tokens <= left;
-            if fits {
+            if p.section_tokens.exact && p.section_tokens.tokens <= room {
+                *shown = true;
                 left -= p.section_tokens.tokens;
             }
-            fits
-        })
-        .collect()
+        }
+    }
+    shown
 }
 
 /// Renders the message and counts it; when the parts' estimate was a little

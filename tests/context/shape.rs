@@ -359,6 +359,78 @@ fn what_does_not_fit_is_listed_with_its_size() {
 }
 
 #[test]
+fn one_huge_file_does_not_crowd_out_the_others() {
+    let mut change = Change::default().file("src/huge.rs", "", &function("huge", 400));
+    for i in 0..5 {
+        change = change.file(
+            &format!("src/small{i}.rs"),
+            "",
+            &function(&format!("s{i}"), 10),
+        );
+    }
+    let opts = ShapeOptions {
+        budget_tokens: 5_000,
+        ..ShapeOptions::default()
+    };
+    let shaped = change.shape(&opts);
+    assert_eq!(entry(&shaped, "src/huge.rs").status, ShapeStatus::Listed);
+    for i in 0..5 {
+        assert_eq!(
+            entry(&shaped, &format!("src/small{i}.rs")).status,
+            ShapeStatus::Shown
+        );
+    }
+    // Alone, a file larger than a third of the budget is shown when it fits.
+    let alone = Change::default()
+        .file("src/big.rs", "", &function("big", 150))
+        .shape(&opts);
+    assert!(entry(&alone, "src/big.rs").tokens > 5_000 / 3);
+    assert_eq!(entry(&alone, "src/big.rs").status, ShapeStatus::Shown);
+}
+
+#[test]
+fn a_huge_change_is_measured_at_bounded_cost() {
+    // About 2.5 MB of naive text: sampled, and far-over-budget sizes estimated.
+    let mut change = Change::default();
+    for i in 0..400 {
+        change = change.file(
+            &format!("src/m{}/f{i}.rs", i % 7),
+            "",
+            &function(&format!("f{i}"), 120),
+        );
+    }
+    let opts = ShapeOptions {
+        budget_tokens: 4_000,
+        ..ShapeOptions::default()
+    };
+    let shaped = change.shape(&opts);
+    assert!(!shaped.naive_exact);
+    assert!(shaped.naive_tokens > 400 * 1_000, "{}", shaped.naive_tokens);
+    assert!(shaped.shaped_tokens <= 4_000);
+    assert!(
+        shaped
+            .files
+            .iter()
+            .filter(|f| f.status == ShapeStatus::Shown)
+            .all(|f| f.tokens_exact)
+    );
+    assert!(shaped.files.iter().any(|f| !f.tokens_exact));
+    assert!(
+        shaped.message.contains(" ~"),
+        "estimates are marked:\n{}",
+        shaped.message
+    );
+    let named: usize = shaped.files.iter().map(|f| f.changed_lines).sum();
+    assert_eq!(named, shaped.changed_lines_total);
+    assert!(
+        shaped
+            .files
+            .iter()
+            .all(|f| f.status != ShapeStatus::Excluded)
+    );
+}
+
+#[test]
 fn changed_line_counts_are_exact_and_every_shown_line_is_numbered() {
     let old = function("f", 12);
     let new = old
