@@ -35,7 +35,9 @@ mod shape;
 mod summarize;
 
 pub use noise::{ExcludeGlobError, NoiseKind, compile_excludes};
-pub use prune::{PruneStats, Pruner};
+pub use prune::{
+    DEFAULT_KEEP_RECENT, DEFAULT_MAX_OBSERVATION_TOKENS, FINDINGS_TOOLS, PruneStats, Pruner,
+};
 pub use reads::ReadTracker;
 pub use shape::{
     FileEntry, STAGE1_MAX_BUDGET, STAGE1_MIN_BUDGET, ShapeOptions, ShapeStatus, ShapedContext,

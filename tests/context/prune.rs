@@ -223,6 +223,33 @@ fn no_pointer_once_the_earlier_result_was_elided_or_failed() {
     );
 }
 
+#[test]
+fn a_result_a_recent_pointer_names_is_kept() {
+    let mut history = history(vec![
+        read("c1", "src/a.rs", 1, 80),
+        read("c2", "src/b.rs", 1, 10),
+        read("c3", "src/c.rs", 1, 10),
+    ]);
+    let pointer = ReadTracker::default()
+        .pointer("src/a.rs", Some(1), Some(80), &history)
+        .expect("pointer");
+    history.extend(turn(
+        "c4",
+        "read_file",
+        r#"{"path":"src/a.rs","start_line":1,"end_line":80}"#,
+        &pointer,
+        false,
+    ));
+    let original = tool_content(&history, "c1");
+    Pruner::new(2, 6_000).prune(&mut history, &counter());
+    assert_eq!(
+        tool_content(&history, "c1"),
+        original,
+        "c4 still points at it"
+    );
+    assert!(tool_content(&history, "c2").ends_with("elided: call again if needed]"));
+}
+
 fn with_commas(n: usize) -> String {
     let digits = n.to_string();
     let mut out = String::new();
