@@ -270,11 +270,26 @@ fn window_for(
             header = lines.get(definition).unwrap_or_default().trim().to_string();
         }
     }
+    if header_is_in_view(&header, start, block.start, lines) {
+        header.clear();
+    }
     Window {
         start,
         end: end.max(start - 1),
         header,
     }
+}
+
+/// Whether git's hunk header names a line shown anyway (the window starts
+/// above git's hunk), which would only mislead.
+fn header_is_in_view(header: &str, from: u32, to: u32, lines: &HeadLines<'_>) -> bool {
+    let header = header.trim();
+    !header.is_empty()
+        && (from..=to).any(|n| {
+            lines
+                .get(n)
+                .is_some_and(|line| line.trim_start().starts_with(header))
+        })
 }
 
 /// The nearest line above the block that looks like a definition and is less

@@ -230,6 +230,24 @@ fn context_is_asymmetric_and_reaches_the_enclosing_function() {
 }
 
 #[test]
+fn a_git_header_naming_a_line_in_view_is_dropped() {
+    let old = "use x;\n\n#[derive(Debug)]\nenum State {\n    A,\n    B,\n    C,\n}\n";
+    let new = old.replace("    B,", "    Bee,");
+    let mut change = Change::default().file("src/state.rs", old, &new);
+    change.files[0].hunks[0].header = "enum State {".into();
+    let far = function("far", 60);
+    change = change.file(
+        "src/far.rs",
+        &far,
+        &far.replace("let v50 = 50;", "let v50 = 5;"),
+    );
+    change.files[1].hunks[0].header = "impl Far {".into();
+    let shaped = change.shape(&ShapeOptions::default());
+    assert!(section(&shaped.message, "src/state.rs").contains("@@ -1,8 +1,8 @@\n"));
+    assert!(section(&shaped.message, "src/far.rs").contains("@@ -45,9 +45,9 @@ impl Far {\n"));
+}
+
+#[test]
 fn overlapping_windows_are_merged_into_one() {
     let old = function("f", 30);
     let new = old
