@@ -4,6 +4,8 @@ use redline::context::{Pruner, ReadTracker};
 use redline::llm::tokens::{Encoding, TokenCounter};
 use redline::llm::{Message, ToolCall};
 
+use super::support::thousands;
+
 fn counter() -> TokenCounter {
     TokenCounter::new(Encoding::Cl100kBase)
 }
@@ -80,7 +82,7 @@ fn old_results_become_stubs_and_the_recent_ones_stay() {
         tool_content(&history, "c1"),
         format!(
             "[read_file src/a.rs:1-200, {} tokens, elided: call again if needed]",
-            with_commas(c1_tokens)
+            thousands(c1_tokens)
         )
     );
     assert!(tool_content(&history, "c2").starts_with("[read_file src/b.rs:10-20, "));
@@ -248,16 +250,4 @@ fn a_result_a_recent_pointer_names_is_kept() {
         "c4 still points at it"
     );
     assert!(tool_content(&history, "c2").ends_with("elided: call again if needed]"));
-}
-
-fn with_commas(n: usize) -> String {
-    let digits = n.to_string();
-    let mut out = String::new();
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
 }
