@@ -4,6 +4,7 @@
 //! lines), overlapping windows merged, every line numbered as the `diff` tool
 //! numbers it, and long pure deletions summarised in one line.
 
+use std::fmt::Write as _;
 use std::sync::LazyLock;
 
 use regex::Regex;
@@ -269,11 +270,26 @@ fn window_for(
             header = lines.get(definition).unwrap_or_default().trim().to_string();
         }
     }
+    if header_is_in_view(&header, start, block.start, lines) {
+        header.clear();
+    }
     Window {
         start,
         end: end.max(start - 1),
         header,
     }
+}
+
+/// Whether git's hunk header names a line shown anyway (the window starts
+/// above git's hunk), which would only mislead.
+fn header_is_in_view(header: &str, from: u32, to: u32, lines: &HeadLines<'_>) -> bool {
+    let header = header.trim();
+    !header.is_empty()
+        && (from..=to).any(|n| {
+            lines
+                .get(n)
+                .is_some_and(|line| line.trim_start().starts_with(header))
+        })
 }
 
 /// The nearest line above the block that looks like a definition and is less
@@ -414,7 +430,8 @@ fn render_window(
             old_count += 1;
             ' '
         };
-        body.push_str(&format!("{n:>5} {mark}{text}\n"));
+        // Writing to a String cannot fail.
+        let _ = writeln!(body, "{n:>5} {mark}{text}");
     }
     let new_count = window.end + 1 - window.start;
     let mut old_start = numbers.base_position(window.start);
@@ -443,7 +460,7 @@ fn render_run(run: &RemovedRun<'_>, out: &mut String) {
     }
     for line in &run.lines {
         let number = line.old_line.map(|n| n.to_string()).unwrap_or_default();
-        out.push_str(&format!("{number:>5} -{}\n", line.text));
+        let _ = writeln!(out, "{number:>5} -{}", line.text);
     }
 }
 

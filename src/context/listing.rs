@@ -23,6 +23,8 @@ pub(crate) struct ListItem {
     pub deletions: usize,
     /// Tokens it would cost to see it.
     pub tokens: usize,
+    /// Whether `tokens` was counted rather than estimated.
+    pub exact: bool,
 }
 
 /// The lists that do not depend on the budget.
@@ -79,11 +81,12 @@ fn render_items(items: &[ListItem]) -> String {
     let groups = group_by_directory(rest);
     for group in groups.iter().take(GROUP_CAP) {
         out.push_str(&format!(
-            "- {} … {} more files (+{} -{}, {} tokens)\n",
+            "- {} … {} more files (+{} -{}, {}{} tokens)\n",
             group.directory,
             group.files,
             group.additions,
             group.deletions,
+            if group.exact { "" } else { "~" },
             thousands(group.tokens)
         ));
     }
@@ -103,6 +106,7 @@ struct Group {
     additions: usize,
     deletions: usize,
     tokens: usize,
+    exact: bool,
 }
 
 /// Groups by the first two directory levels, in order of first appearance.
@@ -118,6 +122,7 @@ fn group_by_directory(items: &[ListItem]) -> Vec<Group> {
                 additions: 0,
                 deletions: 0,
                 tokens: 0,
+                exact: true,
             });
             groups.len() - 1
         });
@@ -126,6 +131,7 @@ fn group_by_directory(items: &[ListItem]) -> Vec<Group> {
             group.additions += item.additions;
             group.deletions += item.deletions;
             group.tokens += item.tokens;
+            group.exact &= item.exact;
         }
     }
     groups
@@ -151,6 +157,7 @@ mod tests {
             additions: 1,
             deletions: 0,
             tokens: 10,
+            exact: true,
         }
     }
 

@@ -23,8 +23,11 @@
 
 mod excerpt;
 mod listing;
+mod measure;
+mod message;
 pub mod noise;
 pub mod order;
+mod pack;
 mod prune;
 mod reads;
 mod report;
@@ -32,7 +35,9 @@ mod shape;
 mod summarize;
 
 pub use noise::{ExcludeGlobError, NoiseKind, compile_excludes};
-pub use prune::{PruneStats, Pruner};
+pub use prune::{
+    DEFAULT_KEEP_RECENT, DEFAULT_MAX_OBSERVATION_TOKENS, FINDINGS_TOOLS, PruneStats, Pruner,
+};
 pub use reads::ReadTracker;
 pub use shape::{
     FileEntry, STAGE1_MAX_BUDGET, STAGE1_MIN_BUDGET, ShapeOptions, ShapeStatus, ShapedContext,
@@ -48,43 +53,60 @@ use crate::llm::tokens::TokenCounter;
 /// Counts many texts on all cores. The counter's cache is shared, so a text
 /// counted here is free to count again later.
 pub(crate) fn count_parallel(counter: &TokenCounter, texts: &[&str]) -> Vec<usize> {
+    parallel_map(texts, |text| counter.count(text))
+}
+
+/// `f` over `items` on all cores (at most 8 threads), results in order. Falls
+/// back to this thread for small inputs or when a worker cannot be used.
+pub(crate) fn parallel_map<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync) -> Vec<R> {
     use std::sync::atomic::{AtomicUsize, Ordering};
+    const CHUNK: usize = 16;
     let threads = std::thread::available_parallelism()
         .map(|n| n.get())
         .unwrap_or(1)
         .min(8);
-    let total_bytes: usize = texts.iter().map(|t| t.len()).sum();
-    if threads <= 1 || total_bytes < 256 * 1024 {
-        return texts.iter().map(|t| counter.count(t)).collect();
+    if threads <= 1 || items.len() < 2 * CHUNK {
+        return items.iter().map(&f).collect();
     }
     let next = AtomicUsize::new(0);
-    let mut counts = vec![0; texts.len()];
-    let results: Vec<Vec<(usize, usize)>> = std::thread::scope(|scope| {
-        let workers: Vec<_> = (0..threads)
-            .map(|_| {
-                scope.spawn(|| {
-                    let mut done = Vec::new();
-                    loop {
-                        let i = next.fetch_add(1, Ordering::Relaxed);
-                        let Some(text) = texts.get(i) else { break };
-                        done.push((i, counter.count(text)));
-                    }
-                    done
-                })
-            })
-            .collect();
-        workers.into_iter().filter_map(|w| w.join().ok()).collect()
+    let work = || {
+        let mut done = Vec::new();
+        loop {
+            let start = next.fetch_add(CHUNK, Ordering::Relaxed);
+            let Some(chunk) = items.get(start..(start + CHUNK).min(items.len())) else {
+                break;
+            };
+            if chunk.is_empty() {
+                break;
+            }
+            done.push((start, chunk.iter().map(&f).collect::<Vec<R>>()));
+        }
+        done
+    };
+    let mut parts: Vec<(usize, Vec<R>)> = std::thread::scope(|scope| {
+        let workers: Vec<_> = (1..threads).map(|_| scope.spawn(work)).collect();
+        let mut parts = work();
+        for worker in workers {
+            // A worker that panicked leaves a gap, filled in below.
+            if let Ok(done) = worker.join() {
+                parts.extend(done);
+            }
+        }
+        parts
     });
-    let mut filled = 0;
-    for (i, n) in results.into_iter().flatten() {
-        counts[i] = n;
-        filled += 1;
+    parts.sort_by_key(|(start, _)| *start);
+    let mut out = Vec::with_capacity(items.len());
+    for (start, results) in parts {
+        // Redo any chunk a failed worker dropped, in order.
+        while out.len() < start {
+            out.push(f(&items[out.len()]));
+        }
+        out.extend(results);
     }
-    if filled < texts.len() {
-        // A worker died; count what it left on this thread.
-        return texts.iter().map(|t| counter.count(t)).collect();
+    while out.len() < items.len() {
+        out.push(f(&items[out.len()]));
     }
-    counts
+    out
 }
 
 /// `1234567` → `1,234,567`.
@@ -111,6 +133,13 @@ mod tests {
         assert_eq!(thousands(999), "999");
         assert_eq!(thousands(1_840), "1,840");
         assert_eq!(thousands(1_234_567), "1,234,567");
+    }
+
+    #[test]
+    fn parallel_map_keeps_the_order() {
+        let items: Vec<usize> = (0..1_000).collect();
+        let doubled = parallel_map(&items, |n| n * 2);
+        assert_eq!(doubled, items.iter().map(|n| n * 2).collect::<Vec<_>>());
     }
 
     #[test]

@@ -6,7 +6,7 @@
 //! findings tools are never touched: the model must not lose what went wrong
 //! or what it already reported.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use crate::llm::tokens::TokenCounter;
 use crate::llm::{Message, ToolCall};
@@ -86,15 +86,11 @@ impl Pruner {
             .map(|(i, _)| i)
             .collect();
         let recent_from = tool_positions.len().saturating_sub(self.keep_recent);
-        // A kept pointer ("same as the result of call r2") keeps what it points to in view.
-        let pinned: std::collections::HashSet<String> = tool_positions[recent_from..]
+        // A recent pointer promises the model that the result it names is still in view.
+        let pointed_to: HashSet<String> = tool_positions[recent_from..]
             .iter()
-            .filter_map(|&i| match &history[i] {
-                Message::Tool { content, .. } => {
-                    super::reads::pointer_target(content).map(str::to_string)
-                }
-                _ => None,
-            })
+            .filter_map(|&i| super::reads::pointer_target(history[i].text()))
+            .map(str::to_string)
             .collect();
         for (rank, &index) in tool_positions.iter().enumerate() {
             let Some(Message::Tool {
@@ -109,11 +105,11 @@ impl Pruner {
             if *is_error || self.protected_tools.iter().any(|p| p == name) || is_stub(content) {
                 continue;
             }
-            if rank < recent_from && !pinned.contains(call_id.as_str()) {
+            if rank < recent_from && !pointed_to.contains(call_id.as_str()) {
                 let tokens = counter.count(content);
                 let what = descriptions.get(call_id.as_str()).unwrap_or(name);
                 *content = stub(what, tokens);
-            } else {
+            } else if rank >= recent_from {
                 let tokens = counter.count(content);
                 if tokens > self.max_observation_tokens {
                     *content = cut_head_tail(content, tokens, self.max_observation_tokens, counter);

@@ -141,16 +141,16 @@ fn is_pointer(content: &str) -> bool {
 /// The end of every pointer.
 const POINTER_SUFFIX: &str = "above, still in view]";
 
+/// The call id a pointer refers to, when `content` is a pointer.
+pub(crate) fn pointer_target(content: &str) -> Option<&str> {
+    if !is_pointer(content) {
+        return None;
+    }
+    let before = content.strip_suffix(POINTER_SUFFIX)?.trim_end();
+    before.rsplit_once(" call ").map(|(_, id)| id)
+}
+
 /// Whether the tool or the pruner shortened the result.
 fn was_cut(content: &str) -> bool {
     content.contains(CUT_MARKER) || content.contains("[output truncated")
-}
-
-/// The call id a pointer observation refers to, if `content` is such a pointer.
-pub(crate) fn pointer_target(content: &str) -> Option<&str> {
-    if !content.starts_with('[') || !content.ends_with(POINTER_SUFFIX) {
-        return None;
-    }
-    let after = content.split("result of call ").nth(1)?;
-    after.split_whitespace().next()
 }

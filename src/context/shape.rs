@@ -9,10 +9,10 @@ use crate::llm::tokens::{ModelLimits, TokenCounter};
 use crate::review::diff::{ChangeSet, FileChange, FileStatus, LineKind};
 
 use super::excerpt::{self, ContextLines};
-use super::listing::{self, ListItem};
+use super::measure::Measured;
 use super::noise::{self, NoiseKind};
 use super::order;
-use super::thousands;
+use super::pack::{fit_exactly, measure_files, pack};
 
 /// How to shape the change.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -71,6 +71,9 @@ pub struct FileEntry {
     pub reason: Option<String>,
     /// Tokens of its shaped section (shown or listed files) or of its plain diff (the others).
     pub tokens: usize,
+    /// Whether `tokens` was counted (always for shown files) rather than estimated
+    /// from its size, as for files far over budget in a huge change.
+    pub tokens_exact: bool,
     /// Non-blank added head lines: the lines a reviewer must see.
     pub changed_lines: usize,
 }
@@ -84,6 +87,9 @@ pub struct ShapedContext {
     pub files: Vec<FileEntry>,
     /// Tokens of the naive prompt: the full head content of every changed file plus the full unified diff.
     pub naive_tokens: usize,
+    /// Whether `naive_tokens` was counted in full; above 1 MiB of naive text it
+    /// is extrapolated from an even sample of the files.
+    pub naive_exact: bool,
     /// Tokens of `message`.
     pub shaped_tokens: usize,
     /// Non-blank added head lines of reviewable (not excluded) files.
@@ -116,7 +122,7 @@ pub fn stage1_budget(limits: ModelLimits) -> usize {
 
 /// What the shaping does with one file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Role {
+pub(crate) enum Role {
     /// Reviewable and shown when it fits.
     Candidate,
     /// Removed: listed with its line count.
@@ -128,13 +134,29 @@ enum Role {
 }
 
 /// A file with everything measured.
-struct Prepared<'a> {
-    file: &'a FileChange,
-    role: Role,
-    section: Option<excerpt::Excerpt>,
-    section_tokens: usize,
-    plain_tokens: usize,
-    changed: usize,
+pub(crate) struct Prepared<'a> {
+    /// The change.
+    pub file: &'a FileChange,
+    /// What becomes of it.
+    pub role: Role,
+    /// Its numbered excerpt, for candidates.
+    pub section: Option<excerpt::Excerpt>,
+    /// Tokens of the excerpt.
+    pub section_tokens: Measured,
+    /// Tokens of its plain unified diff.
+    pub plain_tokens: Measured,
+    /// Non-blank added head lines.
+    pub changed: usize,
+}
+
+/// What the header and the packing need to know besides the files.
+pub(crate) struct Facts {
+    /// The budget of the whole message.
+    pub budget: usize,
+    /// Context lines around changes.
+    pub context: ContextLines,
+    /// Why the config's exclude globs were ignored, if they were.
+    pub exclude_error: Option<String>,
 }
 
 /// Shapes `changes` into the first user message. `head_text` returns a file's
@@ -153,40 +175,49 @@ pub fn shape_change(
         before: opts.context_before,
         after: opts.context_after,
     };
-    let mut heads = Vec::with_capacity(changes.files.len());
-    let mut prepared = Vec::with_capacity(changes.files.len());
-    for file in &changes.files {
-        let head = match file.status {
+    // Reading is sequential (the reader need not be thread-safe); the rest runs on all cores.
+    let heads: Vec<Option<String>> = changes
+        .files
+        .iter()
+        .map(|file| match file.status {
             FileStatus::Deleted => None,
             _ if file.binary => None,
             _ => head_text(&file.path),
-        };
-        let role = role_of(file, head.as_deref(), &exclude);
-        let section =
-            (role == Role::Candidate).then(|| excerpt::render_file(file, head.as_deref(), context));
-        prepared.push(Prepared {
+        })
+        .collect();
+    let pairs: Vec<(&FileChange, Option<&str>)> = changes
+        .files
+        .iter()
+        .zip(heads.iter().map(Option::as_deref))
+        .collect();
+    let mut prepared = super::parallel_map(&pairs, |&(file, head)| {
+        let role = role_of(file, head, &exclude);
+        Prepared {
             file,
             role,
-            section,
-            section_tokens: 0,
-            plain_tokens: 0,
+            section: (role == Role::Candidate).then(|| excerpt::render_file(file, head, context)),
+            section_tokens: Measured::default(),
+            plain_tokens: Measured::default(),
             changed: added_nonblank(file),
-        });
-        heads.push(head);
-    }
-    let naive_tokens = measure(&mut prepared, &heads, counter);
+        }
+    });
+    drop(pairs);
+    let plains: Vec<String> = super::parallel_map(&prepared, |p| plain_diff(p.file));
+    let (naive_tokens, naive_exact) = measure_files(&mut prepared, &plains, &heads, counter);
     drop(heads);
+    drop(plains);
     prepared.sort_by_cached_key(|p| order::review_order_key(p.file));
     let facts = Facts {
         budget: opts.budget_tokens,
         context,
         exclude_error,
     };
-    let mut shown = pack(&prepared, &facts, counter);
+    let mut shown = pack(&mut prepared, &facts, counter);
     let (message, shaped_tokens) = fit_exactly(&prepared, &mut shown, &facts, counter);
     ShapedContext {
         files: entries(&prepared, &shown),
         naive_tokens,
+        naive_exact,
         shaped_tokens,
         changed_lines_total: prepared
             .iter()
@@ -224,31 +255,6 @@ fn added_nonblank(file: &FileChange) -> usize {
         .count()
 }
 
-/// Counts every section, plain diff and head text once, in parallel; returns the naive total.
-fn measure(
-    prepared: &mut [Prepared<'_>],
-    heads: &[Option<String>],
-    counter: &TokenCounter,
-) -> usize {
-    let plains: Vec<String> = prepared.iter().map(|p| plain_diff(p.file)).collect();
-    let mut texts: Vec<&str> = Vec::with_capacity(prepared.len() * 3);
-    for ((p, plain), head) in prepared.iter().zip(&plains).zip(heads) {
-        texts.push(plain);
-        texts.push(head.as_deref().unwrap_or(""));
-        texts.push(p.section.as_ref().map_or("", |s| s.text.as_str()));
-    }
-    let counts = super::count_parallel(counter, &texts);
-    let mut naive = 0;
-    for (p, counts) in prepared.iter_mut().zip(counts.chunks(3)) {
-        if let [plain, head, section] = counts {
-            p.plain_tokens = *plain;
-            p.section_tokens = *section;
-            naive += plain + head;
-        }
-    }
-    naive
-}
-
 /// The file's diff as `git diff` prints it, without line numbers.
 fn plain_diff(file: &FileChange) -> String {
     let mut out = String::new();
@@ -279,200 +285,6 @@ fn plain_diff(file: &FileChange) -> String {
     out
 }
 
-/// What the header and the packing need to know besides the files.
-struct Facts {
-    budget: usize,
-    context: ContextLines,
-    exclude_error: Option<String>,
-}
-
-/// Chooses the files to show (by index into `prepared`, which is in review order).
-/// The listing of what does not fit is reserved for first, then refined, so the
-/// message stays within the budget without re-encoding it over and over.
-fn pack(prepared: &[Prepared<'_>], facts: &Facts, counter: &TokenCounter) -> Vec<bool> {
-    let fixed = counter.count(&header(prepared, &vec![false; prepared.len()], facts, true))
-        + counter.count(&listing::render_fixed(&fixed_items(prepared)));
-    let mut reserve = 0;
-    let mut shown = greedy(prepared, facts.budget.saturating_sub(fixed));
-    for _ in 0..4 {
-        let listed = over_budget_items(prepared, &shown);
-        if listed.is_empty() {
-            break;
-        }
-        let needed = counter.count(&listing::render_over_budget(&listed));
-        if needed <= reserve {
-            break;
-        }
-        reserve = needed;
-        shown = greedy(prepared, facts.budget.saturating_sub(fixed + reserve));
-    }
-    shown
-}
-
-/// Renders the message and counts it; when the parts' estimate was a little
-/// short, drops the last shown files until the real count fits the budget.
-fn fit_exactly(
-    prepared: &[Prepared<'_>],
-    shown: &mut [bool],
-    facts: &Facts,
-    counter: &TokenCounter,
-) -> (String, usize) {
-    let mut message = render_message(prepared, shown, facts);
-    let mut tokens = counter.count(&message);
-    for _ in 0..MAX_REFITS {
-        if tokens <= facts.budget {
-            break;
-        }
-        let Some(last) = shown.iter().rposition(|s| *s) else {
-            break;
-        };
-        shown[last] = false;
-        message = render_message(prepared, shown, facts);
-        tokens = counter.count(&message);
-    }
-    (message, tokens)
-}
-
-/// Re-renders allowed when the estimate overshoots (it is off by a few tokens at most).
-const MAX_REFITS: usize = 8;
-
-/// Shows files in review order while they fit in `available` tokens.
-fn greedy(prepared: &[Prepared<'_>], available: usize) -> Vec<bool> {
-    let mut left = available;
-    prepared
-        .iter()
-        .map(|p| {
-            let fits = p.role == Role::Candidate && p.section_tokens <= left;
-            if fits {
-                left -= p.section_tokens;
-            }
-            fits
-        })
-        .collect()
-}
-
-fn over_budget_items(prepared: &[Prepared<'_>], shown: &[bool]) -> Vec<ListItem> {
-    prepared
-        .iter()
-        .zip(shown)
-        .filter(|(p, shown)| p.role == Role::Candidate && !**shown)
-        .map(|(p, _)| ListItem {
-            path: p.file.path.clone(),
-            note: format!(
-                "+{} -{}, {} tokens",
-                p.file.additions(),
-                p.file.deletions(),
-                thousands(p.section_tokens)
-            ),
-            additions: p.file.additions(),
-            deletions: p.file.deletions(),
-            tokens: p.section_tokens,
-        })
-        .collect()
-}
-
-/// Deleted, excluded and content-free files: listed whatever the budget.
-fn fixed_items(prepared: &[Prepared<'_>]) -> listing::FixedItems {
-    let mut items = listing::FixedItems::default();
-    for p in prepared {
-        let file = p.file;
-        let item = |note: String| ListItem {
-            path: file.path.clone(),
-            note,
-            additions: file.additions(),
-            deletions: file.deletions(),
-            tokens: p.plain_tokens,
-        };
-        match p.role {
-            Role::Deleted => items
-                .deleted
-                .push(item(format!("{} lines", file.deletions()))),
-            Role::Excluded(kind) => items.excluded.push(item(format!(
-                "{}, +{} -{}",
-                kind.reason(),
-                file.additions(),
-                file.deletions()
-            ))),
-            Role::NoContent => items.other.push(item(no_content_note(file))),
-            Role::Candidate => {}
-        }
-    }
-    items
-}
-
-fn no_content_note(file: &FileChange) -> String {
-    match (&file.old_path, file.status) {
-        (Some(old), _) => format!("renamed from {old}, no content change"),
-        (None, FileStatus::TypeChange) => "mode or type change only".into(),
-        _ => "no content change".into(),
-    }
-}
-
-/// The header: what was shaped, and why.
-fn header(prepared: &[Prepared<'_>], shown: &[bool], facts: &Facts, worst_case: bool) -> String {
-    let count = |role: Role| prepared.iter().filter(|p| p.role == role).count();
-    let excluded = prepared
-        .iter()
-        .filter(|p| matches!(p.role, Role::Excluded(_)))
-        .count();
-    let shown_count = shown.iter().filter(|s| **s).count();
-    let listed = count(Role::Candidate) - shown_count;
-    let additions: usize = prepared.iter().map(|p| p.file.additions()).sum();
-    let deletions: usize = prepared.iter().map(|p| p.file.deletions()).sum();
-    let mut parts = vec![format!("{shown_count} shown below as numbered diffs")];
-    if listed > 0 || worst_case {
-        parts.push(format!("{listed} listed without their diff (over budget)"));
-    }
-    for (n, what) in [
-        (count(Role::Deleted), "deleted"),
-        (excluded, "left out as noise"),
-        (count(Role::NoContent), "without content changes"),
-    ] {
-        if n > 0 {
-            parts.push(format!("{n} {what}"));
-        }
-    }
-    let mut out = format!(
-        "# Change under review\n{} files changed (+{} -{}). Shaped to fit a {}-token budget: {}.\n",
-        prepared.len(),
-        additions,
-        deletions,
-        thousands(facts.budget),
-        parts.join(", ")
-    );
-    out.push_str(&format!(
-        "Line numbers are head line numbers (`-` lines carry base numbers); cite them. Context: {} lines before and {} after each change, widened to the enclosing definition; long pure deletions are summarised in one line. Open anything not shown with the `diff` tool ({{\"path\": \"...\"}}) or `read_file`.\n",
-        facts.context.before, facts.context.after
-    ));
-    if let Some(error) = &facts.exclude_error {
-        out.push_str(&format!(
-            "Note: {error}; the config's exclude list was ignored.\n"
-        ));
-    }
-    out
-}
-
-fn render_message(prepared: &[Prepared<'_>], shown: &[bool], facts: &Facts) -> String {
-    let mut out = header(prepared, shown, facts, false);
-    let sections: Vec<&str> = prepared
-        .iter()
-        .zip(shown)
-        .filter(|(_, shown)| **shown)
-        .filter_map(|(p, _)| p.section.as_ref().map(|s| s.text.as_str()))
-        .collect();
-    if !sections.is_empty() {
-        out.push_str("\n## Diffs\n");
-        for section in sections {
-            out.push_str(section);
-        }
-    }
-    out.push_str(&listing::render_over_budget(&over_budget_items(
-        prepared, shown,
-    )));
-    out.push_str(&listing::render_fixed(&fixed_items(prepared)));
-    out
-}
-
 fn entries(prepared: &[Prepared<'_>], shown: &[bool]) -> Vec<FileEntry> {
     prepared
         .iter()
@@ -482,7 +294,14 @@ fn entries(prepared: &[Prepared<'_>], shown: &[bool]) -> Vec<FileEntry> {
                 Role::Candidate if *shown => (ShapeStatus::Shown, None, p.section_tokens),
                 Role::Candidate => (ShapeStatus::Listed, Some("over budget"), p.section_tokens),
                 Role::Deleted => (ShapeStatus::Listed, Some("deleted"), p.plain_tokens),
-                Role::NoContent => (ShapeStatus::Listed, Some("no content change"), 0),
+                Role::NoContent => (
+                    ShapeStatus::Listed,
+                    Some("no content change"),
+                    Measured {
+                        tokens: 0,
+                        exact: true,
+                    },
+                ),
                 Role::Excluded(kind) => {
                     (ShapeStatus::Excluded, Some(kind.reason()), p.plain_tokens)
                 }
@@ -491,7 +310,8 @@ fn entries(prepared: &[Prepared<'_>], shown: &[bool]) -> Vec<FileEntry> {
                 path: p.file.path.clone(),
                 status,
                 reason: reason.map(str::to_string),
-                tokens,
+                tokens: tokens.tokens,
+                tokens_exact: tokens.exact,
                 changed_lines: p.changed,
             }
         })

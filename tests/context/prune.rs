@@ -4,6 +4,8 @@ use redline::context::{Pruner, ReadTracker};
 use redline::llm::tokens::{Encoding, TokenCounter};
 use redline::llm::{Message, ToolCall};
 
+use super::support::thousands;
+
 fn counter() -> TokenCounter {
     TokenCounter::new(Encoding::Cl100kBase)
 }
@@ -80,7 +82,7 @@ fn old_results_become_stubs_and_the_recent_ones_stay() {
         tool_content(&history, "c1"),
         format!(
             "[read_file src/a.rs:1-200, {} tokens, elided: call again if needed]",
-            with_commas(c1_tokens)
+            thousands(c1_tokens)
         )
     );
     assert!(tool_content(&history, "c2").starts_with("[read_file src/b.rs:10-20, "));
@@ -223,14 +225,29 @@ fn no_pointer_once_the_earlier_result_was_elided_or_failed() {
     );
 }
 
-fn with_commas(n: usize) -> String {
-    let digits = n.to_string();
-    let mut out = String::new();
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
+#[test]
+fn a_result_a_recent_pointer_names_is_kept() {
+    let mut history = history(vec![
+        read("c1", "src/a.rs", 1, 80),
+        read("c2", "src/b.rs", 1, 10),
+        read("c3", "src/c.rs", 1, 10),
+    ]);
+    let pointer = ReadTracker::default()
+        .pointer("src/a.rs", Some(1), Some(80), &history)
+        .expect("pointer");
+    history.extend(turn(
+        "c4",
+        "read_file",
+        r#"{"path":"src/a.rs","start_line":1,"end_line":80}"#,
+        &pointer,
+        false,
+    ));
+    let original = tool_content(&history, "c1");
+    Pruner::new(2, 6_000).prune(&mut history, &counter());
+    assert_eq!(
+        tool_content(&history, "c1"),
+        original,
+        "c4 still points at it"
+    );
+    assert!(tool_content(&history, "c2").ends_with("elided: call again if needed]"));
 }

@@ -1,70 +1,10 @@
-//! Stage 1: what the first message shows, lists and leaves out.
+//! Stage 1: what the first message shows, lists and leaves out, and how lines are numbered.
 
-use std::collections::HashMap;
+use redline::context::{ShapeOptions, ShapeStatus};
+use redline::review::diff::FileChange;
 
-use redline::context::{ShapeOptions, ShapeStatus, ShapedContext, shape_change};
-use redline::llm::tokens::{Encoding, TokenCounter};
-use redline::review::diff::{ChangeSet, FileChange, LineKind};
-
+use super::support::{Change, entry, function, numbered, section};
 use super::text_diff::{file_change, numbered_lines};
-
-/// A change with the head text of each file, as the git layer would give them.
-#[derive(Default)]
-struct Change {
-    files: Vec<FileChange>,
-    heads: HashMap<String, String>,
-}
-
-impl Change {
-    fn file(mut self, path: &str, old: &str, new: &str) -> Self {
-        self.files.push(file_change(path, old, new));
-        if !new.is_empty() {
-            self.heads.insert(path.into(), new.into());
-        }
-        self
-    }
-
-    fn raw(mut self, file: FileChange) -> Self {
-        self.files.push(file);
-        self
-    }
-
-    fn shape(&self, opts: &ShapeOptions) -> ShapedContext {
-        let mut files = self.files.clone();
-        files.sort_by(|a, b| a.path.cmp(&b.path));
-        let changes = ChangeSet {
-            base: "base".into(),
-            head: Some("head".into()),
-            files,
-        };
-        let heads = &self.heads;
-        let head_text = |path: &str| heads.get(path).cloned();
-        shape_change(
-            &changes,
-            &head_text,
-            opts,
-            &TokenCounter::new(Encoding::O200kBase),
-        )
-    }
-}
-
-fn entry<'a>(shaped: &'a ShapedContext, path: &str) -> &'a redline::context::FileEntry {
-    shaped
-        .files
-        .iter()
-        .find(|f| f.path == path)
-        .unwrap_or_else(|| panic!("no entry for {path}: {:?}", shaped.files))
-}
-
-/// A Rust-like source file: `fn name()` at line 1, then `n` body lines.
-fn function(name: &str, n: usize) -> String {
-    let mut text = format!("fn {name}() {{\n");
-    for i in 1..=n {
-        text.push_str(&format!("    let v{i} = {i};\n"));
-    }
-    text.push_str("}\n");
-    text
-}
 
 #[test]
 fn noise_is_left_out_but_listed_with_its_reason() {
@@ -230,6 +170,24 @@ fn context_is_asymmetric_and_reaches_the_enclosing_function() {
 }
 
 #[test]
+fn a_git_header_naming_a_line_in_view_is_dropped() {
+    let old = "use x;\n\n#[derive(Debug)]\nenum State {\n    A,\n    B,\n    C,\n}\n";
+    let new = old.replace("    B,", "    Bee,");
+    let mut change = Change::default().file("src/state.rs", old, &new);
+    change.files[0].hunks[0].header = "enum State {".into();
+    let far = function("far", 60);
+    change = change.file(
+        "src/far.rs",
+        &far,
+        &far.replace("let v50 = 50;", "let v50 = 5;"),
+    );
+    change.files[1].hunks[0].header = "impl Far {".into();
+    let shaped = change.shape(&ShapeOptions::default());
+    assert!(section(&shaped.message, "src/state.rs").contains("@@ -1,8 +1,8 @@\n"));
+    assert!(section(&shaped.message, "src/far.rs").contains("@@ -45,9 +45,9 @@ impl Far {\n"));
+}
+
+#[test]
 fn overlapping_windows_are_merged_into_one() {
     let old = function("f", 30);
     let new = old
@@ -265,203 +223,6 @@ fn overlapping_windows_are_merged_into_one() {
 }
 
 #[test]
-fn files_are_ordered_by_review_value() {
-    let small_old = function("small", 5);
-    let big_old = function("big", 20);
-    let change = Change::default()
-        .file("Cargo.toml", "[package]\n", "[package]\nname = \"x\"\n")
-        .file("README.md", "# X\n", "# X\n\nMore.\n")
-        .file("tests/cli.rs", "", &function("t", 40))
-        .file(
-            "src/small.rs",
-            &small_old,
-            &small_old.replace("v1 = 1", "v1 = 2"),
-        )
-        .file(
-            "src/big.rs",
-            &big_old,
-            &big_old
-                .replace("v1 = 1", "v1 = 2")
-                .replace("v9 = 9", "v9 = 8"),
-        );
-    let shaped = change.shape(&ShapeOptions::default());
-    let order: Vec<&str> = shaped.files.iter().map(|f| f.path.as_str()).collect();
-    assert_eq!(
-        order,
-        [
-            "src/big.rs",
-            "src/small.rs",
-            "tests/cli.rs",
-            "README.md",
-            "Cargo.toml"
-        ]
-    );
-    let positions: Vec<usize> = order
-        .iter()
-        .map(|p| {
-            shaped
-                .message
-                .find(&format!("+++ b/{p}\n"))
-                .unwrap_or(usize::MAX)
-        })
-        .collect();
-    assert!(positions.windows(2).all(|w| w[0] < w[1]), "{positions:?}");
-}
-
-#[test]
-fn what_does_not_fit_is_listed_with_its_size() {
-    let mut change = Change::default();
-    for i in 0..6 {
-        change = change.file(
-            &format!("src/m{i}.rs"),
-            "",
-            &function(&format!("m{i}"), 80 + i * 10),
-        );
-    }
-    let opts = ShapeOptions {
-        budget_tokens: 2_500,
-        ..ShapeOptions::default()
-    };
-    let shaped = change.shape(&opts);
-    assert!(shaped.shaped_tokens <= 2_500, "{}", shaped.shaped_tokens);
-    let listed: Vec<_> = shaped
-        .files
-        .iter()
-        .filter(|f| f.status == ShapeStatus::Listed)
-        .collect();
-    let shown = shaped
-        .files
-        .iter()
-        .filter(|f| f.status == ShapeStatus::Shown)
-        .count();
-    assert!(shown >= 1 && !listed.is_empty(), "{:?}", shaped.files);
-    assert!(shaped.message.contains("## Not shown: over budget"));
-    assert!(shaped.message.contains("`diff` tool"));
-    for file in listed {
-        assert_eq!(file.reason.as_deref(), Some("over budget"));
-        let line = format!(
-            "- {} (+{} -0, {} tokens)\n",
-            file.path,
-            file.changed_lines,
-            thousands(file.tokens)
-        );
-        assert!(
-            shaped.message.contains(&line),
-            "missing {line:?}:\n{}",
-            shaped.message
-        );
-        assert!(!shaped.message.contains(&format!("+++ b/{}\n", file.path)));
-    }
-    // A budget large enough shows everything and lists nothing.
-    let all = change.shape(&ShapeOptions::default());
-    assert!(all.files.iter().all(|f| f.status == ShapeStatus::Shown));
-    assert!(!all.message.contains("over budget"));
-}
-
-#[test]
-fn changed_line_counts_are_exact_and_every_shown_line_is_numbered() {
-    let old = function("f", 12);
-    let new = old
-        .replace(
-            "    let v3 = 3;\n",
-            "    let v3 = 30;\n\n    let extra = 1;\n",
-        )
-        .replace("    let v9 = 9;\n", "");
-    let change = Change::default()
-        .file("src/f.rs", &old, &new) // 2 non-blank added lines (+1 blank)
-        .file("src/new.rs", "", "fn n() {\n\n    1\n}\n") // 3 non-blank
-        .file("Cargo.lock", "", "a\nb\nc\n") // noise: not counted
-        .file("src/gone.rs", "x\n", ""); // deleted: no head lines
-    let shaped = change.shape(&ShapeOptions::default());
-    assert_eq!(shaped.changed_lines_total, 5);
-    assert_eq!(shaped.changed_lines_shown, 5);
-    for file in &change.files {
-        let Some(body) = section_opt(&shaped.message, &file.path) else {
-            continue;
-        };
-        for line in file.hunks.iter().flat_map(|h| &h.lines) {
-            if line.kind == LineKind::Added {
-                let n = line.new_line.unwrap_or_default();
-                let printed = format!("{n:>5} +{}\n", line.text);
-                assert!(body.contains(&printed), "{printed:?} missing in\n{body}");
-            }
-        }
-    }
-    // Only some shown when the budget is tight: the count follows.
-    let tight = ShapeOptions {
-        budget_tokens: 700,
-        ..ShapeOptions::default()
-    };
-    let big = Change::default()
-        .file("src/a.rs", "", &function("a", 3))
-        .file("src/b.rs", "", &function("b", 200));
-    let shaped = big.shape(&tight);
-    assert_eq!(shaped.changed_lines_total, 5 + 202);
-    assert_eq!(shaped.changed_lines_shown, 5);
-}
-
-#[test]
-fn the_json_report_has_the_documented_shape() {
-    let change =
-        Change::default()
-            .file("src/a.rs", "", "fn a() {}\n")
-            .file("Cargo.lock", "", "x = 1\n");
-    let shaped = change.shape(&ShapeOptions::default());
-    let json = shaped.to_json("gpt-4o", "o200k_base", 24_000);
-    let a = entry(&shaped, "src/a.rs");
-    let lock = entry(&shaped, "Cargo.lock");
-    let expected = serde_json::json!({
-        "version": 1,
-        "model": "gpt-4o",
-        "encoding": "o200k_base",
-        "budget": 24000,
-        "files": [
-            {"path": "src/a.rs", "status": "shown", "reason": null, "tokens": a.tokens},
-            {"path": "Cargo.lock", "status": "excluded", "reason": "lockfile", "tokens": lock.tokens},
-        ],
-        "tokens": {"naive": shaped.naive_tokens, "shaped": shaped.shaped_tokens},
-        "changed_lines": {"total": 1, "shown": 1},
-    });
-    assert_eq!(json, expected);
-    assert!(a.tokens > 0 && lock.tokens > 0);
-    let text = shaped.render_text();
-    assert!(text.contains("changed lines: 1 of 1 shown"), "{text}");
-    assert!(text.contains("excluded"));
-}
-
-#[test]
-fn a_small_change_stays_cheap_and_the_header_says_why() {
-    let old = function("handler", 60);
-    let mut new = old.clone();
-    for i in [5, 6, 7, 20, 21, 40, 41, 42] {
-        new = new.replace(
-            &format!("let v{i} = {i};"),
-            &format!("let v{i} = compute({i}, \"label {i}\");"),
-        );
-    }
-    let shaped = Change::default()
-        .file("src/handler.rs", &old, &new)
-        .shape(&ShapeOptions::default());
-    assert!(shaped.message.starts_with("# Change under review\n"));
-    assert!(
-        shaped
-            .message
-            .contains("Shaped to fit a 24,000-token budget")
-    );
-    assert!(
-        shaped.shaped_tokens < 1_500,
-        "{} tokens:\n{}",
-        shaped.shaped_tokens,
-        shaped.message
-    );
-    assert_eq!(
-        shaped.shaped_tokens,
-        TokenCounter::new(Encoding::O200kBase).count(&shaped.message)
-    );
-    assert!(shaped.naive_tokens > shaped.shaped_tokens);
-}
-
-#[test]
 fn without_head_text_the_hunks_own_lines_are_shown() {
     let old = function("f", 30);
     let new = old.replace("let v20 = 20;", "let v20 = 21;");
@@ -476,18 +237,6 @@ fn without_head_text_the_hunks_own_lines_are_shown() {
         .collect();
     assert_eq!(numbers, (18..=23).collect::<Vec<_>>(), "{body}");
     assert_eq!(shaped.changed_lines_shown, 1);
-}
-
-fn thousands(n: usize) -> String {
-    let digits = n.to_string();
-    let mut out = String::new();
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
 }
 
 #[test]
@@ -535,92 +284,5 @@ fn renames_without_content_changes_are_listed() {
     assert_eq!(
         entry(&shaped, "src/new_name.rs").status,
         ShapeStatus::Listed
-    );
-}
-
-/// The numbered diff of one file in the message.
-fn section(message: &str, path: &str) -> String {
-    section_opt(message, path).unwrap_or_else(|| panic!("no section for {path}:\n{message}"))
-}
-
-fn section_opt(message: &str, path: &str) -> Option<String> {
-    let start = message.find(&format!("+++ b/{path}\n"))?;
-    let rest = &message[start..];
-    let end = rest[1..]
-        .find("\n--- a/")
-        .or_else(|| rest[1..].find("\n## "))
-        .map_or(rest.len(), |i| i + 2);
-    Some(rest[..end].to_string())
-}
-
-/// `(number, mark, text)` of each numbered line.
-fn numbered(section: &str) -> Vec<(u32, char, String)> {
-    section
-        .lines()
-        .filter_map(|line| {
-            let number: u32 = line.get(..5)?.trim().parse().ok()?;
-            let mut rest = line.get(6..)?.chars();
-            let mark = rest.next()?;
-            Some((number, mark, rest.collect()))
-        })
-        .collect()
-}
-
-#[test]
-fn a_38_line_change_costs_well_under_2_900_tokens() {
-    // Ten functions of 28 lines of ordinary code; 19 lines modified (38 changed
-    // lines: 19 removed, 19 added) in six places, deep inside the functions.
-    let body_line = |f: usize, k: usize| match k % 4 {
-        0 => format!("    let v{k} = state.get(\"k{f}_{k}\").copied().unwrap_or({k});"),
-        1 => format!(
-            "    if v{} > limit {{ return Err(Error::TooLarge({f})); }}",
-            k - 1
-        ),
-        2 => format!("    total += v{} * {f};", k - 2),
-        _ => format!("    log::debug!(\"step {f}.{k}: {{total}}\");"),
-    };
-    let mut old = String::from("use std::collections::HashMap;\n\n");
-    for f in 0..10 {
-        old.push_str(&format!(
-            "pub fn step_{f}(state: &HashMap<String, u64>, limit: u64) -> Result<u64> {{\n"
-        ));
-        old.push_str("    let mut total = 0;\n");
-        for k in 0..28 {
-            old.push_str(&body_line(f, k));
-            old.push('\n');
-        }
-        old.push_str("    Ok(total)\n}\n\n");
-    }
-    let mut new = old.clone();
-    let edits = [
-        (1, 20, 4),
-        (3, 21, 4),
-        (4, 5, 3),
-        (6, 18, 3),
-        (8, 22, 3),
-        (9, 10, 2),
-    ];
-    for (f, from, count) in edits {
-        for k in from..from + count {
-            let line = format!("{}\n", body_line(f, k));
-            new = new.replacen(&line, &format!("    let w{k} = checked(v{k}, {f})?;\n"), 1);
-        }
-    }
-    let shaped = Change::default()
-        .file("src/steps.rs", &old, &new)
-        .shape(&ShapeOptions::default());
-    assert_eq!(shaped.changed_lines_total, 19);
-    assert_eq!(shaped.changed_lines_shown, 19);
-    assert!(
-        shaped.shaped_tokens < 2_000,
-        "{} tokens:\n{}",
-        shaped.shaped_tokens,
-        shaped.message
-    );
-    assert!(
-        shaped.naive_tokens > 2 * shaped.shaped_tokens,
-        "{} vs {}",
-        shaped.naive_tokens,
-        shaped.shaped_tokens
     );
 }
