@@ -72,8 +72,8 @@ pub fn ensure_commits(
     ];
     // Cheapest first: the commits alone; then, for a shallow clone, the whole history
     // (not every transport can deepen); then every branch and pull-request head.
-    let attempts: [(&[String], bool); 3] =
-        [(&by_sha, false), (&by_sha, repo.is_shallow()), (&[], true)];
+    let shallow = repo.is_shallow();
+    let attempts: [(&[String], bool); 3] = [(&by_sha, false), (&by_sha, shallow), (&[], shallow)];
     let mut last_error = None;
     for (refspecs, unshallow) in attempts {
         if missing.iter().all(|sha| has_commit(&repo, sha)) {
@@ -88,9 +88,7 @@ pub fn ensure_commits(
         } else {
             remote.fetch(refspecs, Some(&mut options), None)
         };
-        if let Err(e) = result {
-            last_error = Some(e);
-        }
+        last_error = result.err();
     }
     if let (Some(error), true) = (
         last_error,
