@@ -1,3 +1,5 @@
 //! Integration tests, one binary. Shared helpers live in `tests/common/`.
 
 mod common;
+mod queue;
+mod server;
