@@ -3,11 +3,12 @@
 use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicI64, Ordering};
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use sqlx::Row;
-use tokio::sync::Notify;
+use tokio::sync::{Mutex, MutexGuard, Notify};
 
 use super::db::{Db, job_columns, job_from_row, state_from_row, to_millis, with_pool};
 use super::error::QueueError;
@@ -40,6 +41,9 @@ macro_rules! claim_sql {
 
 /// Longest failure reason kept in the database.
 const MAX_REASON_BYTES: usize = 4000;
+/// How often (milliseconds) a busy queue settles jobs of dead workers; an idle one does it
+/// whenever a claim finds nothing.
+const REAP_INTERVAL_MS: i64 = 1000;
 
 /// The durable job queue, on SQLite or PostgreSQL. Cheap to clone (clones share the pool).
 ///
@@ -50,6 +54,10 @@ pub struct Queue {
     db: Db,
     options: Arc<QueueOptions>,
     wakeup: Arc<Notify>,
+    /// SQLite only: writers of this process take turns here instead of spinning in SQLite's
+    /// busy handler, whose sleeps would dominate tail latency.
+    sqlite_writer: Option<Arc<Mutex<()>>>,
+    last_reap_ms: Arc<AtomicI64>,
 }
 
 impl fmt::Debug for Queue {
@@ -71,10 +79,13 @@ impl Queue {
     /// [`Queue::connect`] with explicit options.
     pub async fn connect_with(url: &str, options: QueueOptions) -> Result<Queue, QueueError> {
         let db = Db::connect(url, &options).await?;
+        let sqlite_writer = matches!(db, Db::Sqlite(_)).then(|| Arc::new(Mutex::new(())));
         Ok(Queue {
             db,
             options: Arc::new(options),
             wakeup: Arc::new(Notify::new()),
+            sqlite_writer,
+            last_reap_ms: Arc::new(AtomicI64::new(0)),
         })
     }
 
@@ -86,6 +97,14 @@ impl Queue {
     /// `"sqlite"` or `"postgres"`.
     pub fn backend(&self) -> &'static str {
         self.db.backend()
+    }
+
+    /// Waits for this process's turn to write (SQLite); `None` on PostgreSQL.
+    async fn write_turn(&self) -> Option<MutexGuard<'_, ()>> {
+        match &self.sqlite_writer {
+            Some(lock) => Some(lock.lock().await),
+            None => None,
+        }
     }
 
     /// Resolves when this process enqueued a job (a hint for idle workers; they poll anyway,
@@ -107,6 +126,7 @@ impl Queue {
         let job = job
             .map(|job| StoredJob::new(job, &self.options))
             .transpose()?;
+        let turn = self.write_turn().await;
         let now = now_millis();
         let accepted = with_pool!(&self.db, pool => {
             let mut tx = pool.begin().await?;
@@ -178,6 +198,7 @@ impl Queue {
             tx.commit().await?;
             Accepted::Queued { job_id: JobId(id), superseded, cancel_requested }
         });
+        drop(turn);
         self.wakeup.notify_one();
         Ok(accepted)
     }
@@ -187,8 +208,30 @@ impl Queue {
     /// Runnable: queued and due, or running with an expired lease (its worker died; the queue
     /// is at-least-once). A job is never claimed while another job of its PR is running.
     pub async fn claim(&self, worker_id: &str, lease: Duration) -> Result<Option<Job>, QueueError> {
+        let _turn = self.write_turn().await;
         let now = now_millis();
-        self.reap_expired(now).await?;
+        let last_reap = self.last_reap_ms.load(Ordering::Relaxed);
+        let reaped_first = now.saturating_sub(last_reap) >= REAP_INTERVAL_MS;
+        if reaped_first {
+            self.reap_expired(now).await?;
+        }
+        let job = self.claim_next(worker_id, lease, now).await?;
+        if job.is_some() || reaped_first {
+            return Ok(job);
+        }
+        // Nothing runnable: a dead worker's job may be blocking its PR.
+        if self.reap_expired(now).await? == 0 {
+            return Ok(None);
+        }
+        self.claim_next(worker_id, lease, now).await
+    }
+
+    async fn claim_next(
+        &self,
+        worker_id: &str,
+        lease: Duration,
+        now: i64,
+    ) -> Result<Option<Job>, QueueError> {
         let lease_until = now.saturating_add(duration_millis(lease));
         let row = match &self.db {
             Db::Sqlite(pool) => sqlx::query(claim_sql!(""))
@@ -210,9 +253,10 @@ impl Queue {
     }
 
     /// Settles jobs whose worker died and that must not run again: those asked to stop become
-    /// cancelled, those on their last attempt fail.
-    async fn reap_expired(&self, now: i64) -> Result<(), QueueError> {
-        with_pool!(&self.db, pool => {
+    /// cancelled, those on their last attempt fail. Returns how many were settled.
+    async fn reap_expired(&self, now: i64) -> Result<u64, QueueError> {
+        self.last_reap_ms.store(now, Ordering::Relaxed);
+        let reaped = with_pool!(&self.db, pool => {
             sqlx::query(
                 "UPDATE jobs SET \
                    state = CASE WHEN cancel_requested THEN 'cancelled' ELSE 'failed' END, \
@@ -224,9 +268,10 @@ impl Queue {
             )
             .bind(now)
             .execute(pool)
-            .await?;
+            .await?
+            .rows_affected()
         });
-        Ok(())
+        Ok(reaped)
     }
 
     /// Extends the lease of a job `worker_id` holds. Returns whether the job was asked to stop.
@@ -236,6 +281,7 @@ impl Queue {
         worker_id: &str,
         lease: Duration,
     ) -> Result<bool, QueueError> {
+        let _turn = self.write_turn().await;
         let now = now_millis();
         let lease_until = now.saturating_add(duration_millis(lease));
         let cancel: Option<bool> = with_pool!(&self.db, pool => {
@@ -273,6 +319,7 @@ impl Queue {
     }
 
     async fn finish(&self, id: JobId, worker_id: &str, state: JobState) -> Result<(), QueueError> {
+        let _turn = self.write_turn().await;
         let now = now_millis();
         let updated = with_pool!(&self.db, pool => {
             sqlx::query(
@@ -319,6 +366,7 @@ impl Queue {
         let backoff = self
             .options
             .backoff(u32::try_from(attempts).unwrap_or(u32::MAX));
+        let _turn = self.write_turn().await;
         let now = now_millis();
         let run_at = now.saturating_add(duration_millis(backoff));
         let state = with_pool!(&self.db, pool => {
@@ -430,6 +478,7 @@ impl Queue {
     /// Returns the number of rows deleted.
     pub async fn prune(&self, before: DateTime<Utc>) -> Result<u64, QueueError> {
         let before = to_millis(before);
+        let _turn = self.write_turn().await;
         let deleted = with_pool!(&self.db, pool => {
             let deliveries = sqlx::query("DELETE FROM deliveries WHERE received_at < $1")
                 .bind(before)

@@ -178,7 +178,8 @@ async fn a_newer_push_cancels_the_running_job(db: &TestDb) {
     wait_for_state(&queue, second, JobState::Cancelled).await;
     wait_for_state(&queue, third, JobState::Running).await;
     assert!(!runner.overlap.load(Ordering::SeqCst));
-    pool.shutdown().await;
+    // The third job waits for a cancellation that never comes: abort instead of draining.
+    drop(pool);
 }
 
 async fn retryable_errors_are_retried(db: &TestDb) {
