@@ -2,8 +2,8 @@
 -- unique X-GitHub-Delivery id, cycling over pre-signed payloads (one PR number each).
 -- Arguments (after `--`): PAYLOAD_DIR COUNT [DELAY_MS]
 --   PAYLOAD_DIR holds N.json and N.sig (the X-Hub-Signature-256 value) for N = 1..COUNT.
---   DELAY_MS > 0 paces each connection (one request, then DELAY_MS ms): with C connections
---   the offered rate is about C * 1000 / DELAY_MS requests per second.
+--   DELAY_MS > 0 paces each connection (one request, then on average DELAY_MS ms): with C
+--   connections the offered rate is about C * 1000 / DELAY_MS requests per second.
 
 local next_thread = 1
 local threads = {}
@@ -29,6 +29,7 @@ local function slurp(path)
 end
 
 function init(args)
+  math.randomseed(os.time() * 1000 + thread_id)
   local dir = args[1]
   count = tonumber(args[2])
   pause = tonumber(args[3] or "0")
@@ -50,8 +51,13 @@ function request()
   return wrk.format("POST", "/webhook", headers, payloads[i])
 end
 
+-- Uniform jitter around the pause keeps the connections from moving in lockstep (which would
+-- turn the paced run into bursts of C simultaneous requests).
 function delay()
-  return pause
+  if pause <= 0 then
+    return 0
+  end
+  return math.floor(pause * (0.5 + math.random()) + 0.5)
 end
 
 function response(status, headers, body)

@@ -4,8 +4,7 @@ CREATE TABLE deliveries (
     delivery_id TEXT PRIMARY KEY NOT NULL,
     event TEXT NOT NULL,
     action TEXT,
-    received_at BIGINT NOT NULL,
-    job_id BIGINT
+    received_at BIGINT NOT NULL
 );
 
 CREATE INDEX deliveries_received_at ON deliveries (received_at);
@@ -36,3 +35,7 @@ CREATE TABLE jobs (
 
 CREATE INDEX jobs_runnable ON jobs (state, run_at, id);
 CREATE INDEX jobs_by_pr ON jobs (repo_full_name, pr_number, state);
+-- One review at a time per pull request, enforced by the database itself: two workers that
+-- race to claim jobs of the same PR cannot both commit.
+CREATE UNIQUE INDEX jobs_one_running_per_pr ON jobs (repo_full_name, pr_number)
+    WHERE state = 'running';

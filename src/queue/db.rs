@@ -77,6 +77,9 @@ async fn connect_sqlite(url: &str, options: &QueueOptions) -> Result<SqlitePool,
         .busy_timeout(options.sqlite_busy_timeout);
     let pool = SqlitePoolOptions::new()
         .max_connections(options.max_connections.max(1))
+        // A ping per checkout would cost a round trip on every query; a dead connection
+        // surfaces as an error on its next use instead.
+        .test_before_acquire(false)
         .connect_with(connect)
         .await?;
     Ok(pool)
@@ -86,6 +89,7 @@ async fn connect_postgres(url: &str, options: &QueueOptions) -> Result<PgPool, Q
     let connect = PgConnectOptions::from_str(url).map_err(|_| QueueError::invalid_url(url))?;
     let pool = PgPoolOptions::new()
         .max_connections(options.max_connections.max(1))
+        .test_before_acquire(false)
         .connect_with(connect)
         .await?;
     Ok(pool)

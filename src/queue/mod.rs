@@ -8,6 +8,7 @@
 
 mod db;
 mod error;
+mod intake;
 mod store;
 mod types;
 mod worker;

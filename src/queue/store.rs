@@ -12,9 +12,7 @@ use tokio::sync::{Mutex, MutexGuard, Notify};
 
 use super::db::{Db, job_columns, job_from_row, state_from_row, to_millis, with_pool};
 use super::error::QueueError;
-use super::types::{
-    Accepted, FailOutcome, Job, JobId, JobState, NewDelivery, NewJob, QueueOptions, RetryDecision,
-};
+use super::types::{FailOutcome, Job, JobId, JobState, QueueOptions, RetryDecision};
 
 /// The claim statement. SQLite runs it as one atomic write; PostgreSQL adds
 /// `FOR UPDATE SKIP LOCKED` so concurrent workers pass over a row another one is taking.
@@ -51,9 +49,9 @@ const REAP_INTERVAL_MS: i64 = 1000;
 /// (leases are tens of seconds, so ordinary NTP drift does not matter).
 #[derive(Clone)]
 pub struct Queue {
-    db: Db,
-    options: Arc<QueueOptions>,
-    wakeup: Arc<Notify>,
+    pub(super) db: Db,
+    pub(super) options: Arc<QueueOptions>,
+    pub(super) wakeup: Arc<Notify>,
     /// SQLite only: writers of this process take turns here instead of spinning in SQLite's
     /// busy handler, whose sleeps would dominate tail latency.
     sqlite_writer: Option<Arc<Mutex<()>>>,
@@ -100,7 +98,7 @@ impl Queue {
     }
 
     /// Waits for this process's turn to write (SQLite); `None` on PostgreSQL.
-    async fn write_turn(&self) -> Option<MutexGuard<'_, ()>> {
+    pub(super) async fn write_turn(&self) -> Option<MutexGuard<'_, ()>> {
         match &self.sqlite_writer {
             Some(lock) => Some(lock.lock().await),
             None => None,
@@ -111,96 +109,6 @@ impl Queue {
     /// since other processes enqueue too).
     pub async fn job_enqueued(&self) {
         self.wakeup.notified().await;
-    }
-
-    /// Records `delivery` and, when given, enqueues `job` — in one transaction.
-    ///
-    /// A delivery id seen before returns [`Accepted::Duplicate`] and stores nothing. A new job
-    /// supersedes the PR's queued jobs and asks its running job to stop.
-    pub async fn accept_delivery(
-        &self,
-        delivery: NewDelivery,
-        job: Option<NewJob>,
-    ) -> Result<Accepted, QueueError> {
-        let received_at = to_millis(delivery.received_at);
-        let job = job
-            .map(|job| StoredJob::new(job, &self.options))
-            .transpose()?;
-        let turn = self.write_turn().await;
-        let now = now_millis();
-        let accepted = with_pool!(&self.db, pool => {
-            let mut tx = pool.begin().await?;
-            let inserted = sqlx::query(
-                "INSERT INTO deliveries (delivery_id, event, action, received_at) \
-                 VALUES ($1, $2, $3, $4) ON CONFLICT (delivery_id) DO NOTHING",
-            )
-            .bind(&delivery.delivery_id)
-            .bind(&delivery.event)
-            .bind(&delivery.action)
-            .bind(received_at)
-            .execute(&mut *tx)
-            .await?
-            .rows_affected();
-            if inserted == 0 {
-                return Ok(Accepted::Duplicate);
-            }
-            let Some(job) = job else {
-                tx.commit().await?;
-                return Ok(Accepted::Recorded);
-            };
-            let replaced = sqlx::query(
-                "UPDATE jobs SET \
-                   state = CASE WHEN state = 'queued' THEN 'superseded' ELSE state END, \
-                   cancel_requested = CASE WHEN state = 'running' THEN TRUE ELSE cancel_requested END, \
-                   finished_at = CASE WHEN state = 'queued' THEN $3 ELSE finished_at END, \
-                   updated_at = $3 \
-                 WHERE repo_full_name = $1 AND pr_number = $2 AND state IN ('queued', 'running') \
-                 RETURNING state",
-            )
-            .bind(&job.repo_full_name)
-            .bind(job.pr_number)
-            .bind(now)
-            .fetch_all(&mut *tx)
-            .await?;
-            let mut superseded = 0;
-            let mut cancel_requested = 0;
-            for row in &replaced {
-                match state_from_row(row, JobId(0))? {
-                    JobState::Superseded => superseded += 1,
-                    _ => cancel_requested += 1,
-                }
-            }
-            let id: i64 = sqlx::query(
-                "INSERT INTO jobs (delivery_id, repo_full_name, installation_id, pr_number, \
-                   head_sha, kind, strategy, payload, state, attempts, max_attempts, run_at, \
-                   cancel_requested, created_at, updated_at) \
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 'queued', 0, $9, $10, FALSE, $10, $10) \
-                 RETURNING id",
-            )
-            .bind(&delivery.delivery_id)
-            .bind(&job.repo_full_name)
-            .bind(job.installation_id)
-            .bind(job.pr_number)
-            .bind(&job.head_sha)
-            .bind(job.kind)
-            .bind(&job.strategy)
-            .bind(&job.payload)
-            .bind(job.max_attempts)
-            .bind(now)
-            .fetch_one(&mut *tx)
-            .await?
-            .try_get(0usize)?;
-            sqlx::query("UPDATE deliveries SET job_id = $1 WHERE delivery_id = $2")
-                .bind(id)
-                .bind(&delivery.delivery_id)
-                .execute(&mut *tx)
-                .await?;
-            tx.commit().await?;
-            Accepted::Queued { job_id: JobId(id), superseded, cancel_requested }
-        });
-        drop(turn);
-        self.wakeup.notify_one();
-        Ok(accepted)
     }
 
     /// Leases the oldest runnable job to `worker_id` for `lease`.
@@ -233,23 +141,28 @@ impl Queue {
         now: i64,
     ) -> Result<Option<Job>, QueueError> {
         let lease_until = now.saturating_add(duration_millis(lease));
-        let row = match &self.db {
+        let claimed = match &self.db {
             Db::Sqlite(pool) => sqlx::query(claim_sql!(""))
                 .bind(worker_id)
                 .bind(lease_until)
                 .bind(now)
                 .fetch_optional(pool)
-                .await?
-                .map(|row| job_from_row(&row)),
+                .await
+                .map(|row| row.map(|row| job_from_row(&row))),
             Db::Postgres(pool) => sqlx::query(claim_sql!("FOR UPDATE SKIP LOCKED"))
                 .bind(worker_id)
                 .bind(lease_until)
                 .bind(now)
                 .fetch_optional(pool)
-                .await?
-                .map(|row| job_from_row(&row)),
+                .await
+                .map(|row| row.map(|row| job_from_row(&row))),
         };
-        row.transpose()
+        match claimed {
+            // Another worker is committing a claim of a job of the same PR.
+            Err(sqlx::Error::Database(err)) if err.is_unique_violation() => Ok(None),
+            Err(err) => Err(err.into()),
+            Ok(job) => job.transpose(),
+        }
     }
 
     /// Settles jobs whose worker died and that must not run again: those asked to stop become
@@ -512,40 +425,13 @@ impl Queue {
     }
 }
 
-/// A [`NewJob`] converted to column values.
-struct StoredJob {
-    repo_full_name: String,
-    installation_id: i64,
-    pr_number: i64,
-    head_sha: Option<String>,
-    kind: &'static str,
-    strategy: Option<String>,
-    payload: String,
-    max_attempts: i64,
-}
-
-impl StoredJob {
-    fn new(job: NewJob, options: &QueueOptions) -> Result<StoredJob, QueueError> {
-        Ok(StoredJob {
-            installation_id: to_db_int(job.installation_id, "installation_id")?,
-            pr_number: to_db_int(job.pr_number, "pr_number")?,
-            kind: job.kind.name(),
-            strategy: job.kind.strategy().map(str::to_string),
-            payload: job.payload.to_string(),
-            max_attempts: i64::from(options.max_attempts.max(1)),
-            repo_full_name: job.repo_full_name,
-            head_sha: job.head_sha,
-        })
-    }
-}
-
-fn to_db_int(value: u64, field: &'static str) -> Result<i64, QueueError> {
+pub(super) fn to_db_int(value: u64, field: &'static str) -> Result<i64, QueueError> {
     i64::try_from(value).map_err(|_| QueueError::InvalidJob {
         reason: format!("{field} {value} is out of range"),
     })
 }
 
-fn now_millis() -> i64 {
+pub(super) fn now_millis() -> i64 {
     to_millis(Utc::now())
 }
 

@@ -23,6 +23,7 @@ crate::backend_tests!(
     graceful_shutdown_lets_running_jobs_finish,
     kill_and_restart_reruns_the_job_exactly_once,
     two_queues_compete_without_running_a_job_twice,
+    concurrent_pushes_to_one_pr_never_run_together,
 );
 
 /// Fast timers for tests.
@@ -41,8 +42,8 @@ fn config(workers: usize) -> WorkerConfig {
 enum Script {
     /// Sleep a little and complete.
     Complete,
-    /// Sleep 50 ms and complete.
-    Slow,
+    /// Sleep this many milliseconds and complete.
+    Sleep(u64),
     /// Wait for cancellation (at most 10 s), then report it.
     WaitForCancel,
     /// Never return (until the task is aborted).
@@ -59,7 +60,9 @@ struct FakeRunner {
     started: AtomicU32,
     completed: Mutex<HashMap<JobId, u32>>,
     running: Mutex<HashSet<JobId>>,
+    running_prs: Mutex<HashSet<u64>>,
     overlap: AtomicBool,
+    pr_overlap: AtomicBool,
 }
 
 impl FakeRunner {
@@ -69,7 +72,9 @@ impl FakeRunner {
             started: AtomicU32::new(0),
             completed: Mutex::new(HashMap::new()),
             running: Mutex::new(HashSet::new()),
+            running_prs: Mutex::new(HashSet::new()),
             overlap: AtomicBool::new(false),
+            pr_overlap: AtomicBool::new(false),
         })
     }
 
@@ -90,8 +95,8 @@ impl FakeRunner {
         tokio::time::sleep(Duration::from_millis(2)).await;
         match self.script {
             Script::Complete => Ok(RunOutcome::Completed),
-            Script::Slow => {
-                tokio::time::sleep(Duration::from_millis(50)).await;
+            Script::Sleep(millis) => {
+                tokio::time::sleep(Duration::from_millis(millis)).await;
                 Ok(RunOutcome::Completed)
             }
             Script::WaitForCancel => {
@@ -117,7 +122,11 @@ impl JobRunner for FakeRunner {
         if !self.running.lock().unwrap().insert(job.id) {
             self.overlap.store(true, Ordering::SeqCst);
         }
+        if !self.running_prs.lock().unwrap().insert(job.pr_number) {
+            self.pr_overlap.store(true, Ordering::SeqCst);
+        }
         let result = self.act(job, cancel).await;
+        self.running_prs.lock().unwrap().remove(&job.pr_number);
         self.running.lock().unwrap().remove(&job.id);
         if matches!(result, Ok(RunOutcome::Completed)) {
             *self.completed.lock().unwrap().entry(job.id).or_default() += 1;
@@ -218,7 +227,7 @@ async fn graceful_shutdown_lets_running_jobs_finish(db: &TestDb) {
     assert_eq!(outcome, ShutdownOutcome::TimedOut { abandoned: 1 });
     assert_eq!(state(&queue, id).await, JobState::Running);
 
-    let runner = FakeRunner::new(Script::Slow);
+    let runner = FakeRunner::new(Script::Sleep(200));
     let pool = WorkerPool::start(
         queue.clone(),
         runner.clone(),
@@ -226,7 +235,11 @@ async fn graceful_shutdown_lets_running_jobs_finish(db: &TestDb) {
         Arc::default(),
     );
     let id = enqueue(&queue, 2).await;
-    wait_for_state(&queue, id, JobState::Running).await;
+    // Usually caught mid-run (the run takes 200 ms); a slow machine may see it finished.
+    eventually("second job claimed", || async {
+        state(&queue, id).await != JobState::Queued
+    })
+    .await;
     assert_eq!(pool.shutdown().await, ShutdownOutcome::Drained);
     assert_eq!(state(&queue, id).await, JobState::Succeeded);
     assert_eq!(runner.completions(id), 1);
@@ -283,4 +296,42 @@ async fn two_queues_compete_without_running_a_job_twice(db: &TestDb) {
         assert_eq!(runner.completions(*id), 1, "job {id}");
     }
     assert_eq!(runner.started.load(Ordering::SeqCst), 30);
+}
+
+async fn concurrent_pushes_to_one_pr_never_run_together(db: &TestDb) {
+    let (left, right) = (db.queue().await, db.queue().await);
+    let runner = FakeRunner::new(Script::Sleep(20));
+    let pools = [
+        WorkerPool::start(left.clone(), runner.clone(), config(3), Arc::default()),
+        WorkerPool::start(right.clone(), runner.clone(), config(3), Arc::default()),
+    ];
+    let mut pushes = tokio::task::JoinSet::new();
+    for push in 0..24u64 {
+        let queue = if push % 2 == 0 {
+            left.clone()
+        } else {
+            right.clone()
+        };
+        pushes.spawn(async move { enqueue(&queue, push % 3 + 1).await });
+    }
+    while let Some(pushed) = pushes.join_next().await {
+        pushed.unwrap();
+    }
+    eventually("all pushes settled", || async {
+        let counts = left.counts_by_state().await.unwrap();
+        counts[&JobState::Queued] + counts[&JobState::Running] == 0
+    })
+    .await;
+    for pool in pools {
+        pool.shutdown().await;
+    }
+    assert!(
+        !runner.pr_overlap.load(Ordering::SeqCst),
+        "two jobs of one PR ran at once"
+    );
+    for pr in 1..=3 {
+        let jobs = left.jobs_for_pr("owner/repo", pr).await.unwrap();
+        let newest = jobs.last().expect("jobs");
+        assert_eq!(newest.state, JobState::Succeeded, "newest job of PR {pr}");
+    }
 }
