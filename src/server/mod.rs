@@ -1,1 +1,148 @@
-//! (module under construction)
+//! The GitHub App's HTTP server: webhook intake, health and metrics.
+//!
+//! `POST /webhook` verifies `X-Hub-Signature-256` on the raw body, dedupes on
+//! `X-GitHub-Delivery`, and stores review jobs in the [`Queue`] before answering.
+//! `GET /healthz` answers 200 while the database does; `GET /metrics` serves Prometheus text.
+
+mod command;
+mod events;
+pub mod metrics;
+pub mod signature;
+mod webhook;
+
+use std::fmt;
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::Router;
+use axum::extract::{DefaultBodyLimit, State};
+use axum::http::{StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use tokio::net::TcpListener;
+use tokio::time::timeout;
+use tracing::warn;
+
+pub use command::{Command, parse_command};
+pub use metrics::{DeliveryOutcome, JobOutcome, Metrics, QueueSnapshot};
+
+use crate::llm::Secret;
+use crate::queue::Queue;
+
+/// Largest accepted webhook body (GitHub caps payloads at 25 MB).
+pub const WEBHOOK_BODY_LIMIT: usize = 25 * 1024 * 1024;
+
+/// How long `/healthz` and `/metrics` wait for the database.
+const DATABASE_CHECK_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// Called with an installation id when the App is uninstalled or suspended there.
+pub type InstallationHook = Arc<dyn Fn(u64) + Send + Sync>;
+
+/// Behaviour switches of the server.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ServerConfig {
+    /// Review draft pull requests too (default: skip them until ready for review).
+    pub review_drafts: bool,
+}
+
+/// What the handlers share.
+#[derive(Clone)]
+pub struct AppState {
+    /// Where deliveries and jobs are stored.
+    pub queue: Queue,
+    /// The App's webhook secret. Empty means every delivery is refused.
+    pub webhook_secret: Secret,
+    /// Process metrics (share the same `Arc` with the [`crate::queue::WorkerPool`]).
+    pub metrics: Arc<Metrics>,
+    /// Behaviour switches.
+    pub config: ServerConfig,
+    /// Invalidates cached App tokens of an installation that was deleted or suspended.
+    pub on_installation_removed: Option<InstallationHook>,
+}
+
+impl AppState {
+    /// State with fresh metrics, default config and no installation hook.
+    pub fn new(queue: Queue, webhook_secret: Secret) -> AppState {
+        AppState {
+            queue,
+            webhook_secret,
+            metrics: Arc::new(Metrics::new()),
+            config: ServerConfig::default(),
+            on_installation_removed: None,
+        }
+    }
+}
+
+impl fmt::Debug for AppState {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("AppState")
+            .field("queue", &self.queue)
+            .field("webhook_secret", &self.webhook_secret)
+            .field("config", &self.config)
+            .field(
+                "on_installation_removed",
+                &self.on_installation_removed.is_some(),
+            )
+            .finish_non_exhaustive()
+    }
+}
+
+/// The router: `POST /webhook`, `GET /healthz`, `GET /metrics`.
+pub fn app(state: AppState) -> Router {
+    Router::new()
+        .route("/webhook", post(webhook::receive))
+        .route("/healthz", get(healthz))
+        .route("/metrics", get(metrics))
+        .layer(DefaultBodyLimit::max(WEBHOOK_BODY_LIMIT))
+        .with_state(state)
+}
+
+/// Serves [`app`] on `listener` until `shutdown` resolves, then finishes in-flight requests.
+pub async fn serve<F>(listener: TcpListener, state: AppState, shutdown: F) -> std::io::Result<()>
+where
+    F: Future<Output = ()> + Send + 'static,
+{
+    axum::serve(listener, app(state))
+        .with_graceful_shutdown(shutdown)
+        .await
+}
+
+async fn healthz(State(state): State<AppState>) -> Response {
+    match timeout(DATABASE_CHECK_TIMEOUT, state.queue.ping()).await {
+        Ok(Ok(())) => (StatusCode::OK, "ok\n").into_response(),
+        Ok(Err(err)) => {
+            warn!(error = %err, "health check: database error");
+            (StatusCode::SERVICE_UNAVAILABLE, "database unavailable\n").into_response()
+        }
+        Err(_) => {
+            warn!("health check: database timed out");
+            (StatusCode::SERVICE_UNAVAILABLE, "database unavailable\n").into_response()
+        }
+    }
+}
+
+async fn metrics(State(state): State<AppState>) -> Response {
+    let snapshot = timeout(DATABASE_CHECK_TIMEOUT, queue_snapshot(&state.queue))
+        .await
+        .ok()
+        .flatten();
+    let body = state.metrics.render(snapshot.as_ref());
+    (
+        [(
+            header::CONTENT_TYPE,
+            "text/plain; version=0.0.4; charset=utf-8",
+        )],
+        body,
+    )
+        .into_response()
+}
+
+async fn queue_snapshot(queue: &Queue) -> Option<QueueSnapshot> {
+    let by_state = queue.counts_by_state().await.ok()?;
+    let depth = by_state
+        .get(&crate::queue::JobState::Queued)
+        .copied()
+        .unwrap_or(0);
+    Some(QueueSnapshot { depth, by_state })
+}

@@ -1,0 +1,193 @@
+//! Connecting to SQLite or PostgreSQL, the embedded migrations, and reading job rows.
+
+use std::borrow::Cow;
+use std::str::FromStr;
+
+use chrono::{DateTime, Utc};
+use sqlx::migrate::{Migration, MigrationType, Migrator};
+use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
+use sqlx::sqlite::{
+    SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous,
+};
+use sqlx::{ColumnIndex, Decode, Row, SqlSafeStr, Type};
+
+use super::error::QueueError;
+use super::types::{Job, JobId, JobKind, JobState, QueueOptions};
+
+const SQLITE_SCHEMA: &str = include_str!("../../migrations/sqlite/0001_queue.sql");
+const POSTGRES_SCHEMA: &str = include_str!("../../migrations/postgres/0001_queue.sql");
+
+/// The connection pool of one of the two supported databases.
+#[derive(Clone)]
+pub(crate) enum Db {
+    Sqlite(SqlitePool),
+    Postgres(PgPool),
+}
+
+/// Runs `$body` with `$pool` bound to whichever pool `$db` holds. The SQL the queue shares
+/// between backends is written once with `$N` placeholders, which both databases accept.
+macro_rules! with_pool {
+    ($db:expr, $pool:ident => $body:expr) => {
+        match $db {
+            $crate::queue::db::Db::Sqlite($pool) => $body,
+            $crate::queue::db::Db::Postgres($pool) => $body,
+        }
+    };
+}
+pub(crate) use with_pool;
+
+impl Db {
+    /// Opens the pool for `url` and applies the migrations.
+    pub(crate) async fn connect(url: &str, options: &QueueOptions) -> Result<Db, QueueError> {
+        let db = if url.starts_with("sqlite:") {
+            Db::Sqlite(connect_sqlite(url, options).await?)
+        } else if url.starts_with("postgres://") || url.starts_with("postgresql://") {
+            Db::Postgres(connect_postgres(url, options).await?)
+        } else {
+            return Err(QueueError::invalid_url(url));
+        };
+        db.migrate().await?;
+        Ok(db)
+    }
+
+    /// `"sqlite"` or `"postgres"`.
+    pub(crate) fn backend(&self) -> &'static str {
+        match self {
+            Db::Sqlite(_) => "sqlite",
+            Db::Postgres(_) => "postgres",
+        }
+    }
+
+    async fn migrate(&self) -> Result<(), QueueError> {
+        match self {
+            Db::Sqlite(pool) => migrator(SQLITE_SCHEMA).run(pool).await?,
+            Db::Postgres(pool) => migrator(POSTGRES_SCHEMA).run(pool).await?,
+        }
+        Ok(())
+    }
+}
+
+async fn connect_sqlite(url: &str, options: &QueueOptions) -> Result<SqlitePool, QueueError> {
+    let connect = SqliteConnectOptions::from_str(url)
+        .map_err(|_| QueueError::invalid_url(url))?
+        .create_if_missing(true)
+        .journal_mode(SqliteJournalMode::Wal)
+        // A job is acknowledged to GitHub only after its commit is on disk.
+        .synchronous(SqliteSynchronous::Full)
+        .busy_timeout(options.sqlite_busy_timeout);
+    let pool = SqlitePoolOptions::new()
+        .max_connections(options.max_connections.max(1))
+        // A ping per checkout would cost a round trip on every query; a dead connection
+        // surfaces as an error on its next use instead.
+        .test_before_acquire(false)
+        .connect_with(connect)
+        .await?;
+    Ok(pool)
+}
+
+async fn connect_postgres(url: &str, options: &QueueOptions) -> Result<PgPool, QueueError> {
+    let connect = PgConnectOptions::from_str(url).map_err(|_| QueueError::invalid_url(url))?;
+    let pool = PgPoolOptions::new()
+        .max_connections(options.max_connections.max(1))
+        .test_before_acquire(false)
+        .connect_with(connect)
+        .await?;
+    Ok(pool)
+}
+
+/// The migrations, embedded in the binary. Built by hand rather than with `sqlx::migrate!`
+/// because that macro needs sqlx's `macros` feature, which the project does not enable.
+fn migrator(schema: &'static str) -> Migrator {
+    Migrator::with_migrations(vec![Migration::new(
+        1,
+        Cow::Borrowed("queue"),
+        MigrationType::Simple,
+        schema.into_sql_str(),
+        false,
+    )])
+}
+
+/// The columns every job query returns, in the order [`job_from_row`] reads them by name.
+macro_rules! job_columns {
+    () => {
+        "id, delivery_id, repo_full_name, installation_id, pr_number, head_sha, kind, strategy, \
+         payload, state, attempts, max_attempts, run_at, lease_owner, lease_until, \
+         cancel_requested, last_error, created_at, finished_at"
+    };
+}
+pub(crate) use job_columns;
+
+/// Reads a row selected with [`job_columns!`] from either backend.
+pub(crate) fn job_from_row<R>(row: &R) -> Result<Job, QueueError>
+where
+    R: Row,
+    for<'a> &'a str: ColumnIndex<R>,
+    for<'r> i64: Decode<'r, R::Database> + Type<R::Database>,
+    for<'r> String: Decode<'r, R::Database> + Type<R::Database>,
+    for<'r> bool: Decode<'r, R::Database> + Type<R::Database>,
+{
+    let id = JobId(row.try_get::<i64, _>("id")?);
+    let corrupt = |reason: String| QueueError::Corrupt { id, reason };
+    let kind = match row.try_get::<String, _>("kind")?.as_str() {
+        "review" => JobKind::Review {
+            strategy: row.try_get("strategy")?,
+        },
+        other => return Err(corrupt(format!("unknown kind {other:?}"))),
+    };
+    let payload: String = row.try_get("payload")?;
+    let state: String = row.try_get("state")?;
+    Ok(Job {
+        id,
+        delivery_id: row.try_get("delivery_id")?,
+        repo_full_name: row.try_get("repo_full_name")?,
+        installation_id: to_u64(row.try_get("installation_id")?).map_err(corrupt)?,
+        pr_number: to_u64(row.try_get("pr_number")?).map_err(corrupt)?,
+        head_sha: row.try_get("head_sha")?,
+        kind,
+        payload: serde_json::from_str(&payload).map_err(|e| corrupt(format!("payload: {e}")))?,
+        state: state.parse().map_err(corrupt)?,
+        attempts: to_u32(row.try_get("attempts")?).map_err(corrupt)?,
+        max_attempts: to_u32(row.try_get("max_attempts")?).map_err(corrupt)?,
+        run_at: to_time(row.try_get("run_at")?).map_err(corrupt)?,
+        lease_owner: row.try_get("lease_owner")?,
+        lease_until: to_optional_time(row.try_get("lease_until")?).map_err(corrupt)?,
+        cancel_requested: row.try_get("cancel_requested")?,
+        last_error: row.try_get("last_error")?,
+        created_at: to_time(row.try_get("created_at")?).map_err(corrupt)?,
+        finished_at: to_optional_time(row.try_get("finished_at")?).map_err(corrupt)?,
+    })
+}
+
+/// Reads the `state` column of a `RETURNING state` row.
+pub(crate) fn state_from_row<R>(row: &R, id: JobId) -> Result<JobState, QueueError>
+where
+    R: Row,
+    usize: ColumnIndex<R>,
+    for<'r> String: Decode<'r, R::Database> + Type<R::Database>,
+{
+    let state: String = row.try_get(0usize)?;
+    state
+        .parse()
+        .map_err(|reason| QueueError::Corrupt { id, reason })
+}
+
+/// Milliseconds since the Unix epoch, the unit of every stored timestamp.
+pub(crate) fn to_millis(time: DateTime<Utc>) -> i64 {
+    time.timestamp_millis()
+}
+
+fn to_time(millis: i64) -> Result<DateTime<Utc>, String> {
+    DateTime::from_timestamp_millis(millis).ok_or_else(|| format!("bad timestamp {millis}"))
+}
+
+fn to_optional_time(millis: Option<i64>) -> Result<Option<DateTime<Utc>>, String> {
+    millis.map(to_time).transpose()
+}
+
+fn to_u64(value: i64) -> Result<u64, String> {
+    u64::try_from(value).map_err(|_| format!("negative value {value}"))
+}
+
+fn to_u32(value: i64) -> Result<u32, String> {
+    u32::try_from(value).map_err(|_| format!("out-of-range count {value}"))
+}

@@ -1,0 +1,70 @@
+//! Errors of the queue.
+
+use super::types::JobId;
+
+/// Why a queue operation failed.
+#[derive(Debug, thiserror::Error)]
+pub enum QueueError {
+    /// The URL is neither `sqlite:` nor `postgres://`/`postgresql://`, or does not parse.
+    /// Only the scheme is shown: the URL may carry a password.
+    #[error(
+        "unsupported or malformed queue database URL (scheme {scheme:?}); expected sqlite://PATH or postgres://..."
+    )]
+    InvalidUrl {
+        /// The scheme part of the URL, if any.
+        scheme: String,
+    },
+    /// The database refused or failed an operation.
+    #[error("queue database error: {0}")]
+    Database(#[from] sqlx::Error),
+    /// Applying the embedded migrations failed.
+    #[error("queue migration failed: {0}")]
+    Migrate(#[from] sqlx::migrate::MigrateError),
+    /// The caller does not hold the job's lease (it expired and another worker took the job,
+    /// or the job already finished).
+    #[error("job {0} is not leased by this worker")]
+    LeaseLost(JobId),
+    /// A job to enqueue has a value the database cannot hold.
+    #[error("invalid job: {reason}")]
+    InvalidJob {
+        /// What was wrong.
+        reason: String,
+    },
+    /// No job has this id.
+    #[error("job {0} not found")]
+    NotFound(JobId),
+    /// A stored row could not be read back.
+    #[error("job {id} is unreadable: {reason}")]
+    Corrupt {
+        /// The job.
+        id: JobId,
+        /// What was wrong.
+        reason: String,
+    },
+}
+
+impl QueueError {
+    /// An [`QueueError::InvalidUrl`] for `url`, keeping only its scheme.
+    pub(crate) fn invalid_url(url: &str) -> Self {
+        let scheme = url.split_once(':').map(|(scheme, _)| scheme).unwrap_or("");
+        let scheme = if scheme.len() <= 16 && scheme.chars().all(|c| c.is_ascii_alphanumeric()) {
+            scheme.to_string()
+        } else {
+            "?".to_string()
+        };
+        QueueError::InvalidUrl { scheme }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn invalid_url_never_shows_the_password() {
+        let err = QueueError::invalid_url("mysql://user:hunter2@db/x");
+        let text = err.to_string();
+        assert!(text.contains("mysql"), "{text}");
+        assert!(!text.contains("hunter2"), "{text}");
+    }
+}

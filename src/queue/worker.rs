@@ -1,0 +1,390 @@
+//! The worker pool: claims jobs, keeps their leases alive while a [`JobRunner`] runs them,
+//! relays "a newer push arrived" as a cancellation, and records the result.
+
+use std::panic::AssertUnwindSafe;
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use futures::FutureExt;
+use tokio::task::JoinSet;
+use tokio::time::{Instant, interval_at, sleep, timeout};
+use tokio_util::sync::CancellationToken;
+use tracing::{debug, error, info, warn};
+
+use super::error::QueueError;
+use super::store::Queue;
+use super::types::{FailOutcome, Job, RetryDecision};
+use crate::server::metrics::{JobOutcome, Metrics};
+
+/// Runs one job. The real implementation (the review engine) lives elsewhere.
+#[async_trait]
+pub trait JobRunner: Send + Sync {
+    /// Runs `job`. When `cancel` fires (a newer job for the same PR arrived, or this worker
+    /// lost its lease), stop at the next safe point, publish nothing, and return
+    /// [`RunOutcome::Cancelled`].
+    async fn run(&self, job: &Job, cancel: CancellationToken) -> Result<RunOutcome, JobError>;
+}
+
+/// How a run that did not fail ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RunOutcome {
+    /// The job did its work.
+    Completed,
+    /// The job stopped at a safe point after its cancellation token fired.
+    Cancelled,
+}
+
+/// Why a run failed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum JobError {
+    /// Worth another attempt (network trouble, rate limit, timeout).
+    #[error("{0}")]
+    Retryable(String),
+    /// Retrying cannot help (PR gone, permission denied, bad input).
+    #[error("{0}")]
+    Permanent(String),
+}
+
+impl JobError {
+    /// Whether the queue should retry the job.
+    pub fn retry_decision(&self) -> RetryDecision {
+        match self {
+            JobError::Retryable(_) => RetryDecision::Retry,
+            JobError::Permanent(_) => RetryDecision::GiveUp,
+        }
+    }
+}
+
+/// Settings of a [`WorkerPool`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WorkerConfig {
+    /// Concurrent workers (default 4).
+    pub workers: usize,
+    /// How long a claim or heartbeat keeps a job leased (default 60 s).
+    pub lease: Duration,
+    /// How often an idle worker looks for work (default 1 s); a job enqueued by this process
+    /// wakes a worker at once.
+    pub poll_interval: Duration,
+    /// How often a busy worker renews its lease and checks for cancellation (default 15 s;
+    /// capped at half the lease).
+    pub heartbeat_interval: Duration,
+    /// How long [`WorkerPool::shutdown`] waits for running jobs (default 30 s).
+    pub shutdown_timeout: Duration,
+}
+
+impl Default for WorkerConfig {
+    fn default() -> Self {
+        WorkerConfig {
+            workers: 4,
+            lease: Duration::from_secs(60),
+            poll_interval: Duration::from_secs(1),
+            heartbeat_interval: Duration::from_secs(15),
+            shutdown_timeout: Duration::from_secs(30),
+        }
+    }
+}
+
+/// How [`WorkerPool::shutdown`] ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ShutdownOutcome {
+    /// Every worker finished its job and stopped.
+    Drained,
+    /// The deadline passed; these workers were aborted mid-job. Their jobs are re-run by
+    /// another worker once the leases expire.
+    TimedOut {
+        /// Workers aborted.
+        abandoned: usize,
+    },
+}
+
+/// Workers draining a [`Queue`]. Dropping the pool aborts the workers at once (like a crash);
+/// call [`WorkerPool::shutdown`] to stop gracefully.
+#[derive(Debug)]
+pub struct WorkerPool {
+    stop: CancellationToken,
+    tasks: JoinSet<()>,
+    worker_ids: Vec<String>,
+    shutdown_timeout: Duration,
+}
+
+impl WorkerPool {
+    /// Starts `config.workers` workers (at least one) on the current Tokio runtime.
+    pub fn start(
+        queue: Queue,
+        runner: Arc<dyn JobRunner>,
+        config: WorkerConfig,
+        metrics: Arc<Metrics>,
+    ) -> WorkerPool {
+        let stop = CancellationToken::new();
+        let mut tasks = JoinSet::new();
+        let prefix = worker_prefix();
+        let settings = Settings::from(&config);
+        let worker_ids: Vec<String> = (0..config.workers.max(1))
+            .map(|index| format!("{prefix}-w{index}"))
+            .collect();
+        for id in &worker_ids {
+            let worker = Worker {
+                id: id.clone(),
+                queue: queue.clone(),
+                runner: Arc::clone(&runner),
+                settings: settings.clone(),
+                metrics: Arc::clone(&metrics),
+                stop: stop.clone(),
+            };
+            tasks.spawn(worker.run());
+        }
+        info!(
+            workers = worker_ids.len(),
+            backend = queue.backend(),
+            "worker pool started"
+        );
+        WorkerPool {
+            stop,
+            tasks,
+            worker_ids,
+            shutdown_timeout: config.shutdown_timeout,
+        }
+    }
+
+    /// The ids the workers lease jobs under (unique per pool).
+    pub fn worker_ids(&self) -> &[String] {
+        &self.worker_ids
+    }
+
+    /// Stops claiming and waits, up to the configured deadline, for running jobs to finish.
+    /// Running jobs are not cancelled.
+    pub async fn shutdown(mut self) -> ShutdownOutcome {
+        self.stop.cancel();
+        let drained = timeout(self.shutdown_timeout, async {
+            while self.tasks.join_next().await.is_some() {}
+        })
+        .await;
+        match drained {
+            Ok(()) => {
+                info!("worker pool drained");
+                ShutdownOutcome::Drained
+            }
+            Err(_) => {
+                let abandoned = self.tasks.len();
+                self.tasks.abort_all();
+                warn!(
+                    abandoned,
+                    "worker pool shutdown timed out; aborting running jobs"
+                );
+                ShutdownOutcome::TimedOut { abandoned }
+            }
+        }
+    }
+}
+
+/// `host-pid-nonce`, so leases of a restarted process never look like the old one's.
+fn worker_prefix() -> String {
+    let host = std::env::var("HOSTNAME").unwrap_or_else(|_| "redline".to_string());
+    format!(
+        "{host}-{}-{:04x}",
+        std::process::id(),
+        rand::random::<u16>()
+    )
+}
+
+/// [`WorkerConfig`] with intervals made safe for timers.
+#[derive(Debug, Clone)]
+struct Settings {
+    lease: Duration,
+    poll_interval: Duration,
+    heartbeat_interval: Duration,
+}
+
+impl From<&WorkerConfig> for Settings {
+    fn from(config: &WorkerConfig) -> Self {
+        let min = Duration::from_millis(1);
+        Settings {
+            lease: config.lease.max(min),
+            poll_interval: config.poll_interval.max(min),
+            heartbeat_interval: config.heartbeat_interval.min(config.lease / 2).max(min),
+        }
+    }
+}
+
+struct Worker {
+    id: String,
+    queue: Queue,
+    runner: Arc<dyn JobRunner>,
+    settings: Settings,
+    metrics: Arc<Metrics>,
+    stop: CancellationToken,
+}
+
+impl Worker {
+    async fn run(self) {
+        while !self.stop.is_cancelled() {
+            match self.queue.claim(&self.id, self.settings.lease).await {
+                Ok(Some(job)) => self.process(job).await,
+                Ok(None) => self.idle().await,
+                Err(err) => {
+                    warn!(worker = %self.id, error = %err, "claiming a job failed");
+                    self.idle().await;
+                }
+            }
+        }
+        debug!(worker = %self.id, "worker stopped");
+    }
+
+    async fn idle(&self) {
+        tokio::select! {
+            _ = sleep(self.settings.poll_interval) => {}
+            _ = self.queue.job_enqueued() => {}
+            _ = self.stop.cancelled() => {}
+        }
+    }
+
+    async fn process(&self, job: Job) {
+        info!(
+            worker = %self.id,
+            job = %job.id,
+            repo = %job.repo_full_name,
+            pr = job.pr_number,
+            attempt = job.attempts,
+            "job claimed"
+        );
+        let started = Instant::now();
+        let (result, lease_lost) = self.run_with_heartbeat(&job).await;
+        let outcome = if lease_lost {
+            JobOutcome::LeaseLost
+        } else {
+            self.settle(&job, result).await
+        };
+        info!(worker = %self.id, job = %job.id, outcome = outcome.as_str(), "job finished");
+        self.metrics.record_job(outcome, started.elapsed());
+    }
+
+    /// Runs the job while renewing its lease. Returns the run's result and whether the lease
+    /// was lost meanwhile.
+    async fn run_with_heartbeat(&self, job: &Job) -> (Result<RunOutcome, JobError>, bool) {
+        let cancel = CancellationToken::new();
+        let run = AssertUnwindSafe(self.runner.run(job, cancel.clone())).catch_unwind();
+        tokio::pin!(run);
+        let every = self.settings.heartbeat_interval;
+        let mut beat = interval_at(Instant::now() + every, every);
+        let mut lease_lost = false;
+        loop {
+            tokio::select! {
+                result = &mut run => {
+                    let result = result.unwrap_or_else(|_| {
+                        error!(worker = %self.id, job = %job.id, "job runner panicked");
+                        Err(JobError::Retryable("job runner panicked".to_string()))
+                    });
+                    return (result, lease_lost);
+                }
+                _ = beat.tick(), if !lease_lost => {
+                    match self.queue.heartbeat(job.id, &self.id, self.settings.lease).await {
+                        Ok(true) if !cancel.is_cancelled() => {
+                            info!(job = %job.id, "a newer job for this PR arrived; cancelling");
+                            cancel.cancel();
+                        }
+                        Ok(_) => {}
+                        Err(QueueError::LeaseLost(_)) => {
+                            warn!(job = %job.id, worker = %self.id, "lease lost; stopping the job");
+                            lease_lost = true;
+                            cancel.cancel();
+                        }
+                        Err(err) => warn!(job = %job.id, error = %err, "heartbeat failed"),
+                    }
+                }
+            }
+        }
+    }
+
+    /// Records the run's result, retrying briefly if the database hiccups.
+    async fn settle(&self, job: &Job, result: Result<RunOutcome, JobError>) -> JobOutcome {
+        const TRIES: u32 = 3;
+        for attempt in 1..=TRIES {
+            match self.record(job, &result).await {
+                Ok(outcome) => return outcome,
+                Err(QueueError::LeaseLost(_)) => return JobOutcome::LeaseLost,
+                Err(err) if attempt < TRIES => {
+                    warn!(job = %job.id, error = %err, "recording the job result failed; retrying");
+                    sleep(self.settings.poll_interval).await;
+                }
+                Err(err) => {
+                    error!(job = %job.id, error = %err, "could not record the job result");
+                }
+            }
+        }
+        JobOutcome::Unrecorded
+    }
+
+    async fn record(
+        &self,
+        job: &Job,
+        result: &Result<RunOutcome, JobError>,
+    ) -> Result<JobOutcome, QueueError> {
+        match result {
+            Ok(RunOutcome::Completed) => {
+                self.queue.complete(job.id, &self.id).await?;
+                Ok(JobOutcome::Succeeded)
+            }
+            Ok(RunOutcome::Cancelled) => {
+                self.queue.cancelled(job.id, &self.id).await?;
+                Ok(JobOutcome::Cancelled)
+            }
+            Err(err) => {
+                let decision = err.retry_decision();
+                warn!(job = %job.id, error = %err, ?decision, "job failed");
+                let outcome = self
+                    .queue
+                    .fail(job.id, &self.id, &err.to_string(), decision)
+                    .await?;
+                Ok(match outcome {
+                    FailOutcome::Retrying { .. } => JobOutcome::Retried,
+                    FailOutcome::Failed => JobOutcome::Failed,
+                    FailOutcome::Cancelled => JobOutcome::Cancelled,
+                })
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn heartbeat_is_capped_at_half_the_lease() {
+        let config = WorkerConfig {
+            lease: Duration::from_secs(10),
+            heartbeat_interval: Duration::from_secs(60),
+            ..WorkerConfig::default()
+        };
+        assert_eq!(
+            Settings::from(&config).heartbeat_interval,
+            Duration::from_secs(5)
+        );
+    }
+
+    #[test]
+    fn zero_intervals_become_one_millisecond() {
+        let config = WorkerConfig {
+            lease: Duration::ZERO,
+            poll_interval: Duration::ZERO,
+            heartbeat_interval: Duration::ZERO,
+            ..WorkerConfig::default()
+        };
+        let settings = Settings::from(&config);
+        assert_eq!(settings.poll_interval, Duration::from_millis(1));
+        assert_eq!(settings.heartbeat_interval, Duration::from_millis(1));
+    }
+
+    #[test]
+    fn errors_map_to_retry_decisions() {
+        assert_eq!(
+            JobError::Retryable("x".into()).retry_decision(),
+            RetryDecision::Retry
+        );
+        assert_eq!(
+            JobError::Permanent("x".into()).retry_decision(),
+            RetryDecision::GiveUp
+        );
+    }
+}

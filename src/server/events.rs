@@ -1,0 +1,329 @@
+//! Deciding what a verified webhook delivery asks for.
+
+use serde::Deserialize;
+use serde_json::Value;
+
+use super::ServerConfig;
+use super::command::{Command, parse_command};
+use crate::queue::{JobKind, NewJob, ReviewTrigger};
+
+/// `pull_request` actions that request a review.
+const REVIEW_ACTIONS: [&str; 4] = ["opened", "reopened", "synchronize", "ready_for_review"];
+
+/// What to do with a delivery.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Decision {
+    /// Queue this review.
+    Review(NewJob),
+    /// Nothing to do, for this reason.
+    Ignore(String),
+    /// A `ping` from GitHub.
+    Pong,
+    /// An installation changed.
+    Installation(InstallationChange),
+}
+
+/// An `installation` or `installation_repositories` event.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct InstallationChange {
+    /// The installation.
+    pub id: u64,
+    /// The event's action.
+    pub action: String,
+    /// The App lost access (deleted or suspended): cached tokens must go.
+    pub access_removed: bool,
+}
+
+/// Reads `payload` (already parsed) as event `event`. `Err` when a handled event lacks
+/// fields it must have.
+pub(crate) fn classify(
+    event: &str,
+    payload: &Value,
+    config: &ServerConfig,
+) -> Result<Decision, serde_json::Error> {
+    match event {
+        "ping" => Ok(Decision::Pong),
+        "pull_request" => pull_request(payload, config),
+        "issue_comment" => issue_comment(payload),
+        "installation" | "installation_repositories" => installation(event, payload),
+        _ => Ok(ignore("event not handled")),
+    }
+}
+
+fn ignore(reason: impl Into<String>) -> Decision {
+    Decision::Ignore(reason.into())
+}
+
+#[derive(Deserialize)]
+struct Repository {
+    full_name: String,
+}
+
+#[derive(Deserialize)]
+struct InstallationRef {
+    id: u64,
+}
+
+#[derive(Deserialize)]
+struct User {
+    login: String,
+    #[serde(rename = "type", default)]
+    kind: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct PullRequestEvent {
+    action: String,
+    number: u64,
+    pull_request: PullRequest,
+    repository: Repository,
+    installation: Option<InstallationRef>,
+    sender: Option<User>,
+}
+
+#[derive(Deserialize)]
+struct PullRequest {
+    #[serde(default)]
+    draft: bool,
+    head: GitRef,
+    base: GitRef,
+}
+
+#[derive(Deserialize)]
+struct GitRef {
+    sha: String,
+    #[serde(rename = "ref")]
+    name: String,
+}
+
+fn pull_request(payload: &Value, config: &ServerConfig) -> Result<Decision, serde_json::Error> {
+    let action = payload.get("action").and_then(Value::as_str).unwrap_or("");
+    if !REVIEW_ACTIONS.contains(&action) {
+        return Ok(ignore(format!(
+            "pull_request action {action:?} not handled"
+        )));
+    }
+    let event = PullRequestEvent::deserialize(payload)?;
+    if event.pull_request.draft && event.action != "ready_for_review" && !config.review_drafts {
+        return Ok(ignore("draft pull request"));
+    }
+    let Some(installation) = event.installation else {
+        return Ok(ignore("no installation in the payload"));
+    };
+    let trigger = ReviewTrigger::PullRequest {
+        action: event.action,
+        sender: event.sender.map(|user| user.login),
+        base_ref: event.pull_request.base.name,
+        head_ref: event.pull_request.head.name,
+    };
+    Ok(Decision::Review(NewJob {
+        repo_full_name: event.repository.full_name,
+        installation_id: installation.id,
+        pr_number: event.number,
+        head_sha: Some(event.pull_request.head.sha),
+        kind: JobKind::Review { strategy: None },
+        payload: serde_json::to_value(trigger)?,
+    }))
+}
+
+#[derive(Deserialize)]
+struct IssueCommentEvent {
+    issue: Issue,
+    comment: Comment,
+    repository: Repository,
+    installation: Option<InstallationRef>,
+}
+
+#[derive(Deserialize)]
+struct Issue {
+    number: u64,
+    /// Present (an object of links) only when the issue is a pull request.
+    pull_request: Option<serde::de::IgnoredAny>,
+}
+
+#[derive(Deserialize)]
+struct Comment {
+    id: u64,
+    body: Option<String>,
+    user: User,
+    author_association: String,
+}
+
+fn issue_comment(payload: &Value) -> Result<Decision, serde_json::Error> {
+    let action = payload.get("action").and_then(Value::as_str).unwrap_or("");
+    if action != "created" {
+        return Ok(ignore(format!(
+            "issue_comment action {action:?} not handled"
+        )));
+    }
+    let event = IssueCommentEvent::deserialize(payload)?;
+    if event.issue.pull_request.is_none() {
+        return Ok(ignore("comment on an issue, not a pull request"));
+    }
+    if event.comment.user.kind.as_deref() == Some("Bot") {
+        return Ok(ignore("comment by a bot"));
+    }
+    let strategy = match parse_command(event.comment.body.as_deref().unwrap_or("")) {
+        Ok(Some(Command::Review { strategy })) => strategy,
+        Ok(None) => return Ok(ignore("not a /redline command")),
+        Err(reason) => return Ok(ignore(format!("invalid /redline command: {reason}"))),
+    };
+    let Some(installation) = event.installation else {
+        return Ok(ignore("no installation in the payload"));
+    };
+    let trigger = ReviewTrigger::Command {
+        commenter: event.comment.user.login,
+        author_association: event.comment.author_association,
+        comment_id: event.comment.id,
+    };
+    Ok(Decision::Review(NewJob {
+        repo_full_name: event.repository.full_name,
+        installation_id: installation.id,
+        pr_number: event.issue.number,
+        head_sha: None,
+        kind: JobKind::Review { strategy },
+        payload: serde_json::to_value(trigger)?,
+    }))
+}
+
+#[derive(Deserialize)]
+struct InstallationEvent {
+    action: String,
+    installation: InstallationRef,
+}
+
+fn installation(event: &str, payload: &Value) -> Result<Decision, serde_json::Error> {
+    let parsed = InstallationEvent::deserialize(payload)?;
+    let access_removed =
+        event == "installation" && matches!(parsed.action.as_str(), "deleted" | "suspend");
+    Ok(Decision::Installation(InstallationChange {
+        id: parsed.installation.id,
+        action: parsed.action,
+        access_removed,
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn pr_payload(action: &str, draft: bool) -> Value {
+        json!({
+            "action": action,
+            "number": 5,
+            "pull_request": {
+                "draft": draft,
+                "head": {"sha": "abc", "ref": "feature"},
+                "base": {"sha": "def", "ref": "main"}
+            },
+            "repository": {"full_name": "o/r"},
+            "installation": {"id": 9},
+            "sender": {"login": "dev", "type": "User"}
+        })
+    }
+
+    fn comment_payload(body: &str, on_pr: bool, user_type: &str) -> Value {
+        let mut issue = json!({"number": 3});
+        if on_pr {
+            issue["pull_request"] = json!({"url": "https://example.invalid/pr/3"});
+        }
+        json!({
+            "action": "created",
+            "issue": issue,
+            "comment": {
+                "id": 77,
+                "body": body,
+                "user": {"login": "alice", "type": user_type},
+                "author_association": "MEMBER"
+            },
+            "repository": {"full_name": "o/r"},
+            "installation": {"id": 9}
+        })
+    }
+
+    fn decide(event: &str, payload: &Value) -> Decision {
+        classify(event, payload, &ServerConfig::default()).expect("classify")
+    }
+
+    #[test]
+    fn review_actions_queue_a_job() {
+        let Decision::Review(job) = decide("pull_request", &pr_payload("synchronize", false))
+        else {
+            panic!("not queued");
+        };
+        assert_eq!(job.repo_full_name, "o/r");
+        assert_eq!((job.installation_id, job.pr_number), (9, 5));
+        assert_eq!(job.head_sha.as_deref(), Some("abc"));
+        assert_eq!(job.payload["head_ref"], "feature");
+    }
+
+    #[test]
+    fn drafts_are_skipped_unless_configured() {
+        let draft = pr_payload("opened", true);
+        assert!(matches!(
+            decide("pull_request", &draft),
+            Decision::Ignore(_)
+        ));
+        let config = ServerConfig {
+            review_drafts: true,
+        };
+        assert!(matches!(
+            classify("pull_request", &draft, &config),
+            Ok(Decision::Review(_))
+        ));
+    }
+
+    #[test]
+    fn other_pull_request_actions_are_ignored_without_full_parsing() {
+        let decision = decide("pull_request", &json!({"action": "closed"}));
+        assert!(matches!(decision, Decision::Ignore(_)));
+    }
+
+    #[test]
+    fn a_review_action_missing_fields_is_an_error() {
+        let payload = json!({"action": "opened", "number": 1});
+        assert!(classify("pull_request", &payload, &ServerConfig::default()).is_err());
+    }
+
+    #[test]
+    fn comment_commands_on_prs_queue_with_the_commenter() {
+        let payload = comment_payload("/redline review --strategy deep", true, "User");
+        let Decision::Review(job) = decide("issue_comment", &payload) else {
+            panic!("not queued");
+        };
+        assert_eq!(job.kind.strategy(), Some("deep"));
+        assert_eq!(job.head_sha, None);
+        assert_eq!(job.payload["commenter"], "alice");
+        assert_eq!(job.payload["author_association"], "MEMBER");
+    }
+
+    #[test]
+    fn other_comments_are_ignored() {
+        for payload in [
+            comment_payload("/redline review", false, "User"),
+            comment_payload("/redline review", true, "Bot"),
+            comment_payload("nice work", true, "User"),
+            comment_payload("/redline review --bogus", true, "User"),
+        ] {
+            assert!(matches!(
+                decide("issue_comment", &payload),
+                Decision::Ignore(_)
+            ));
+        }
+    }
+
+    #[test]
+    fn installation_removal_is_flagged() {
+        let payload = json!({"action": "suspend", "installation": {"id": 4}});
+        let Decision::Installation(change) = decide("installation", &payload) else {
+            panic!("not an installation change");
+        };
+        assert!(change.access_removed);
+        let payload = json!({"action": "removed", "installation": {"id": 4}});
+        let Decision::Installation(change) = decide("installation_repositories", &payload) else {
+            panic!("not an installation change");
+        };
+        assert!(!change.access_removed);
+    }
+}

@@ -1,0 +1,7 @@
+//! Queue and worker pool tests, run against SQLite always and against PostgreSQL when
+//! `REDLINE_TEST_POSTGRES_URL` is set.
+
+pub mod support;
+
+mod semantics;
+mod workers;

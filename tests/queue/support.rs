@@ -1,0 +1,191 @@
+//! Test databases and job builders.
+
+use std::future::Future;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::Duration;
+
+use chrono::Utc;
+use redline::queue::{
+    Accepted, JobId, JobKind, NewDelivery, NewJob, Queue, QueueOptions, ReviewTrigger,
+};
+use sqlx::Executor;
+use tempfile::TempDir;
+
+/// Where the optional PostgreSQL tests connect.
+pub const POSTGRES_URL_VAR: &str = "REDLINE_TEST_POSTGRES_URL";
+
+static NEXT_SCHEMA: AtomicU32 = AtomicU32::new(0);
+
+/// A database private to one test: a temporary SQLite file, or a fresh PostgreSQL schema.
+pub struct TestDb {
+    url: String,
+    _dir: Option<TempDir>,
+    postgres: Option<(String, String)>,
+}
+
+impl TestDb {
+    /// A new SQLite file in a temporary directory.
+    pub fn sqlite() -> TestDb {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let url = format!("sqlite://{}", dir.path().join("queue.db").display());
+        TestDb {
+            url,
+            _dir: Some(dir),
+            postgres: None,
+        }
+    }
+
+    /// A new schema in the PostgreSQL database named by `REDLINE_TEST_POSTGRES_URL`, or `None`
+    /// (after saying the test is skipped) when the variable is not set.
+    pub async fn postgres(test: &str) -> Option<TestDb> {
+        let Ok(base) = std::env::var(POSTGRES_URL_VAR) else {
+            eprintln!("{test}: skipped: {POSTGRES_URL_VAR} not set");
+            return None;
+        };
+        let schema = format!(
+            "redline_test_{}_{}_{:04x}",
+            std::process::id(),
+            NEXT_SCHEMA.fetch_add(1, Ordering::Relaxed),
+            rand::random::<u16>()
+        );
+        let mut admin = <sqlx::PgConnection as sqlx::Connection>::connect(&base)
+            .await
+            .expect("connect to PostgreSQL");
+        admin
+            .execute(sqlx::AssertSqlSafe(format!("CREATE SCHEMA {schema}")))
+            .await
+            .expect("create schema");
+        let separator = if base.contains('?') { '&' } else { '?' };
+        Some(TestDb {
+            url: format!("{base}{separator}options[search_path]={schema}"),
+            _dir: None,
+            postgres: Some((base, schema)),
+        })
+    }
+
+    /// A new connection (pool) to this database with test-friendly options.
+    pub async fn queue(&self) -> Queue {
+        self.queue_with(test_options()).await
+    }
+
+    /// A new connection with `options`.
+    pub async fn queue_with(&self, options: QueueOptions) -> Queue {
+        Queue::connect_with(&self.url, options)
+            .await
+            .expect("connect queue")
+    }
+
+    /// Drops the PostgreSQL schema (SQLite files go with the temporary directory).
+    pub async fn cleanup(self) {
+        if let Some((base, schema)) = &self.postgres {
+            let mut admin = <sqlx::PgConnection as sqlx::Connection>::connect(base)
+                .await
+                .expect("connect to PostgreSQL");
+            admin
+                .execute(sqlx::AssertSqlSafe(format!("DROP SCHEMA {schema} CASCADE")))
+                .await
+                .expect("drop schema");
+        }
+    }
+}
+
+/// Millisecond retries, few connections.
+pub fn test_options() -> QueueOptions {
+    QueueOptions {
+        retry_base: Duration::from_millis(1),
+        retry_cap: Duration::from_millis(5),
+        max_connections: 4,
+        ..QueueOptions::default()
+    }
+}
+
+/// A review job for `owner/repo#pr`.
+pub fn review_job(pr: u64) -> NewJob {
+    NewJob {
+        repo_full_name: "owner/repo".to_string(),
+        installation_id: 42,
+        pr_number: pr,
+        head_sha: Some(format!("{pr:040x}")),
+        kind: JobKind::Review { strategy: None },
+        payload: serde_json::to_value(ReviewTrigger::PullRequest {
+            action: "synchronize".into(),
+            sender: Some("dev".into()),
+            base_ref: "main".into(),
+            head_ref: "feature".into(),
+        })
+        .expect("payload"),
+    }
+}
+
+/// A delivery with a fresh id.
+pub fn delivery() -> NewDelivery {
+    static NEXT: AtomicU32 = AtomicU32::new(0);
+    NewDelivery {
+        delivery_id: format!(
+            "delivery-{}-{:08x}",
+            NEXT.fetch_add(1, Ordering::Relaxed),
+            rand::random::<u32>()
+        ),
+        event: "pull_request".to_string(),
+        action: Some("synchronize".to_string()),
+        received_at: Utc::now(),
+    }
+}
+
+/// Enqueues a review of PR `pr` and returns the job id.
+pub async fn enqueue(queue: &Queue, pr: u64) -> JobId {
+    match queue
+        .accept_delivery(delivery(), Some(review_job(pr)))
+        .await
+        .expect("accept")
+    {
+        Accepted::Queued { job_id, .. } => job_id,
+        other => panic!("expected a queued job, got {other:?}"),
+    }
+}
+
+/// Waits (polling every few milliseconds, at most 20 s) until `check` holds.
+pub async fn eventually<F, Fut>(what: &str, mut check: F)
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = bool>,
+{
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    while !check().await {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "gave up waiting: {what}"
+        );
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+}
+
+/// Runs each named `async fn(&TestDb)` as a test on SQLite and on PostgreSQL.
+#[macro_export]
+macro_rules! backend_tests {
+    ($($name:ident),* $(,)?) => {
+        mod sqlite {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $name() {
+                    let db = $crate::queue::support::TestDb::sqlite();
+                    super::$name(&db).await;
+                    db.cleanup().await;
+                }
+            )*
+        }
+        mod postgres {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $name() {
+                    let Some(db) = $crate::queue::support::TestDb::postgres(stringify!($name)).await
+                    else {
+                        return;
+                    };
+                    super::$name(&db).await;
+                    db.cleanup().await;
+                }
+            )*
+        }
+    };
+}
