@@ -10,6 +10,7 @@ mod llm;
 mod queue;
 mod review;
 mod review_cli;
+mod serve_cli;
 mod server;
 mod strategies;
 mod text_mode;

@@ -75,7 +75,14 @@ pub(crate) async fn execute(
     parallel: usize,
     stats: &mut Stats,
 ) -> Result<Submission, AgentError> {
-    let runs = stream::iter(plan.tasks.iter().map(|task| run_task(ctx, task, overview)))
+    // Futures are built first: a lazy `map` inside the stream would keep its closure,
+    // whose lifetimes stop the whole review from being `Send` in a spawned task.
+    let tasks: Vec<_> = plan
+        .tasks
+        .iter()
+        .map(|task| run_task(ctx, task, overview))
+        .collect();
+    let runs = stream::iter(tasks)
         .buffer_unordered(parallel.max(1))
         .collect::<Vec<_>>()
         .await;

@@ -4,6 +4,7 @@ mod action;
 mod context;
 mod progress;
 mod review;
+mod serve;
 
 use clap::{Args, Parser, Subcommand};
 use std::path::PathBuf;
@@ -35,6 +36,28 @@ pub enum Command {
     Context(ContextArgs),
     /// Review the pull request of a GitHub Actions event and post the review.
     Action(ActionArgs),
+    /// Run as a GitHub App: webhook server, durable queue and review workers.
+    Serve(ServeArgs),
+}
+
+/// `redline serve` (App credentials come from the environment).
+#[derive(Debug, Clone, Args)]
+pub struct ServeArgs {
+    /// Address to listen on.
+    #[arg(long, default_value = "0.0.0.0:3000", value_name = "ADDR")]
+    pub listen: String,
+    /// Reviews run at once.
+    #[arg(long, default_value_t = 4, value_name = "N")]
+    pub workers: usize,
+    /// Where bare mirrors of reviewed repositories are kept.
+    #[arg(long, env = "REDLINE_CACHE_DIR", value_name = "DIR")]
+    pub cache_dir: Option<PathBuf>,
+    /// Also review draft pull requests.
+    #[arg(long, env = "REDLINE_REVIEW_DRAFTS")]
+    pub review_drafts: bool,
+    /// Model settings.
+    #[command(flatten)]
+    pub model: ModelArgs,
 }
 
 /// `redline action` (settings come from the environment the Action sets).
@@ -180,5 +203,6 @@ pub async fn run(cli: Cli) -> i32 {
         Command::Review(args) => review::run(args).await,
         Command::Context(args) => context::run(args),
         Command::Action(args) => action::run(args).await,
+        Command::Serve(args) => serve::run(args).await,
     }
 }

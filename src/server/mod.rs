@@ -7,6 +7,7 @@
 mod command;
 mod events;
 pub mod metrics;
+pub mod review_runner;
 pub mod signature;
 mod webhook;
 

@@ -64,6 +64,8 @@ pub struct PullSpec {
     pub is_fork: bool,
     /// Draft.
     pub draft: bool,
+    /// `base.repo.clone_url`: where the App clones from (a local path in tests).
+    pub clone_url: Option<String>,
 }
 
 impl PullSpec {
@@ -76,7 +78,14 @@ impl PullSpec {
             head_ref: "feature".into(),
             is_fork: false,
             draft: false,
+            clone_url: None,
         }
+    }
+
+    /// The same pull request, clonable from `url`.
+    pub fn with_clone_url(mut self, url: &str) -> Self {
+        self.clone_url = Some(url.to_string());
+        self
     }
 }
 
@@ -144,7 +153,7 @@ impl GitHubMock {
             "number": number,
             "draft": spec.draft,
             "state": "open",
-            "base": { "sha": spec.base_sha, "ref": spec.base_ref, "repo": { "full_name": full } },
+            "base": { "sha": spec.base_sha, "ref": spec.base_ref, "repo": { "full_name": full, "clone_url": spec.clone_url } },
             "head": { "sha": spec.head_sha, "ref": spec.head_ref, "repo": { "full_name": head_repo } },
         });
         self.state()

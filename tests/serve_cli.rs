@@ -1,0 +1,241 @@
+//! `redline serve` end to end: the real binary as a GitHub App, a signed webhook
+//! from GitHub's own payload example, the mock GitHub API (App token endpoint,
+//! pull request, review), the scripted model server, and a repository cloned
+//! into the App's bare-mirror cache.
+
+use std::path::Path;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use crate::common::cli::{self, KEY};
+use crate::common::git::TempRepo;
+use crate::common::github_mock::{GitHubMock, PullSpec};
+use crate::common::model_server::{ModelServer, Reply, Wire};
+use redline::llm::Secret;
+
+const SECRET: &str = "webhook-secret-for-tests";
+
+struct Server {
+    child: tokio::process::Child,
+    url: String,
+    _dir: tempfile::TempDir,
+}
+
+impl Server {
+    async fn start(gh: &GitHubMock, model: &ModelServer) -> Server {
+        let dir = tempfile::tempdir().expect("tmp");
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .expect("port")
+            .port();
+        let key = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures/github/TEST-ONLY-app-private-key.pem");
+        let child = cli::redline_command()
+            .args([
+                "serve",
+                "--listen",
+                &format!("127.0.0.1:{port}"),
+                "--workers",
+                "2",
+            ])
+            .env("GITHUB_APP_ID", "12345")
+            .env("GITHUB_APP_PRIVATE_KEY_PATH", key)
+            .env("GITHUB_WEBHOOK_SECRET", SECRET)
+            .env("GITHUB_API_URL", gh.url())
+            .env(
+                "REDLINE_DATABASE_URL",
+                format!("sqlite://{}", dir.path().join("redline.db").display()),
+            )
+            .env("REDLINE_CACHE_DIR", dir.path().join("cache"))
+            .env("REDLINE_BASE_URL", model.base_url())
+            .env("REDLINE_MODEL", "test-model")
+            .env("REDLINE_API_KEY", KEY)
+            .kill_on_drop(true)
+            .spawn()
+            .expect("start redline serve");
+        let url = format!("http://127.0.0.1:{port}");
+        let client = reqwest::Client::new();
+        for _ in 0..200 {
+            if client
+                .get(format!("{url}/healthz"))
+                .send()
+                .await
+                .is_ok_and(|r| r.status().is_success())
+            {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        Server {
+            child,
+            url,
+            _dir: dir,
+        }
+    }
+
+    async fn deliver(
+        &self,
+        event: &str,
+        delivery: &str,
+        body: &[u8],
+        signature: Option<String>,
+    ) -> (u16, String) {
+        let mut request = reqwest::Client::new()
+            .post(format!("{}/webhook", self.url))
+            .header("X-GitHub-Event", event)
+            .header("X-GitHub-Delivery", delivery)
+            .header("content-type", "application/json")
+            .body(body.to_vec());
+        if let Some(signature) = signature {
+            request = request.header("X-Hub-Signature-256", signature);
+        }
+        let response = request.send().await.expect("deliver");
+        let status = response.status().as_u16();
+        (status, response.text().await.unwrap_or_default())
+    }
+}
+
+fn pull_request_payload(base: &str, head: &str) -> Vec<u8> {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(
+        "tests/fixtures/webhooks/pull_request/ready_for_review.with-installation.payload.json",
+    );
+    let mut event: Value =
+        serde_json::from_str(&std::fs::read_to_string(path).expect("fixture")).expect("JSON");
+    event["number"] = json!(7);
+    event["pull_request"]["number"] = json!(7);
+    event["pull_request"]["draft"] = json!(false);
+    event["pull_request"]["base"]["sha"] = json!(base);
+    event["pull_request"]["head"]["sha"] = json!(head);
+    event["repository"]["full_name"] = json!("octo/demo");
+    event["repository"]["name"] = json!("demo");
+    event["repository"]["owner"]["login"] = json!("octo");
+    event.to_string().into_bytes()
+}
+
+#[tokio::test]
+async fn a_signed_webhook_becomes_one_review_on_github() {
+    let repo = TempRepo::new();
+    repo.write("src/calc.rs", "pub fn one() -> i32 {\n    1\n}\n");
+    let base = repo.commit("base");
+    repo.checkout_new_branch("feature");
+    repo.write(
+        "src/calc.rs",
+        "pub fn one() -> i32 {\n    1\n}\n\npub fn ratio(a: i32, b: i32) -> i32 {\n    a / b\n}\n",
+    );
+    let head = repo.commit("add ratio");
+
+    let gh = GitHubMock::start().await;
+    gh.add_pull(
+        "octo",
+        "demo",
+        7,
+        PullSpec::new(&base, &head).with_clone_url(&repo.path().display().to_string()),
+    );
+    let model = ModelServer::start(
+        Wire::OpenAi,
+        vec![Reply::tool("s", "submit_review", json!({"findings": [{"path": "src/calc.rs", "line": 6, "severity": "critical",
+            "category": "bug", "title": "Division by zero", "body": "b may be 0."}], "summary": "Adds ratio."}))],
+    )
+    .await;
+    let mut server = Server::start(&gh, &model).await;
+    let body = pull_request_payload(&base, &head);
+
+    let (status, _) = server
+        .deliver("pull_request", "d-bad", &body, Some("sha256=00".into()))
+        .await;
+    assert_eq!(status, 401, "a wrong signature is refused");
+    let (status, _) = server.deliver("pull_request", "d-none", &body, None).await;
+    assert_eq!(status, 401, "a missing signature is refused");
+
+    let signature = redline::server::signature::sign(&Secret::new(SECRET), &body);
+    let (status, answer) = server
+        .deliver("pull_request", "d-1", &body, Some(signature.clone()))
+        .await;
+    assert_eq!(status, 202, "{answer}");
+    for _ in 0..600 {
+        if !gh.reviews().is_empty() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let reviews = gh.reviews();
+    assert_eq!(
+        reviews.len(),
+        1,
+        "requests: {:?}",
+        gh.requests()
+            .iter()
+            .map(|r| format!("{} {}", r.method, r.path))
+            .collect::<Vec<_>>()
+    );
+    assert_eq!(reviews[0]["commit_id"], head.as_str());
+    assert_eq!(reviews[0]["comments"][0]["path"], "src/calc.rs");
+    assert_eq!(reviews[0]["comments"][0]["line"], 6);
+    assert!(
+        gh.token_requests() >= 1,
+        "an installation token was requested with the App JWT"
+    );
+
+    let (status, answer) = server
+        .deliver("pull_request", "d-1", &body, Some(signature))
+        .await;
+    assert!(
+        status == 200 && answer.contains("duplicate"),
+        "a redelivery is not queued again: {status} {answer}"
+    );
+    let metrics = reqwest::get(format!("{}/metrics", server.url))
+        .await
+        .expect("metrics")
+        .text()
+        .await
+        .unwrap_or_default();
+    assert!(
+        metrics.contains("redline_webhook_deliveries_total"),
+        "{metrics}"
+    );
+    assert_eq!(model.requests().len(), 1, "one review, one model call");
+
+    #[cfg(unix)]
+    {
+        let pid = server.child.id().expect("pid");
+        let status = std::process::Command::new("kill")
+            .args(["-TERM", &pid.to_string()])
+            .status()
+            .expect("kill");
+        assert!(status.success());
+        let exit = tokio::time::timeout(Duration::from_secs(60), server.child.wait())
+            .await
+            .expect("exits after SIGTERM")
+            .expect("wait");
+        assert!(exit.success(), "graceful shutdown exits 0: {exit:?}");
+    }
+}
+
+#[tokio::test]
+async fn missing_settings_are_named_at_start() {
+    let output = cli::redline_command()
+        .args(["serve", "--listen", "127.0.0.1:0"])
+        .env_remove("GITHUB_APP_ID")
+        .env_remove("GITHUB_APP_CLIENT_ID")
+        .output()
+        .await
+        .expect("run");
+    assert_eq!(output.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&output.stderr).contains("GITHUB_APP_ID"));
+    let output = cli::redline_command()
+        .args(["serve", "--listen", "127.0.0.1:0"])
+        .env("GITHUB_APP_ID", "1")
+        .env("GITHUB_APP_PRIVATE_KEY", "not a key")
+        .env("GITHUB_WEBHOOK_SECRET", SECRET)
+        .env("REDLINE_BASE_URL", "http://127.0.0.1:9/v1")
+        .output()
+        .await
+        .expect("run");
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("GITHUB_APP_PRIVATE_KEY") && !stderr.contains("not a key"),
+        "{stderr}"
+    );
+}
