@@ -15,13 +15,13 @@ fn long_file_repo() -> TempRepo {
         .collect();
     repo.write(
         "src/lib.rs",
-        &format!("pub fn answer() -> u64 {{\n    41\n}}\n{body}"),
+        format!("pub fn answer() -> u64 {{\n    41\n}}\n{body}"),
     );
     repo.commit("base");
     repo.checkout_new_branch("feature");
     repo.write(
         "src/lib.rs",
-        &format!("pub fn answer() -> u64 {{\n    42 / 0\n}}\n{body}"),
+        format!("pub fn answer() -> u64 {{\n    42 / 0\n}}\n{body}"),
     );
     repo.commit("change");
     repo
