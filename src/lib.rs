@@ -15,4 +15,5 @@ pub mod queue;
 pub mod repo;
 pub mod review;
 pub mod server;
+pub mod text;
 pub mod tools;

@@ -7,6 +7,7 @@
 //! single very large text is counted on its first part and scaled.
 
 use crate::llm::tokens::TokenCounter;
+use crate::text::prefix_at_char_boundary;
 
 /// A token count, exact or estimated.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -38,7 +39,7 @@ pub(crate) fn measure_texts(
         .collect();
     let prefixes: Vec<&str> = sample
         .iter()
-        .map(|&i| prefix(texts[i], TEXT_CAP_BYTES))
+        .map(|&i| prefix_at_char_boundary(texts[i], TEXT_CAP_BYTES))
         .collect();
     let counts = super::count_parallel(counter, &prefixes);
     let counted_bytes: usize = prefixes.iter().map(|p| p.len()).sum();
@@ -76,7 +77,7 @@ pub(crate) fn estimate(bytes: usize, ratio: f64) -> usize {
 
 /// Counts one text, exactly unless it is longer than [`TEXT_CAP_BYTES`].
 pub(crate) fn measure_one(counter: &TokenCounter, text: &str) -> Measured {
-    let head = prefix(text, TEXT_CAP_BYTES);
+    let head = prefix_at_char_boundary(text, TEXT_CAP_BYTES);
     let tokens = counter.count(head);
     if head.len() == text.len() {
         Measured {
@@ -92,16 +93,6 @@ pub(crate) fn measure_one(counter: &TokenCounter, text: &str) -> Measured {
 }
 
 /// At most `bytes` bytes of `text`, cut at a character boundary.
-fn prefix(text: &str, bytes: usize) -> &str {
-    if text.len() <= bytes {
-        return text;
-    }
-    let mut end = bytes;
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
-    &text[..end]
-}
 
 #[cfg(test)]
 mod tests {

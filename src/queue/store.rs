@@ -1,5 +1,6 @@
 //! [`Queue`]: intake of deliveries and the job life cycle (claim, lease, finish).
 
+use crate::text::prefix_at_char_boundary;
 use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::Arc;
@@ -297,7 +298,7 @@ impl Queue {
             .bind(worker_id)
             .bind(retry)
             .bind(run_at)
-            .bind(truncate(reason, MAX_REASON_BYTES))
+            .bind(prefix_at_char_boundary(reason, MAX_REASON_BYTES))
             .bind(now)
             .bind(attempts)
             .fetch_optional(pool)
@@ -443,24 +444,13 @@ fn duration_millis(duration: Duration) -> i64 {
     i64::try_from(duration.as_millis()).unwrap_or(i64::MAX)
 }
 
-fn truncate(text: &str, max_bytes: usize) -> &str {
-    if text.len() <= max_bytes {
-        return text;
-    }
-    let mut end = max_bytes;
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
-    &text[..end]
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
     fn truncate_respects_char_boundaries() {
-        assert_eq!(truncate("héllo", 2), "h");
-        assert_eq!(truncate("hello", 10), "hello");
+        assert_eq!(prefix_at_char_boundary("héllo", 2), "h");
+        assert_eq!(prefix_at_char_boundary("hello", 10), "hello");
     }
 }

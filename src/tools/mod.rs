@@ -180,14 +180,12 @@ fn cap_output(content: String, max_chars: usize) -> String {
     if content.len() <= max_chars {
         return content;
     }
-    let mut cut = max_chars;
-    while !content.is_char_boundary(cut) {
-        cut -= 1;
-    }
-    let shown_lines = content[..cut].lines().count();
+    let shown = crate::text::prefix_at_char_boundary(&content, max_chars);
+    let cut = shown.len();
+    let shown_lines = shown.lines().count();
     format!(
         "{}\n[output truncated after {shown_lines} lines ({} of {} characters); ask for a narrower range, e.g. read_file with start_line/end_line, or a more specific search]",
-        &content[..cut],
+        shown,
         cut,
         content.len()
     )

@@ -1,6 +1,7 @@
 //! Findings in a prose reply, for models that answer in text instead of calling
 //! `submit_review`.
 
+use crate::text::prefix_at_char_boundary;
 use serde_json::Value;
 
 use super::{Submission, has_findings_list, parse_submission};
@@ -81,7 +82,7 @@ const HEDGES: &[&str] = &[
 /// - it contains no word that hedges or reports a problem ("but", "however", "except",
 ///   "should", "consider", "wrong", "missing", ...).
 pub fn parse_text_reply(text: &str) -> Option<Submission> {
-    let text = prefix(text, MAX_SCANNED);
+    let text = prefix_at_char_boundary(text, MAX_SCANNED);
     let fenced = fenced_blocks(text);
     let candidates = fenced
         .iter()
@@ -317,17 +318,6 @@ fn word_padded(text: &str) -> String {
         .collect();
     let words: Vec<&str> = spaced.split_whitespace().collect();
     format!(" {} ", words.join(" "))
-}
-
-fn prefix(text: &str, max: usize) -> &str {
-    if text.len() <= max {
-        return text;
-    }
-    let mut end = max;
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
-    &text[..end]
 }
 
 #[cfg(test)]
