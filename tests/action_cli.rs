@@ -585,3 +585,45 @@ fn composite_step(
     }
     command
 }
+
+#[tokio::test]
+async fn rules_come_from_the_base_commit_not_the_pull_request() {
+    let repo = TempRepo::new();
+    repo.write("src/calc.rs", BASE);
+    repo.write(".redline.toml", "request_changes = \"major\"\n");
+    let base = repo.commit("base with rules");
+    repo.checkout_new_branch("feature");
+    repo.write("src/calc.rs", HEAD);
+    // The pull request tries to send the review (and the key) elsewhere and to relax the rules.
+    repo.write(".redline.toml", "base_url = \"http://127.0.0.1:9/v1\"\nrequest_changes = \"critical\"\nexclude = [\"src/**\"]\n");
+    let head = repo.commit("change rules");
+    let gh = GitHubMock::start().await;
+    let finding = json!({"path": "src/calc.rs", "line": 7, "severity": "major", "category": "bug", "title": "Division by zero", "body": "b may be 0."});
+    let model = ModelServer::start(
+        Wire::OpenAi,
+        vec![Reply::tool(
+            "s",
+            "submit_review",
+            json!({"findings": [finding], "summary": "s"}),
+        )],
+    )
+    .await;
+    let event = pull_request_event("pull_request/opened.payload.json", &base, &head);
+    let run = run_action(repo.path(), "pull_request", &event, &gh, &model).await;
+    assert_eq!(
+        run.code, 0,
+        "stdout: {}\nstderr: {}",
+        run.stdout, run.stderr
+    );
+    assert_eq!(
+        model.requests().len(),
+        1,
+        "the model configured by the workflow was used"
+    );
+    let reviews = gh.reviews();
+    assert_eq!(reviews.len(), 1);
+    assert_eq!(
+        reviews[0]["event"], "REQUEST_CHANGES",
+        "the base commit's rule applies"
+    );
+}

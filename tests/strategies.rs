@@ -519,3 +519,46 @@ async fn text_mode_garbage_ends_within_the_failure_limit() {
     assert!(run.stderr.contains("consecutive"), "{}", run.stderr);
     assert_eq!(server.requests().len(), 2);
 }
+
+#[tokio::test]
+async fn plan_and_reflection_work_in_text_mode() {
+    let repo = three_file_repo();
+    let server = ModelServer::start_with(Wire::OpenAi, |req, _| {
+        if is_planner(req) {
+            return Reply::text("Thought: two areas.\nAction: submit_plan\nAction Input: {'tasks': [{'title': 'All', 'files': ['src/api.rs', 'src/db.rs', 'tests/api_test.rs'], 'focus': 'x',}]}");
+        }
+        if is_evaluator(req) {
+            return Reply::text("Final Answer: {\"findings\": [{\"id\": \"F1\", \"correctness\": 9, \"evidence\": 9, \"actionability\": 9, \"reason\": \"ok\"}], \"overall_score\": 9}");
+        }
+        Reply::text(text_final())
+    })
+    .await;
+    for strategy in ["plan", "reflect"] {
+        let run = cli::review(
+            repo.path(),
+            &server.base_url(),
+            "openai",
+            &[
+                "--format",
+                "json",
+                "--strategy",
+                strategy,
+                "--tool-mode",
+                "text",
+            ],
+        )
+        .await;
+        assert_eq!(run.code, 0, "{strategy}: {}", run.stderr);
+        let out = run.json();
+        assert_eq!(
+            out["findings"][0]["path"], "src/api.rs",
+            "{strategy}: {out}"
+        );
+    }
+    assert!(
+        server
+            .requests()
+            .iter()
+            .all(|r| r.body.get("tools").is_none())
+    );
+}

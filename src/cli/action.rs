@@ -158,8 +158,17 @@ async fn action(args: ActionArgs) -> Result<i32, String> {
     };
 
     let head_line_text = |path: &str, line: u32| line_text(&view, path, line);
+    let request_changes_at = match &file.request_changes {
+        Some(level) => Some(
+            level
+                .parse::<Severity>()
+                .map_err(|e| format!("request_changes: {e}"))?,
+        ),
+        None => None,
+    };
     let publish_config = PublishConfig {
-        max_comments: args.max_comments.unwrap_or(25),
+        max_comments: args.max_comments.or(file.max_comments).unwrap_or(25),
+        request_changes_at,
         ..PublishConfig::default()
     };
     let request = PublishRequest {
