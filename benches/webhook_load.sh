@@ -67,6 +67,10 @@ start_server() {
 
 stop_server() {
   kill -INT "$server_pid"; wait "$server_pid" || true; server_pid=""
+  if grep -qE 'WARN|ERROR' "$work/server.log"; then
+    echo "$backend server warnings/errors ($(grep -cE 'WARN|ERROR' "$work/server.log") lines), first 5:"
+    grep -E 'WARN|ERROR' "$work/server.log" | head -5
+  fi
 }
 
 run_wrk() {

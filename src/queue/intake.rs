@@ -28,33 +28,12 @@ const INSERT_JOB: &str = "INSERT INTO jobs (delivery_id, repo_full_name, install
      VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 'queued', 0, $9, $10, FALSE, $10, $10) \
      RETURNING id";
 
-/// PostgreSQL: the three steps in one statement (one round trip, one implicit transaction).
+/// PostgreSQL: the stored function `redline_accept_delivery` (see the migration) does the
+/// three steps in one round trip, serialized per pull request.
 /// Binds: $1..$4 delivery, $5 repo, $6 PR, $7 installation, $8 head, $9 kind, $10 strategy,
 /// $11 payload, $12 max attempts, $13 now.
-const ACCEPT_POSTGRES: &str = "WITH delivery AS ( \
-       INSERT INTO deliveries (delivery_id, event, action, received_at) \
-       VALUES ($1, $2, $3, $4) ON CONFLICT (delivery_id) DO NOTHING \
-       RETURNING delivery_id \
-     ), replaced AS ( \
-       UPDATE jobs SET \
-         state = CASE WHEN state = 'queued' THEN 'superseded' ELSE state END, \
-         cancel_requested = CASE WHEN state = 'running' THEN TRUE ELSE cancel_requested END, \
-         finished_at = CASE WHEN state = 'queued' THEN $13 ELSE finished_at END, \
-         updated_at = $13 \
-       WHERE repo_full_name = $5 AND pr_number = $6 AND state IN ('queued', 'running') \
-         AND EXISTS (SELECT 1 FROM delivery) \
-       RETURNING state \
-     ), job AS ( \
-       INSERT INTO jobs (delivery_id, repo_full_name, installation_id, pr_number, head_sha, \
-         kind, strategy, payload, state, attempts, max_attempts, run_at, cancel_requested, \
-         created_at, updated_at) \
-       SELECT delivery_id, $5, $7, $6, $8, $9, $10, $11, 'queued', 0, $12, $13, FALSE, $13, $13 \
-       FROM delivery \
-       RETURNING id \
-     ) \
-     SELECT (SELECT id FROM job) AS job_id, \
-       (SELECT COUNT(*) FROM replaced WHERE state = 'superseded') AS superseded, \
-       (SELECT COUNT(*) FROM replaced WHERE state <> 'superseded') AS cancel_requested";
+const ACCEPT_POSTGRES: &str = "SELECT out_job_id, out_superseded, out_cancel_requested \
+     FROM redline_accept_delivery($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)";
 
 impl Queue {
     /// Records `delivery` and, when given, enqueues `job` — atomically.
@@ -178,17 +157,18 @@ async fn accept_postgres(
         .bind(now_millis())
         .fetch_one(pool)
         .await?;
-    let job_id: Option<i64> = row.try_get("job_id")?;
+    let job_id: Option<i64> = row.try_get("out_job_id")?;
     let Some(job_id) = job_id else {
         return Ok(Accepted::Duplicate);
     };
     let count = |column: &str| -> Result<u64, QueueError> {
-        Ok(u64::try_from(row.try_get::<i64, _>(column)?).unwrap_or(0))
+        let count: Option<i64> = row.try_get(column)?;
+        Ok(count.and_then(|n| u64::try_from(n).ok()).unwrap_or(0))
     };
     Ok(Accepted::Queued {
         job_id: JobId(job_id),
-        superseded: count("superseded")?,
-        cancel_requested: count("cancel_requested")?,
+        superseded: count("out_superseded")?,
+        cancel_requested: count("out_cancel_requested")?,
     })
 }
 

@@ -38,6 +38,25 @@ macro_rules! claim_sql {
     };
 }
 
+/// Settles expired leases that must not be re-run: asked to stop → cancelled, last attempt →
+/// failed. Binds: $1 now.
+macro_rules! reap_sql {
+    ($lock:literal) => {
+        concat!(
+            "UPDATE jobs SET \
+               state = CASE WHEN cancel_requested THEN 'cancelled' ELSE 'failed' END, \
+               last_error = CASE WHEN cancel_requested THEN last_error \
+                 ELSE 'worker lease expired on the last attempt' END, \
+               lease_until = NULL, finished_at = $1, updated_at = $1 \
+             WHERE id IN (SELECT id FROM jobs \
+               WHERE state = 'running' AND lease_until < $1 \
+                 AND (cancel_requested OR attempts >= max_attempts) ",
+            $lock,
+            ")"
+        )
+    };
+}
+
 /// Longest failure reason kept in the database.
 const MAX_REASON_BYTES: usize = 4000;
 /// How often (milliseconds) a busy queue settles jobs of dead workers; an idle one does it
@@ -170,21 +189,19 @@ impl Queue {
     /// cancelled, those on their last attempt fail. Returns how many were settled.
     async fn reap_expired(&self, now: i64) -> Result<u64, QueueError> {
         self.last_reap_ms.store(now, Ordering::Relaxed);
-        let reaped = with_pool!(&self.db, pool => {
-            sqlx::query(
-                "UPDATE jobs SET \
-                   state = CASE WHEN cancel_requested THEN 'cancelled' ELSE 'failed' END, \
-                   last_error = CASE WHEN cancel_requested THEN last_error \
-                     ELSE 'worker lease expired on the last attempt' END, \
-                   lease_until = NULL, finished_at = $1, updated_at = $1 \
-                 WHERE state = 'running' AND lease_until < $1 \
-                   AND (cancel_requested OR attempts >= max_attempts)",
-            )
-            .bind(now)
-            .execute(pool)
-            .await?
-            .rows_affected()
-        });
+        let reaped = match &self.db {
+            Db::Sqlite(pool) => sqlx::query(reap_sql!(""))
+                .bind(now)
+                .execute(pool)
+                .await?
+                .rows_affected(),
+            // Rows another worker is settling are skipped rather than waited for.
+            Db::Postgres(pool) => sqlx::query(reap_sql!("FOR UPDATE SKIP LOCKED"))
+                .bind(now)
+                .execute(pool)
+                .await?
+                .rows_affected(),
+        };
         Ok(reaped)
     }
 
