@@ -24,6 +24,10 @@ struct Server {
 
 impl Server {
     async fn start(gh: &GitHubMock, model: &ModelServer) -> Server {
+        Server::start_with(gh, model, &[]).await
+    }
+
+    async fn start_with(gh: &GitHubMock, model: &ModelServer, extra: &[&str]) -> Server {
         let dir = tempfile::tempdir().expect("tmp");
         let port = std::net::TcpListener::bind("127.0.0.1:0")
             .and_then(|l| l.local_addr())
@@ -39,6 +43,7 @@ impl Server {
                 "--workers",
                 "2",
             ])
+            .args(extra)
             .env("GITHUB_APP_ID", "12345")
             .env("GITHUB_APP_PRIVATE_KEY_PATH", key)
             .env("GITHUB_WEBHOOK_SECRET", SECRET)
@@ -238,4 +243,33 @@ async fn missing_settings_are_named_at_start() {
         stderr.contains("GITHUB_APP_PRIVATE_KEY") && !stderr.contains("not a key"),
         "{stderr}"
     );
+}
+
+#[tokio::test]
+async fn a_review_that_fails_for_good_leaves_a_notice_when_configured() {
+    let gh = GitHubMock::start().await;
+    // The pull request is unknown to GitHub (404): retrying cannot help.
+    let model = ModelServer::start(Wire::OpenAi, vec![]).await;
+    let server = Server::start_with(&gh, &model, &["--failure-notice"]).await;
+    let body = pull_request_payload(
+        "1111111111111111111111111111111111111111",
+        "2222222222222222222222222222222222222222",
+    );
+    let signature = redline::server::signature::sign(&Secret::new(SECRET), &body);
+    let (status, answer) = server
+        .deliver("pull_request", "d-404", &body, Some(signature))
+        .await;
+    assert_eq!(status, 202, "{answer}");
+    for _ in 0..600 {
+        if !gh.issue_comments().is_empty() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let comments = gh.issue_comments();
+    assert_eq!(comments.len(), 1);
+    let text = comments[0]["body"].as_str().unwrap_or_default();
+    assert!(text.contains("could not review"), "{text}");
+    assert!(!text.contains(KEY) && !text.contains("ghs_"), "{text}");
+    assert!(model.requests().is_empty() && gh.reviews().is_empty());
 }

@@ -55,6 +55,17 @@ pub struct ServeArgs {
     /// Also review draft pull requests.
     #[arg(long, env = "REDLINE_REVIEW_DRAFTS")]
     pub review_drafts: bool,
+    /// Disk budget of the mirror cache in MiB (least recently used mirrors are removed).
+    #[arg(
+        long,
+        env = "REDLINE_CACHE_BUDGET_MB",
+        default_value_t = 10_240,
+        value_name = "MIB"
+    )]
+    pub cache_budget_mb: u64,
+    /// Post a short notice on the pull request when its review fails for good.
+    #[arg(long, env = "REDLINE_FAILURE_NOTICE")]
+    pub failure_notice: bool,
     /// Model settings.
     #[command(flatten)]
     pub model: ModelArgs,

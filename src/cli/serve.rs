@@ -82,6 +82,8 @@ async fn serve_app(args: ServeArgs) -> Result<(), String> {
         settings,
         publish: PublishConfig::default(),
         metrics: metrics.clone(),
+        cache_budget_bytes: args.cache_budget_mb.saturating_mul(1024 * 1024),
+        failure_notice: args.failure_notice,
     };
     let workers = WorkerConfig {
         workers: args.workers.max(1),

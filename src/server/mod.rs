@@ -4,6 +4,7 @@
 //! `X-GitHub-Delivery`, and stores review jobs in the [`Queue`] before answering.
 //! `GET /healthz` answers 200 while the database does; `GET /metrics` serves Prometheus text.
 
+pub mod cache;
 mod command;
 mod events;
 pub mod metrics;

@@ -39,6 +39,10 @@ pub struct ReviewRunner {
     pub publish: PublishConfig,
     /// Metrics for model tokens and review durations.
     pub metrics: Arc<crate::server::Metrics>,
+    /// Disk budget of the mirror cache, in bytes.
+    pub cache_budget_bytes: u64,
+    /// Post a short notice on the pull request when a review fails for good.
+    pub failure_notice: bool,
 }
 
 /// What the API says about the pull request.
@@ -51,6 +55,39 @@ struct PullRequest {
 #[async_trait]
 impl JobRunner for ReviewRunner {
     async fn run(&self, job: &Job, cancel: CancellationToken) -> Result<RunOutcome, JobError> {
+        let result = send(self.run_job(job, cancel)).await;
+        let last_attempt = job.attempts >= job.max_attempts;
+        if let Err(error) = &result
+            && self.failure_notice
+            && (last_attempt || matches!(error, JobError::Permanent(_)))
+        {
+            self.post_failure_notice(job, error).await;
+        }
+        result
+    }
+}
+
+impl ReviewRunner {
+    /// Tells the pull request that its review failed (the reason carries no secrets:
+    /// errors are redacted where they are made).
+    async fn post_failure_notice(&self, job: &Job, error: &JobError) {
+        let Some((owner, repo)) = job.repo_full_name.split_once('/') else {
+            return;
+        };
+        let client = self.auth.installation_client(job.installation_id);
+        let path = format!(
+            "/repos/{}/{}/issues/{}/comments",
+            path_segment(owner),
+            path_segment(repo),
+            job.pr_number
+        );
+        let body = serde_json::json!({"body": format!("Redline could not review this pull request: {error}")});
+        if let Err(e) = send(client.post_json(&path, &body)).await {
+            tracing::warn!(job = %job.id, error = %e, "could not post the failure notice");
+        }
+    }
+
+    async fn run_job(&self, job: &Job, cancel: CancellationToken) -> Result<RunOutcome, JobError> {
         let Some((owner, repo)) = job.repo_full_name.split_once('/') else {
             return Err(JobError::Permanent(format!(
                 "bad repository name {}",
