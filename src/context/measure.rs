@@ -92,8 +92,6 @@ pub(crate) fn measure_one(counter: &TokenCounter, text: &str) -> Measured {
     }
 }
 
-/// At most `bytes` bytes of `text`, cut at a character boundary.
-
 #[cfg(test)]
 mod tests {
     use super::*;
