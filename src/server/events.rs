@@ -1,7 +1,6 @@
 //! Deciding what a verified webhook delivery asks for.
 
 use serde::Deserialize;
-use serde_json::Value;
 
 use super::ServerConfig;
 use super::command::{Command, parse_command};
@@ -34,20 +33,58 @@ pub(crate) struct InstallationChange {
     pub access_removed: bool,
 }
 
-/// Reads `payload` (already parsed) as event `event`. `Err` when a handled event lacks
-/// fields it must have.
+/// A delivery's action and what to do about it.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Classified {
+    /// The payload's `action`, if any.
+    pub action: Option<String>,
+    /// What to do.
+    pub decision: Decision,
+}
+
+/// Why a body was refused.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum PayloadError {
+    /// Not JSON.
+    #[error("malformed JSON body: {0}")]
+    Malformed(serde_json::Error),
+    /// JSON, but not an object.
+    #[error("the JSON body is not an object")]
+    NotAnObject,
+    /// A handled event lacks fields it must have.
+    #[error("unexpected payload: {0}")]
+    Unexpected(serde_json::Error),
+}
+
+/// The field every event may have; parsing it also validates the whole document.
+#[derive(Deserialize)]
+struct Envelope {
+    #[serde(default)]
+    action: Option<String>,
+}
+
+/// Reads the raw `body` of event `event`. Payloads are parsed straight into the few typed
+/// fields needed (no JSON tree is built).
 pub(crate) fn classify(
     event: &str,
-    payload: &Value,
+    body: &[u8],
     config: &ServerConfig,
-) -> Result<Decision, serde_json::Error> {
-    match event {
+) -> Result<Classified, PayloadError> {
+    let Envelope { action } = serde_json::from_slice(body).map_err(PayloadError::Malformed)?;
+    // Serde would also read a JSON array into the envelope.
+    if body.trim_ascii_start().first() != Some(&b'{') {
+        return Err(PayloadError::NotAnObject);
+    }
+    let wanted = action.as_deref().unwrap_or("");
+    let decision = match event {
         "ping" => Ok(Decision::Pong),
-        "pull_request" => pull_request(payload, config),
-        "issue_comment" => issue_comment(payload),
-        "installation" | "installation_repositories" => installation(event, payload),
+        "pull_request" => pull_request(wanted, body, config),
+        "issue_comment" => issue_comment(wanted, body),
+        "installation" | "installation_repositories" => installation(event, body),
         _ => Ok(ignore("event not handled")),
     }
+    .map_err(PayloadError::Unexpected)?;
+    Ok(Classified { action, decision })
 }
 
 fn ignore(reason: impl Into<String>) -> Decision {
@@ -96,14 +133,17 @@ struct GitRef {
     name: String,
 }
 
-fn pull_request(payload: &Value, config: &ServerConfig) -> Result<Decision, serde_json::Error> {
-    let action = payload.get("action").and_then(Value::as_str).unwrap_or("");
+fn pull_request(
+    action: &str,
+    body: &[u8],
+    config: &ServerConfig,
+) -> Result<Decision, serde_json::Error> {
     if !REVIEW_ACTIONS.contains(&action) {
         return Ok(ignore(format!(
             "pull_request action {action:?} not handled"
         )));
     }
-    let event = PullRequestEvent::deserialize(payload)?;
+    let event: PullRequestEvent = serde_json::from_slice(body)?;
     if event.pull_request.draft && event.action != "ready_for_review" && !config.review_drafts {
         return Ok(ignore("draft pull request"));
     }
@@ -149,14 +189,13 @@ struct Comment {
     author_association: String,
 }
 
-fn issue_comment(payload: &Value) -> Result<Decision, serde_json::Error> {
-    let action = payload.get("action").and_then(Value::as_str).unwrap_or("");
+fn issue_comment(action: &str, body: &[u8]) -> Result<Decision, serde_json::Error> {
     if action != "created" {
         return Ok(ignore(format!(
             "issue_comment action {action:?} not handled"
         )));
     }
-    let event = IssueCommentEvent::deserialize(payload)?;
+    let event: IssueCommentEvent = serde_json::from_slice(body)?;
     if event.issue.pull_request.is_none() {
         return Ok(ignore("comment on an issue, not a pull request"));
     }
@@ -192,8 +231,8 @@ struct InstallationEvent {
     installation: InstallationRef,
 }
 
-fn installation(event: &str, payload: &Value) -> Result<Decision, serde_json::Error> {
-    let parsed = InstallationEvent::deserialize(payload)?;
+fn installation(event: &str, body: &[u8]) -> Result<Decision, serde_json::Error> {
+    let parsed: InstallationEvent = serde_json::from_slice(body)?;
     let access_removed =
         event == "installation" && matches!(parsed.action.as_str(), "deleted" | "suspend");
     Ok(Decision::Installation(InstallationChange {
@@ -206,7 +245,7 @@ fn installation(event: &str, payload: &Value) -> Result<Decision, serde_json::Er
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
+    use serde_json::{Value, json};
 
     fn pr_payload(action: &str, draft: bool) -> Value {
         json!({
@@ -242,8 +281,17 @@ mod tests {
         })
     }
 
+    fn classify_value(
+        event: &str,
+        payload: &Value,
+        config: &ServerConfig,
+    ) -> Result<Decision, PayloadError> {
+        let body = serde_json::to_vec(payload).expect("serialize");
+        classify(event, &body, config).map(|classified| classified.decision)
+    }
+
     fn decide(event: &str, payload: &Value) -> Decision {
-        classify(event, payload, &ServerConfig::default()).expect("classify")
+        classify_value(event, payload, &ServerConfig::default()).expect("classify")
     }
 
     #[test]
@@ -269,7 +317,7 @@ mod tests {
             review_drafts: true,
         };
         assert!(matches!(
-            classify("pull_request", &draft, &config),
+            classify_value("pull_request", &draft, &config),
             Ok(Decision::Review(_))
         ));
     }
@@ -283,7 +331,10 @@ mod tests {
     #[test]
     fn a_review_action_missing_fields_is_an_error() {
         let payload = json!({"action": "opened", "number": 1});
-        assert!(classify("pull_request", &payload, &ServerConfig::default()).is_err());
+        assert!(matches!(
+            classify_value("pull_request", &payload, &ServerConfig::default()),
+            Err(PayloadError::Unexpected(_))
+        ));
     }
 
     #[test]
@@ -311,6 +362,30 @@ mod tests {
                 Decision::Ignore(_)
             ));
         }
+    }
+
+    #[test]
+    fn malformed_bodies_are_refused_for_every_event() {
+        for event in ["pull_request", "ping", "star"] {
+            for body in [&b"{"[..], b"[]", b"", b"{\"action\": 7}"] {
+                let result = classify(event, body, &ServerConfig::default());
+                assert!(
+                    matches!(
+                        result,
+                        Err(PayloadError::Malformed(_) | PayloadError::NotAnObject)
+                    ),
+                    "{event} {body:?}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn the_action_is_reported_for_ignored_events() {
+        let body = br#"{"action": "created", "starred_at": null}"#;
+        let classified = classify("star", body, &ServerConfig::default()).expect("classify");
+        assert_eq!(classified.action.as_deref(), Some("created"));
+        assert!(matches!(classified.decision, Decision::Ignore(_)));
     }
 
     #[test]

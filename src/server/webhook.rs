@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 use tracing::{error, info, warn};
 
 use super::AppState;
-use super::events::{Decision, InstallationChange, classify};
+use super::events::{Classified, Decision, InstallationChange, classify};
 use super::metrics::DeliveryOutcome;
 use super::signature::verify;
 use crate::queue::{Accepted, NewDelivery};
@@ -76,14 +76,8 @@ async fn accept(
     let event = event.ok_or_else(|| bad_request("missing X-GitHub-Event header".into()))?;
     let delivery_id =
         delivery_id.ok_or_else(|| bad_request("missing X-GitHub-Delivery header".into()))?;
-    let payload: Value = serde_json::from_slice(body)
-        .map_err(|err| bad_request(format!("malformed JSON body: {err}")))?;
-    let decision = classify(event, &payload, &state.config)
-        .map_err(|err| bad_request(format!("unexpected {event} payload: {err}")))?;
-    let action = payload
-        .get("action")
-        .and_then(Value::as_str)
-        .map(str::to_string);
+    let Classified { action, decision } =
+        classify(event, body, &state.config).map_err(|err| bad_request(err.to_string()))?;
     let delivery = NewDelivery {
         delivery_id: delivery_id.to_string(),
         event: event.to_string(),
