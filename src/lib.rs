@@ -4,6 +4,12 @@
 //! repository through [`tools`] in a loop run by the [`agent`], checks the
 //! findings against the diff ([`review`]) and renders or publishes them.
 
+// Library code reports failures as errors; tests may unwrap.
+#![cfg_attr(
+    not(test),
+    deny(clippy::unwrap_used, clippy::expect_used, clippy::panic)
+)]
+
 pub mod agent;
 pub mod cli;
 pub mod config;
