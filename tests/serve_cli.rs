@@ -19,7 +19,7 @@ const SECRET: &str = "webhook-secret-for-tests";
 struct Server {
     child: tokio::process::Child,
     url: String,
-    _dir: tempfile::TempDir,
+    dir: std::sync::Arc<tempfile::TempDir>,
 }
 
 impl Server {
@@ -28,7 +28,17 @@ impl Server {
     }
 
     async fn start_with(gh: &GitHubMock, model: &ModelServer, extra: &[&str]) -> Server {
-        let dir = tempfile::tempdir().expect("tmp");
+        let dir = std::sync::Arc::new(tempfile::tempdir().expect("tmp"));
+        Server::start_in(dir, gh, model, extra).await
+    }
+
+    /// A server on the database and cache of `dir` (a restart reuses them).
+    async fn start_in(
+        dir: std::sync::Arc<tempfile::TempDir>,
+        gh: &GitHubMock,
+        model: &ModelServer,
+        extra: &[&str],
+    ) -> Server {
         let port = std::net::TcpListener::bind("127.0.0.1:0")
             .and_then(|l| l.local_addr())
             .expect("port")
@@ -72,11 +82,7 @@ impl Server {
             }
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
-        Server {
-            child,
-            url,
-            _dir: dir,
-        }
+        Server { child, url, dir }
     }
 
     async fn deliver(
@@ -272,4 +278,157 @@ async fn a_review_that_fails_for_good_leaves_a_notice_when_configured() {
     assert!(text.contains("could not review"), "{text}");
     assert!(!text.contains(KEY) && !text.contains("ghs_"), "{text}");
     assert!(model.requests().is_empty() && gh.reviews().is_empty());
+}
+
+/// A repository whose pull request gets a second push: head1 adds `ratio`, head2 `percent`.
+fn two_push_repo() -> (TempRepo, String, String, String) {
+    let repo = TempRepo::new();
+    repo.write("src/calc.rs", "pub fn one() -> i32 {\n    1\n}\n");
+    let base = repo.commit("base");
+    repo.checkout_new_branch("feature");
+    repo.write(
+        "src/calc.rs",
+        "pub fn one() -> i32 {\n    1\n}\n\npub fn ratio(a: i32, b: i32) -> i32 {\n    a / b\n}\n",
+    );
+    let head1 = repo.commit("add ratio");
+    repo.write("src/calc.rs", "pub fn one() -> i32 {\n    1\n}\n\npub fn ratio(a: i32, b: i32) -> i32 {\n    a / b\n}\n\npub fn percent(a: i32) -> i32 {\n    a * 100\n}\n");
+    let head2 = repo.commit("add percent");
+    (repo, base, head1, head2)
+}
+
+fn finding_at(line: u32) -> Reply {
+    Reply::tool(
+        "s",
+        "submit_review",
+        json!({"findings": [{"path": "src/calc.rs", "line": line, "severity": "critical",
+        "category": "bug", "title": "Division by zero", "body": "b may be 0."}], "summary": "s"}),
+    )
+}
+
+async fn wait_for_reviews(gh: &GitHubMock, count: usize) {
+    for _ in 0..600 {
+        if gh.reviews().len() >= count {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+#[tokio::test]
+async fn a_new_push_cancels_the_running_review_and_only_the_new_head_is_reviewed() {
+    let (repo, base, head1, head2) = two_push_repo();
+    let gh = GitHubMock::start().await;
+    let clone_url = repo.path().display().to_string();
+    gh.add_pull(
+        "octo",
+        "demo",
+        7,
+        PullSpec::new(&base, &head1).with_clone_url(&clone_url),
+    );
+    // The review of head1 is slow; the review of head2 answers at once.
+    let model = ModelServer::start_with(Wire::OpenAi, |req, _| {
+        if serde_json::to_string(&req.body)
+            .unwrap_or_default()
+            .contains("percent")
+        {
+            finding_at(6)
+        } else {
+            Reply::Delay(Duration::from_secs(8), Box::new(finding_at(6)))
+        }
+    })
+    .await;
+    let server =
+        Server::start_with(&gh, &model, &["--heartbeat-secs", "1", "--lease-secs", "4"]).await;
+    let first = pull_request_payload(&base, &head1);
+    let signature = redline::server::signature::sign(&Secret::new(SECRET), &first);
+    assert_eq!(
+        server
+            .deliver("pull_request", "push-1", &first, Some(signature))
+            .await
+            .0,
+        202
+    );
+    for _ in 0..300 {
+        if !model.requests().is_empty() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(model.requests().len(), 1, "the first review is running");
+    gh.add_pull(
+        "octo",
+        "demo",
+        7,
+        PullSpec::new(&base, &head2).with_clone_url(&clone_url),
+    );
+    let second = pull_request_payload(&base, &head2);
+    let signature = redline::server::signature::sign(&Secret::new(SECRET), &second);
+    assert_eq!(
+        server
+            .deliver("pull_request", "push-2", &second, Some(signature))
+            .await
+            .0,
+        202
+    );
+    wait_for_reviews(&gh, 1).await;
+    // Give a wrongly uncancelled first review time to publish too: its model reply lands at 8 s.
+    tokio::time::sleep(Duration::from_secs(9)).await;
+    let reviews = gh.reviews();
+    assert_eq!(reviews.len(), 1, "the cancelled review published nothing");
+    assert_eq!(reviews[0]["commit_id"], head2.as_str());
+}
+
+#[tokio::test]
+async fn a_killed_server_finishes_the_job_after_restart_exactly_once() {
+    let (repo, base, head1, _) = two_push_repo();
+    let gh = GitHubMock::start().await;
+    gh.add_pull(
+        "octo",
+        "demo",
+        7,
+        PullSpec::new(&base, &head1).with_clone_url(&repo.path().display().to_string()),
+    );
+    // The first attempt hangs in the model call; the attempt after the restart answers.
+    let model = ModelServer::start_with(Wire::OpenAi, |_, index| {
+        if index == 0 {
+            Reply::Delay(Duration::from_secs(30), Box::new(finding_at(6)))
+        } else {
+            finding_at(6)
+        }
+    })
+    .await;
+    let flags = ["--heartbeat-secs", "1", "--lease-secs", "2"];
+    let mut server = Server::start_with(&gh, &model, &flags).await;
+    let body = pull_request_payload(&base, &head1);
+    let signature = redline::server::signature::sign(&Secret::new(SECRET), &body);
+    assert_eq!(
+        server
+            .deliver("pull_request", "kill-1", &body, Some(signature))
+            .await
+            .0,
+        202
+    );
+    for _ in 0..300 {
+        if !model.requests().is_empty() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(model.requests().len(), 1, "the job is in flight");
+    server.child.start_kill().expect("kill");
+    let _ = server.child.wait().await;
+    let restarted = Server::start_in(server.dir.clone(), &gh, &model, &flags).await;
+    wait_for_reviews(&gh, 1).await;
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    assert_eq!(
+        gh.reviews().len(),
+        1,
+        "finished exactly once as GitHub sees it"
+    );
+    assert_eq!(
+        model.requests().len(),
+        2,
+        "the restarted server took the job again after its lease expired"
+    );
+    drop(restarted);
 }

@@ -66,6 +66,12 @@ pub struct ServeArgs {
     /// Post a short notice on the pull request when its review fails for good.
     #[arg(long, env = "REDLINE_FAILURE_NOTICE")]
     pub failure_notice: bool,
+    /// Seconds a job stays leased without a heartbeat (a dead worker's job is taken again after this).
+    #[arg(long, default_value_t = 60, value_name = "SECS")]
+    pub lease_secs: u64,
+    /// Seconds between a busy worker's heartbeats (lease renewal and cancellation check).
+    #[arg(long, default_value_t = 15, value_name = "SECS")]
+    pub heartbeat_secs: u64,
     /// Model settings.
     #[command(flatten)]
     pub model: ModelArgs,

@@ -87,6 +87,8 @@ async fn serve_app(args: ServeArgs) -> Result<(), String> {
     };
     let workers = WorkerConfig {
         workers: args.workers.max(1),
+        lease: std::time::Duration::from_secs(args.lease_secs.max(1)),
+        heartbeat_interval: std::time::Duration::from_secs(args.heartbeat_secs.max(1)),
         ..WorkerConfig::default()
     };
     let pool = WorkerPool::start(queue.clone(), Arc::new(runner), workers, metrics.clone());
