@@ -10,7 +10,7 @@
 # delay() hook, which paces each connection but, unlike wrk2, does not correct for
 # coordinated omission (a stalled server delays the next requests instead of queueing them).
 #
-# Environment: DURATION (default 10s), PORT (18080), REDLINE_BENCH_POSTGRES_URL
+# Environment: DURATION (default 10s), MODE (all | paced: skip the closed-loop runs), PORT (18080), REDLINE_BENCH_POSTGRES_URL
 # (postgres://postgres@127.0.0.1:5432/test; a scratch schema is created and dropped),
 # CARGO_TARGET_DIR. Traffic goes to 127.0.0.1 only; every run is bounded by DURATION.
 set -euo pipefail
@@ -94,9 +94,12 @@ for backend in "${backends[@]}"; do
     *) echo "unknown backend $backend (sqlite|postgres)" >&2; exit 2 ;;
   esac
   start_server "$url"
-  for connections in 1 8 32 64; do
-    run_wrk "closed-loop c=$connections" "$connections" 0
-  done
+  case "${MODE:-all}" in
+    paced) ;;
+    *) for connections in 1 8 32 64; do
+         run_wrk "closed-loop c=$connections" "$connections" 0
+       done ;;
+  esac
   run_wrk "paced ~500/s (c=50,100ms)" 50 100
   curl -s "http://127.0.0.1:$port/metrics" \
     | grep -E '^redline_(webhook_deliveries_total|queue_depth|jobs\{|jobs_total)' \

@@ -33,8 +33,11 @@ CREATE TABLE jobs (
     finished_at BIGINT
 );
 
-CREATE INDEX jobs_runnable ON jobs (state, run_at, id);
-CREATE INDEX jobs_by_pr ON jobs (repo_full_name, pr_number, state);
+-- Partial: finished jobs leave these indexes, which stay as small as the live work (SQLite,
+-- whose planner would not use them for the claim query, keeps full indexes).
+CREATE INDEX jobs_runnable ON jobs (state, run_at, id) WHERE state IN ('queued', 'running');
+CREATE INDEX jobs_by_pr ON jobs (repo_full_name, pr_number, state)
+    WHERE state IN ('queued', 'running');
 -- One review at a time per pull request, enforced by the database itself: two workers that
 -- race to claim jobs of the same PR cannot both commit.
 CREATE UNIQUE INDEX jobs_one_running_per_pr ON jobs (repo_full_name, pr_number)

@@ -2,6 +2,7 @@
 
 use std::borrow::Cow;
 use std::str::FromStr;
+use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use sqlx::migrate::{Migration, MigrationType, Migrator};
@@ -75,8 +76,26 @@ async fn connect_sqlite(url: &str, options: &QueueOptions) -> Result<SqlitePool,
         // A job is acknowledged to GitHub only after its commit is on disk.
         .synchronous(SqliteSynchronous::Full)
         .busy_timeout(options.sqlite_busy_timeout);
+    // Each connection to `sqlite::memory:` is a database of its own, which vanishes when the
+    // connection closes: keep exactly one, forever.
+    let in_memory = url.contains(":memory:") || url.contains("mode=memory");
     let pool = SqlitePoolOptions::new()
-        .max_connections(options.max_connections.max(1))
+        .max_connections(if in_memory {
+            1
+        } else {
+            options.max_connections.max(1)
+        })
+        .min_connections(u32::from(in_memory))
+        .idle_timeout(if in_memory {
+            None
+        } else {
+            Some(Duration::from_secs(600))
+        })
+        .max_lifetime(if in_memory {
+            None
+        } else {
+            Some(Duration::from_secs(1800))
+        })
         // A ping per checkout would cost a round trip on every query; a dead connection
         // surfaces as an error on its next use instead.
         .test_before_acquire(false)

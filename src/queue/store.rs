@@ -1,4 +1,4 @@
-//! [`Queue`]: intake of deliveries and the job life cycle (claim, lease, finish).
+//! [`Queue`]: connection, the job life cycle (claim, lease, heartbeat, finish) and inspection.
 
 use crate::text::prefix_at_char_boundary;
 use std::collections::BTreeMap;

@@ -76,8 +76,11 @@ async fn accept(
     let event = event.ok_or_else(|| bad_request("missing X-GitHub-Event header".into()))?;
     let delivery_id =
         delivery_id.ok_or_else(|| bad_request("missing X-GitHub-Delivery header".into()))?;
-    let Classified { action, decision } =
-        classify(event, body, &state.config).map_err(|err| bad_request(err.to_string()))?;
+    let Classified { action, decision } = classify(event, body, &state.config).map_err(|err| {
+        // The parser's message may quote payload text, so it goes back to the sender only.
+        warn!(delivery = delivery_id, event, "webhook payload refused");
+        bad_request(err.to_string())
+    })?;
     let delivery = NewDelivery {
         delivery_id: delivery_id.to_string(),
         event: event.to_string(),

@@ -369,3 +369,42 @@ async fn counts_and_health(db: &TestDb) {
         Err(QueueError::NotFound(_))
     ));
 }
+
+#[tokio::test]
+async fn an_in_memory_sqlite_queue_keeps_its_data() {
+    let queue = redline::queue::Queue::connect_with("sqlite::memory:", test_options())
+        .await
+        .unwrap();
+    let id = enqueue(&queue, 1).await;
+    let (a, b) = tokio::join!(queue.job(id), queue.depth());
+    assert!(a.unwrap().is_some());
+    assert_eq!(b.unwrap(), 1);
+    assert_eq!(queue.claim("w", LONG).await.unwrap().unwrap().id, id);
+}
+
+#[tokio::test]
+async fn unsupported_urls_are_refused_without_echoing_them() {
+    let err = redline::queue::Queue::connect("mysql://root:hunter2@localhost/db")
+        .await
+        .unwrap_err();
+    assert!(matches!(err, QueueError::InvalidUrl { .. }), "{err}");
+    assert!(!err.to_string().contains("hunter2"));
+}
+
+#[tokio::test]
+async fn prune_drops_old_deliveries_and_finished_jobs() {
+    let db = TestDb::sqlite();
+    let queue = db.queue().await;
+    let done = enqueue(&queue, 1).await;
+    let waiting = enqueue(&queue, 2).await;
+    queue.claim("w", LONG).await.unwrap().unwrap();
+    queue.complete(done, "w").await.unwrap();
+    let later = chrono::Utc::now() + chrono::Duration::minutes(1);
+    assert_eq!(queue.prune(later).await.unwrap(), 3);
+    assert_eq!(queue.delivery_count().await.unwrap(), 0);
+    assert!(queue.job(done).await.unwrap().is_none());
+    assert!(
+        queue.job(waiting).await.unwrap().is_some(),
+        "live jobs are kept"
+    );
+}
