@@ -85,6 +85,12 @@ impl Server {
         Server { child, url, dir }
     }
 
+    /// Delivers `body` signed with the webhook secret, as GitHub does.
+    async fn deliver_signed(&self, event: &str, delivery: &str, body: &[u8]) -> (u16, String) {
+        let signature = redline::server::signature::sign(&Secret::new(SECRET), body);
+        self.deliver(event, delivery, body, Some(signature)).await
+    }
+
     async fn deliver(
         &self,
         event: &str,
@@ -159,17 +165,9 @@ async fn a_signed_webhook_becomes_one_review_on_github() {
     let (status, _) = server.deliver("pull_request", "d-none", &body, None).await;
     assert_eq!(status, 401, "a missing signature is refused");
 
-    let signature = redline::server::signature::sign(&Secret::new(SECRET), &body);
-    let (status, answer) = server
-        .deliver("pull_request", "d-1", &body, Some(signature.clone()))
-        .await;
+    let (status, answer) = server.deliver_signed("pull_request", "d-1", &body).await;
     assert_eq!(status, 202, "{answer}");
-    for _ in 0..600 {
-        if !gh.reviews().is_empty() {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    wait_until(|| !gh.reviews().is_empty(), 600, 100).await;
     let reviews = gh.reviews();
     assert_eq!(
         reviews.len(),
@@ -188,9 +186,7 @@ async fn a_signed_webhook_becomes_one_review_on_github() {
         "an installation token was requested with the App JWT"
     );
 
-    let (status, answer) = server
-        .deliver("pull_request", "d-1", &body, Some(signature))
-        .await;
+    let (status, answer) = server.deliver_signed("pull_request", "d-1", &body).await;
     assert!(
         status == 200 && answer.contains("duplicate"),
         "a redelivery is not queued again: {status} {answer}"
@@ -261,17 +257,9 @@ async fn a_review_that_fails_for_good_leaves_a_notice_when_configured() {
         "1111111111111111111111111111111111111111",
         "2222222222222222222222222222222222222222",
     );
-    let signature = redline::server::signature::sign(&Secret::new(SECRET), &body);
-    let (status, answer) = server
-        .deliver("pull_request", "d-404", &body, Some(signature))
-        .await;
+    let (status, answer) = server.deliver_signed("pull_request", "d-404", &body).await;
     assert_eq!(status, 202, "{answer}");
-    for _ in 0..600 {
-        if !gh.issue_comments().is_empty() {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    wait_until(|| !gh.issue_comments().is_empty(), 600, 100).await;
     let comments = gh.issue_comments();
     assert_eq!(comments.len(), 1);
     let text = comments[0]["body"].as_str().unwrap_or_default();
@@ -306,12 +294,7 @@ fn finding_at(line: u32) -> Reply {
 }
 
 async fn wait_for_reviews(gh: &GitHubMock, count: usize) {
-    for _ in 0..600 {
-        if gh.reviews().len() >= count {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    wait_until(|| gh.reviews().len() >= count, 600, 100).await;
 }
 
 #[tokio::test]
@@ -340,20 +323,14 @@ async fn a_new_push_cancels_the_running_review_and_only_the_new_head_is_reviewed
     let server =
         Server::start_with(&gh, &model, &["--heartbeat-secs", "1", "--lease-secs", "4"]).await;
     let first = pull_request_payload(&base, &head1);
-    let signature = redline::server::signature::sign(&Secret::new(SECRET), &first);
     assert_eq!(
         server
-            .deliver("pull_request", "push-1", &first, Some(signature))
+            .deliver_signed("pull_request", "push-1", &first)
             .await
             .0,
         202
     );
-    for _ in 0..300 {
-        if !model.requests().is_empty() {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    wait_until(|| !model.requests().is_empty(), 300, 50).await;
     assert_eq!(model.requests().len(), 1, "the first review is running");
     gh.add_pull(
         "octo",
@@ -362,10 +339,9 @@ async fn a_new_push_cancels_the_running_review_and_only_the_new_head_is_reviewed
         PullSpec::new(&base, &head2).with_clone_url(&clone_url),
     );
     let second = pull_request_payload(&base, &head2);
-    let signature = redline::server::signature::sign(&Secret::new(SECRET), &second);
     assert_eq!(
         server
-            .deliver("pull_request", "push-2", &second, Some(signature))
+            .deliver_signed("pull_request", "push-2", &second)
             .await
             .0,
         202
@@ -400,20 +376,14 @@ async fn a_killed_server_finishes_the_job_after_restart_exactly_once() {
     let flags = ["--heartbeat-secs", "1", "--lease-secs", "2"];
     let mut server = Server::start_with(&gh, &model, &flags).await;
     let body = pull_request_payload(&base, &head1);
-    let signature = redline::server::signature::sign(&Secret::new(SECRET), &body);
     assert_eq!(
         server
-            .deliver("pull_request", "kill-1", &body, Some(signature))
+            .deliver_signed("pull_request", "kill-1", &body)
             .await
             .0,
         202
     );
-    for _ in 0..300 {
-        if !model.requests().is_empty() {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    wait_until(|| !model.requests().is_empty(), 300, 50).await;
     assert_eq!(model.requests().len(), 1, "the job is in flight");
     server.child.start_kill().expect("kill");
     let _ = server.child.wait().await;
@@ -431,4 +401,14 @@ async fn a_killed_server_finishes_the_job_after_restart_exactly_once() {
         "the restarted server took the job again after its lease expired"
     );
     drop(restarted);
+}
+
+/// Polls `done` up to `tries` times, `pause_ms` apart (bounded; asserts come after).
+async fn wait_until(done: impl Fn() -> bool, tries: u32, pause_ms: u64) {
+    for _ in 0..tries {
+        if done() {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(pause_ms)).await;
+    }
 }
