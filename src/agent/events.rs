@@ -21,6 +21,9 @@ pub struct Stats {
     pub prompt_tokens: u64,
     /// Completion tokens over all calls.
     pub completion_tokens: u64,
+    /// Of the prompt tokens, those the provider read from its prompt cache.
+    #[serde(default)]
+    pub cached_prompt_tokens: u64,
     /// Wall time of the run.
     pub duration_ms: u64,
     /// Share (0 to 1) of the reviewable changed lines the model was shown.
@@ -60,6 +63,7 @@ impl Stats {
         self.tool_calls += other.tool_calls;
         self.prompt_tokens += other.prompt_tokens;
         self.completion_tokens += other.completion_tokens;
+        self.cached_prompt_tokens += other.cached_prompt_tokens;
     }
 }
 
@@ -110,6 +114,9 @@ pub enum EventKind {
         prompt_tokens: u64,
         /// Completion tokens.
         completion_tokens: u64,
+        /// Of the prompt tokens, those read from the provider's prompt cache.
+        #[serde(default)]
+        cached_prompt_tokens: u64,
         /// Wall time of the call, retries included.
         latency_ms: u64,
     },
@@ -235,6 +242,7 @@ pub fn progress_line(event: &Event, verbose: bool) -> Option<String> {
             prompt_tokens,
             completion_tokens,
             latency_ms,
+            ..
         } => Some(format!(
             "step {step}: model replied in {:.1}s ({prompt_tokens} prompt + {completion_tokens} completion tokens)",
             *latency_ms as f64 / 1000.0

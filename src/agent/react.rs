@@ -302,10 +302,12 @@ impl<F: Finisher> ReactRun<'_, F> {
         stats.model_calls += 1;
         stats.prompt_tokens += reply.usage.prompt_tokens;
         stats.completion_tokens += reply.usage.completion_tokens;
+        stats.cached_prompt_tokens += reply.usage.cached_prompt_tokens;
         self.ctx.events.emit(EventKind::ModelCall {
             step: stats.steps,
             prompt_tokens: reply.usage.prompt_tokens,
             completion_tokens: reply.usage.completion_tokens,
+            cached_prompt_tokens: reply.usage.cached_prompt_tokens,
             latency_ms: started.elapsed().as_millis() as u64,
         });
         Ok(reply)

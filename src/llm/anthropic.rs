@@ -442,12 +442,14 @@ impl ReplyBuilder {
             (Some(prompt_tokens), Some(completion_tokens)) => Usage {
                 prompt_tokens,
                 completion_tokens,
+                ..Usage::default()
             },
             (prompt, completion) => {
                 let counted = local();
                 Usage {
                     prompt_tokens: prompt.unwrap_or(counted.prompt_tokens),
                     completion_tokens: completion.unwrap_or(counted.completion_tokens),
+                    ..counted
                 }
             }
         };

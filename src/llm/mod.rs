@@ -125,6 +125,17 @@ pub struct Usage {
     pub prompt_tokens: u64,
     /// Tokens of the reply.
     pub completion_tokens: u64,
+    /// Of the prompt tokens, those read from the provider's prompt cache
+    /// (OpenAI `prompt_tokens_details.cached_tokens`, Anthropic `cache_read_input_tokens`).
+    #[serde(default)]
+    pub cached_prompt_tokens: u64,
+    /// Of the prompt tokens, those written to the provider's prompt cache
+    /// (Anthropic `cache_creation_input_tokens`; 0 for providers that do not bill writes).
+    #[serde(default)]
+    pub cache_write_tokens: u64,
+    /// Whether the provider reported no usage and the counts come from the local tokenizer.
+    #[serde(default)]
+    pub estimated: bool,
 }
 
 /// Why the model stopped.
@@ -398,6 +409,8 @@ pub(crate) fn count_usage_locally(
     Usage {
         prompt_tokens: (counter.count_messages(&request.messages) + tools) as u64,
         completion_tokens: (counter.count(content) + calls) as u64,
+        estimated: true,
+        ..Usage::default()
     }
 }
 

@@ -292,6 +292,7 @@ impl ReplyBuilder {
             self.usage = Some(Usage {
                 prompt_tokens: usage.prompt_tokens,
                 completion_tokens: usage.completion_tokens,
+                ..Usage::default()
             });
         }
         // Only one choice is requested; the usage chunk has none.

@@ -92,7 +92,8 @@ fn assembles_blocks_and_usage() {
         response.usage,
         Usage {
             prompt_tokens: 15,
-            completion_tokens: 7
+            completion_tokens: 7,
+            ..Usage::default()
         }
     );
 }
