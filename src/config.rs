@@ -105,6 +105,8 @@ pub struct FileConfig {
     pub keep_tool_results: Option<usize>,
     /// Share of the window (0 to 1) at which the history is summarised.
     pub summary_threshold: Option<f32>,
+    /// Token budget of one plan-and-execute task's first message (default: the stage-1 budget).
+    pub task_budget: Option<usize>,
     /// On GitHub, post `REQUEST_CHANGES` when a new finding is at or above this severity (default: always `COMMENT`).
     pub request_changes: Option<String>,
     /// On GitHub, inline comments at most per review; the rest go to the summary comment.

@@ -5,6 +5,7 @@ mod action_cli;
 mod common;
 mod compression_cli;
 mod context;
+mod coverage;
 mod github;
 mod llm;
 mod queue;

@@ -40,7 +40,7 @@ fn system_text(req: &RecordedRequest) -> String {
         .to_string()
 }
 
-fn first_user_text(req: &RecordedRequest) -> String {
+pub(crate) fn first_user_text(req: &RecordedRequest) -> String {
     req.body["messages"][1]["content"]
         .as_str()
         .unwrap_or_default()
@@ -55,7 +55,7 @@ fn finding(path: &str, line: u32, title: &str) -> Value {
     json!({"path": path, "line": line, "severity": "major", "category": "bug", "title": title, "body": format!("{title}.")})
 }
 
-fn submit(findings: Vec<Value>, summary: &str) -> Reply {
+pub(crate) fn submit(findings: Vec<Value>, summary: &str) -> Reply {
     Reply::tool(
         "submit",
         "submit_review",
@@ -63,7 +63,7 @@ fn submit(findings: Vec<Value>, summary: &str) -> Reply {
     )
 }
 
-fn is_planner(req: &RecordedRequest) -> bool {
+pub(crate) fn is_planner(req: &RecordedRequest) -> bool {
     system_text(req).contains("You are planning the review")
 }
 

@@ -55,6 +55,13 @@ impl Coverage {
         }
     }
 
+    /// These head lines of `path` were shown (those that are not changed lines are ignored).
+    pub fn show_lines(&self, path: &str, lines: &[u32]) {
+        if let Some(changed) = self.changed.get(path) {
+            self.mark(path, lines.iter().copied().filter(|n| changed.contains(n)));
+        }
+    }
+
     fn mark(&self, path: &str, lines: impl Iterator<Item = u32>) {
         if let Ok(mut shown) = self.shown.lock() {
             shown.entry(path.to_string()).or_default().extend(lines);

@@ -36,6 +36,7 @@ use finish::ReviewFinisher;
 use plan::Plan;
 use react::{ModeState, ReactRun, RunContext};
 use reflection::ReflectionConfig;
+use strategy::Fit;
 use strategy::{AutoThresholds, Decision, Strategy, StrategyChoice};
 
 pub use finish::SUBMIT_REVIEW;
@@ -58,8 +59,8 @@ pub struct AgentConfig {
     pub prompts: Prompts,
     /// Consecutive unreadable replies that end a run.
     pub parse_failure_limit: u32,
-    /// Character budget of the diff put into a first message.
-    pub initial_diff_chars: usize,
+    /// Token budget of one plan-and-execute task's first message (`None`: the stage-1 budget).
+    pub task_budget: Option<usize>,
     /// Which strategy.
     pub strategy: StrategyChoice,
     /// Thresholds of `auto`.
@@ -96,7 +97,7 @@ impl AgentConfig {
             instructions: None,
             prompts: Prompts::default(),
             parse_failure_limit: 2,
-            initial_diff_chars: 60_000,
+            task_budget: None,
             strategy: StrategyChoice::Fixed(Strategy::React),
             auto: AutoThresholds::default(),
             reflection: ReflectionConfig::default(),
@@ -199,6 +200,11 @@ impl Orchestrator {
             self.config.strategy,
             &self.workspace.changes,
             &self.config.auto,
+            Fit {
+                whole: self.shaped.fits_whole(),
+                tokens: self.shaped.shaped_tokens,
+                budget: stage1_budget(self.config.limits),
+            },
         )
     }
 
@@ -289,10 +295,16 @@ impl Orchestrator {
                     Message::system(self.config.prompts.system.clone()),
                     Message::user(self.task_message()),
                 ];
-                run.run(history, stats).await
+                let result = run.run(history, stats).await;
+                self.mark_first_message_seen(stats);
+                result
             }
             Strategy::Reflection => {
-                reflection::run(&ctx, &self.config.reflection, &self.task_message(), stats).await
+                let result =
+                    reflection::run(&ctx, &self.config.reflection, &self.task_message(), stats)
+                        .await;
+                self.mark_first_message_seen(stats);
+                result
             }
             Strategy::PlanExecute => {
                 let overview = self.overview();
@@ -327,6 +339,7 @@ impl Orchestrator {
             coverage: &self.coverage,
             reviewable: &self.reviewable,
             compression: &self.compression,
+            shaped: &self.shaped,
         }
     }
 
@@ -387,8 +400,11 @@ impl Orchestrator {
         overview
     }
 
-    /// The first user message of a whole-change run: the shaped change (stage 1).
-    fn task_message(&self) -> String {
+    /// Counts the files of the stage-1 message as shown once a model call has carried it.
+    fn mark_first_message_seen(&self, stats: &Stats) {
+        if stats.model_calls == 0 {
+            return;
+        }
         for entry in self
             .shaped
             .files
@@ -397,6 +413,10 @@ impl Orchestrator {
         {
             self.coverage.show_file(&entry.path);
         }
+    }
+
+    /// The first user message of a whole-change run: the shaped change (stage 1).
+    fn task_message(&self) -> String {
         self.config.prompts.render_task(
             "",
             self.config.instructions.as_deref(),

@@ -1,6 +1,12 @@
-//! Plan-and-execute: one planning call splits the change into review tasks,
-//! each task runs as its own bounded ReAct run with a focused context (several at
-//! a time), and the findings of all tasks are merged into one review.
+//! Plan-and-execute: one planning call groups the change's files into review
+//! tasks, the code cuts the stage-1 view of the change into task slices that
+//! each fit the task budget ([`crate::context::partition`]), each slice runs as
+//! its own bounded ReAct run (several at a time), and the findings of all runs
+//! are merged into one review.
+//!
+//! Invariant: every changed line that stage 1 prints is in exactly one task's
+//! first message, whatever the planner answered, so a model that never calls a
+//! tool still sees the whole change.
 
 use futures::stream::{self, StreamExt};
 
@@ -9,6 +15,7 @@ use super::events::{Stats, TaskStat};
 use super::finish::{PlanFinisher, ReviewFinisher};
 use super::plan::{Plan, PlanTask};
 use super::react::{ReactRun, RunContext};
+use crate::context::{Slice, partition, stage1_budget};
 use crate::llm::Message;
 use crate::prompts::{PLANNER, TASK_FOCUS, fill};
 use crate::review::diff::ChangeSet;
@@ -27,6 +34,8 @@ pub(crate) async fn make_plan(
         use_tools: false,
         max_steps: 1,
     };
+    let budget = task_budget(ctx);
+    let overview = bounded_overview(overview, budget, ctx);
     let history = vec![
         Message::system(PLANNER),
         Message::user(format!("Plan the review of this change.\n\n{overview}")),
@@ -66,6 +75,20 @@ pub fn plan_by_directory(changes: &ChangeSet) -> Plan {
     plan
 }
 
+/// One review task as it runs: a slice of the change under one plan task.
+struct TaskRun {
+    /// `t3`, or `t3.2` for the second slice of task t3.
+    id: String,
+    /// The plan task's title (with `(k/n)` for slices).
+    title: String,
+    /// Files (and parts) shown in its first message.
+    files: Vec<String>,
+    /// Its first user message.
+    message: String,
+    /// Changed head lines its first message prints, per file.
+    lines: Vec<(String, Vec<u32>)>,
+}
+
 /// Runs every task (up to `parallel` at once) and merges what they found. A task
 /// that fails is reported in the summary and in `stats.tasks`; the others go on.
 pub(crate) async fn execute(
@@ -75,76 +98,38 @@ pub(crate) async fn execute(
     parallel: usize,
     stats: &mut Stats,
 ) -> Result<Submission, AgentError> {
+    let runs = task_runs(ctx, plan, overview);
     // Futures are built first: a lazy `map` inside the stream would keep its closure,
     // whose lifetimes stop the whole review from being `Send` in a spawned task.
-    let tasks: Vec<_> = plan
-        .tasks
+    let futures: Vec<_> = runs
         .iter()
-        .map(|task| run_task(ctx, task, overview))
+        .enumerate()
+        .map(|(i, run)| run_task(ctx, i, run))
         .collect();
-    let runs = stream::iter(tasks)
+    let mut results = stream::iter(futures)
         .buffer_unordered(parallel.max(1))
         .collect::<Vec<_>>()
         .await;
+    results.sort_by_key(|(i, ..)| *i);
     let mut merged = Submission {
         findings: Vec::new(),
         summary: String::new(),
         rejected: Vec::new(),
     };
-    let mut results: Vec<(&PlanTask, Stats, Result<Submission, AgentError>)> = Vec::new();
-    for (id, task_stats, result) in runs {
-        if let Some(task) = plan.tasks.iter().find(|t| t.id == id) {
-            results.push((task, task_stats, result));
-        }
-    }
-    results.sort_by_key(|(task, ..)| {
-        task.id
-            .trim_start_matches('t')
-            .parse::<u32>()
-            .unwrap_or(u32::MAX)
-    });
     let mut failures = 0;
-    for (task, task_stats, result) in results {
+    for (i, task_stats, result) in results {
         stats.absorb(&task_stats);
+        let run = &runs[i];
         match result {
-            Ok(submission) => {
-                stats.tasks.push(TaskStat {
-                    id: task.id.clone(),
-                    title: task.title.clone(),
-                    outcome: "ok".into(),
-                    findings: submission.findings.len(),
-                    error: None,
-                });
-                if !submission.summary.trim().is_empty() {
-                    merged.summary.push_str(&format!(
-                        "**{}** ({}): {}\n\n",
-                        task.title,
-                        task.files.join(", "),
-                        submission.summary.trim()
-                    ));
-                }
-                merged.findings.extend(submission.findings);
-                merged.rejected.extend(submission.rejected);
-            }
             Err(AgentError::Cancelled) => return Err(AgentError::Cancelled),
+            Ok(submission) => merge_success(run, submission, &mut merged, stats),
             Err(error) => {
                 failures += 1;
-                merged.summary.push_str(&format!(
-                    "**{}** ({}): this task failed and was not reviewed: {error}\n\n",
-                    task.title,
-                    task.files.join(", ")
-                ));
-                stats.tasks.push(TaskStat {
-                    id: task.id.clone(),
-                    title: task.title.clone(),
-                    outcome: "failed".into(),
-                    findings: 0,
-                    error: Some(error.to_string()),
-                });
+                merge_failure(run, &error, &mut merged, stats);
             }
         }
     }
-    if failures > 0 && failures == plan.tasks.len() {
+    if failures > 0 && failures == runs.len() {
         return Err(AgentError::Tool(format!(
             "all {failures} review tasks failed; see the summary of each task in the event log"
         )));
@@ -153,11 +138,51 @@ pub(crate) async fn execute(
     Ok(merged)
 }
 
+fn merge_success(
+    run: &TaskRun,
+    submission: Submission,
+    merged: &mut Submission,
+    stats: &mut Stats,
+) {
+    stats.tasks.push(TaskStat {
+        id: run.id.clone(),
+        title: run.title.clone(),
+        outcome: "ok".into(),
+        findings: submission.findings.len(),
+        error: None,
+    });
+    if !submission.summary.trim().is_empty() {
+        merged.summary.push_str(&format!(
+            "**{}** ({}): {}\n\n",
+            run.title,
+            run.files.join(", "),
+            submission.summary.trim()
+        ));
+    }
+    merged.findings.extend(submission.findings);
+    merged.rejected.extend(submission.rejected);
+}
+
+fn merge_failure(run: &TaskRun, error: &AgentError, merged: &mut Submission, stats: &mut Stats) {
+    merged.summary.push_str(&format!(
+        "**{}** ({}): this task failed and was not reviewed: {error}\n\n",
+        run.title,
+        run.files.join(", ")
+    ));
+    stats.tasks.push(TaskStat {
+        id: run.id.clone(),
+        title: run.title.clone(),
+        outcome: "failed".into(),
+        findings: 0,
+        error: Some(error.to_string()),
+    });
+}
+
 async fn run_task(
     ctx: &RunContext<'_>,
-    task: &PlanTask,
-    overview: &str,
-) -> (String, Stats, Result<Submission, AgentError>) {
+    index: usize,
+    task: &TaskRun,
+) -> (usize, Stats, Result<Submission, AgentError>) {
     let mut stats = Stats::default();
     let run = ReactRun {
         ctx,
@@ -167,50 +192,150 @@ async fn run_task(
     };
     let history = vec![
         Message::system(ctx.config.prompts.system.clone()),
-        Message::user(task_message(ctx, task, overview)),
+        Message::user(task.message.clone()),
     ];
     let result = run.run(history, &mut stats).await;
-    (task.id.clone(), stats, result)
-}
-
-/// The task's focused context: what to check, and its files' diffs within the budget.
-fn task_message(ctx: &RunContext<'_>, task: &PlanTask, overview: &str) -> String {
-    let mut diff = String::new();
-    let mut left_out = Vec::new();
-    for path in &task.files {
-        let Some(file) = ctx.workspace.changes.file(path) else {
-            continue;
-        };
-        let rendered = file.render_numbered();
-        if diff.len() + rendered.len() <= ctx.config.initial_diff_chars {
-            diff.push_str(&rendered);
-            ctx.coverage.show_file(&file.path);
-        } else {
-            left_out.push(path.as_str());
+    // The first message counts as shown once a model call carried it.
+    if stats.model_calls > 0 {
+        for (path, lines) in &task.lines {
+            ctx.coverage.show_lines(path, lines);
         }
     }
-    if !left_out.is_empty() {
-        diff.push_str(&format!(
-            "\nNot shown above for size (open each with the `diff` tool): {}\n",
-            left_out.join(", ")
-        ));
-    }
+    (index, stats, result)
+}
+
+/// The token budget of one task's first message.
+fn task_budget(ctx: &RunContext<'_>) -> usize {
+    ctx.config
+        .task_budget
+        .unwrap_or_else(|| stage1_budget(ctx.config.limits))
+}
+
+/// Files named one by one in a task's "Files of this task" line.
+const FILES_NAMED: usize = 20;
+
+/// Tokens set aside for that line.
+const FILES_LINE_TOKENS: usize = 600;
+
+/// The plan's tasks cut into slices of the stage-1 sections, each with its first message.
+fn task_runs(ctx: &RunContext<'_>, plan: &Plan, overview: &str) -> Vec<TaskRun> {
+    let budget = task_budget(ctx);
+    let overview = bounded_overview(overview, budget, ctx);
     let instructions = ctx
         .config
         .instructions
         .as_deref()
         .map(|i| format!("Additional review instructions from the repository's maintainers:\n{i}"))
         .unwrap_or_default();
+    let fixed = ctx.counter.count(&fill(
+        TASK_FOCUS,
+        &[("{overview}", &overview), ("{instructions}", &instructions)],
+    ));
+    let room = budget.saturating_sub(fixed + FILES_LINE_TOKENS);
+    let groups: Vec<Vec<String>> = plan.tasks.iter().map(|t| t.files.clone()).collect();
+    let slices = partition(&groups, &ctx.shaped.sections, room, ctx.counter);
+    let mut per_group = vec![0usize; plan.tasks.len() + 1];
+    for slice in &slices {
+        per_group[slice.group] += 1;
+    }
+    let mut seen = vec![0usize; plan.tasks.len() + 1];
+    slices
+        .into_iter()
+        .map(|slice| {
+            let task = plan.tasks.get(slice.group).unwrap_or(&LEFTOVER);
+            seen[slice.group] += 1;
+            let of = per_group[slice.group];
+            let (id, title) = match of {
+                1 => (task.id.clone(), task.title.clone()),
+                _ => (
+                    format!("{}.{}", task.id, seen[slice.group]),
+                    format!("{} ({}/{of})", task.title, seen[slice.group]),
+                ),
+            };
+            let message = task_message(task, &id, &title, &slice, &overview, &instructions);
+            TaskRun {
+                id,
+                title,
+                files: slice.files,
+                message,
+                lines: slice.lines,
+            }
+        })
+        .collect()
+}
+
+/// The task for files no plan task named (never reached after `Plan::cover`).
+static LEFTOVER: PlanTask = PlanTask {
+    id: String::new(),
+    title: String::new(),
+    files: Vec::new(),
+    focus: String::new(),
+};
+
+/// The task's first message: what to check, the change in outline, and its slice of the diff.
+fn task_message(
+    task: &PlanTask,
+    id: &str,
+    title: &str,
+    slice: &Slice,
+    overview: &str,
+    instructions: &str,
+) -> String {
+    let mut files = slice
+        .files
+        .iter()
+        .take(FILES_NAMED)
+        .cloned()
+        .collect::<Vec<_>>()
+        .join(", ");
+    if slice.files.len() > FILES_NAMED {
+        files.push_str(&format!(
+            " and {} more (each diff below names its file)",
+            slice.files.len() - FILES_NAMED
+        ));
+    }
+    let focus = match task.focus.trim() {
+        "" => "Review these changed files for correctness, security and tests.",
+        focus => focus,
+    };
     fill(
         TASK_FOCUS,
         &[
-            ("{task_id}", &task.id),
-            ("{title}", &task.title),
-            ("{focus}", &task.focus),
-            ("{files}", &task.files.join(", ")),
+            ("{task_id}", id),
+            ("{title}", title),
+            ("{focus}", focus),
+            ("{files}", &files),
             ("{overview}", overview),
-            ("{instructions}", &instructions),
-            ("{diff}", &diff),
+            ("{instructions}", instructions),
+            ("{diff}", &slice.text),
         ],
     )
+}
+
+/// The change's overview, cut to a quarter of the budget: a change of
+/// thousands of files must not fill every task's message with its file list.
+fn bounded_overview(overview: &str, budget: usize, ctx: &RunContext<'_>) -> String {
+    let cap = budget / 4;
+    if ctx.counter.count(overview) <= cap {
+        return overview.to_string();
+    }
+    let lines: Vec<&str> = overview.lines().collect();
+    let mut kept = String::new();
+    let mut tokens = 0;
+    let mut count = 0;
+    for line in &lines {
+        let cost = ctx.counter.count(line) + 1;
+        if tokens + cost > cap.saturating_sub(40) {
+            break;
+        }
+        kept.push_str(line);
+        kept.push('\n');
+        tokens += cost;
+        count += 1;
+    }
+    kept.push_str(&format!(
+        "… and {} more files (the `diff` tool without a path lists them all)\n",
+        lines.len().saturating_sub(count)
+    ));
+    kept
 }

@@ -15,7 +15,8 @@ use super::finish::Finisher;
 use super::text_mode::{self, TextStep};
 use super::{AgentConfig, AgentError};
 use crate::context::{
-    Pruner, ReadTracker, compact, drop_oldest_turns, needs_summary, summary_request,
+    FirstMessageIndex, Pruner, ReadTracker, compact, drop_oldest_turns, needs_summary,
+    summary_request,
 };
 use crate::llm::tokens::TokenCounter;
 use crate::llm::{ChatModel, ChatRequest, ChatResponse, LlmError, Message, ToolCall, ToolSpec};
@@ -92,6 +93,8 @@ pub(crate) struct RunContext<'a> {
     pub reviewable: &'a ChangeSet,
     /// Totals of the compression stages, shared by all runs.
     pub compression: &'a Mutex<CompressionStats>,
+    /// The change as stage 1 shaped it (message, file entries, sections).
+    pub shaped: &'a crate::context::ShapedContext,
 }
 
 /// One ReAct run over a history, ended by `finisher`.
@@ -456,9 +459,13 @@ impl<F: Finisher> ReactRun<'_, F> {
             });
         }
         let reads = ReadTracker::default();
+        let first = FirstMessageIndex::of(history);
         let results = join_all(calls.iter().map(|call| async {
-            // A range still in view is not read again: the model gets a pointer to it.
-            match reads.pointer_for_call(call, history) {
+            // What is still in view is not sent again: the model gets a pointer to it.
+            let pointer = reads
+                .pointer_for_call(call, history)
+                .or_else(|| first.pointer_for_call(call));
+            match pointer {
                 Some(pointer) => Ok((
                     Observation {
                         content: pointer,

@@ -1,12 +1,15 @@
 //! Which strategy runs a review, and the written-down rule `auto` uses.
 //!
-//! `auto` looks at the change itself:
-//! 1. reflection when a changed path looks security-sensitive (auth, crypto,
-//!    secrets, permissions, SQL, CI workflows…) and the change is not large;
-//! 2. plan-and-execute when the change is large or spans several areas:
-//!    at least `plan_min_files` reviewable files, or `plan_min_lines` changed
-//!    lines, or `plan_min_languages` languages, or `plan_min_dirs` top-level directories;
-//! 3. ReAct otherwise (small, focused changes).
+//! `auto` looks at the change itself and at whether its shaped form (stage 1)
+//! fits the first-message budget whole:
+//! 1. reflection when `prefer_reflection` is set, or when a changed path looks
+//!    security-sensitive (auth, crypto, secrets, permissions, SQL, CI
+//!    workflows…) and the change fits;
+//! 2. plan-and-execute when the shaped change does not fit the budget whole (one
+//!    message could not show every changed line), or when one of the optional
+//!    `plan_min_*` thresholds is set and reached;
+//! 3. ReAct otherwise: one conversation that sees the whole change is the
+//!    cheapest review that shows every line.
 
 use serde::Deserialize;
 use std::collections::BTreeSet;
@@ -70,18 +73,19 @@ impl FromStr for StrategyChoice {
     }
 }
 
-/// Thresholds of the `auto` rule (config table `[auto]`).
+/// Thresholds of the `auto` rule (config table `[auto]`). The `plan_min_*`
+/// values are extra signals, off unless set: whether the change fits decides first.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct AutoThresholds {
-    /// Reviewable files from which plan-and-execute is chosen.
-    pub plan_min_files: usize,
-    /// Changed lines from which plan-and-execute is chosen.
-    pub plan_min_lines: usize,
-    /// Languages from which plan-and-execute is chosen.
-    pub plan_min_languages: usize,
-    /// Top-level directories from which plan-and-execute is chosen.
-    pub plan_min_dirs: usize,
+    /// Reviewable files from which plan-and-execute is chosen even when the change fits.
+    pub plan_min_files: Option<usize>,
+    /// Changed lines from which plan-and-execute is chosen even when the change fits.
+    pub plan_min_lines: Option<usize>,
+    /// Languages from which plan-and-execute is chosen even when the change fits.
+    pub plan_min_languages: Option<usize>,
+    /// Top-level directories from which plan-and-execute is chosen even when the change fits.
+    pub plan_min_dirs: Option<usize>,
     /// Path fragments that make a change security-sensitive (lower-case substrings).
     pub sensitive_paths: Vec<String>,
     /// Always choose reflection (quality matters most).
@@ -91,10 +95,10 @@ pub struct AutoThresholds {
 impl Default for AutoThresholds {
     fn default() -> Self {
         AutoThresholds {
-            plan_min_files: 12,
-            plan_min_lines: 600,
-            plan_min_languages: 3,
-            plan_min_dirs: 4,
+            plan_min_files: None,
+            plan_min_lines: None,
+            plan_min_languages: None,
+            plan_min_dirs: None,
             sensitive_paths: [
                 "auth",
                 "login",
@@ -131,11 +135,23 @@ pub struct Decision {
     pub reason: String,
 }
 
+/// Whether the shaped change fits the first-message budget whole.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Fit {
+    /// Every reviewable file's section is in the stage-1 message.
+    pub whole: bool,
+    /// Tokens of the shaped change (the stage-1 message).
+    pub tokens: usize,
+    /// The stage-1 budget.
+    pub budget: usize,
+}
+
 /// Applies the choice to a change.
 pub fn decide(
     choice: StrategyChoice,
     changes: &ChangeSet,
     thresholds: &AutoThresholds,
+    fit: Fit,
 ) -> Decision {
     let shape = ChangeShape::of(changes);
     let size = shape.describe();
@@ -144,42 +160,77 @@ pub fn decide(
             strategy,
             reason: format!("chosen by flag or config; {size}"),
         },
-        StrategyChoice::Auto => auto(&shape, thresholds),
+        StrategyChoice::Auto => auto(&shape, thresholds, fit),
     }
 }
 
-fn auto(shape: &ChangeShape, t: &AutoThresholds) -> Decision {
+fn auto(shape: &ChangeShape, t: &AutoThresholds, fit: Fit) -> Decision {
     let size = shape.describe();
-    let large = shape.files >= t.plan_min_files
-        || shape.lines >= t.plan_min_lines
-        || shape.languages.len() >= t.plan_min_languages
-        || shape.top_dirs >= t.plan_min_dirs;
     let sensitive = shape.paths.iter().find(|p| {
         let lower = p.to_ascii_lowercase();
         t.sensitive_paths.iter().any(|s| lower.contains(s.as_str()))
     });
-    if t.prefer_reflection {
-        return Decision {
-            strategy: Strategy::Reflection,
-            reason: format!("{size}; reflection preferred by config"),
-        };
-    }
-    if let (Some(path), false) = (sensitive, large) {
-        return Decision {
-            strategy: Strategy::Reflection,
-            reason: format!("{size}; security-sensitive path {path}"),
-        };
-    }
-    if large {
-        return Decision {
-            strategy: Strategy::PlanExecute,
-            reason: size,
-        };
-    }
+    let large = if fit.whole {
+        threshold_reached(shape, t)
+    } else {
+        Some(format!(
+            "the shaped change does not fit the {}-token first-message budget whole",
+            crate::context::thousands(fit.budget)
+        ))
+    };
+    let (strategy, why) = match (t.prefer_reflection, large, sensitive) {
+        (true, _, _) => (
+            Strategy::Reflection,
+            "reflection preferred by config".into(),
+        ),
+        (false, Some(why), _) => (Strategy::PlanExecute, why),
+        (false, None, Some(path)) => (
+            Strategy::Reflection,
+            format!("security-sensitive path {path}"),
+        ),
+        (false, None, None) => (
+            Strategy::React,
+            format!(
+                "fits the first-message budget whole ({} of {} tokens)",
+                crate::context::thousands(fit.tokens),
+                crate::context::thousands(fit.budget)
+            ),
+        ),
+    };
     Decision {
-        strategy: Strategy::React,
-        reason: format!("{size}; small, focused change"),
+        strategy,
+        reason: format!("{size}; {why}"),
     }
+}
+
+/// The first optional `plan_min_*` threshold the change reaches, described.
+fn threshold_reached(shape: &ChangeShape, t: &AutoThresholds) -> Option<String> {
+    [
+        (t.plan_min_files, shape.files, "files", "plan_min_files"),
+        (
+            t.plan_min_lines,
+            shape.lines,
+            "changed lines",
+            "plan_min_lines",
+        ),
+        (
+            t.plan_min_languages,
+            shape.languages.len(),
+            "languages",
+            "plan_min_languages",
+        ),
+        (
+            t.plan_min_dirs,
+            shape.top_dirs,
+            "top-level directories",
+            "plan_min_dirs",
+        ),
+    ]
+    .into_iter()
+    .find_map(|(min, value, what, key)| {
+        min.filter(|min| value >= *min)
+            .map(|min| format!("at least {min} {what} (auto.{key})"))
+    })
 }
 
 /// What `auto` looks at.
@@ -293,12 +344,25 @@ mod tests {
         }
     }
 
+    const FITS: Fit = Fit {
+        whole: true,
+        tokens: 900,
+        budget: 24_000,
+    };
+
+    const TOO_BIG: Fit = Fit {
+        whole: false,
+        tokens: 24_000,
+        budget: 24_000,
+    };
+
     #[test]
-    fn auto_picks_react_for_small_changes() {
+    fn auto_picks_react_when_the_change_fits() {
         let d = decide(
             StrategyChoice::Auto,
             &change(vec![file("src/a.rs", 20)]),
             &AutoThresholds::default(),
+            FITS,
         );
         assert_eq!(d.strategy, Strategy::React);
         assert!(
@@ -306,39 +370,67 @@ mod tests {
             "{}",
             d.reason
         );
-    }
-
-    #[test]
-    fn auto_picks_plan_for_large_or_spread_changes() {
-        let many: Vec<_> = (0..15).map(|i| file(&format!("src/m{i}.rs"), 5)).collect();
-        assert_eq!(
-            decide(
-                StrategyChoice::Auto,
-                &change(many),
-                &AutoThresholds::default()
-            )
-            .strategy,
-            Strategy::PlanExecute
+        assert!(
+            d.reason.contains("fits the first-message budget whole"),
+            "{}",
+            d.reason
         );
-        let spread = vec![file("a/x.py", 3), file("b/y.go", 3), file("c/z.ts", 3)];
+        // Spread over six top-level directories and three languages, but it fits.
+        let spread: Vec<_> = ["a/x.py", "b/y.go", "c/z.ts", "d/w.rs", "e/v.rs", "f/u.rs"]
+            .iter()
+            .map(|p| file(p, 23))
+            .collect();
         let d = decide(
             StrategyChoice::Auto,
             &change(spread),
             &AutoThresholds::default(),
+            FITS,
         );
-        assert_eq!(d.strategy, Strategy::PlanExecute);
-        assert!(d.reason.contains("3 languages"), "{}", d.reason);
+        assert_eq!(d.strategy, Strategy::React, "{}", d.reason);
     }
 
     #[test]
-    fn auto_picks_reflection_for_sensitive_paths() {
+    fn auto_picks_plan_when_the_change_does_not_fit_or_a_set_threshold_is_reached() {
         let d = decide(
             StrategyChoice::Auto,
-            &change(vec![file("src/auth/session.rs", 30)]),
+            &change(vec![file("src/a.rs", 20)]),
             &AutoThresholds::default(),
+            TOO_BIG,
+        );
+        assert_eq!(d.strategy, Strategy::PlanExecute);
+        assert!(
+            d.reason.contains("does not fit the 24,000-token"),
+            "{}",
+            d.reason
+        );
+        let many: Vec<_> = (0..15).map(|i| file(&format!("src/m{i}.rs"), 5)).collect();
+        let thresholds = AutoThresholds {
+            plan_min_files: Some(12),
+            ..AutoThresholds::default()
+        };
+        let d = decide(StrategyChoice::Auto, &change(many), &thresholds, FITS);
+        assert_eq!(d.strategy, Strategy::PlanExecute);
+        assert!(d.reason.contains("auto.plan_min_files"), "{}", d.reason);
+    }
+
+    #[test]
+    fn auto_picks_reflection_for_sensitive_paths_that_fit() {
+        let sensitive = || change(vec![file("src/auth/session.rs", 30)]);
+        let d = decide(
+            StrategyChoice::Auto,
+            &sensitive(),
+            &AutoThresholds::default(),
+            FITS,
         );
         assert_eq!(d.strategy, Strategy::Reflection);
         assert!(d.reason.contains("src/auth/session.rs"), "{}", d.reason);
+        let d = decide(
+            StrategyChoice::Auto,
+            &sensitive(),
+            &AutoThresholds::default(),
+            TOO_BIG,
+        );
+        assert_eq!(d.strategy, Strategy::PlanExecute);
     }
 
     #[test]
@@ -348,6 +440,7 @@ mod tests {
             choice,
             &change(vec![file("src/auth.rs", 1)]),
             &AutoThresholds::default(),
+            FITS,
         );
         assert_eq!(d.strategy.name(), "plan_execute");
         assert!("sideways".parse::<StrategyChoice>().is_err());

@@ -152,6 +152,15 @@ pub(crate) fn agent_config(
         }
         agent.summary_threshold = threshold;
     }
+    if let Some(budget) = file.task_budget {
+        if budget < crate::context::STAGE1_MIN_BUDGET {
+            return Err(format!(
+                "task_budget: {budget} is below the smallest first-message budget ({})",
+                crate::context::STAGE1_MIN_BUDGET
+            ));
+        }
+        agent.task_budget = Some(budget);
+    }
     agent.reflection = file.reflection.clone();
     agent.parallel = args.parallel.or(file.parallel).unwrap_or(4);
     if !(1..=32).contains(&agent.parallel) {

@@ -12,7 +12,8 @@
 //! 2. **Prune** ([`Pruner`], before every call): old tool results become one-line
 //!    stubs that say how to get them again; oversized ones are cut to head and
 //!    tail; [`ReadTracker`] answers a repeated read with a pointer to the result
-//!    still in view.
+//!    still in view, and [`FirstMessageIndex`] a request for what the first
+//!    message already shows with a pointer to it.
 //! 3. **Summarise** ([`needs_summary`], [`summary_request`], [`compact`]) when the
 //!    history passes a share of the window; [`drop_oldest_turns`] is the last
 //!    resort after a context-length error.
@@ -28,21 +29,26 @@ mod message;
 pub mod noise;
 pub mod order;
 mod pack;
+mod partition;
 mod prune;
 mod reads;
 mod report;
 mod shape;
+mod shown;
 mod summarize;
 
 pub use noise::{ExcludeGlobError, NoiseKind, compile_excludes};
+pub use partition::{Slice, partition};
 pub use prune::{
-    DEFAULT_KEEP_RECENT, DEFAULT_MAX_OBSERVATION_TOKENS, FINDINGS_TOOLS, PruneStats, Pruner,
+    DEFAULT_KEEP_RECENT, DEFAULT_MAX_OBSERVATION_TOKENS, DEFAULT_PRUNE_BATCH, FINDINGS_TOOLS,
+    PruneStats, Pruner,
 };
 pub use reads::ReadTracker;
 pub use shape::{
-    FileEntry, STAGE1_MAX_BUDGET, STAGE1_MIN_BUDGET, ShapeOptions, ShapeStatus, ShapedContext,
-    shape_change, stage1_budget,
+    FileEntry, STAGE1_MAX_BUDGET, STAGE1_MIN_BUDGET, Section, ShapeOptions, ShapeStatus,
+    ShapedContext, shape_change, stage1_budget,
 };
+pub use shown::FirstMessageIndex;
 pub use summarize::{
     DEFAULT_SUMMARY_THRESHOLD, SUMMARY_PROMPT, compact, drop_oldest_turns, needs_summary,
     summary_request,

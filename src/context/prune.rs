@@ -2,7 +2,10 @@
 //!
 //! Tool results older than the most recent few become a one-line stub that
 //! says what the result was and how to get it again; a single oversized result
-//! is cut to its head and tail. Error observations and the results of the
+//! is cut to its head and tail (before it is first sent). Old results are
+//! elided in batches, not one per call: every elision changes the
+//! conversation's prefix and so breaks the provider's prompt cache, and a batch
+//! breaks it once for several results. Error observations and the results of the
 //! findings tools are never touched: the model must not lose what went wrong
 //! or what it already reported.
 
@@ -25,6 +28,9 @@ const CUT_NOTE_TOKENS: usize = 48;
 /// Tool results kept whole by default.
 pub const DEFAULT_KEEP_RECENT: usize = 3;
 
+/// Old results elided at once by default.
+pub const DEFAULT_PRUNE_BATCH: usize = 3;
+
 /// Default cap on one observation, in tokens (about the tool output cap).
 pub const DEFAULT_MAX_OBSERVATION_TOKENS: usize = 6_000;
 
@@ -45,6 +51,8 @@ pub struct Pruner {
     pub max_observation_tokens: usize,
     /// Tools whose results are never elided or cut (the findings tools by default).
     pub protected_tools: Vec<String>,
+    /// Old results are elided only once at least this many are due, all at once.
+    pub batch: usize,
 }
 
 impl Default for Pruner {
@@ -69,6 +77,7 @@ impl Pruner {
             keep_recent,
             max_observation_tokens,
             protected_tools: FINDINGS_TOOLS.iter().map(|s| s.to_string()).collect(),
+            batch: DEFAULT_PRUNE_BATCH,
         }
     }
 
@@ -92,6 +101,11 @@ impl Pruner {
             .filter_map(|&i| super::reads::pointer_target(history[i].text()))
             .map(str::to_string)
             .collect();
+        let due = tool_positions[..recent_from]
+            .iter()
+            .filter(|&&i| self.elidable(&history[i], &pointed_to))
+            .count();
+        let elide_now = due >= self.batch.max(1);
         for (rank, &index) in tool_positions.iter().enumerate() {
             let Some(Message::Tool {
                 call_id,
@@ -105,7 +119,7 @@ impl Pruner {
             if *is_error || self.protected_tools.iter().any(|p| p == name) || is_stub(content) {
                 continue;
             }
-            if rank < recent_from && !pointed_to.contains(call_id.as_str()) {
+            if rank < recent_from && elide_now && !pointed_to.contains(call_id.as_str()) {
                 let tokens = counter.count(content);
                 let what = descriptions.get(call_id.as_str()).unwrap_or(name);
                 *content = stub(what, tokens);
@@ -119,6 +133,26 @@ impl Pruner {
         PruneStats {
             before_tokens,
             after_tokens: counter.count_messages(history),
+        }
+    }
+}
+
+impl Pruner {
+    /// Whether an old result would become a stub now.
+    fn elidable(&self, message: &Message, pointed_to: &HashSet<String>) -> bool {
+        match message {
+            Message::Tool {
+                call_id,
+                name,
+                content,
+                is_error,
+            } => {
+                !*is_error
+                    && !self.protected_tools.iter().any(|p| p == name)
+                    && !is_stub(content)
+                    && !pointed_to.contains(call_id.as_str())
+            }
+            _ => false,
         }
     }
 }

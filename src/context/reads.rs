@@ -128,6 +128,7 @@ fn result_in_view(history: &[Message], id: &str) -> bool {
                 && !is_stub(content)
                 && !was_cut(content)
                 && !is_pointer(content)
+                && !super::shown::is_first_message_pointer(content)
         }
         _ => false,
     })

@@ -96,7 +96,32 @@ pub struct ShapedContext {
     pub changed_lines_total: usize,
     /// Those of them printed in the message under their own file's section.
     pub changed_lines_shown: usize,
+    /// The numbered section of every reviewable file with changes, in review
+    /// order, whether or not it fitted the message: what plan-and-execute slices.
+    pub sections: Vec<Section>,
 }
+
+impl ShapedContext {
+    /// Whether every reviewable file's section is in the message (none listed for size).
+    pub fn fits_whole(&self) -> bool {
+        !self
+            .files
+            .iter()
+            .any(|e| e.status == ShapeStatus::Listed && e.reason.as_deref() == Some(OVER_BUDGET))
+    }
+}
+
+/// One reviewable file's numbered diff section, as stage 1 renders it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Section {
+    /// Head path.
+    pub path: String,
+    /// `--- a/…`, `+++ b/…`, then its numbered windows.
+    pub text: String,
+}
+
+/// The reason given for a reviewable file left out of the message for size.
+pub(crate) const OVER_BUDGET: &str = "over budget";
 
 /// The largest stage-1 budget, whatever the window: small and medium changes
 /// never need more, and a larger first prompt is paid again on every call.
@@ -214,8 +239,15 @@ pub fn shape_change(
     };
     let mut shown = pack(&mut prepared, &facts, counter);
     let (message, shaped_tokens) = fit_exactly(&prepared, &mut shown, &facts, counter);
+    let files = entries(&prepared, &shown);
+    let changed_lines_shown = prepared
+        .iter()
+        .zip(&shown)
+        .filter(|(_, shown)| **shown)
+        .filter_map(|(p, _)| p.section.as_ref().map(|s| s.shown_changed))
+        .sum();
     ShapedContext {
-        files: entries(&prepared, &shown),
+        files,
         naive_tokens,
         naive_exact,
         shaped_tokens,
@@ -224,12 +256,17 @@ pub fn shape_change(
             .filter(|p| !matches!(p.role, Role::Excluded(_)))
             .map(|p| p.changed)
             .sum(),
-        changed_lines_shown: prepared
-            .iter()
-            .zip(&shown)
-            .filter(|(_, shown)| **shown)
-            .filter_map(|(p, _)| p.section.as_ref().map(|s| s.shown_changed))
-            .sum(),
+        changed_lines_shown,
+        sections: prepared
+            .iter_mut()
+            .filter(|p| p.role == Role::Candidate)
+            .filter_map(|p| {
+                p.section.take().map(|s| Section {
+                    path: p.file.path.clone(),
+                    text: s.text,
+                })
+            })
+            .collect(),
         message,
     }
 }
@@ -292,7 +329,7 @@ fn entries(prepared: &[Prepared<'_>], shown: &[bool]) -> Vec<FileEntry> {
         .map(|(p, shown)| {
             let (status, reason, tokens) = match p.role {
                 Role::Candidate if *shown => (ShapeStatus::Shown, None, p.section_tokens),
-                Role::Candidate => (ShapeStatus::Listed, Some("over budget"), p.section_tokens),
+                Role::Candidate => (ShapeStatus::Listed, Some(OVER_BUDGET), p.section_tokens),
                 Role::Deleted => (ShapeStatus::Listed, Some("deleted"), p.plain_tokens),
                 Role::NoContent => (
                     ShapeStatus::Listed,

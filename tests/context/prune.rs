@@ -1,6 +1,8 @@
 //! Stage 2: old observations become stubs, oversized ones are cut, repeated reads point back.
 
-use redline::context::{Pruner, ReadTracker};
+use redline::context::{
+    DEFAULT_KEEP_RECENT, DEFAULT_MAX_OBSERVATION_TOKENS, DEFAULT_PRUNE_BATCH, Pruner, ReadTracker,
+};
 use redline::llm::tokens::{Encoding, TokenCounter};
 use redline::llm::{Message, ToolCall};
 
@@ -47,6 +49,14 @@ fn read(id: &str, path: &str, start: u32, end: u32) -> [Message; 2] {
     )
 }
 
+/// A pruner that elides every old result as soon as it is old (no batching).
+fn immediate(keep_recent: usize, max_observation_tokens: usize) -> Pruner {
+    Pruner {
+        batch: 1,
+        ..Pruner::new(keep_recent, max_observation_tokens)
+    }
+}
+
 fn history(turns: Vec<[Message; 2]>) -> Vec<Message> {
     let mut history = vec![Message::system("review"), Message::user("the change")];
     history.extend(turns.into_iter().flatten());
@@ -77,7 +87,8 @@ fn old_results_become_stubs_and_the_recent_ones_stay() {
     let original = history.clone();
     let counter = counter();
     let c1_tokens = counter.count(&tool_content(&history, "c1"));
-    let stats = Pruner::default().prune(&mut history, &counter);
+    let stats = immediate(DEFAULT_KEEP_RECENT, DEFAULT_MAX_OBSERVATION_TOKENS)
+        .prune(&mut history, &counter);
     assert_eq!(
         tool_content(&history, "c1"),
         format!(
@@ -97,7 +108,8 @@ fn old_results_become_stubs_and_the_recent_ones_stay() {
     assert_eq!(stats.before_tokens, counter.count_messages(&original));
     // Pruning again changes nothing.
     let again = history.clone();
-    let stats = Pruner::default().prune(&mut history, &counter);
+    let stats = immediate(DEFAULT_KEEP_RECENT, DEFAULT_MAX_OBSERVATION_TOKENS)
+        .prune(&mut history, &counter);
     assert_eq!(history, again);
     assert_eq!(stats.before_tokens, stats.after_tokens);
 }
@@ -122,10 +134,7 @@ fn errors_and_findings_are_never_elided() {
         read("c1", "src/a.rs", 1, 100),
         read("c2", "src/a.rs", 100, 200),
     ]);
-    let pruner = Pruner {
-        keep_recent: 1,
-        ..Pruner::default()
-    };
+    let pruner = immediate(1, DEFAULT_MAX_OBSERVATION_TOKENS);
     pruner.prune(&mut history, &counter());
     assert_eq!(
         tool_content(&history, "e1"),
@@ -140,7 +149,7 @@ fn errors_and_findings_are_never_elided() {
 fn an_oversized_observation_keeps_its_head_and_tail() {
     let mut history = history(vec![read("c1", "src/big.rs", 1, 5_000)]);
     let counter = counter();
-    let pruner = Pruner::new(3, 1_000);
+    let pruner = immediate(3, 1_000);
     pruner.prune(&mut history, &counter);
     let content = tool_content(&history, "c1");
     assert!(
@@ -212,7 +221,7 @@ fn no_pointer_once_the_earlier_result_was_elided_or_failed() {
             .pointer("src/a.rs", Some(1), Some(80), &history)
             .is_some()
     );
-    Pruner::new(2, 6_000).prune(&mut history, &counter());
+    immediate(2, 6_000).prune(&mut history, &counter());
     assert_eq!(
         tracker.pointer("src/a.rs", Some(1), Some(80), &history),
         None
@@ -243,11 +252,45 @@ fn a_result_a_recent_pointer_names_is_kept() {
         false,
     ));
     let original = tool_content(&history, "c1");
-    Pruner::new(2, 6_000).prune(&mut history, &counter());
+    immediate(2, 6_000).prune(&mut history, &counter());
     assert_eq!(
         tool_content(&history, "c1"),
         original,
         "c4 still points at it"
     );
     assert!(tool_content(&history, "c2").ends_with("elided: call again if needed]"));
+}
+
+#[test]
+fn old_results_are_elided_in_batches_so_the_prefix_changes_rarely() {
+    let counter = counter();
+    let pruner = Pruner::default();
+    assert_eq!(pruner.batch, DEFAULT_PRUNE_BATCH);
+    let mut history = history(Vec::new());
+    let mut prefix_changes = 0;
+    let mut previous: Vec<Message> = history.clone();
+    let calls = DEFAULT_KEEP_RECENT + 4 * DEFAULT_PRUNE_BATCH;
+    for i in 0..calls {
+        let first = i as u32 * 10 + 1;
+        history.extend(read(&format!("c{i}"), "src/a.rs", first, first + 9));
+        pruner.prune(&mut history, &counter);
+        // What was sent before must still be the start of what is sent now.
+        if history[..previous.len()] != previous[..] {
+            prefix_changes += 1;
+        }
+        previous = history.clone();
+        let whole = history
+            .iter()
+            .filter(|m| matches!(m, Message::Tool { content, .. } if !content.ends_with("elided: call again if needed]")))
+            .count();
+        assert!(
+            whole < DEFAULT_KEEP_RECENT + DEFAULT_PRUNE_BATCH,
+            "{whole} whole results kept"
+        );
+    }
+    // One prefix change per batch, not one per call.
+    assert_eq!(
+        prefix_changes,
+        (calls - DEFAULT_KEEP_RECENT) / DEFAULT_PRUNE_BATCH
+    );
 }

@@ -1,0 +1,443 @@
+//! Stage 1 for plan-and-execute: the stage-1 sections of the reviewable files,
+//! grouped as the plan asks and cut into slices that each fit a token budget.
+//!
+//! Invariants, whatever the plan says:
+//! - every section (so every changed line stage 1 prints) lands in exactly one
+//!   slice; a file named by several groups goes to the first, a file named by
+//!   none to a trailing group of its own;
+//! - no slice's text is larger than the budget: a file too large for one slice
+//!   is cut at its `@@` windows, and a window too large at line boundaries (a
+//!   single line larger still, at character boundaries); each part says
+//!   "part k of n of PATH" with its head lines and names the other parts.
+
+use std::collections::HashMap;
+
+use crate::llm::tokens::TokenCounter;
+
+use super::shape::Section;
+
+/// Tokens set aside in every part for its "part k of n" line.
+const PART_NOTE_TOKENS: usize = 96;
+
+/// One slice: the diff text of one review task's first message.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Slice {
+    /// Index of the plan group it belongs to (`groups.len()` for files no group named).
+    pub group: usize,
+    /// Its files, as shown to the model (`PATH (part k of n)` for parts).
+    pub files: Vec<String>,
+    /// The numbered diff sections, in review order.
+    pub text: String,
+    /// Tokens of `text` (the sum of its units' counts).
+    pub tokens: usize,
+    /// Per file: the head line numbers of the added lines printed in `text`.
+    pub lines: Vec<(String, Vec<u32>)>,
+}
+
+/// A piece of one file that goes into a slice whole.
+#[derive(Debug, Clone)]
+struct Unit {
+    path: String,
+    label: String,
+    text: String,
+    tokens: usize,
+    added: Vec<u32>,
+}
+
+/// Cuts `sections` (in review order) into slices of at most `budget` tokens,
+/// keeping together the files of each group of `groups` (lists of paths).
+pub fn partition(
+    groups: &[Vec<String>],
+    sections: &[Section],
+    budget: usize,
+    counter: &TokenCounter,
+) -> Vec<Slice> {
+    let budget = budget.max(2 * PART_NOTE_TOKENS);
+    let owner = owners(groups, sections);
+    let mut slices = Vec::new();
+    for group in 0..=groups.len() {
+        let units: Vec<Unit> = sections
+            .iter()
+            .zip(&owner)
+            .filter(|(_, o)| **o == group)
+            .flat_map(|(section, _)| units_of(section, budget, counter))
+            .collect();
+        pack_group(group, units, budget, &mut slices);
+    }
+    slices
+}
+
+/// For each section, the first group that names its path (`groups.len()` when none does).
+fn owners(groups: &[Vec<String>], sections: &[Section]) -> Vec<usize> {
+    let mut first: HashMap<&str, usize> = HashMap::new();
+    for (g, paths) in groups.iter().enumerate() {
+        for path in paths {
+            first.entry(path.trim_start_matches("./")).or_insert(g);
+        }
+    }
+    sections
+        .iter()
+        .map(|s| first.get(s.path.as_str()).copied().unwrap_or(groups.len()))
+        .collect()
+}
+
+/// Fills slices with the group's units in order, starting a new slice when the next one does not fit.
+fn pack_group(group: usize, units: Vec<Unit>, budget: usize, slices: &mut Vec<Slice>) {
+    let mut current: Option<Slice> = None;
+    for unit in units {
+        if let Some(slice) = current.take_if(|s| s.tokens + unit.tokens > budget) {
+            slices.push(slice);
+        }
+        let slice = current.get_or_insert_with(|| Slice {
+            group,
+            files: Vec::new(),
+            text: String::new(),
+            tokens: 0,
+            lines: Vec::new(),
+        });
+        slice.files.push(unit.label);
+        slice.text.push_str(&unit.text);
+        slice.tokens += unit.tokens;
+        slice.lines.push((unit.path, unit.added));
+    }
+    slices.extend(current);
+}
+
+/// The section whole when it fits, else its parts.
+fn units_of(section: &Section, budget: usize, counter: &TokenCounter) -> Vec<Unit> {
+    let tokens = counter.count(&section.text);
+    if tokens <= budget {
+        return vec![Unit {
+            path: section.path.clone(),
+            label: section.path.clone(),
+            added: added_lines(&section.text),
+            text: section.text.clone(),
+            tokens,
+        }];
+    }
+    split(section, budget - PART_NOTE_TOKENS, counter)
+}
+
+/// A piece of a section's body with its size.
+struct Piece {
+    text: String,
+    tokens: usize,
+}
+
+/// Cuts a section into parts of at most `room` tokens each (plus the part note).
+fn split(section: &Section, room: usize, counter: &TokenCounter) -> Vec<Unit> {
+    let (header, body) = split_header(&section.text);
+    let room = room.saturating_sub(counter.count(header)).max(1);
+    let pieces: Vec<Piece> = windows(body)
+        .into_iter()
+        .flat_map(|window| pieces_of(window, room, counter))
+        .collect();
+    let mut parts: Vec<Piece> = Vec::new();
+    for piece in pieces {
+        match parts.last_mut() {
+            Some(last) if last.tokens + piece.tokens <= room => {
+                last.text.push_str(&piece.text);
+                last.tokens += piece.tokens;
+            }
+            _ => parts.push(piece),
+        }
+    }
+    label_parts(&section.path, header, parts, counter)
+}
+
+/// Gives each part its header and its "part k of n" note.
+fn label_parts(path: &str, header: &str, parts: Vec<Piece>, counter: &TokenCounter) -> Vec<Unit> {
+    let spans: Vec<(u32, u32)> = parts.iter().map(|p| head_span(&p.text)).collect();
+    let n = parts.len();
+    parts
+        .into_iter()
+        .enumerate()
+        .map(|(i, part)| {
+            let others: Vec<String> = spans
+                .iter()
+                .enumerate()
+                .filter(|(j, _)| *j != i)
+                .map(|(j, (a, b))| format!("{} (lines {a}-{b})", j + 1))
+                .collect();
+            let (a, b) = spans[i];
+            let note = format!(
+                "[part {} of {n} of {path}: head lines {a}-{b}; the other parts ({}) are reviewed in other tasks]\n",
+                i + 1,
+                others.join(", ")
+            );
+            let text = format!("{header}{note}{}", part.text);
+            Unit {
+                path: path.to_string(),
+                label: format!("{path} (part {} of {n})", i + 1),
+                added: added_lines(&part.text),
+                tokens: counter.count(header) + counter.count(&note) + part.tokens,
+                text,
+            }
+        })
+        .collect()
+}
+
+/// `--- a/…` and `+++ b/…` lines, then the rest.
+fn split_header(text: &str) -> (&str, &str) {
+    let mut end = 0;
+    for line in text.split_inclusive('\n').take(2) {
+        if line.starts_with("--- ") || line.starts_with("+++ ") {
+            end += line.len();
+        }
+    }
+    text.split_at(end)
+}
+
+/// The body cut before every `@@` line.
+fn windows(body: &str) -> Vec<&str> {
+    let mut out = Vec::new();
+    let mut start = 0;
+    let mut offset = 0;
+    for line in body.split_inclusive('\n') {
+        if line.starts_with("@@") && offset > start {
+            out.push(&body[start..offset]);
+            start = offset;
+        }
+        offset += line.len();
+    }
+    if offset > start {
+        out.push(&body[start..offset]);
+    }
+    out
+}
+
+/// A window whole when it fits `room`, else cut at line boundaries (and over-long lines at
+/// characters); pieces after the first begin with a continuation line.
+fn pieces_of(window: &str, room: usize, counter: &TokenCounter) -> Vec<Piece> {
+    let tokens = counter.count(window);
+    if tokens <= room {
+        return vec![Piece {
+            text: window.to_string(),
+            tokens,
+        }];
+    }
+    const CONTINUED: &str = "@@ (continued) @@\n";
+    let room = room.saturating_sub(counter.count(CONTINUED)).max(1);
+    let mut pieces: Vec<Piece> = Vec::new();
+    for line in window.split_inclusive('\n') {
+        for chunk in line_chunks(line, room, counter) {
+            match pieces.last_mut() {
+                Some(last) if last.tokens + chunk.tokens <= room => {
+                    last.text.push_str(&chunk.text);
+                    last.tokens += chunk.tokens;
+                }
+                _ => pieces.push(chunk),
+            }
+        }
+    }
+    for piece in pieces.iter_mut().skip(1) {
+        piece.text.insert_str(0, CONTINUED);
+        piece.tokens += counter.count(CONTINUED);
+    }
+    pieces
+}
+
+/// One line, or for a line over `room` tokens, its characters in chunks that fit (each ending in a newline).
+fn line_chunks(line: &str, room: usize, counter: &TokenCounter) -> Vec<Piece> {
+    let tokens = counter.count(line);
+    if tokens <= room {
+        return vec![Piece {
+            text: line.to_string(),
+            tokens,
+        }];
+    }
+    let mut out = Vec::new();
+    let chars: Vec<char> = line.trim_end_matches('\n').chars().collect();
+    let mut size = (room * 2).max(1);
+    let mut at = 0;
+    while at < chars.len() {
+        let end = (at + size).min(chars.len());
+        let mut text: String = chars[at..end].iter().collect();
+        text.push('\n');
+        let tokens = counter.count(&text);
+        if tokens > room && size > 1 {
+            size /= 2;
+            continue;
+        }
+        out.push(Piece { text, tokens });
+        at = end;
+    }
+    out
+}
+
+/// A numbered line of a section: its number and its mark (`+`, ` ` or `-`).
+fn numbered(line: &str) -> Option<(u32, char)> {
+    let rest = line.trim_start_matches(' ');
+    let digits = rest.len() - rest.trim_start_matches(|c: char| c.is_ascii_digit()).len();
+    if digits == 0 {
+        return None;
+    }
+    let number = rest[..digits].parse().ok()?;
+    let mut after = rest[digits..].chars();
+    match (after.next(), after.next()) {
+        (Some(' '), Some(mark)) if matches!(mark, '+' | ' ' | '-') => Some((number, mark)),
+        (Some(' '), None) => Some((number, ' ')),
+        _ => None,
+    }
+}
+
+/// Head line numbers of the added lines printed in `text`.
+pub(crate) fn added_lines(text: &str) -> Vec<u32> {
+    text.lines()
+        .filter_map(numbered)
+        .filter(|(_, mark)| *mark == '+')
+        .map(|(n, _)| n)
+        .collect()
+}
+
+/// First and last head line printed in `text` (`0-0` when none).
+fn head_span(text: &str) -> (u32, u32) {
+    let heads = text
+        .lines()
+        .filter_map(numbered)
+        .filter(|(_, mark)| *mark != '-')
+        .map(|(n, _)| n);
+    heads.fold((0, 0), |(lo, hi), n| {
+        (if lo == 0 { n } else { lo.min(n) }, hi.max(n))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::llm::tokens::Encoding;
+
+    fn counter() -> TokenCounter {
+        TokenCounter::new(Encoding::O200kBase)
+    }
+
+    fn section(path: &str, windows: usize, lines_per_window: u32) -> Section {
+        let mut text = format!("--- a/{path}\n+++ b/{path}\n");
+        for w in 0..windows as u32 {
+            let start = w * 1000 + 1;
+            text.push_str(&format!(
+                "@@ -{start},0 +{start},{lines_per_window} @@ fn f{w}()\n"
+            ));
+            for n in start..start + lines_per_window {
+                text.push_str(&format!(
+                    "{n:>5} +    let value_{n} = compute({n}) + other({n});\n"
+                ));
+            }
+        }
+        Section {
+            path: path.into(),
+            text,
+        }
+    }
+
+    fn all_added(sections: &[Section]) -> Vec<(String, u32)> {
+        let mut out: Vec<(String, u32)> = sections
+            .iter()
+            .flat_map(|s| {
+                added_lines(&s.text)
+                    .into_iter()
+                    .map(|n| (s.path.clone(), n))
+            })
+            .collect();
+        out.sort();
+        out
+    }
+
+    fn sliced_added(slices: &[Slice]) -> Vec<(String, u32)> {
+        let mut out: Vec<(String, u32)> = slices
+            .iter()
+            .flat_map(|s| &s.lines)
+            .flat_map(|(p, lines)| lines.iter().map(|n| (p.clone(), *n)))
+            .collect();
+        out.sort();
+        out
+    }
+
+    #[test]
+    fn numbered_lines_are_read_with_their_marks() {
+        assert_eq!(numbered("   12 +let x = 1;"), Some((12, '+')));
+        assert_eq!(numbered("    7  context"), Some((7, ' ')));
+        assert_eq!(numbered("    3 -removed"), Some((3, '-')));
+        assert_eq!(numbered("@@ -1,2 +1,2 @@"), None);
+        assert_eq!(numbered("[lines 4-9 of base removed]"), None);
+    }
+
+    #[test]
+    fn every_added_line_lands_in_exactly_one_slice_within_budget() {
+        let c = counter();
+        let sections = vec![
+            section("src/big.rs", 6, 120),
+            section("src/small.rs", 1, 5),
+            section("lib/huge_window.rs", 1, 900),
+            section("docs/other.rs", 2, 10),
+        ];
+        let groups = vec![
+            vec!["src/small.rs".to_string(), "src/big.rs".to_string()],
+            vec!["src/small.rs".to_string()],
+        ];
+        let budget = 3_000;
+        let slices = partition(&groups, &sections, budget, &c);
+        assert_eq!(sliced_added(&slices), all_added(&sections));
+        for slice in &slices {
+            assert!(
+                c.count(&slice.text) <= budget,
+                "{} > {budget}",
+                c.count(&slice.text)
+            );
+            assert!(slice.tokens <= budget);
+        }
+        // src/small.rs belongs to the first group that names it; the unnamed files trail.
+        let small = slices
+            .iter()
+            .find(|s| s.files.contains(&"src/small.rs".to_string()));
+        assert_eq!(small.map(|s| s.group), Some(0));
+        assert!(slices.iter().filter(|s| s.group == 2).count() >= 2);
+        assert!(slices.iter().all(|s| s.group != 1));
+    }
+
+    #[test]
+    fn parts_name_themselves_and_the_others() {
+        let c = counter();
+        let sections = vec![section("src/big.rs", 4, 200)];
+        let slices = partition(&[], &sections, 2_500, &c);
+        assert!(slices.len() >= 3, "{}", slices.len());
+        let n = slices.len();
+        for (i, slice) in slices.iter().enumerate() {
+            let label = format!("part {} of {n} of src/big.rs", i + 1);
+            assert!(slice.text.contains(&label), "{}", &slice.text[..200]);
+            assert!(
+                slice
+                    .text
+                    .starts_with("--- a/src/big.rs\n+++ b/src/big.rs\n")
+            );
+            assert!(slice.text.contains("are reviewed in other tasks"));
+        }
+        assert_eq!(sliced_added(&slices), all_added(&sections));
+    }
+
+    #[test]
+    fn a_line_larger_than_the_budget_is_cut_not_lost() {
+        let c = counter();
+        let long = "x".repeat(40_000);
+        let sections = vec![Section {
+            path: "min.js".into(),
+            text: format!("--- a/min.js\n+++ b/min.js\n@@ -0,0 +1,1 @@\n    1 +{long}\n"),
+        }];
+        let slices = partition(&[], &sections, 1_000, &c);
+        assert!(slices.len() > 1);
+        for slice in &slices {
+            assert!(c.count(&slice.text) <= 1_000);
+        }
+        let joined: String = slices.iter().map(|s| s.text.as_str()).collect();
+        assert_eq!(joined.matches('x').count(), 40_000);
+    }
+
+    #[test]
+    fn small_sections_share_one_slice() {
+        let c = counter();
+        let sections: Vec<Section> = (0..5).map(|i| section(&format!("f{i}.rs"), 1, 3)).collect();
+        let slices = partition(&[], &sections, 24_000, &c);
+        assert_eq!(slices.len(), 1);
+        assert_eq!(slices[0].files.len(), 5);
+    }
+}
