@@ -381,9 +381,13 @@ impl Drop for GitDaemon {
     }
 }
 
-#[tokio::test]
-async fn a_shallow_checkout_fetches_the_base_commit() {
-    let pr = pull_request_repo();
+/// Clones `pr`'s head branch with `--depth 1` over git:// (with `base_too`, the
+/// base branch at depth 1 as well: both commits there, the history between them
+/// cut) and runs the Action there.
+async fn review_in_a_depth_1_clone(
+    pr: &Pr,
+    base_too: bool,
+) -> (ActionRun, GitHubMock, ModelServer) {
     let daemon = GitDaemon::serve(pr.repo.path());
     let clone_dir = tempfile::tempdir().expect("tmp");
     let workspace = clone_dir.path().join("ws");
@@ -401,13 +405,20 @@ async fn a_shallow_checkout_fetches_the_base_commit() {
         .status()
         .expect("git clone");
     assert!(status.success());
+    if base_too {
+        let status = std::process::Command::new("git")
+            .arg("-C")
+            .arg(&workspace)
+            .args(["fetch", "--quiet", "--depth", "1", "origin", "main"])
+            .status()
+            .expect("git fetch");
+        assert!(status.success());
+    }
     let shallow = git2::Repository::open(&workspace).expect("open");
-    assert!(
-        shallow.is_shallow()
-            && shallow
-                .find_commit(git2::Oid::from_str(&pr.base).expect("oid"))
-                .is_err()
-    );
+    let has_base = shallow
+        .find_commit(git2::Oid::from_str(&pr.base).expect("oid"))
+        .is_ok();
+    assert!(shallow.is_shallow() && has_base == base_too);
     let gh = GitHubMock::start().await;
     let model = ModelServer::start(
         Wire::OpenAi,
@@ -420,12 +431,55 @@ async fn a_shallow_checkout_fetches_the_base_commit() {
     .await;
     let event = pull_request_event("pull_request/opened.payload.json", &pr.base, &pr.head);
     let run = run_action(&workspace, "pull_request", &event, &gh, &model).await;
+    (run, gh, model)
+}
+
+#[tokio::test]
+async fn a_shallow_checkout_fetches_the_base_commit() {
+    let pr = pull_request_repo();
+    let (run, gh, _model) = review_in_a_depth_1_clone(&pr, false).await;
     assert_eq!(
         run.code, 0,
         "stdout: {}\nstderr: {}",
         run.stdout, run.stderr
     );
     assert_eq!(gh.reviews().len(), 1);
+}
+
+#[tokio::test]
+async fn a_shallow_checkout_with_both_commits_is_deepened_until_they_meet() {
+    // main moved on after the branch was cut: the merge base is neither the base
+    // nor the head, and a depth-1 clone of the head holds none of its history.
+    let repo = TempRepo::new();
+    repo.write("src/calc.rs", BASE);
+    repo.write("README.md", "calc\n");
+    repo.commit("fork point");
+    repo.checkout_new_branch("feature");
+    repo.write("src/calc.rs", HEAD);
+    repo.commit("add ratio, part 1");
+    repo.write("src/calc.rs", format!("{HEAD}// more\n"));
+    let head = repo.commit("add ratio, part 2");
+    repo.checkout("main");
+    repo.write("README.md", "calc, a calculator\n");
+    let base = repo.commit("docs on main");
+    repo.checkout("feature");
+    let pr = Pr { repo, base, head };
+    for base_too in [false, true] {
+        let (run, gh, model) = review_in_a_depth_1_clone(&pr, base_too).await;
+        assert_eq!(
+            run.code, 0,
+            "stdout: {}\nstderr: {}",
+            run.stdout, run.stderr
+        );
+        assert_eq!(gh.reviews().len(), 1);
+        // Both commits of the branch are reviewed, and main's own change is not.
+        let first = model.requests()[0].body["messages"][1]["content"].to_string();
+        assert!(
+            first.contains("pub fn ratio") && first.contains("// more"),
+            "{first}"
+        );
+        assert!(!first.contains("a calculator"), "{first}");
+    }
 }
 
 /// The `env:` mapping of the composite action's review step, read from action.yml.

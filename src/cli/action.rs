@@ -11,7 +11,7 @@ use super::{ActionArgs, EXIT_ERROR, EXIT_FINDINGS, EXIT_OK};
 use crate::agent::Orchestrator;
 use crate::agent::events::EventSink;
 use crate::config::{self, FileConfig};
-use crate::github::checkout::ensure_commits;
+use crate::github::checkout::ensure_merge_base;
 use crate::github::{
     GitHubClient, PublishConfig, PublishError, PublishRequest, Trigger, TriggerOptions,
     api_url_from_env, fetch_pull, has_write_access, last_reviewed_sha, parse_action_event,
@@ -83,10 +83,12 @@ async fn action(args: ActionArgs) -> Result<i32, String> {
         .or_else(|_| std::env::current_dir())
         .map_err(|e| e.to_string())?;
     let root = crate::repo::discover(&workspace_dir).map_err(|e| e.to_string())?;
-    ensure_commits(
+    // A shallow checkout is deepened until the history joining base and head is there.
+    let merge_base = ensure_merge_base(
         &root,
         "origin",
-        &[&target.base_sha, &target.head_sha],
+        &target.base_sha,
+        &target.head_sha,
         Some(&token),
     )
     .map_err(|e| e.to_string())?;
@@ -120,7 +122,6 @@ async fn action(args: ActionArgs) -> Result<i32, String> {
         write_outputs(0, None, None)?;
         return Ok(EXIT_OK);
     }
-    let merge_base = merge_base(&root, &target.base_sha, &target.head_sha)?;
     let pr_range = ResolvedRange {
         base: merge_base.clone(),
         head: target.head_sha.clone(),
@@ -260,14 +261,6 @@ async fn resolve_target(client: &GitHubClient, trigger: Trigger) -> Result<Optio
         }
         Trigger::Skip { .. } => Ok(None),
     }
-}
-
-fn merge_base(root: &Path, a: &str, b: &str) -> Result<String, String> {
-    let repo = git2::Repository::open(root).map_err(|e| e.message().to_string())?;
-    let oid = |s: &str| git2::Oid::from_str(s).map_err(|e| e.message().to_string());
-    repo.merge_base(oid(a)?, oid(b)?)
-        .map(|o| o.to_string())
-        .map_err(|e| format!("no merge base of {a} and {b}: {}", e.message()))
 }
 
 fn is_ancestor(root: &Path, ancestor: &str, head: &str) -> bool {

@@ -11,6 +11,12 @@ use crate::llm::Secret;
 /// libgit2's value for "fetch the whole history" (unshallow).
 const UNSHALLOW: i32 = i32::MAX;
 
+/// Every branch and pull-request head: what is fetched when commits cannot be fetched by id.
+const WIDE: [&str; 2] = [
+    "+refs/heads/*:refs/remotes/origin/*",
+    "+refs/pull/*/head:refs/remotes/origin/pull/*",
+];
+
 /// Why commits could not be fetched. Messages never contain the token.
 #[derive(Debug, thiserror::Error)]
 pub enum CheckoutError {
@@ -20,6 +26,14 @@ pub enum CheckoutError {
     /// After fetching, a commit is still missing.
     #[error("commit {0} is not in the repository and could not be fetched")]
     Missing(String),
+    /// Both commits exist but no history joins them, even after deepening a shallow clone.
+    #[error("no merge base of {base} and {head}, even with the whole history fetched")]
+    NoMergeBase {
+        /// The base commit.
+        base: String,
+        /// The head commit.
+        head: String,
+    },
 }
 
 fn git_error(token: Option<&Secret>) -> impl Fn(git2::Error) -> CheckoutError + '_ {
@@ -66,10 +80,6 @@ pub fn ensure_commits(
         Err(_) => repo.remote_anonymous(remote).map_err(git_error(token))?,
     };
     let by_sha: Vec<String> = missing.iter().map(|s| s.to_string()).collect();
-    let wide = [
-        "+refs/heads/*:refs/remotes/origin/*",
-        "+refs/pull/*/head:refs/remotes/origin/pull/*",
-    ];
     // Cheapest first: the commits alone; then, for a shallow clone, the whole history
     // (not every transport can deepen); then every branch and pull-request head.
     let shallow = repo.is_shallow();
@@ -84,7 +94,7 @@ pub fn ensure_commits(
             options.depth(UNSHALLOW);
         }
         let result = if refspecs.is_empty() {
-            remote.fetch(&wide, Some(&mut options), None)
+            remote.fetch(&WIDE, Some(&mut options), None)
         } else {
             remote.fetch(refspecs, Some(&mut options), None)
         };
@@ -100,6 +110,54 @@ pub fn ensure_commits(
         Some(sha) => Err(CheckoutError::Missing(sha.to_string())),
         None => Ok(()),
     }
+}
+
+/// The merge base of `base` and `head` in the repository at `root`, fetching
+/// from `remote` what is needed: the two commits when missing, then, while the
+/// clone is shallow and no merge base is in reach (the history joining them is
+/// cut at the shallow boundary), the whole history of both.
+pub fn ensure_merge_base(
+    root: &Path,
+    remote: &str,
+    base: &str,
+    head: &str,
+    token: Option<&Secret>,
+) -> Result<String, CheckoutError> {
+    ensure_commits(root, remote, &[base, head], token)?;
+    let repo = Repository::open(root).map_err(git_error(token))?;
+    if let Some(found) = merge_base(&repo, base, head) {
+        return Ok(found);
+    }
+    if repo.is_shallow() {
+        let mut remote = match repo.find_remote(remote) {
+            Ok(found) => found,
+            Err(_) => repo.remote_anonymous(remote).map_err(git_error(token))?,
+        };
+        // The commits by id where the server allows it, else every branch and
+        // pull-request head; either way with their whole history.
+        let mut last_error = None;
+        for refspecs in [&[base, head][..], &WIDE[..]] {
+            let mut options = fetch_options(token);
+            options.depth(UNSHALLOW);
+            last_error = remote.fetch(refspecs, Some(&mut options), None).err();
+            if let Some(found) = merge_base(&repo, base, head) {
+                return Ok(found);
+            }
+        }
+        if let Some(error) = last_error {
+            return Err(git_error(token)(error));
+        }
+    }
+    Err(CheckoutError::NoMergeBase {
+        base: base.to_string(),
+        head: head.to_string(),
+    })
+}
+
+fn merge_base(repo: &Repository, a: &str, b: &str) -> Option<String> {
+    let a = git2::Oid::from_str(a).ok()?;
+    let b = git2::Oid::from_str(b).ok()?;
+    repo.merge_base(a, b).ok().map(|oid| oid.to_string())
 }
 
 /// Opens (or creates) a bare mirror of `url` at `path` and fetches the given commits.
