@@ -4,7 +4,9 @@
 mod action_cli;
 mod common;
 mod compression_cli;
+mod config_cli;
 mod context;
+mod events_cli;
 mod github;
 mod llm;
 mod queue;

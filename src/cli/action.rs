@@ -100,6 +100,7 @@ async fn action(args: ActionArgs) -> Result<i32, String> {
     let repository = ConfigSource::read_at_commit(&root, &target.base_sha, config_path)
         .map_err(|e| e.to_string())?;
     if let Some(source) = &repository {
+        // `combine_config` repeats them on stderr.
         for warning in source.warnings() {
             println!("::warning::Redline: {}", escape_data(&warning));
         }
