@@ -170,7 +170,7 @@ pub struct ReviewArgs {
     /// Head revision.
     #[arg(long, value_name = "REV", default_value = "HEAD")]
     pub head: String,
-    /// Also review staged and unstaged changes in the work tree.
+    /// Also review staged and unstaged changes in the work tree (and use its .redline.toml).
     #[arg(long)]
     pub uncommitted: bool,
     /// Model settings.
