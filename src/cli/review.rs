@@ -228,16 +228,7 @@ pub(crate) fn agent_config(
 
 async fn review(args: ReviewArgs) -> Result<i32, String> {
     let prepared = prepare(&args)?;
-    let plan_file = match &args.plan {
-        Some(path) => Some(
-            std::fs::read_to_string(path)
-                .map_err(|e| format!("cannot read the plan {}: {e}", path.display()))
-                .and_then(|text| {
-                    Plan::from_json(&text).map_err(|e| format!("--plan {}: {e}", path.display()))
-                })?,
-        ),
-        None => None,
-    };
+    let plan_file = read_plan(args.plan.as_deref())?;
     let verbosity = match (args.quiet, args.verbose) {
         (true, _) => Verbosity::Quiet,
         (_, true) => Verbosity::Verbose,
@@ -248,7 +239,7 @@ async fn review(args: ReviewArgs) -> Result<i32, String> {
     let (events, rx) = EventSink::channel();
     let consumer = spawn_event_consumers(rx, verbosity, args.events.as_deref()).map_err(|e| {
         format!(
-            "cannot write the events file {}: {e}",
+            "cannot write --events {}: {e}",
             args.events.as_deref().unwrap_or(Path::new("")).display()
         )
     })?;
@@ -280,13 +271,28 @@ async fn review(args: ReviewArgs) -> Result<i32, String> {
     drop(events);
     // Every event is in the log before the process reports.
     let _ = consumer.finish().await;
-    let outcome = match outcome {
-        Ok(outcome) => outcome,
+    match outcome {
+        Ok(outcome) => deliver(outcome, &prepared, output),
         Err(error) => {
             output.abandon();
-            return Err(error.to_string());
+            Err(error.to_string())
         }
+    }
+}
+
+fn read_plan(path: Option<&Path>) -> Result<Option<Plan>, String> {
+    let Some(path) = path else {
+        return Ok(None);
     };
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| format!("cannot read the plan {}: {e}", path.display()))?;
+    Plan::from_json(&text)
+        .map(Some)
+        .map_err(|e| format!("--plan {}: {e}", path.display()))
+}
+
+/// Writes what the run produced and picks the exit code.
+fn deliver(outcome: Outcome, prepared: &Prepared, output: OutputTarget) -> Result<i32, String> {
     match outcome {
         Outcome::Plan(plan) => {
             let text = if prepared.format == Format::Json {

@@ -250,6 +250,29 @@ mod tests {
         );
     }
 
+    /// `FileConfig::load_at_commit` is what `redline serve` reads: it drops the keys too.
+    #[test]
+    fn committed_repository_files_lose_user_only_keys() {
+        let dir = tempfile::tempdir().unwrap();
+        let repo = git2::Repository::init(dir.path()).unwrap();
+        std::fs::write(
+            dir.path().join(CONFIG_FILE),
+            "base_url = \"http://attacker/v1\"\nprovider = \"anthropic\"\ninstructions = \"be brief\"\n",
+        )
+        .unwrap();
+        let mut index = repo.index().unwrap();
+        index.add_path(Path::new(CONFIG_FILE)).unwrap();
+        let tree = repo.find_tree(index.write_tree().unwrap()).unwrap();
+        let sig = git2::Signature::now("t", "t@example.com").unwrap();
+        repo.commit(Some("HEAD"), &sig, &sig, "c", &tree, &[])
+            .unwrap();
+        let file = FileConfig::load_at_commit(dir.path(), "HEAD").unwrap();
+        assert_eq!((file.base_url, file.provider), (None, None));
+        assert_eq!(file.instructions.as_deref(), Some("be brief"));
+        let file = FileConfig::load_worktree(dir.path()).unwrap();
+        assert_eq!((file.base_url, file.provider), (None, None));
+    }
+
     #[test]
     fn user_config_path_prefers_an_absolute_xdg_config_home() {
         let env = |pairs: &'static [(&'static str, &'static str)]| {
