@@ -104,7 +104,8 @@ impl ConfigSource {
     /// Reads a file when something exists at `path`; nothing there is `None`, anything
     /// there that cannot be read as a file is an error.
     pub fn read_optional(path: &Path, owner: Owner) -> Result<Option<Self>, ConfigError> {
-        match std::fs::metadata(path) {
+        // `symlink_metadata`: a dangling symlink is there, and unreadable, not missing.
+        match std::fs::symlink_metadata(path) {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
             _ => Self::read_file(path, owner).map(Some),
         }
@@ -306,6 +307,14 @@ mod tests {
             ConfigSource::read_worktree(&dir.path().join("none")).unwrap(),
             None
         );
+        #[cfg(unix)]
+        {
+            let linked = dir.path().join("linked");
+            std::fs::create_dir(&linked).unwrap();
+            std::os::unix::fs::symlink("/nonexistent/redline.toml", linked.join(CONFIG_FILE))
+                .unwrap();
+            assert!(ConfigSource::read_worktree(&linked).is_err());
+        }
         for (text, key) in [
             ("temperature = 99.0", "temperature"),
             ("max_output_tokens = 0", "max_output_tokens"),
