@@ -1,8 +1,13 @@
-//! Configuration: `.redline.toml` at the repository root, environment variables
-//! and flags, with precedence flags > env > file > defaults.
+//! Configuration: `.redline.toml` at the repository root, the user's own
+//! `~/.config/redline/config.toml`, environment variables and flags, with precedence
+//! flags > env > repository file > user file > defaults.
 //!
-//! Secrets never come from the file: API keys are read from the environment only,
-//! so a repository cannot redirect or capture them.
+//! Invariants: secrets never come from a file (API keys are read from the environment
+//! only), and nothing that decides where keys are sent ([`USER_ONLY_KEYS`]: `provider`,
+//! `base_url`) is ever taken from a repository's file (see [`sources`]), so a
+//! repository cannot redirect or capture them.
+
+pub mod sources;
 
 use serde::Deserialize;
 use std::net::IpAddr;
@@ -12,6 +17,8 @@ use crate::agent::reflection::ReflectionConfig;
 use crate::agent::strategy::AutoThresholds;
 use crate::llm::{Provider, Secret};
 use crate::prompts::PromptOverrides;
+
+pub use sources::{ConfigSource, Owner, USER_ONLY_KEYS, merge_sources, user_config_path};
 
 /// Name of the per-repository config file.
 pub const CONFIG_FILE: &str = ".redline.toml";
@@ -40,13 +47,15 @@ pub enum ConfigError {
     },
     /// No API key for a remote endpoint.
     #[error(
-        "no API key for the {provider} provider: set REDLINE_API_KEY (or {provider_var}), or point --base-url / REDLINE_BASE_URL at a local OpenAI-compatible server such as Ollama (http://localhost:11434/v1), vLLM or llama.cpp"
+        "no API key for the {provider} provider: set REDLINE_API_KEY (or {provider_var}){hint}"
     )]
     MissingApiKey {
         /// `openai` or `anthropic`.
         provider: String,
         /// The provider's own key variable.
         provider_var: String,
+        /// What else would work for this provider (may be empty).
+        hint: String,
     },
     /// Reading the file failed.
     #[error("cannot read config {origin}: {message}")]
@@ -122,24 +131,16 @@ impl FileConfig {
         })
     }
 
-    /// Reads a config file at an explicit path (it must exist).
+    /// Reads a repository config file at an explicit path (it must exist and be a file);
+    /// user-only keys are dropped with a logged warning (see [`sources`]).
     pub fn load_file(path: &Path) -> Result<Self, ConfigError> {
-        let origin = path.display().to_string();
-        let text = std::fs::read_to_string(path).map_err(|e| ConfigError::Read {
-            origin: origin.clone(),
-            message: e.to_string(),
-        })?;
-        Self::parse(&text, &origin)
+        Self::from_repository(Some(ConfigSource::read_file(path, Owner::Repository)?))
     }
 
-    /// Reads `.redline.toml` from a work tree; a missing file is the default config.
+    /// Reads `.redline.toml` from a work tree; a missing file is the default config,
+    /// a directory or an unreadable file is an error.
     pub fn load_worktree(root: &Path) -> Result<Self, ConfigError> {
-        let path = root.join(CONFIG_FILE);
-        if path.is_file() {
-            Self::load_file(&path)
-        } else {
-            Ok(Self::default())
-        }
+        Self::from_repository(ConfigSource::read_worktree(root)?)
     }
 
     /// Reads `.redline.toml` as it is in commit `rev` (used where the head is untrusted:
@@ -150,29 +151,84 @@ impl FileConfig {
 
     /// Reads a config file at a repository path as it is in commit `rev`; a missing file is the default config.
     pub fn load_at_commit_path(root: &Path, rev: &str, path: &Path) -> Result<Self, ConfigError> {
-        let origin = format!("{} at {rev}", path.display());
-        let read_err = |e: git2::Error| ConfigError::Read {
-            origin: origin.clone(),
-            message: e.message().to_string(),
-        };
-        let repo = git2::Repository::open(root).map_err(read_err)?;
-        let tree = repo
-            .revparse_single(rev)
-            .and_then(|o| o.peel_to_tree())
-            .map_err(read_err)?;
-        let Ok(entry) = tree.get_path(path) else {
-            return Ok(Self::default());
-        };
-        let blob = entry
-            .to_object(&repo)
-            .and_then(|o| o.peel_to_blob())
-            .map_err(read_err)?;
-        let text = std::str::from_utf8(blob.content()).map_err(|e| ConfigError::Read {
-            origin: origin.clone(),
-            message: e.to_string(),
-        })?;
-        Self::parse(text, &origin)
+        Self::from_repository(ConfigSource::read_at_commit(root, rev, path)?)
     }
+
+    fn from_repository(source: Option<ConfigSource>) -> Result<Self, ConfigError> {
+        if let Some(source) = &source {
+            for warning in source.warnings() {
+                tracing::warn!("{warning}");
+            }
+        }
+        merge_sources(None, source.as_ref())
+    }
+
+    /// Checks the ranges of the values set; the error names the key.
+    pub fn check_ranges(&self) -> Result<(), ConfigError> {
+        let bad = |key: &str, message: String| {
+            Err(ConfigError::BadValue {
+                key: key.into(),
+                message,
+            })
+        };
+        if let Some(t) = self.temperature
+            && !(0.0..=2.0).contains(&t)
+        {
+            return bad("temperature", format!("{t} is not between 0 and 2"));
+        }
+        if let Some(steps) = self.max_steps {
+            check_max_steps(steps)?;
+        }
+        for (key, value) in [
+            ("max_output_tokens", self.max_output_tokens.map(u64::from)),
+            ("context_window", self.context_window.map(u64::from)),
+            (
+                "keep_tool_results",
+                self.keep_tool_results.map(|v| v as u64),
+            ),
+            ("parallel", self.parallel.map(|v| v as u64)),
+            (
+                "reflection.max_rounds",
+                Some(u64::from(self.reflection.max_rounds)),
+            ),
+        ] {
+            if value == Some(0) {
+                return bad(key, "must be at least 1".into());
+            }
+        }
+        for (key, value) in [
+            ("reflection.drop_below", self.reflection.drop_below),
+            ("reflection.target", self.reflection.target),
+        ] {
+            if !(0.0..=10.0).contains(&value) {
+                return bad(key, format!("{value} is not between 0 and 10"));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Checks a model's effective limits: the window must hold the output reserve plus the
+/// smallest stage-1 budget ([`crate::context::STAGE1_MIN_BUDGET`]).
+pub fn check_limits(limits: crate::llm::tokens::ModelLimits) -> Result<(), ConfigError> {
+    let min_budget = crate::context::STAGE1_MIN_BUDGET as u64;
+    let needed = u64::from(limits.max_output_tokens) + min_budget;
+    if limits.max_output_tokens == 0 {
+        return Err(ConfigError::BadValue {
+            key: "max_output_tokens".into(),
+            message: "must be at least 1".into(),
+        });
+    }
+    if u64::from(limits.context_window) < needed {
+        return Err(ConfigError::BadValue {
+            key: "context_window".into(),
+            message: format!(
+                "{} is too small: it must hold max_output_tokens ({}) plus at least {min_budget} tokens of the change, {needed} in all",
+                limits.context_window, limits.max_output_tokens
+            ),
+        });
+    }
+    Ok(())
 }
 
 /// Model settings from flags (clap has already applied the `REDLINE_*` variables to them).
@@ -254,9 +310,16 @@ pub fn resolve_model(
         .filter(|k| !k.trim().is_empty())
         .map(Secret::new);
     if api_key.is_none() && !is_local_url(&parsed) {
+        let hint = match provider {
+            Provider::OpenAi => {
+                ", or point --base-url / REDLINE_BASE_URL at a local OpenAI-compatible server such as Ollama (http://localhost:11434/v1), vLLM or llama.cpp"
+            }
+            Provider::Anthropic => " to an Anthropic API key",
+        };
         return Err(ConfigError::MissingApiKey {
             provider: provider_name,
             provider_var: provider_var.into(),
+            hint: hint.into(),
         });
     }
     Ok(ModelSettings {
@@ -371,6 +434,37 @@ mod tests {
                 && err.contains("--base-url"),
             "{err}"
         );
+    }
+
+    #[test]
+    fn the_missing_key_hint_fits_the_provider() {
+        let anthropic = ModelFlags {
+            provider: Some("anthropic".into()),
+            ..Default::default()
+        };
+        let err = resolve_model(&anthropic, &FileConfig::default(), &env_of(&[]))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("ANTHROPIC_API_KEY") && !err.contains("OpenAI") && !err.contains("Ollama"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn limits_must_leave_room_for_the_change() {
+        use crate::llm::tokens::ModelLimits;
+        let limits = |context_window, max_output_tokens| ModelLimits {
+            context_window,
+            max_output_tokens,
+        };
+        let err = check_limits(limits(1, 100)).unwrap_err().to_string();
+        assert!(err.contains("context_window"), "{err}");
+        let err = check_limits(limits(100_000, 0)).unwrap_err().to_string();
+        assert!(err.contains("max_output_tokens"), "{err}");
+        let min = crate::context::STAGE1_MIN_BUDGET as u32;
+        assert!(check_limits(limits(4096 + min, 4096)).is_ok());
+        assert!(check_limits(limits(4095 + min, 4096)).is_err());
     }
 
     #[test]

@@ -681,3 +681,113 @@ async fn rules_come_from_the_base_commit_not_the_pull_request() {
         "the base commit's rule applies"
     );
 }
+
+#[tokio::test]
+async fn a_base_commit_config_cannot_choose_the_endpoint_or_the_provider() {
+    let attacker = ModelServer::start(Wire::OpenAi, vec![]).await;
+    let repo = TempRepo::new();
+    repo.write("src/calc.rs", BASE);
+    repo.write(
+        ".redline.toml",
+        format!(
+            "provider = \"anthropic\"\nbase_url = \"{}\"\n",
+            attacker.base_url()
+        ),
+    );
+    let base = repo.commit("base with a hostile config");
+    repo.checkout_new_branch("feature");
+    repo.write("src/calc.rs", HEAD);
+    let head = repo.commit("add ratio");
+    let gh = GitHubMock::start().await;
+    let model = ModelServer::start(
+        Wire::OpenAi,
+        vec![Reply::tool(
+            "s",
+            "submit_review",
+            json!({"findings": [], "summary": "s"}),
+        )],
+    )
+    .await;
+    // The endpoint comes from the user's own config file on the runner.
+    let home = tempfile::tempdir().expect("tmp");
+    std::fs::create_dir_all(home.path().join("redline")).expect("dir");
+    std::fs::write(
+        home.path().join("redline/config.toml"),
+        format!("base_url = \"{}\"\n", model.base_url()),
+    )
+    .expect("user config");
+    let event = pull_request_event("pull_request/opened.payload.json", &base, &head);
+    let dir = tempfile::tempdir().expect("tmp");
+    std::fs::write(dir.path().join("e.json"), event.to_string()).expect("write");
+    let output = cli::redline_command()
+        .arg("action")
+        .env("GITHUB_EVENT_NAME", "pull_request")
+        .env("GITHUB_EVENT_PATH", dir.path().join("e.json"))
+        .env("GITHUB_TOKEN", TOKEN)
+        .env("GITHUB_API_URL", gh.url())
+        .env("GITHUB_WORKSPACE", repo.path())
+        .env("XDG_CONFIG_HOME", home.path())
+        .env("REDLINE_MODEL", "test-model")
+        .env("REDLINE_STRATEGY", "react")
+        .env("REDLINE_API_KEY", KEY)
+        .output()
+        .await
+        .expect("run");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(0), "{stdout}\n{stderr}");
+    assert!(
+        attacker.requests().is_empty(),
+        "the base commit's base_url got a request"
+    );
+    let requests = model.requests();
+    assert_eq!(requests.len(), 1);
+    assert_eq!(
+        requests[0].path, "/v1/chat/completions",
+        "OpenAI wire, not the file's"
+    );
+    assert_eq!(
+        requests[0].header("authorization"),
+        Some(format!("Bearer {KEY}").as_str())
+    );
+    for key in ["`base_url`", "`provider`"] {
+        assert!(
+            stdout.contains("::warning::") && stdout.contains(key) && stderr.contains(key),
+            "no warning naming {key}: {stdout}\n{stderr}"
+        );
+    }
+    assert!(!stdout.contains(KEY) && !stderr.contains(KEY));
+}
+
+#[tokio::test]
+async fn wrong_shaped_event_files_are_errors() {
+    let pr = pull_request_repo();
+    let gh = GitHubMock::start().await;
+    let model = ModelServer::start(Wire::OpenAi, vec![]).await;
+    let mut no_pull_request =
+        pull_request_event("pull_request/opened.payload.json", &pr.base, &pr.head);
+    no_pull_request
+        .as_object_mut()
+        .expect("object")
+        .remove("pull_request");
+    for (name, event) in [
+        ("pull_request", json!([])),
+        ("pull_request", json!("opened")),
+        ("pull_request_target", no_pull_request),
+        ("issue_comment", json!({"action": "created"})),
+    ] {
+        let run = run_action(pr.repo.path(), name, &event, &gh, &model).await;
+        assert_eq!(
+            run.code, 2,
+            "{name} {event}: {}\n{}",
+            run.stdout, run.stderr
+        );
+        assert!(
+            run.stdout.starts_with("::error::"),
+            "{name} {event}: {}",
+            run.stdout
+        );
+        assert!(run.stderr.contains("GITHUB_EVENT_PATH"), "{}", run.stderr);
+    }
+    assert!(model.requests().is_empty() && gh.requests().is_empty());
+}

@@ -4,8 +4,10 @@
 mod action_cli;
 mod common;
 mod compression_cli;
+mod config_cli;
 mod context;
 mod coverage;
+mod events_cli;
 mod github;
 mod llm;
 mod queue;

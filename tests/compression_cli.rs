@@ -117,6 +117,8 @@ async fn a_long_history_is_summarised_and_findings_survive() {
     let repo = long_file_repo();
     repo.write(".redline.toml", "context_window = 9000\nmax_output_tokens = 1000\nsummary_threshold = 0.5\nkeep_tool_results = 5\n");
     repo.commit("config");
+    // The branch's own config applies only when named (by default the base revision's is read).
+    let config = repo.path().join(".redline.toml").display().to_string();
     let server = ModelServer::start_with(Wire::OpenAi, |req, _| {
         if last_user_text(req).contains("replaced by a summary") {
             return Reply::text("## Reviewed\nsrc/lib.rs lines 1-300: answer() divides by zero.\n## Remaining\nnothing");
@@ -136,6 +138,8 @@ async fn a_long_history_is_summarised_and_findings_survive() {
             "react",
             "--max-steps",
             "12",
+            "--config",
+            &config,
         ],
     )
     .await;

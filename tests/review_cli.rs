@@ -384,9 +384,17 @@ async fn unknown_config_keys_are_named() {
     let repo = planted_bug_repo();
     repo.write(".redline.toml", "max_step = 3\n");
     let server = ModelServer::start(Wire::OpenAi, vec![]).await;
-    let run = cli::review(repo.path(), &server.base_url(), "openai", &[]).await;
+    // The work tree's file is read with --uncommitted (by default the base revision's).
+    let run = cli::review(
+        repo.path(),
+        &server.base_url(),
+        "openai",
+        &["--uncommitted"],
+    )
+    .await;
     assert_eq!(run.code, 2);
     assert!(run.stderr.contains("max_step"), "{}", run.stderr);
+    assert!(server.requests().is_empty());
 }
 
 #[tokio::test]

@@ -363,6 +363,7 @@ impl Orchestrator {
             findings: checked.findings,
             summary,
             stats,
+            unanchored: checked.notes.into_iter().map(|n| n.finding).collect(),
         }
     }
 

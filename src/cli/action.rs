@@ -6,16 +6,16 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use super::review::{AgentOverrides, agent_config, model_client, pick};
+use super::review::{AgentOverrides, agent_config, combine_config, model_client, pick};
 use super::{ActionArgs, EXIT_ERROR, EXIT_FINDINGS, EXIT_OK};
 use crate::agent::Orchestrator;
 use crate::agent::events::EventSink;
-use crate::config::{self, FileConfig};
+use crate::config::{self, CONFIG_FILE, ConfigSource};
 use crate::github::checkout::ensure_merge_base;
 use crate::github::{
     GitHubClient, PublishConfig, PublishError, PublishRequest, Trigger, TriggerOptions,
-    api_url_from_env, fetch_pull, has_write_access, last_reviewed_sha, parse_action_event,
-    publish_review,
+    api_url_from_env, check_action_event, fetch_pull, has_write_access, last_reviewed_sha,
+    parse_action_event, publish_review,
 };
 use crate::llm::Secret;
 use crate::repo::{RepoView, ResolvedRange, load_change};
@@ -61,6 +61,9 @@ async fn action(args: ActionArgs) -> Result<i32, String> {
         .and_then(|text| {
             serde_json::from_str(&text).map_err(|e| format!("GITHUB_EVENT_PATH is not JSON: {e}"))
         })?;
+    check_action_event(&event_name, &payload).map_err(|e| {
+        format!("GITHUB_EVENT_PATH {event_path} is not a `{event_name}` event: {e}")
+    })?;
     let trigger = parse_action_event(
         &event_name,
         &payload,
@@ -93,12 +96,18 @@ async fn action(args: ActionArgs) -> Result<i32, String> {
     )
     .map_err(|e| e.to_string())?;
 
-    // Rules come from the base commit: a pull request cannot change its own review.
-    let file = match &args.config {
-        Some(path) => FileConfig::load_at_commit_path(&root, &target.base_sha, path),
-        None => FileConfig::load_at_commit(&root, &target.base_sha),
+    // Rules come from the base commit: a pull request cannot change its own review; and
+    // no repository file chooses where the key goes (`provider`, `base_url` are dropped).
+    let config_path = args.config.as_deref().unwrap_or(Path::new(CONFIG_FILE));
+    let repository = ConfigSource::read_at_commit(&root, &target.base_sha, config_path)
+        .map_err(|e| e.to_string())?;
+    if let Some(source) = &repository {
+        // `combine_config` repeats them on stderr.
+        for warning in source.warnings() {
+            println!("::warning::Redline: {}", escape_data(&warning));
+        }
     }
-    .map_err(|e| e.to_string())?;
+    let file = combine_config(repository)?;
     let fail_on: FailOn = pick(&args.fail_on, &file.fail_on, "never")
         .parse()
         .map_err(|e| format!("fail-on: {e}"))?;

@@ -2,14 +2,16 @@
 
 mod action;
 mod context;
+mod output;
 mod progress;
 mod review;
 mod serve;
+mod signals;
 
 use clap::{Args, Parser, Subcommand};
 use std::path::PathBuf;
 
-pub use progress::spawn_event_consumers;
+pub use progress::{EventConsumer, EventLog, Verbosity, spawn_event_consumers};
 
 /// Exit code: done, nothing at or above `--fail-on`.
 pub const EXIT_OK: i32 = 0;
@@ -17,6 +19,10 @@ pub const EXIT_OK: i32 = 0;
 pub const EXIT_FINDINGS: i32 = 1;
 /// Exit code: error (arguments, git, model, config).
 pub const EXIT_ERROR: i32 = 2;
+/// Exit code: the review was stopped by SIGINT (Ctrl-C).
+pub const EXIT_SIGINT: i32 = 130;
+/// Exit code: the review was stopped by SIGTERM.
+pub const EXIT_SIGTERM: i32 = 143;
 
 /// Redline: a code-review agent.
 #[derive(Debug, Parser)]
@@ -164,7 +170,7 @@ pub struct ReviewArgs {
     /// Head revision.
     #[arg(long, value_name = "REV", default_value = "HEAD")]
     pub head: String,
-    /// Also review staged and unstaged changes in the work tree.
+    /// Also review staged and unstaged changes in the work tree (and use its .redline.toml).
     #[arg(long)]
     pub uncommitted: bool,
     /// Model settings.
@@ -203,7 +209,8 @@ pub struct ReviewArgs {
     /// Native tool calling, text-mode ReAct, or native falling back to text.
     #[arg(long, value_name = "native|text|auto")]
     pub tool_mode: Option<String>,
-    /// A config file to use instead of the repository's .redline.toml.
+    /// A config file to use instead of the repository's .redline.toml (default: the file
+    /// as it is at the base revision; the work tree's with --uncommitted).
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
     /// More progress detail on stderr.

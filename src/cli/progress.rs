@@ -1,13 +1,22 @@
 //! Renders run events: progress for humans on stderr, JSON Lines to a file.
+//!
+//! Invariants: every event is written to the events file (one `write` per line, no
+//! user-space buffer) and to stderr as soon as the consumer receives it, so a run that
+//! is killed leaves every event sent before it; a run stopped by a signal ends the file
+//! with one `run_finished` record carrying `"cancelled": true` (see [`EventLog::cancelled`]).
 
+use std::fs::File;
 use std::io::Write;
 use std::path::Path;
 use std::time::Instant;
 
+use serde::Serialize;
 use tokio::sync::mpsc::UnboundedReceiver;
+use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
-use crate::agent::events::{Event, progress_line};
+use crate::agent::events::{Event, EventKind, Stats, progress_line};
+use crate::review::finding::Finding;
 
 /// How much progress to print on stderr.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -20,34 +29,171 @@ pub enum Verbosity {
     Verbose,
 }
 
-/// Starts the task that consumes events; it ends when every sender is dropped.
-/// The events file is created before the run starts so a bad path fails early.
+/// The task writing events as they come; [`EventConsumer::finish`] stops it.
+#[derive(Debug)]
+pub struct EventConsumer {
+    stop: oneshot::Sender<()>,
+    task: JoinHandle<EventLog>,
+}
+
+impl EventConsumer {
+    /// Writes every event sent so far, stops the task and hands back the log.
+    pub async fn finish(self) -> Option<EventLog> {
+        // The task may already have ended (every sender dropped); then there is nobody to tell.
+        let _ = self.stop.send(());
+        self.task.await.ok()
+    }
+}
+
+/// Starts the task that consumes events. The events file is created here, before the
+/// run starts, so a bad path fails before any model call.
 pub fn spawn_event_consumers(
     mut rx: UnboundedReceiver<Event>,
     verbosity: Verbosity,
     events_file: Option<&Path>,
-) -> std::io::Result<JoinHandle<()>> {
-    let mut file = match events_file {
-        Some(path) => Some(std::io::BufWriter::new(std::fs::File::create(path)?)),
+) -> std::io::Result<EventConsumer> {
+    let file = match events_file {
+        Some(path) => Some(File::create(path)?),
         None => None,
     };
-    let started = Instant::now();
-    Ok(tokio::spawn(async move {
-        while let Some(event) = rx.recv().await {
-            if let Some(file) = file.as_mut()
-                && let Ok(line) = serde_json::to_string(&event)
-            {
-                // A full disk must not abort the review; the result still reaches stdout.
-                let _ = writeln!(file, "{line}");
-            }
-            if verbosity != Verbosity::Quiet
-                && let Some(line) = progress_line(&event, verbosity == Verbosity::Verbose)
-            {
-                eprintln!("[{:>6.1}s] {line}", started.elapsed().as_secs_f64());
+    let mut log = EventLog {
+        file,
+        verbosity,
+        started: Instant::now(),
+        seen: Seen::default(),
+    };
+    let (stop, mut stopped) = oneshot::channel();
+    let task = tokio::spawn(async move {
+        loop {
+            tokio::select! {
+                biased;
+                event = rx.recv() => match event {
+                    Some(event) => log.record(&event),
+                    None => break,
+                },
+                _ = &mut stopped => {
+                    // Everything already sent is written before the log is handed back.
+                    while let Ok(event) = rx.try_recv() {
+                        log.record(&event);
+                    }
+                    break;
+                }
             }
         }
-        if let Some(mut file) = file {
-            let _ = file.flush();
+        log
+    });
+    Ok(EventConsumer { stop, task })
+}
+
+/// The events file and stderr progress of one run, and what its events told so far.
+#[derive(Debug)]
+pub struct EventLog {
+    file: Option<File>,
+    verbosity: Verbosity,
+    started: Instant,
+    seen: Seen,
+}
+
+/// Counters and findings gathered from the events, for the record of a cancelled run.
+#[derive(Debug, Default)]
+struct Seen {
+    stats: Stats,
+    finished: Option<Stats>,
+    findings: Vec<Finding>,
+}
+
+/// The last record of a run stopped by a signal: a `run_finished` event (readable as
+/// one) with `cancelled`, the signal, the counters and the findings known so far.
+#[derive(Serialize)]
+struct CancelledRecord<'a> {
+    ts: String,
+    #[serde(rename = "type")]
+    kind: &'static str,
+    cancelled: bool,
+    signal: &'a str,
+    stats: &'a Stats,
+    findings: &'a [Finding],
+}
+
+impl EventLog {
+    fn record(&mut self, event: &Event) {
+        self.seen.absorb(&event.kind);
+        if let Ok(line) = serde_json::to_string(event) {
+            self.write_line(&line);
         }
-    }))
+        if self.verbosity != Verbosity::Quiet
+            && let Some(line) = progress_line(event, self.verbosity == Verbosity::Verbose)
+        {
+            self.progress(&line);
+        }
+    }
+
+    /// Ends the log of a run stopped by `signal` (`SIGINT`, `SIGTERM`).
+    pub fn cancelled(&mut self, signal: &str) {
+        let mut stats = self
+            .seen
+            .finished
+            .clone()
+            .unwrap_or_else(|| self.seen.stats.clone());
+        if self.seen.finished.is_none() {
+            stats.duration_ms = self.started.elapsed().as_millis() as u64;
+        }
+        let record = CancelledRecord {
+            ts: chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
+            kind: "run_finished",
+            cancelled: true,
+            signal,
+            stats: &stats,
+            findings: &self.seen.findings,
+        };
+        if let Ok(line) = serde_json::to_string(&record) {
+            self.write_line(&line);
+        }
+        if self.verbosity != Verbosity::Quiet {
+            self.progress(&format!(
+                "review cancelled by {signal} after {} model calls",
+                stats.model_calls
+            ));
+        }
+    }
+
+    fn write_line(&mut self, line: &str) {
+        if let Some(file) = self.file.as_mut() {
+            // One write per line, straight to the file. A full disk must not abort the
+            // review; the result still reaches stdout.
+            let _ = file
+                .write_all(format!("{line}\n").as_bytes())
+                .and_then(|_| file.flush());
+        }
+    }
+
+    fn progress(&self, line: &str) {
+        eprintln!("[{:>6.1}s] {line}", self.started.elapsed().as_secs_f64());
+    }
+}
+
+impl Seen {
+    fn absorb(&mut self, kind: &EventKind) {
+        match kind {
+            EventKind::RunStarted { strategy, .. } if self.stats.strategy.is_empty() => {
+                self.stats.strategy = strategy.clone();
+            }
+            EventKind::ModelCall {
+                prompt_tokens,
+                completion_tokens,
+                cached_prompt_tokens,
+                ..
+            } => {
+                self.stats.steps += 1;
+                self.stats.model_calls += 1;
+                self.stats.prompt_tokens += prompt_tokens;
+                self.stats.completion_tokens += completion_tokens;
+                self.stats.cached_prompt_tokens += cached_prompt_tokens;
+            }
+            EventKind::ToolCall { .. } => self.stats.tool_calls += 1,
+            EventKind::Finding(finding) => self.findings.push(finding.clone()),
+            EventKind::RunFinished { stats } => self.finished = Some(stats.clone()),
+            _ => {}
+        }
+    }
 }

@@ -6,13 +6,15 @@ use std::sync::Arc;
 
 use globset::{Glob, GlobSet, GlobSetBuilder};
 
+use super::output::OutputTarget;
 use super::progress::{Verbosity, spawn_event_consumers};
+use super::signals::StopSignals;
 use super::{EXIT_ERROR, EXIT_FINDINGS, EXIT_OK, ReviewArgs};
 use crate::agent::events::{EventKind, EventSink, Stats};
 use crate::agent::plan::Plan;
 use crate::agent::strategy::Strategy;
 use crate::agent::{AgentConfig, AgentError, Orchestrator};
-use crate::config::{self, FileConfig, ModelSettings};
+use crate::config::{self, CONFIG_FILE, ConfigSource, FileConfig, ModelSettings, Owner};
 use crate::llm::{ChatModel, ProviderSettings, RetryHook, build_client};
 use crate::prompts::Prompts;
 use crate::review::diff::ChangeSet;
@@ -49,11 +51,10 @@ fn prepare(args: &ReviewArgs) -> Result<Prepared, String> {
             .map_err(|e| format!("cannot read the current directory: {e}"))?,
     };
     let root = crate::repo::discover(&start).map_err(|e| e.to_string())?;
-    let file = match &args.config {
-        Some(path) => FileConfig::load_file(path),
-        None => FileConfig::load_worktree(&root),
-    }
-    .map_err(|e| e.to_string())?;
+    let range = crate::repo::resolve_range(&root, args.base.as_deref(), &args.head)
+        .map_err(|e| e.to_string())?;
+    let repository = repository_config(&root, args, &range.base)?;
+    let file = combine_config(repository)?;
     let format: Format = args.format.parse().map_err(|e| format!("--format: {e}"))?;
     let fail_on: FailOn = pick(&args.fail_on, &file.fail_on, "never")
         .parse()
@@ -62,8 +63,6 @@ fn prepare(args: &ReviewArgs) -> Result<Prepared, String> {
         .map_err(|e| e.to_string())?;
     let agent = agent_config(&AgentOverrides::from(args), &file, &settings)?;
 
-    let range = crate::repo::resolve_range(&root, args.base.as_deref(), &args.head)
-        .map_err(|e| e.to_string())?;
     let (view, mut changes) =
         crate::repo::load_change(&root, &range, args.uncommitted).map_err(|e| e.to_string())?;
     // `exclude` keeps files in the change but lists them as noise (stage 1); `include` narrows the change.
@@ -80,6 +79,66 @@ fn prepare(args: &ReviewArgs) -> Result<Prepared, String> {
         base_label: range.base_label,
         skipped,
     })
+}
+
+/// The repository's config for a local review: `--config FILE`, else `.redline.toml` of the
+/// work tree with `--uncommitted`, else `.redline.toml` as it is at the base revision (so a
+/// checked-out branch cannot change its own review rules). Says on stderr which was used.
+fn repository_config(
+    root: &Path,
+    args: &ReviewArgs,
+    base: &str,
+) -> Result<Option<ConfigSource>, String> {
+    let quiet = args.quiet;
+    let note = |text: String| {
+        if !quiet {
+            eprintln!("note: {text}");
+        }
+    };
+    if let Some(path) = &args.config {
+        note(format!(
+            "using the config file {} (--config)",
+            path.display()
+        ));
+        return ConfigSource::read_file(path, Owner::Repository)
+            .map(Some)
+            .map_err(|e| e.to_string());
+    }
+    let worktree = ConfigSource::read_worktree(root);
+    if args.uncommitted {
+        let worktree = worktree.map_err(|e| e.to_string())?;
+        if worktree.is_some() {
+            note(format!(
+                "using {CONFIG_FILE} from the work tree (--uncommitted)"
+            ));
+        }
+        return Ok(worktree);
+    }
+    let at_base = ConfigSource::read_at_commit(root, base, Path::new(CONFIG_FILE))
+        .map_err(|e| e.to_string())?;
+    let differs = match &worktree {
+        Ok(Some(w)) => at_base.as_ref().is_none_or(|b| !b.same_settings(w)),
+        Ok(None) => false,
+        Err(_) => true,
+    };
+    if differs {
+        note(format!(
+            "{CONFIG_FILE} in the work tree differs from the base revision's, which is used (pass --uncommitted or --config {CONFIG_FILE} to use the work tree's)"
+        ));
+    }
+    Ok(at_base)
+}
+
+/// The user's config file under the repository's; warns on stderr about every key the
+/// repository's file may not set.
+pub(crate) fn combine_config(repository: Option<ConfigSource>) -> Result<FileConfig, String> {
+    if let Some(source) = &repository {
+        for warning in source.warnings() {
+            eprintln!("warning: {warning}");
+        }
+    }
+    let user = ConfigSource::read_user(&|k| std::env::var(k).ok()).map_err(|e| e.to_string())?;
+    config::merge_sources(user.as_ref(), repository.as_ref()).map_err(|e| e.to_string())
 }
 
 pub(crate) fn pick(flag: &Option<String>, file: &Option<String>, default: &str) -> String {
@@ -137,9 +196,7 @@ pub(crate) fn agent_config(
         context_window: file.context_window.unwrap_or(table.context_window),
         max_output_tokens: file.max_output_tokens.unwrap_or(table.max_output_tokens),
     };
-    if agent.limits.max_output_tokens >= agent.limits.context_window {
-        return Err("max_output_tokens must be smaller than context_window".into());
-    }
+    config::check_limits(agent.limits).map_err(|e| e.to_string())?;
     agent.max_reply_tokens = agent.limits.max_output_tokens.min(8192);
     if let Some(keep) = file.keep_tool_results {
         agent.keep_tool_results = keep;
@@ -180,56 +237,88 @@ pub(crate) fn agent_config(
 
 async fn review(args: ReviewArgs) -> Result<i32, String> {
     let prepared = prepare(&args)?;
-    let plan_file = match &args.plan {
-        Some(path) => Some(
-            std::fs::read_to_string(path)
-                .map_err(|e| format!("cannot read the plan {}: {e}", path.display()))
-                .and_then(|text| {
-                    Plan::from_json(&text).map_err(|e| format!("--plan {}: {e}", path.display()))
-                })?,
-        ),
-        None => None,
-    };
+    let plan_file = read_plan(args.plan.as_deref())?;
     let verbosity = match (args.quiet, args.verbose) {
         (true, _) => Verbosity::Quiet,
         (_, true) => Verbosity::Verbose,
         _ => Verbosity::Normal,
     };
+    // Both files are opened before any model call: a bad path must not cost a review.
+    let output = OutputTarget::open(args.output.as_deref())?;
     let (events, rx) = EventSink::channel();
-    let consumer = spawn_event_consumers(rx, verbosity, args.events.as_deref())
-        .map_err(|e| format!("cannot write the events file: {e}"))?;
+    let consumer = spawn_event_consumers(rx, verbosity, args.events.as_deref()).map_err(|e| {
+        format!(
+            "cannot write --events {}: {e}",
+            args.events.as_deref().unwrap_or(Path::new("")).display()
+        )
+    })?;
+    let mut signals = StopSignals::install();
 
-    let outcome = if prepared.workspace.changes.files.is_empty() {
-        Ok(Outcome::Report(empty_report(
-            &prepared.base_label,
-            &prepared.skipped,
-        )))
-    } else {
+    let run = async {
+        if prepared.workspace.changes.files.is_empty() {
+            return Ok(Outcome::Report(Box::new(empty_report(
+                &prepared.base_label,
+                &prepared.skipped,
+            ))));
+        }
         let model = model_client(&prepared.settings, &events);
         let orchestrator =
             Orchestrator::new(model, prepared.workspace.clone(), prepared.agent.clone())
                 .with_events(events.clone());
         drive(&orchestrator, &args, plan_file).await
     };
+    let outcome = tokio::select! {
+        outcome = run => outcome,
+        stop = signals.recv() => {
+            if let Some(mut log) = consumer.finish().await {
+                log.cancelled(stop.name());
+            }
+            output.abandon();
+            return Ok(stop.exit_code());
+        }
+    };
     drop(events);
-    // Let the consumer flush the event log before the process reports.
-    let _ = consumer.await;
-    match outcome.map_err(|e| e.to_string())? {
+    // Every event is in the log before the process reports.
+    let _ = consumer.finish().await;
+    match outcome {
+        Ok(outcome) => deliver(outcome, &prepared, output),
+        Err(error) => {
+            output.abandon();
+            Err(error.to_string())
+        }
+    }
+}
+
+fn read_plan(path: Option<&Path>) -> Result<Option<Plan>, String> {
+    let Some(path) = path else {
+        return Ok(None);
+    };
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| format!("cannot read the plan {}: {e}", path.display()))?;
+    Plan::from_json(&text)
+        .map(Some)
+        .map_err(|e| format!("--plan {}: {e}", path.display()))
+}
+
+/// Writes what the run produced and picks the exit code.
+fn deliver(outcome: Outcome, prepared: &Prepared, output: OutputTarget) -> Result<i32, String> {
+    match outcome {
         Outcome::Plan(plan) => {
             let text = if prepared.format == Format::Json {
                 plan.to_json() + "\n"
             } else {
                 plan.render_text()
             };
-            write_output(&text, args.output.as_deref())?;
+            output.write(&text)?;
             Ok(EXIT_OK)
         }
         Outcome::Declined => {
+            output.abandon();
             eprintln!("review cancelled at the plan");
             Ok(EXIT_OK)
         }
         Outcome::Report(report) => {
-            write_output(&render(&report, prepared.format), args.output.as_deref())?;
+            output.write(&render(&report, prepared.format))?;
             Ok(if report.fails(prepared.fail_on) {
                 EXIT_FINDINGS
             } else {
@@ -240,7 +329,7 @@ async fn review(args: ReviewArgs) -> Result<i32, String> {
 }
 
 enum Outcome {
-    Report(ReviewReport),
+    Report(Box<ReviewReport>),
     Plan(Plan),
     Declined,
 }
@@ -255,7 +344,7 @@ async fn drive(
         return orchestrator
             .review_with_plan(plan, Stats::default())
             .await
-            .map(Outcome::Report);
+            .map(|r| Outcome::Report(Box::new(r)));
     }
     if args.plan_only {
         return orchestrator
@@ -268,27 +357,35 @@ async fn drive(
     if interactive && orchestrator.decide().strategy == Strategy::PlanExecute {
         let (plan, planning) = orchestrator.plan().await?;
         eprintln!("{}", plan.render_text());
-        if !confirm("Run this plan? [Y/n] ") {
+        if !confirm("Run this plan? [Y/n] ").await {
             return Ok(Outcome::Declined);
         }
         return orchestrator
             .review_with_plan(plan, planning)
             .await
-            .map(Outcome::Report);
+            .map(|r| Outcome::Report(Box::new(r)));
     }
-    orchestrator.review().await.map(Outcome::Report)
+    orchestrator
+        .review()
+        .await
+        .map(|r| Outcome::Report(Box::new(r)))
 }
 
-fn confirm(question: &str) -> bool {
+/// Asks on the terminal; the read runs off the async threads so a signal still ends the run.
+async fn confirm(question: &str) -> bool {
     eprint!("{question}");
-    let mut answer = String::new();
-    if std::io::stdin().read_line(&mut answer).is_err() {
-        return false;
+    let answer = tokio::task::spawn_blocking(|| {
+        let mut answer = String::new();
+        std::io::stdin().read_line(&mut answer).map(|_| answer)
+    })
+    .await;
+    match answer {
+        Ok(Ok(answer)) => matches!(
+            answer.trim().to_ascii_lowercase().as_str(),
+            "" | "y" | "yes"
+        ),
+        _ => false,
     }
-    matches!(
-        answer.trim().to_ascii_lowercase().as_str(),
-        "" | "y" | "yes"
-    )
 }
 
 /// The client for the resolved settings, reporting retries as events.
@@ -357,21 +454,6 @@ fn empty_report(base_label: &str, skipped: &[String]) -> ReviewReport {
             coverage: 1.0,
             ..Stats::default()
         },
-    }
-}
-
-pub(crate) fn write_output(text: &str, output: Option<&Path>) -> Result<(), String> {
-    match output {
-        Some(path) => {
-            std::fs::write(path, text).map_err(|e| format!("cannot write {}: {e}", path.display()))
-        }
-        None => {
-            use std::io::Write;
-            let mut stdout = std::io::stdout().lock();
-            stdout
-                .write_all(text.as_bytes())
-                .and_then(|_| stdout.flush())
-                .map_err(|e| format!("cannot write to stdout: {e}"))
-        }
+        unanchored: Vec::new(),
     }
 }

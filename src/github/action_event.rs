@@ -73,6 +73,56 @@ pub fn parse_action_event(event_name: &str, payload: &Value, opts: &TriggerOptio
     parsed.unwrap_or_else(|reason| Trigger::Skip { reason })
 }
 
+/// Checks that an event file has the shape GitHub gives the named event: a JSON object;
+/// for `pull_request` / `pull_request_target` one with a `pull_request` object holding
+/// the base and head commits; for `issue_comment` one with an `issue` and a `comment`.
+/// A wrong shape means a broken workflow, not an event to skip.
+pub fn check_action_event(event_name: &str, payload: &Value) -> Result<(), String> {
+    if !payload.is_object() {
+        return Err(format!(
+            "the event is {}, not a JSON object",
+            json_kind(payload)
+        ));
+    }
+    match event_name {
+        "pull_request" | "pull_request_target" => {
+            let pr = payload
+                .get("pull_request")
+                .filter(|pr| pr.is_object())
+                .ok_or("the event has no `pull_request` object")?;
+            for field in [["base", "sha"], ["head", "sha"]] {
+                if text(pr, &field).is_none() {
+                    return Err(format!(
+                        "the event's `pull_request` has no `{}`",
+                        field.join(".")
+                    ));
+                }
+            }
+            Ok(())
+        }
+        "issue_comment" => {
+            for field in ["issue", "comment"] {
+                if !payload.get(field).is_some_and(Value::is_object) {
+                    return Err(format!("the event has no `{field}` object"));
+                }
+            }
+            Ok(())
+        }
+        _ => Ok(()),
+    }
+}
+
+fn json_kind(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
 fn pull_request_event(payload: &Value, opts: &TriggerOptions) -> Result<Trigger, String> {
     let action = text(payload, &["action"]).unwrap_or_default();
     if !matches!(
@@ -276,6 +326,35 @@ mod tests {
         assert_eq!(parse_command("/redline reviewer"), None);
         assert_eq!(parse_command("please /redline review"), None);
         assert_eq!(parse_command(""), None);
+    }
+
+    #[test]
+    fn wrong_shapes_are_named() {
+        let pr = serde_json::json!({"pull_request": {"base": {"sha": "a"}, "head": {"sha": "b"}}});
+        assert_eq!(check_action_event("pull_request", &pr), Ok(()));
+        for (event, payload, expected) in [
+            ("pull_request", serde_json::json!([]), "an array"),
+            ("pull_request", serde_json::json!("x"), "a string"),
+            ("push", serde_json::json!(null), "null"),
+            (
+                "pull_request_target",
+                serde_json::json!({"action": "opened"}),
+                "`pull_request`",
+            ),
+            (
+                "pull_request",
+                serde_json::json!({"pull_request": {"head": {"sha": "b"}}}),
+                "base.sha",
+            ),
+            (
+                "issue_comment",
+                serde_json::json!({"issue": {}}),
+                "`comment`",
+            ),
+        ] {
+            let err = check_action_event(event, &payload).unwrap_err();
+            assert!(err.contains(expected), "{payload}: {err}");
+        }
     }
 
     #[test]

@@ -17,7 +17,8 @@ pub mod ratelimit;
 mod summary;
 
 pub use action_event::{
-    PullInfo, Trigger, TriggerOptions, fetch_pull, has_write_access, parse_action_event,
+    PullInfo, Trigger, TriggerOptions, check_action_event, fetch_pull, has_write_access,
+    parse_action_event,
 };
 pub use auth::AppAuth;
 pub use client::{DEFAULT_API_URL, GitHubClient, api_url_from_env, path_segment};

@@ -17,6 +17,9 @@ pub struct ReviewReport {
     pub summary: String,
     /// Counters of the run.
     pub stats: Stats,
+    /// Findings that could not be anchored on the diff (they are in the summary as
+    /// notes). They are still problems: they count for `--fail-on` and the highest severity.
+    pub unanchored: Vec<Finding>,
 }
 
 impl ReviewReport {
@@ -24,13 +27,17 @@ impl ReviewReport {
     pub fn fails(&self, fail_on: FailOn) -> bool {
         match fail_on {
             FailOn::Never => false,
-            FailOn::At(threshold) => self.findings.iter().any(|f| f.severity >= threshold),
+            FailOn::At(threshold) => self.all_findings().any(|f| f.severity >= threshold),
         }
     }
 
-    /// The severity of the most severe finding, `None` without findings.
+    /// The severity of the most severe finding, anchored or not; `None` without findings.
     pub fn highest_severity(&self) -> Option<Severity> {
-        self.findings.iter().map(|f| f.severity).max()
+        self.all_findings().map(|f| f.severity).max()
+    }
+
+    fn all_findings(&self) -> impl Iterator<Item = &Finding> {
+        self.findings.iter().chain(&self.unanchored)
     }
 
     /// How many findings have `severity`.
@@ -113,6 +120,17 @@ mod tests {
         assert!(!report.fails(FailOn::Never));
         assert_eq!(report.highest_severity(), Some(Severity::Minor));
         assert_eq!(ReviewReport::default().highest_severity(), None);
+    }
+
+    #[test]
+    fn unanchored_findings_count_for_fail_on() {
+        let report = ReviewReport {
+            findings: vec![finding(Severity::Nit)],
+            unanchored: vec![finding(Severity::Critical)],
+            ..ReviewReport::default()
+        };
+        assert!(report.fails(FailOn::At(Severity::Critical)));
+        assert_eq!(report.highest_severity(), Some(Severity::Critical));
     }
 
     #[test]

@@ -122,6 +122,11 @@ pub fn redline_command() -> tokio::process::Command {
     ] {
         command.env_remove(var);
     }
+    // The user's own config file must not change a test; tests that need one set their own.
+    command.env(
+        "XDG_CONFIG_HOME",
+        std::env::temp_dir().join("redline-tests-no-user-config"),
+    );
     command.stdin(std::process::Stdio::null());
     command
 }

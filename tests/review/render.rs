@@ -35,6 +35,7 @@ fn report() -> ReviewReport {
             duration_ms: 12_345,
             ..Stats::default()
         },
+        unanchored: Vec::new(),
     }
 }
 

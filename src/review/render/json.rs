@@ -74,6 +74,8 @@ pub fn from_json(text: &str) -> Result<ReviewReport, JsonReportError> {
         findings: read.findings,
         summary: read.summary,
         stats: read.stats,
+        // The summary holds them as notes; the JSON report has no field for them.
+        unanchored: Vec::new(),
     })
 }
 

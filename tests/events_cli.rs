@@ -1,0 +1,174 @@
+//! `--events` end to end: events reach the file while the review runs, and SIGINT /
+//! SIGTERM end the file with a cancelled `run_finished` record and exit 130 / 143.
+
+use std::path::Path;
+use std::process::Stdio;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use crate::common::cli::{self, KEY};
+use crate::common::git::TempRepo;
+use crate::common::model_server::{ModelServer, Reply, Wire};
+
+const BASE: &str = "pub fn average(values: &[i32]) -> i32 {\n    let sum: i32 = values.iter().sum();\n    sum / values.len() as i32\n}\n";
+const HEAD: &str = "pub fn average(values: &[i32]) -> i32 {\n    let sum: i32 = values.iter().sum();\n    sum / values.len() as i32\n}\n\npub fn ratio(a: i32, b: i32) -> i32 {\n    a / b\n}\n";
+
+fn feature_repo() -> TempRepo {
+    let repo = TempRepo::new();
+    repo.write("src/calc.rs", BASE);
+    repo.commit("base");
+    repo.checkout_new_branch("feature");
+    repo.write("src/calc.rs", HEAD);
+    repo.commit("add ratio");
+    repo
+}
+
+fn events_in(path: &Path) -> Vec<Value> {
+    std::fs::read_to_string(path)
+        .unwrap_or_default()
+        .lines()
+        .map(|line| serde_json::from_str(line).expect("every line is a whole JSON object"))
+        .collect()
+}
+
+/// Polls `check` every 50 ms for at most 20 s.
+async fn eventually(what: &str, mut check: impl FnMut() -> bool) {
+    for _ in 0..400 {
+        if check() {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("{what} did not happen within 20 s");
+}
+
+/// Starts a review whose second model call is held, waits until it is held, checks the
+/// events file already has the run so far, sends `signal`, and checks the ending.
+async fn cancelled_by(signal: &str, expected_code: i32) {
+    let repo = feature_repo();
+    let server = ModelServer::start(
+        Wire::OpenAi,
+        vec![
+            Reply::tool("c1", "read_file", json!({"path": "src/calc.rs"})),
+            // Held far longer than the test waits.
+            Reply::tool(
+                "c2",
+                "submit_review",
+                json!({"findings": [], "summary": "late"}),
+            )
+            .delayed(Duration::from_secs(120)),
+        ],
+    )
+    .await;
+    let events = repo.path().join(".git").join("events.jsonl");
+    let output = repo.path().join(".git").join("out.json");
+    let mut child = cli::redline_command()
+        .arg("review")
+        .arg("--repo")
+        .arg(repo.path())
+        .args([
+            "--base",
+            "main",
+            "--strategy",
+            "react",
+            "--model",
+            "test-model",
+        ])
+        .args(["--base-url", &server.base_url()])
+        .arg("--events")
+        .arg(&events)
+        .arg("--output")
+        .arg(&output)
+        .env("REDLINE_API_KEY", KEY)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("start redline");
+    // Progress is read while the run goes on.
+    let progress = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+    let mut stderr_pipe = child.stderr.take().expect("stderr");
+    let reader = {
+        let progress = progress.clone();
+        tokio::spawn(async move {
+            use tokio::io::AsyncReadExt;
+            let mut buf = [0u8; 4096];
+            while let Ok(n) = stderr_pipe.read(&mut buf).await {
+                if n == 0 {
+                    break;
+                }
+                let text = String::from_utf8_lossy(&buf[..n]).into_owned();
+                progress.lock().expect("lock").push_str(&text);
+            }
+        })
+    };
+    let progress_text = || progress.lock().expect("lock").clone();
+
+    eventually("the second model call", || server.requests().len() >= 2).await;
+    // While the reply is held, the file already holds the run so far.
+    eventually("run_started and model_call in the events file", || {
+        let types: Vec<String> = events_in(&events)
+            .iter()
+            .map(|e| e["type"].as_str().unwrap_or_default().to_string())
+            .collect();
+        types.first().map(String::as_str) == Some("run_started")
+            && types.iter().any(|t| t == "model_call")
+            && types.iter().any(|t| t == "tool_result")
+    })
+    .await;
+    eventually("stderr progress of the first step", || {
+        progress_text().contains("read_file src/calc.rs")
+    })
+    .await;
+
+    let pid = child.id().expect("pid").to_string();
+    let killed = tokio::process::Command::new("kill")
+        .args([&format!("-{signal}"), &pid])
+        .status()
+        .await
+        .expect("kill");
+    assert!(killed.success());
+    let status = tokio::time::timeout(Duration::from_secs(20), child.wait())
+        .await
+        .expect("redline exits within 20 s of the signal")
+        .expect("wait");
+    let _ = tokio::time::timeout(Duration::from_secs(5), reader).await;
+    let stderr = progress_text();
+    assert_eq!(status.code(), Some(expected_code), "stderr: {stderr}");
+
+    let all = events_in(&events);
+    let last = all.last().expect("events");
+    assert_eq!(last["type"], "run_finished", "{last}");
+    assert_eq!(last["cancelled"], true, "{last}");
+    assert_eq!(last["signal"], format!("SIG{signal}"), "{last}");
+    assert_eq!(last["stats"]["model_calls"], 1, "{last}");
+    assert_eq!(last["stats"]["tool_calls"], 1, "{last}");
+    assert!(last["findings"].is_array(), "{last}");
+    assert_eq!(
+        all.iter().filter(|e| e["type"] == "run_finished").count(),
+        1,
+        "only the cancelled record ends the run"
+    );
+    assert!(stderr.contains("cancelled"), "{stderr}");
+    assert!(
+        !output.exists(),
+        "an output file the cancelled run created is removed"
+    );
+    for text in [
+        stderr.as_str(),
+        &std::fs::read_to_string(&events).unwrap_or_default(),
+    ] {
+        assert!(!text.contains(KEY), "key leaked: {text}");
+    }
+}
+
+#[tokio::test]
+async fn sigterm_ends_the_events_with_a_cancelled_record_and_exit_143() {
+    cancelled_by("TERM", 143).await;
+}
+
+#[tokio::test]
+async fn sigint_ends_the_events_with_a_cancelled_record_and_exit_130() {
+    cancelled_by("INT", 130).await;
+}
