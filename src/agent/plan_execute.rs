@@ -127,6 +127,20 @@ pub(crate) async fn execute(
                 merged.rejected.extend(submission.rejected);
             }
             Err(AgentError::Cancelled) => return Err(AgentError::Cancelled),
+            Err(AgentError::LimitReached(kind)) => {
+                merged.summary.push_str(&format!(
+                    "**{}** ({}): not reviewed: the {kind} limit was reached before this task finished.\n\n",
+                    task.title,
+                    task.files.join(", ")
+                ));
+                stats.tasks.push(TaskStat {
+                    id: task.id.clone(),
+                    title: task.title.clone(),
+                    outcome: "limit_reached".into(),
+                    findings: 0,
+                    error: None,
+                });
+            }
             Err(error) => {
                 failures += 1;
                 merged.summary.push_str(&format!(

@@ -60,7 +60,9 @@ fn prepare(args: &ReviewArgs) -> Result<Prepared, String> {
         .map_err(|e| format!("--fail-on: {e}"))?;
     let settings = config::resolve_model(&args.model.flags(), &file, &|k| std::env::var(k).ok())
         .map_err(|e| e.to_string())?;
-    let agent = agent_config(&AgentOverrides::from(args), &file, &settings)?;
+    let mut agent = agent_config(&AgentOverrides::from(args), &file, &settings)?;
+    config::limits::apply_to_agent(&mut agent, &args.limits.flags(), &file)
+        .map_err(|e| e.to_string())?;
 
     let range = crate::repo::resolve_range(&root, args.base.as_deref(), &args.head)
         .map_err(|e| e.to_string())?;
@@ -191,7 +193,7 @@ async fn review(args: ReviewArgs) -> Result<i32, String> {
         .map_err(|e| format!("cannot write the events file: {e}"))?;
 
     let outcome = if prepared.workspace.changes.files.is_empty() {
-        Ok(Outcome::Report(empty_report(
+        Ok(Outcome::report(empty_report(
             &prepared.base_label,
             &prepared.skipped,
         )))
@@ -231,9 +233,15 @@ async fn review(args: ReviewArgs) -> Result<i32, String> {
 }
 
 enum Outcome {
-    Report(ReviewReport),
+    Report(Box<ReviewReport>),
     Plan(Plan),
     Declined,
+}
+
+impl Outcome {
+    fn report(report: ReviewReport) -> Self {
+        Outcome::Report(Box::new(report))
+    }
 }
 
 /// Chooses between a plain review, `--plan-only`, a given plan, and a plan confirmed on a terminal.
@@ -246,7 +254,7 @@ async fn drive(
         return orchestrator
             .review_with_plan(plan, Stats::default())
             .await
-            .map(Outcome::Report);
+            .map(Outcome::report);
     }
     if args.plan_only {
         return orchestrator
@@ -265,9 +273,9 @@ async fn drive(
         return orchestrator
             .review_with_plan(plan, planning)
             .await
-            .map(Outcome::Report);
+            .map(Outcome::report);
     }
-    orchestrator.review().await.map(Outcome::Report)
+    orchestrator.review().await.map(Outcome::report)
 }
 
 fn confirm(question: &str) -> bool {

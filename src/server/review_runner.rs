@@ -8,14 +8,19 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use tokio_util::sync::CancellationToken;
 
+use crate::agent::budget::ReviewLimits;
 use crate::agent::strategy::StrategyChoice;
 use crate::agent::{AgentConfig, AgentError, Orchestrator};
-use crate::config::{FileConfig, ModelSettings};
+use crate::config::limits::{
+    LimitCeilings, LimitFlags, apply_ceilings, check_priced, resolve_limits,
+};
+use crate::config::{ConfigError, FileConfig, ModelSettings};
 use crate::github::checkout::mirror;
 use crate::github::{
     AppAuth, GitHubClient, GitHubError, PublishConfig, PublishError, PublishRequest,
     has_write_access, last_reviewed_sha, path_segment, publish_review,
 };
+use crate::llm::pricing::Price;
 use crate::llm::{ChatModel, Secret};
 use crate::queue::{Job, JobError, JobRunner, ReviewTrigger, RunOutcome};
 use crate::repo::{RepoView, ResolvedRange, load_change};
@@ -43,6 +48,8 @@ pub struct ReviewRunner {
     pub cache_budget_bytes: u64,
     /// Post a short notice on the pull request when a review fails for good.
     pub failure_notice: bool,
+    /// What a repository's `max_cost` and `timeout` may be at most.
+    pub ceilings: LimitCeilings,
 }
 
 /// What the API says about the pull request.
@@ -152,6 +159,9 @@ impl ReviewRunner {
         }
         self.metrics
             .add_model_tokens(report.stats.prompt_tokens, report.stats.completion_tokens);
+        if let Some(cost) = report.stats.cost_usd {
+            self.metrics.add_review_cost(&job.repo_full_name, cost);
+        }
         let view = prepared.view.clone();
         let head_line_text = move |path: &str, line: u32| {
             view.read_text(path).ok().and_then(|t| {
@@ -167,6 +177,7 @@ impl ReviewRunner {
             head_sha: &pull.head_sha,
             findings: &report.findings,
             summary: &report.summary,
+            stats: Some(&report.stats),
             changes: &prepared.pr_changes,
             head_line_text: &head_line_text,
             config: &self.publish,
@@ -256,6 +267,9 @@ impl ReviewRunner {
         let mut config = AgentConfig::new(self.settings.model.clone());
         config.instructions = file.instructions.clone();
         config.exclude = file.exclude.clone();
+        config.review_limits =
+            repository_limits(&file, &self.ceilings, config.price, &config.model)
+                .map_err(|e| AgentError::Tool(e.to_string()))?;
         config.strategy = job
             .kind
             .strategy()
@@ -271,6 +285,19 @@ impl ReviewRunner {
             .review()
             .await
     }
+}
+
+/// A repository's limits under the server's ceilings. Prices are the built-in table's:
+/// a repository's `[pricing]` is ignored, so it cannot lower the price its ceiling is kept at.
+pub fn repository_limits(
+    file: &FileConfig,
+    ceilings: &LimitCeilings,
+    price: Option<Price>,
+    model: &str,
+) -> Result<ReviewLimits, ConfigError> {
+    let limits = apply_ceilings(resolve_limits(&LimitFlags::default(), file)?, ceilings);
+    check_priced(&limits, price, model)?;
+    Ok(limits)
 }
 
 async fn fetch_pull_request(
