@@ -6,6 +6,7 @@ mod common;
 mod compression_cli;
 mod context;
 mod github;
+mod limits_cli;
 mod llm;
 mod queue;
 mod review;

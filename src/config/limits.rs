@@ -75,6 +75,20 @@ pub fn apply_ceilings(requested: ReviewLimits, ceilings: &LimitCeilings) -> Revi
     }
 }
 
+/// The limits of a review by `redline serve`: the repository's config bounded by the
+/// server's ceilings. `price` must be the built-in table's: a repository's `[pricing]`
+/// is not used there, so it cannot lower the price its ceiling is kept at.
+pub fn repository_limits(
+    file: &FileConfig,
+    ceilings: &LimitCeilings,
+    price: Option<Price>,
+    model: &str,
+) -> Result<ReviewLimits, ConfigError> {
+    let limits = apply_ceilings(resolve_limits(&LimitFlags::default(), file)?, ceilings);
+    check_priced(&limits, price, model)?;
+    Ok(limits)
+}
+
 /// A cost limit can only be kept at a known price: an error naming the fix otherwise.
 pub fn check_priced(
     limits: &ReviewLimits,
@@ -387,6 +401,32 @@ mod tests {
         assert_eq!(unasked.timeout, Some(Duration::from_secs(600)));
         let no_ceiling = apply_ceilings(asked, &LimitCeilings::default());
         assert_eq!(no_ceiling, asked);
+    }
+
+    #[test]
+    fn a_repository_asks_within_the_server_ceilings() {
+        let ceilings = LimitCeilings {
+            max_cost_usd: Some(0.5),
+            timeout: Some(Duration::from_secs(300)),
+        };
+        let price = crate::llm::pricing::builtin_price("gpt-4.1-mini");
+        let asked = file("max_cost = 3\ntimeout = \"1h\"\nmax_tokens = 8000\n");
+        let limits = repository_limits(&asked, &ceilings, price, "gpt-4.1-mini").unwrap();
+        assert_eq!(limits.max_cost_usd, Some(0.5));
+        assert_eq!(limits.timeout, Some(Duration::from_secs(300)));
+        assert_eq!(limits.max_tokens, Some(8000));
+        let modest = file("max_cost = 0.1\ntimeout = \"30s\"\n");
+        let limits = repository_limits(&modest, &ceilings, price, "gpt-4.1-mini").unwrap();
+        assert_eq!(limits.max_cost_usd, Some(0.1));
+        assert_eq!(limits.timeout, Some(Duration::from_secs(30)));
+        let err = repository_limits(&file("max_cost = 0\n"), &ceilings, price, "gpt-4.1-mini")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("max_cost"), "{err}");
+        // A repository's [pricing] does not change what the server charges against its ceiling.
+        let cheap = file("[pricing.\"gpt-4.1-mini\"]\ninput = 0\noutput = 0\n");
+        let limits = repository_limits(&cheap, &ceilings, price, "gpt-4.1-mini").unwrap();
+        assert_eq!(limits.max_cost_usd, Some(0.5));
     }
 
     #[test]

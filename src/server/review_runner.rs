@@ -8,19 +8,15 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use tokio_util::sync::CancellationToken;
 
-use crate::agent::budget::ReviewLimits;
 use crate::agent::strategy::StrategyChoice;
 use crate::agent::{AgentConfig, AgentError, Orchestrator};
-use crate::config::limits::{
-    LimitCeilings, LimitFlags, apply_ceilings, check_priced, resolve_limits,
-};
-use crate::config::{ConfigError, FileConfig, ModelSettings};
+use crate::config::limits::{LimitCeilings, repository_limits};
+use crate::config::{FileConfig, ModelSettings};
 use crate::github::checkout::mirror;
 use crate::github::{
     AppAuth, GitHubClient, GitHubError, PublishConfig, PublishError, PublishRequest,
     has_write_access, last_reviewed_sha, path_segment, publish_review,
 };
-use crate::llm::pricing::Price;
 use crate::llm::{ChatModel, Secret};
 use crate::queue::{Job, JobError, JobRunner, ReviewTrigger, RunOutcome};
 use crate::repo::{RepoView, ResolvedRange, load_change};
@@ -285,19 +281,6 @@ impl ReviewRunner {
             .review()
             .await
     }
-}
-
-/// A repository's limits under the server's ceilings. Prices are the built-in table's:
-/// a repository's `[pricing]` is ignored, so it cannot lower the price its ceiling is kept at.
-pub fn repository_limits(
-    file: &FileConfig,
-    ceilings: &LimitCeilings,
-    price: Option<Price>,
-    model: &str,
-) -> Result<ReviewLimits, ConfigError> {
-    let limits = apply_ceilings(resolve_limits(&LimitFlags::default(), file)?, ceilings);
-    check_priced(&limits, price, model)?;
-    Ok(limits)
 }
 
 async fn fetch_pull_request(
