@@ -105,8 +105,8 @@ pub(crate) struct Reservation<'a> {
 }
 
 /// What `admit` decided under the lock.
-enum Decision {
-    Grant(u32),
+enum Verdict<'a> {
+    Granted(Reservation<'a>),
     Wait,
     Stop(LimitKind),
 }
@@ -173,16 +173,13 @@ impl Budget {
             let settled = self.settled.notified();
             tokio::pin!(settled);
             settled.as_mut().enable();
-            let decision = self.decide(prompt_tokens, wanted);
-            match decision {
-                Decision::Grant(max_tokens) => {
-                    return Ok(self.reserve(prompt_tokens, max_tokens));
-                }
-                Decision::Stop(kind) => {
+            match self.try_reserve(prompt_tokens, wanted) {
+                Verdict::Granted(reservation) => return Ok(reservation),
+                Verdict::Stop(kind) => {
                     self.reach(kind);
                     return Err(self.reached().unwrap_or(kind));
                 }
-                Decision::Wait => {
+                Verdict::Wait => {
                     tokio::select! {
                         _ = settled => {}
                         _ = self.expired() => {
@@ -195,54 +192,64 @@ impl Budget {
         }
     }
 
-    fn decide(&self, prompt_tokens: u64, wanted: u32) -> Decision {
-        let ledger = self.lock();
+    /// Decides and reserves under one lock, so that two calls never share the same room.
+    fn try_reserve(&self, prompt_tokens: u64, wanted: u32) -> Verdict<'_> {
+        let mut ledger = self.lock();
         if let Some(kind) = ledger.reached {
-            return Decision::Stop(kind);
+            return Verdict::Stop(kind);
         }
         if self.deadline.get().is_some_and(|d| Instant::now() >= *d) {
-            return Decision::Stop(LimitKind::Time);
+            return Verdict::Stop(LimitKind::Time);
         }
-        let floor = MIN_REPLY_TOKENS.min(wanted.max(1));
-        let mut grant = u64::from(wanted);
+        let (room, binding) = self.room(&ledger, prompt_tokens, wanted);
+        let fits = room >= u64::from(MIN_REPLY_TOKENS.min(wanted));
+        match (fits, binding, ledger.in_flight) {
+            // `room` never exceeds `wanted`; without a binding limit it is `wanted`.
+            (true, _, _) | (false, None, _) => {
+                let max_tokens = u32::try_from(room).unwrap_or(wanted);
+                Verdict::Granted(self.reserve(&mut ledger, prompt_tokens, max_tokens))
+            }
+            (false, Some(kind), 0) => Verdict::Stop(kind),
+            (false, Some(_), _) => Verdict::Wait,
+        }
+    }
+
+    /// The output allowance the limits leave after a prompt (at most `wanted`), and
+    /// the limit that lowered it, if one did.
+    fn room(&self, ledger: &Ledger, prompt_tokens: u64, wanted: u32) -> (u64, Option<LimitKind>) {
+        let mut room = u64::from(wanted);
         let mut binding = None;
         if let Some(max) = self.limits.max_tokens {
             let left = max.saturating_sub(ledger.used_tokens + ledger.reserved_tokens);
-            let room = left.saturating_sub(prompt_tokens);
-            if room < grant {
-                grant = room;
+            let by_tokens = left.saturating_sub(prompt_tokens);
+            if by_tokens < room {
+                room = by_tokens;
                 binding = Some(LimitKind::Tokens);
             }
         }
         if let (Some(max), Some(price)) = (self.limits.max_cost_usd, self.price) {
             let left = max - ledger.used_cost - ledger.reserved_cost;
             let after_prompt = left - prompt_tokens as f64 * price.worst_prompt_token();
-            let room = if after_prompt <= 0.0 {
+            let by_cost = if after_prompt <= 0.0 {
                 0
             } else if price.output_token() <= 0.0 {
                 u64::MAX
             } else {
                 (after_prompt / price.output_token()).floor() as u64
             };
-            if room < grant {
-                grant = room;
+            if by_cost < room {
+                room = by_cost;
                 binding = Some(LimitKind::Cost);
             }
         }
-        match binding {
-            _ if grant >= u64::from(floor) => Decision::Grant(grant.min(u64::from(wanted)) as u32),
-            _ if ledger.in_flight > 0 => Decision::Wait,
-            Some(kind) => Decision::Stop(kind),
-            None => Decision::Grant(wanted),
-        }
+        (room, binding)
     }
 
-    fn reserve(&self, prompt_tokens: u64, max_tokens: u32) -> Reservation<'_> {
+    fn reserve(&self, ledger: &mut Ledger, prompt_tokens: u64, max_tokens: u32) -> Reservation<'_> {
         let tokens = prompt_tokens + u64::from(max_tokens);
         let cost = self.price.map_or(0.0, |p| {
             prompt_tokens as f64 * p.worst_prompt_token() + f64::from(max_tokens) * p.output_token()
         });
-        let mut ledger = self.lock();
         ledger.reserved_tokens += tokens;
         ledger.reserved_cost += cost;
         ledger.in_flight += 1;
@@ -374,6 +381,21 @@ mod tests {
         held.settle(&usage(1_000, 50));
         // 1,950 left after settlement: 950 for the waiting call's reply.
         assert_eq!(waiter.await.unwrap(), Ok(950));
+    }
+
+    #[tokio::test]
+    async fn a_waiting_call_stops_when_the_one_in_flight_used_the_rest() {
+        let budget = std::sync::Arc::new(tokens(3_000));
+        let held = budget.admit(1_000, 1_500).await.unwrap();
+        let waiter = {
+            let budget = budget.clone();
+            tokio::spawn(async move { budget.admit(1_000, 1_500).await.map(|r| r.max_tokens) })
+        };
+        tokio::task::yield_now().await;
+        held.settle(&usage(1_000, 1_500));
+        assert_eq!(waiter.await.unwrap(), Err(LimitKind::Tokens));
+        assert_eq!(budget.announce(), Some(LimitKind::Tokens));
+        assert_eq!(budget.announce(), None, "announced once");
     }
 
     #[tokio::test]
