@@ -88,13 +88,22 @@ fn assert_limit_event(run: &Run, limit: &str) {
 
 #[tokio::test]
 async fn max_tokens_bounds_a_model_that_never_stops() {
+    max_tokens_bounds(Wire::OpenAi, "openai").await;
+}
+
+#[tokio::test]
+async fn max_tokens_bounds_a_model_that_never_stops_through_anthropic() {
+    max_tokens_bounds(Wire::Anthropic, "anthropic").await;
+}
+
+async fn max_tokens_bounds(wire: Wire, provider: &str) {
     const LIMIT: u64 = 20_000;
     let repo = two_file_repo();
-    let server = ModelServer::start_with(Wire::OpenAi, |_, index| another_tool_call(index)).await;
+    let server = ModelServer::start_with(wire, |_, index| another_tool_call(index)).await;
     let run = cli::review(
         repo.path(),
         &server.base_url(),
-        "openai",
+        provider,
         &[
             "--format",
             "json",
