@@ -19,6 +19,7 @@ use crate::llm::{Provider, Secret};
 use crate::prompts::PromptOverrides;
 
 pub use sources::{ConfigSource, Owner, USER_ONLY_KEYS, merge_sources, user_config_path};
+pub mod limits;
 
 /// Name of the per-repository config file.
 pub const CONFIG_FILE: &str = ".redline.toml";
@@ -120,6 +121,16 @@ pub struct FileConfig {
     pub request_changes: Option<String>,
     /// On GitHub, inline comments at most per review; the rest go to the summary comment.
     pub max_comments: Option<usize>,
+    /// Per-model prices in USD per million tokens (`[pricing."MODEL"]`: `input`,
+    /// `cached_input`, `cache_write`, `output`), over the built-in table; see [`limits::price_table`].
+    #[serde(default)]
+    pub pricing: std::collections::BTreeMap<String, toml::Table>,
+    /// Hard limit: USD per review (checked by [`limits::resolve_limits`]).
+    pub max_cost: Option<toml::Value>,
+    /// Hard limit: prompt + completion tokens per review.
+    pub max_tokens: Option<toml::Value>,
+    /// Hard limit: wall time per review (`"10m"`, `"90s"`, or seconds).
+    pub timeout: Option<toml::Value>,
 }
 
 impl FileConfig {

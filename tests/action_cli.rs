@@ -520,6 +520,9 @@ async fn composite_steps_run_with_the_inputs_mapped_explicitly() {
         "REDLINE_FAIL_ON",
         "REDLINE_CONFIG",
         "REDLINE_MAX_COMMENTS",
+        "REDLINE_MAX_COST",
+        "REDLINE_MAX_TOKENS",
+        "REDLINE_TIMEOUT",
     ] {
         assert!(
             vars.contains(&expected),
@@ -547,6 +550,10 @@ async fn composite_steps_run_with_the_inputs_mapped_explicitly() {
         ("fail-on", "never".to_string()),
         ("config", String::new()),
         ("max-comments", "25".to_string()),
+        // An empty input is unset (a bad value would fail the step), the others apply.
+        ("max-cost", String::new()),
+        ("max-tokens", "1000000".to_string()),
+        ("timeout", "10m".to_string()),
     ];
     let dir = tempfile::tempdir().expect("tmp");
     let event_path = dir.path().join("event.json");
@@ -602,6 +609,70 @@ async fn composite_steps_run_with_the_inputs_mapped_explicitly() {
     assert_eq!(gh.reviews().len(), 1);
     let outputs = std::fs::read_to_string(dir.path().join("out")).unwrap_or_default();
     assert!(outputs.contains("findings=1"), "{outputs}");
+    // The model has no price: the cost output is empty.
+    assert!(outputs.contains("cost-usd=\n"), "{outputs}");
+}
+
+#[tokio::test]
+async fn the_cost_is_an_output_and_in_the_summary_comment() {
+    let repo = TempRepo::new();
+    repo.write("src/calc.rs", BASE);
+    repo.write(
+        ".redline.toml",
+        "[pricing.\"test-model\"]\ninput = 3\noutput = 15\n",
+    );
+    let base = repo.commit("base with prices");
+    repo.checkout_new_branch("feature");
+    repo.write("src/calc.rs", HEAD);
+    let head = repo.commit("change");
+    let gh = GitHubMock::start().await;
+    let model = ModelServer::start(
+        Wire::OpenAi,
+        vec![Reply::tool(
+            "s",
+            "submit_review",
+            json!({"findings": [calc_finding(7, "Division by zero")], "summary": "s"}),
+        )],
+    )
+    .await;
+    let event = pull_request_event("pull_request/opened.payload.json", &base, &head);
+    let run = run_action(repo.path(), "pull_request", &event, &gh, &model).await;
+    assert_eq!(
+        run.code, 0,
+        "stdout: {}\nstderr: {}",
+        run.stdout, run.stderr
+    );
+    let summaries = gh.issue_comments();
+    let body = summaries[0]["body"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    // `_Last run: $X · P prompt + C completion tokens_`: the output is the table's price of P and C.
+    let line = body
+        .lines()
+        .find(|l| l.starts_with("_Last run: $"))
+        .unwrap_or_else(|| panic!("no cost line: {body}"));
+    let numbers: Vec<f64> = line
+        .split(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .filter_map(|t| t.parse().ok())
+        .collect();
+    let (prompt, completion) = (numbers[1], numbers[2]);
+    let expected = (prompt * 3.0 + completion * 15.0) / 1e6;
+    let output: f64 = run
+        .outputs
+        .lines()
+        .find_map(|l| l.strip_prefix("cost-usd="))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| panic!("no cost-usd output: {}", run.outputs));
+    assert!(
+        expected > 0.0 && (output - expected).abs() < 1e-6,
+        "{output} vs {expected}: {line}"
+    );
+    assert!(
+        run.summary.contains(&format!("${expected:.4}")),
+        "{}",
+        run.summary
+    );
 }
 
 /// One composite step's script, with the environment the runner would give it.

@@ -9,6 +9,7 @@ mod context;
 mod coverage;
 mod events_cli;
 mod github;
+mod limits_cli;
 mod llm;
 mod queue;
 mod review;

@@ -220,6 +220,92 @@ async fn a_signed_webhook_becomes_one_review_on_github() {
 }
 
 #[tokio::test]
+async fn the_cost_ceiling_bounds_a_review_and_metrics_count_its_cost() {
+    let repo = TempRepo::new();
+    repo.write("src/calc.rs", "pub fn one() -> i32 {\n    1\n}\n");
+    let base = repo.commit("base");
+    repo.checkout_new_branch("feature");
+    repo.write("src/calc.rs", "pub fn one() -> i32 {\n    1 / 0\n}\n");
+    let head = repo.commit("divide");
+    let gh = GitHubMock::start().await;
+    gh.add_pull(
+        "octo",
+        "demo",
+        7,
+        PullSpec::new(&base, &head).with_clone_url(&repo.path().display().to_string()),
+    );
+    let model = ModelServer::start(
+        Wire::OpenAi,
+        vec![Reply::tool(
+            "s",
+            "submit_review",
+            json!({"findings": [], "summary": "ok"}),
+        )],
+    )
+    .await;
+    // The repository sets no limit: the ceiling applies ($0.01 at gpt-4.1-mini's list price).
+    let server = Server::start_with(
+        &gh,
+        &model,
+        &["--model", "gpt-4.1-mini", "--max-cost-ceiling", "0.01"],
+    )
+    .await;
+    let (status, answer) = server
+        .deliver_signed(
+            "pull_request",
+            "d-cost",
+            &pull_request_payload(&base, &head),
+        )
+        .await;
+    assert_eq!(status, 202, "{answer}");
+    wait_until(|| !gh.issue_comments().is_empty(), 600, 100).await;
+    let requests = model.requests();
+    assert_eq!(requests.len(), 1);
+    let allowance = requests[0].body["max_tokens"].as_u64().unwrap_or(0);
+    assert!(
+        allowance > 0 && allowance < 8192,
+        "the ceiling lowered the reply allowance: {allowance}"
+    );
+    let metrics = reqwest::get(format!("{}/metrics", server.url))
+        .await
+        .expect("metrics")
+        .text()
+        .await
+        .unwrap_or_default();
+    let cost: f64 = metrics
+        .lines()
+        .find_map(|l| l.strip_prefix("redline_review_cost_usd_total{repository=\"octo/demo\"} "))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| panic!("no cost for octo/demo: {metrics}"));
+    assert!(cost > 0.0 && cost <= 0.01, "{cost}");
+
+    // A cost ceiling needs a price: refused at start for a model the table does not know.
+    let output = cli::redline_command()
+        .args([
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--max-cost-ceiling",
+            "1",
+        ])
+        .env("GITHUB_APP_ID", "1")
+        .env(
+            "GITHUB_APP_PRIVATE_KEY_PATH",
+            Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("tests/fixtures/github/TEST-ONLY-app-private-key.pem"),
+        )
+        .env("GITHUB_WEBHOOK_SECRET", SECRET)
+        .env("REDLINE_BASE_URL", "http://127.0.0.1:9/v1")
+        .env("REDLINE_MODEL", "local-model")
+        .output()
+        .await
+        .expect("run");
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("--max-cost-ceiling"), "{stderr}");
+}
+
+#[tokio::test]
 async fn missing_settings_are_named_at_start() {
     let output = cli::redline_command()
         .args(["serve", "--listen", "127.0.0.1:0"])

@@ -24,6 +24,18 @@ pub struct Stats {
     /// Of the prompt tokens, those the provider read from its prompt cache.
     #[serde(default)]
     pub cached_prompt_tokens: u64,
+    /// Of the prompt tokens, those written to the provider's prompt cache.
+    #[serde(default)]
+    pub cache_write_tokens: u64,
+    /// Cost in USD at the price table; `null` when the model's price is unknown.
+    #[serde(default)]
+    pub cost_usd: Option<f64>,
+    /// Whether some call's usage was counted locally (the provider reported none).
+    #[serde(default)]
+    pub cost_estimated: bool,
+    /// The limit that stopped the review early: `cost`, `tokens` or `time`; `null` otherwise.
+    #[serde(default)]
+    pub limit_reached: Option<crate::agent::budget::LimitKind>,
     /// Wall time of the run.
     pub duration_ms: u64,
     /// Share (0 to 1) of the reviewable changed lines the model was shown.
@@ -64,6 +76,19 @@ impl Stats {
         self.prompt_tokens += other.prompt_tokens;
         self.completion_tokens += other.completion_tokens;
         self.cached_prompt_tokens += other.cached_prompt_tokens;
+        self.cache_write_tokens += other.cache_write_tokens;
+        self.cost_estimated |= other.cost_estimated;
+    }
+
+    /// The token totals as one usage, to price them (cost is linear in the counts).
+    pub fn usage(&self) -> crate::llm::Usage {
+        crate::llm::Usage {
+            prompt_tokens: self.prompt_tokens,
+            completion_tokens: self.completion_tokens,
+            cached_prompt_tokens: self.cached_prompt_tokens,
+            cache_write_tokens: self.cache_write_tokens,
+            estimated: self.cost_estimated,
+        }
     }
 }
 
@@ -85,7 +110,7 @@ pub struct TaskStat {
     pub id: String,
     /// Task title.
     pub title: String,
-    /// `ok` or `failed`.
+    /// `ok`, `failed`, or `limit_reached` (stopped before it finished: a limit of the review was reached).
     pub outcome: String,
     /// Findings it produced (before merging).
     pub findings: usize,
@@ -175,6 +200,16 @@ pub enum EventKind {
     RunFinished {
         /// Final counters.
         stats: Stats,
+    },
+    /// A limit of the review was reached: no more model calls; finished work is kept.
+    LimitReached {
+        /// `cost`, `tokens` or `time`.
+        limit: String,
+        /// Prompt + completion tokens of the calls settled so far.
+        tokens: u64,
+        /// Their cost in USD, when the model's price is known.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        cost_usd: Option<f64>,
     },
     /// The context was compressed before a model call.
     Compression {
@@ -277,12 +312,19 @@ pub fn progress_line(event: &Event, verbose: bool) -> Option<String> {
             f.title
         )),
         EventKind::RunFinished { stats } => Some(format!(
-            "review finished: {} steps, {} model calls, {} tool calls, {} tokens, {:.1}s",
+            "review finished: {} steps, {} model calls, {} tool calls, {} tokens, {}{:.1}s",
             stats.steps,
             stats.model_calls,
             stats.tool_calls,
             stats.prompt_tokens + stats.completion_tokens,
+            stats
+                .cost_usd
+                .map(|c| format!("${c:.4}, "))
+                .unwrap_or_default(),
             stats.duration_ms as f64 / 1000.0
+        )),
+        EventKind::LimitReached { limit, tokens, .. } => Some(format!(
+            "{limit} limit reached after {tokens} tokens: no more model calls; finished work is kept"
         )),
         EventKind::Error { message } => Some(format!("error: {message}")),
         _ => None,

@@ -4,6 +4,7 @@
 //! Every strategy shares the model client, the tools, the budgets, the event log
 //! and the finding checks; every budget is enforced here, in code.
 
+pub mod budget;
 pub mod coverage;
 pub mod events;
 mod finish;
@@ -22,6 +23,7 @@ use tokio_util::sync::CancellationToken;
 use std::sync::Mutex;
 
 use crate::context::{ShapeOptions, ShapeStatus, ShapedContext, shape_change, stage1_budget};
+use crate::llm::pricing::{Price, builtin_price};
 use crate::llm::tokens::{ModelLimits, TokenCounter};
 use crate::llm::{ChatModel, LlmError, Message};
 use crate::prompts::Prompts;
@@ -30,6 +32,7 @@ use crate::review::diff::ChangeSet;
 use crate::review::parse::Submission;
 use crate::review::report::ReviewReport;
 use crate::tools::{ToolRegistry, Workspace};
+use budget::{Budget, LimitKind, ReviewLimits};
 use coverage::Coverage;
 use events::{CompressionStats, EventKind, EventSink, Stats};
 use finish::ReviewFinisher;
@@ -79,6 +82,10 @@ pub struct AgentConfig {
     pub keep_tool_results: usize,
     /// Share of the window at which the history is summarised (stage 3).
     pub summary_threshold: f32,
+    /// Hard limits of the review (cost, tokens, wall time).
+    pub review_limits: ReviewLimits,
+    /// The model's price, when known (the built-in table by default).
+    pub price: Option<Price>,
 }
 
 impl AgentConfig {
@@ -87,6 +94,8 @@ impl AgentConfig {
         let model = model.into();
         AgentConfig {
             limits: ModelLimits::for_model(&model),
+            review_limits: ReviewLimits::default(),
+            price: builtin_price(&model),
             exclude: Vec::new(),
             keep_tool_results: crate::context::Pruner::default().keep_recent,
             summary_threshold: crate::context::DEFAULT_SUMMARY_THRESHOLD,
@@ -129,6 +138,9 @@ pub enum AgentError {
     /// The run was cancelled (a newer push, a shutdown).
     #[error("the review was cancelled")]
     Cancelled,
+    /// A limit of the review (cost, tokens, time) was reached; no more model calls.
+    #[error("the review's {0} limit was reached")]
+    LimitReached(LimitKind),
 }
 
 /// Everything one review needs. One orchestrator runs one review.
@@ -145,6 +157,7 @@ pub struct Orchestrator {
     shaped: ShapedContext,
     reviewable: ChangeSet,
     compression: Mutex<CompressionStats>,
+    budget: Budget,
 }
 
 impl Orchestrator {
@@ -173,6 +186,7 @@ impl Orchestrator {
             shaped,
             reviewable,
             compression: Mutex::new(compression),
+            budget: Budget::new(config.review_limits, config.price),
             model,
             tools: ToolRegistry::repository_tools(),
             workspace,
@@ -216,6 +230,7 @@ impl Orchestrator {
 
     /// Plan-and-execute's first step alone (`--plan-only`, or a plan to confirm).
     pub async fn plan(&self) -> Result<(Plan, Stats), AgentError> {
+        self.budget.start();
         let mut stats = Stats::default();
         let plan = plan_execute::make_plan(&self.context(), &self.overview(), &mut stats).await?;
         self.events.emit(EventKind::Plan {
@@ -244,6 +259,7 @@ impl Orchestrator {
         plan: Option<(Plan, Stats)>,
     ) -> Result<ReviewReport, AgentError> {
         let started = Instant::now();
+        self.budget.start();
         let mut stats = Stats {
             strategy: decision.strategy.name().into(),
             ..Stats::default()
@@ -257,7 +273,12 @@ impl Orchestrator {
             before_tokens: self.shaped.naive_tokens as u64,
             after_tokens: self.shaped.shaped_tokens as u64,
         });
-        let result = self.run_strategy(decision.strategy, plan, &mut stats).await;
+        let result = match self.run_strategy(decision.strategy, plan, &mut stats).await {
+            Err(AgentError::LimitReached(_)) => Ok(self.nothing_finished()),
+            other => other,
+        };
+        stats.limit_reached = self.budget.reached();
+        stats.cost_usd = self.config.price.map(|p| p.cost(&stats.usage()));
         stats.duration_ms = started.elapsed().as_millis() as u64;
         stats.coverage = self.coverage.ratio();
         stats.compression = self
@@ -266,7 +287,12 @@ impl Orchestrator {
             .map(|c| c.clone())
             .unwrap_or_default();
         match result {
-            Ok(submission) => Ok(self.finish(submission, stats)),
+            Ok(mut submission) => {
+                if let Some(kind) = self.budget.reached() {
+                    submission.summary = limit_summary(&submission.summary, kind);
+                }
+                Ok(self.finish(submission, stats))
+            }
             Err(error) => {
                 self.events.emit(EventKind::Error {
                     message: error.to_string(),
@@ -340,6 +366,25 @@ impl Orchestrator {
             reviewable: &self.reviewable,
             compression: &self.compression,
             shaped: &self.shaped,
+            budget: &self.budget,
+        }
+    }
+
+    /// The outcome of a run stopped at a limit before any part of it handed in a result.
+    fn nothing_finished(&self) -> Submission {
+        let files: Vec<&str> = self
+            .reviewable
+            .files
+            .iter()
+            .map(|f| f.path.as_str())
+            .collect();
+        Submission {
+            findings: Vec::new(),
+            summary: format!(
+                "No part of the review finished before the limit. Not reviewed: {}.",
+                files.join(", ")
+            ),
+            rejected: Vec::new(),
         }
     }
 
@@ -423,6 +468,22 @@ impl Orchestrator {
             self.config.instructions.as_deref(),
             &self.shaped.message,
         )
+    }
+}
+
+/// The summary of a review stopped at a limit: what was kept, and why it is partial.
+fn limit_summary(summary: &str, kind: LimitKind) -> String {
+    let what = match kind {
+        LimitKind::Cost => "cost limit (`max_cost`)",
+        LimitKind::Tokens => "token limit (`max_tokens`)",
+        LimitKind::Time => "time limit (`timeout`)",
+    };
+    let note = format!(
+        "**Partial review:** the {what} was reached; the findings of the parts that finished are kept, the rest was not reviewed."
+    );
+    match summary.trim() {
+        "" => note,
+        text => format!("{note}\n\n{text}"),
     }
 }
 

@@ -122,6 +122,20 @@ pub(crate) async fn execute(
         let run = &runs[i];
         match result {
             Err(AgentError::Cancelled) => return Err(AgentError::Cancelled),
+            Err(AgentError::LimitReached(kind)) => {
+                merged.summary.push_str(&format!(
+                    "**{}** ({}): not reviewed: the {kind} limit was reached before this task finished.\n\n",
+                    run.title,
+                    run.files.join(", ")
+                ));
+                stats.tasks.push(TaskStat {
+                    id: run.id.clone(),
+                    title: run.title.clone(),
+                    outcome: "limit_reached".into(),
+                    findings: 0,
+                    error: None,
+                });
+            }
             Ok(submission) => merge_success(run, submission, &mut merged, stats),
             Err(error) => {
                 failures += 1;

@@ -9,6 +9,7 @@ use std::time::Instant;
 use futures::future::join_all;
 use tokio_util::sync::CancellationToken;
 
+use super::budget::{Budget, LimitKind, prompt_estimate};
 use super::coverage::Coverage;
 use super::events::{CompressionStats, EventKind, EventSink, Stats};
 use super::finish::Finisher;
@@ -95,6 +96,8 @@ pub(crate) struct RunContext<'a> {
     pub compression: &'a Mutex<CompressionStats>,
     /// The change as stage 1 shaped it (message, file entries, sections).
     pub shaped: &'a crate::context::ShapedContext,
+    /// The review's hard limits, shared by all runs.
+    pub budget: &'a Budget,
 }
 
 /// One ReAct run over a history, ended by `finisher`.
@@ -306,6 +309,8 @@ impl<F: Finisher> ReactRun<'_, F> {
         stats.prompt_tokens += reply.usage.prompt_tokens;
         stats.completion_tokens += reply.usage.completion_tokens;
         stats.cached_prompt_tokens += reply.usage.cached_prompt_tokens;
+        stats.cache_write_tokens += reply.usage.cache_write_tokens;
+        stats.cost_estimated |= reply.usage.estimated;
         self.ctx.events.emit(EventKind::ModelCall {
             step: stats.steps,
             prompt_tokens: reply.usage.prompt_tokens,
@@ -332,17 +337,51 @@ impl<F: Finisher> ReactRun<'_, F> {
         } else if with_tools {
             tools = self.offered_tools();
         }
-        let request = ChatRequest {
+        let mut request = ChatRequest {
             model: self.ctx.config.model.clone(),
             messages,
             tools,
             max_tokens: self.ctx.config.max_reply_tokens,
             temperature: self.ctx.config.temperature,
         };
+        // The limits are checked before the call: its prompt plus its output allowance
+        // must fit what is left, and the allowance is lowered to it.
+        let prompt = match self.ctx.budget.counts_tokens() {
+            true => prompt_estimate(self.ctx.counter, &request),
+            false => 0,
+        };
+        let reservation = tokio::select! {
+            admitted = self.ctx.budget.admit(prompt, request.max_tokens) => match admitted {
+                Ok(reservation) => reservation,
+                Err(kind) => return Err(self.limit_reached(kind)),
+            },
+            _ = self.ctx.cancel.cancelled() => return Err(AgentError::Cancelled),
+        };
+        request.max_tokens = reservation.max_tokens;
         tokio::select! {
-            reply = self.ctx.model.complete(&request) => Ok(reply?),
+            reply = self.ctx.model.complete(&request) => {
+                let reply = reply?;
+                reservation.settle(&reply.usage);
+                Ok(reply)
+            }
             _ = self.ctx.cancel.cancelled() => Err(AgentError::Cancelled),
+            // At the timeout the call in flight is dropped (its reservation with it).
+            _ = self.ctx.budget.expired() => Err(self.limit_reached(LimitKind::Time)),
         }
+    }
+
+    /// Records that a limit stopped this run; the first run to see it emits the event.
+    fn limit_reached(&self, kind: LimitKind) -> AgentError {
+        self.ctx.budget.reach(kind);
+        if let Some(kind) = self.ctx.budget.announce() {
+            let (tokens, cost) = self.ctx.budget.spent();
+            self.ctx.events.emit(EventKind::LimitReached {
+                limit: kind.as_str().into(),
+                tokens,
+                cost_usd: self.ctx.config.price.map(|_| cost),
+            });
+        }
+        AgentError::LimitReached(self.ctx.budget.reached().unwrap_or(kind))
     }
 
     async fn handle_reply(

@@ -165,7 +165,12 @@ pub(crate) async fn run(
     current.findings = check_findings(current.findings, &ctx.workspace.changes).findings;
     let mut scores = Scores::default();
     for round in 1..=config.max_rounds.max(1) {
-        let evaluation = evaluate(ctx, task, &current.findings, stats).await?;
+        // A limit reached after the actor finished keeps the actor's (or the last
+        // revision's) checked findings: they are a finished review.
+        let evaluation = match evaluate(ctx, task, &current.findings, stats).await {
+            Err(AgentError::LimitReached(_)) => break,
+            other => other?,
+        };
         scores.rounds = round;
         scores.overall.push(evaluation.overall);
         ctx.events.emit(EventKind::Evaluation {
@@ -190,12 +195,16 @@ pub(crate) async fn run(
             max_steps: ctx.config.max_steps,
         };
         let brief = reflector_brief(task, &kept, &evaluation);
-        let revised = reflector
+        let revised = match reflector
             .run(
                 vec![Message::system(system.clone()), Message::user(brief)],
                 stats,
             )
-            .await?;
+            .await
+        {
+            Err(AgentError::LimitReached(_)) => break,
+            other => other?,
+        };
         current = Submission {
             findings: check_findings(revised.findings, &ctx.workspace.changes).findings,
             summary: if revised.summary.is_empty() {

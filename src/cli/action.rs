@@ -118,7 +118,9 @@ async fn action(args: ActionArgs) -> Result<i32, String> {
         strategy: target.strategy.clone().or(args.strategy.clone()),
         ..AgentOverrides::default()
     };
-    let agent = agent_config(&overrides, &file, &settings)?;
+    let mut agent = agent_config(&overrides, &file, &settings)?;
+    config::limits::apply_to_agent(&mut agent, &args.limits.flags(), &file)
+        .map_err(|e| e.to_string())?;
 
     let last = last_reviewed_sha(&client, &target.owner, &target.repo, target.number)
         .await
@@ -128,7 +130,7 @@ async fn action(args: ActionArgs) -> Result<i32, String> {
             "::notice::Redline: {} was already reviewed",
             short(&target.head_sha)
         );
-        write_outputs(0, None, None)?;
+        write_outputs(0, None, None, Some(0.0))?;
         return Ok(EXIT_OK);
     }
     let pr_range = ResolvedRange {
@@ -188,6 +190,7 @@ async fn action(args: ActionArgs) -> Result<i32, String> {
         head_sha: &target.head_sha,
         findings: &report.findings,
         summary: &report.summary,
+        stats: Some(&report.stats),
         changes: &pr_changes,
         head_line_text: &head_line_text,
         config: &publish_config,
@@ -209,10 +212,16 @@ async fn action(args: ActionArgs) -> Result<i32, String> {
             return Err(format!("publishing the review failed: {other}"));
         }
     };
+    // No model call, no cost; otherwise the cost at the price table (empty when unknown).
+    let cost = match report.stats.model_calls {
+        0 => Some(0.0),
+        _ => report.stats.cost_usd,
+    };
     write_outputs(
         report.findings.len(),
         review_url.as_deref(),
         report.highest_severity(),
+        cost,
     )?;
     Ok(if report.fails(fail_on) {
         EXIT_FINDINGS
@@ -324,14 +333,16 @@ fn write_outputs(
     findings: usize,
     review_url: Option<&str>,
     highest: Option<Severity>,
+    cost_usd: Option<f64>,
 ) -> Result<(), String> {
     let Ok(path) = std::env::var("GITHUB_OUTPUT") else {
         return Ok(());
     };
     let text = format!(
-        "findings={findings}\nreview-url={}\nhighest-severity={}\n",
+        "findings={findings}\nreview-url={}\nhighest-severity={}\ncost-usd={}\n",
         review_url.unwrap_or_default(),
-        highest.map(|s| s.as_str()).unwrap_or("none")
+        highest.map(|s| s.as_str()).unwrap_or("none"),
+        cost_usd.map(|c| format!("{c:.6}")).unwrap_or_default()
     );
     append(&path, &text)
 }

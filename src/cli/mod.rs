@@ -81,6 +81,12 @@ pub struct ServeArgs {
     /// Model settings.
     #[command(flatten)]
     pub model: ModelArgs,
+    /// Most a repository's review may cost, in USD (the repository's `max_cost` is lowered to it; without one it applies).
+    #[arg(long, env = "REDLINE_MAX_COST_CEILING", value_name = "USD")]
+    pub max_cost_ceiling: Option<String>,
+    /// Longest a repository's review may run, e.g. 15m (bounds the repository's `timeout` the same way).
+    #[arg(long, env = "REDLINE_TIMEOUT_CEILING", value_name = "DURATION")]
+    pub timeout_ceiling: Option<String>,
 }
 
 /// `redline action` (settings come from the environment the Action sets).
@@ -111,6 +117,49 @@ pub struct ActionArgs {
     /// Also review draft pull requests.
     #[arg(long, env = "REDLINE_REVIEW_DRAFTS")]
     pub review_drafts: bool,
+    /// Hard limits of the review.
+    #[command(flatten)]
+    pub limits: LimitArgs,
+}
+
+/// Hard limits of one review (flags > environment > config file).
+#[derive(Debug, Clone, Default, Args)]
+pub struct LimitArgs {
+    /// Stop before the review's cost would pass this many USD (at the price table).
+    #[arg(
+        long,
+        env = "REDLINE_MAX_COST",
+        value_name = "USD",
+        allow_hyphen_values = true
+    )]
+    pub max_cost: Option<String>,
+    /// Stop before prompt + completion tokens over all model calls would pass N.
+    #[arg(
+        long,
+        env = "REDLINE_MAX_TOKENS",
+        value_name = "N",
+        allow_hyphen_values = true
+    )]
+    pub max_tokens: Option<String>,
+    /// Stop the review after this wall time (e.g. 90s, 10m); calls in flight are cancelled.
+    #[arg(
+        long,
+        env = "REDLINE_TIMEOUT",
+        value_name = "DURATION",
+        allow_hyphen_values = true
+    )]
+    pub timeout: Option<String>,
+}
+
+impl LimitArgs {
+    /// As config flags.
+    pub fn flags(&self) -> crate::config::limits::LimitFlags {
+        crate::config::limits::LimitFlags {
+            max_cost: self.max_cost.clone(),
+            max_tokens: self.max_tokens.clone(),
+            timeout: self.timeout.clone(),
+        }
+    }
 }
 
 /// `redline context`.
@@ -219,6 +268,9 @@ pub struct ReviewArgs {
     /// No progress on stderr.
     #[arg(short, long)]
     pub quiet: bool,
+    /// Hard limits of the review.
+    #[command(flatten)]
+    pub limits: LimitArgs,
 }
 
 /// Runs a parsed command line and returns the process exit code.

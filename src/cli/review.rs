@@ -61,7 +61,9 @@ fn prepare(args: &ReviewArgs) -> Result<Prepared, String> {
         .map_err(|e| format!("--fail-on: {e}"))?;
     let settings = config::resolve_model(&args.model.flags(), &file, &|k| std::env::var(k).ok())
         .map_err(|e| e.to_string())?;
-    let agent = agent_config(&AgentOverrides::from(args), &file, &settings)?;
+    let mut agent = agent_config(&AgentOverrides::from(args), &file, &settings)?;
+    config::limits::apply_to_agent(&mut agent, &args.limits.flags(), &file)
+        .map_err(|e| e.to_string())?;
 
     let (view, mut changes) =
         crate::repo::load_change(&root, &range, args.uncommitted).map_err(|e| e.to_string())?;
@@ -256,10 +258,10 @@ async fn review(args: ReviewArgs) -> Result<i32, String> {
 
     let run = async {
         if prepared.workspace.changes.files.is_empty() {
-            return Ok(Outcome::Report(Box::new(empty_report(
+            return Ok(Outcome::report(empty_report(
                 &prepared.base_label,
                 &prepared.skipped,
-            ))));
+            )));
         }
         let model = model_client(&prepared.settings, &events);
         let orchestrator =
@@ -334,6 +336,12 @@ enum Outcome {
     Declined,
 }
 
+impl Outcome {
+    fn report(report: ReviewReport) -> Self {
+        Outcome::Report(Box::new(report))
+    }
+}
+
 /// Chooses between a plain review, `--plan-only`, a given plan, and a plan confirmed on a terminal.
 async fn drive(
     orchestrator: &Orchestrator,
@@ -344,7 +352,7 @@ async fn drive(
         return orchestrator
             .review_with_plan(plan, Stats::default())
             .await
-            .map(|r| Outcome::Report(Box::new(r)));
+            .map(Outcome::report);
     }
     if args.plan_only {
         return orchestrator
@@ -363,12 +371,12 @@ async fn drive(
         return orchestrator
             .review_with_plan(plan, planning)
             .await
-            .map(|r| Outcome::Report(Box::new(r)));
+            .map(Outcome::report);
     }
     orchestrator
         .review()
         .await
-        .map(|r| Outcome::Report(Box::new(r)))
+        .map(Outcome::report)
 }
 
 /// Asks on the terminal; the read runs off the async threads so a signal still ends the run.

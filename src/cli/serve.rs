@@ -6,9 +6,11 @@ use std::sync::Arc;
 use super::review::model_client;
 use super::{EXIT_ERROR, EXIT_OK, ServeArgs};
 use crate::agent::events::EventSink;
+use crate::config::limits::{self, LimitCeilings};
 use crate::config::{self, FileConfig};
 use crate::github::{AppAuth, PublishConfig, api_url_from_env};
 use crate::llm::Secret;
+use crate::llm::pricing::builtin_price;
 use crate::queue::{Queue, WorkerConfig, WorkerPool};
 use crate::server::review_runner::{ModelFactory, ReviewRunner};
 use crate::server::{AppState, Metrics, ServerConfig, serve};
@@ -58,6 +60,7 @@ async fn serve_app(args: ServeArgs) -> Result<(), String> {
         std::env::var(k).ok()
     })
     .map_err(|e| e.to_string())?;
+    let ceilings = ceilings(&args, &settings.model)?;
     let auth = AppAuth::new(&api_url_from_env(), &app_id, key)
         .map_err(|e| format!("GITHUB_APP_PRIVATE_KEY: {e}"))?;
     let queue = Queue::connect(&database_url)
@@ -84,6 +87,7 @@ async fn serve_app(args: ServeArgs) -> Result<(), String> {
         metrics: metrics.clone(),
         cache_budget_bytes: args.cache_budget_mb.saturating_mul(1024 * 1024),
         failure_notice: args.failure_notice,
+        ceilings,
     };
     let workers = WorkerConfig {
         workers: args.workers.max(1),
@@ -109,6 +113,35 @@ async fn serve_app(args: ServeArgs) -> Result<(), String> {
     // Stop taking jobs; running ones reach a safe point or finish.
     pool.shutdown().await;
     Ok(())
+}
+
+/// `--max-cost-ceiling` and `--timeout-ceiling`; a cost ceiling needs the model's built-in price.
+fn ceilings(args: &ServeArgs, model: &str) -> Result<LimitCeilings, String> {
+    let max_cost_usd = args
+        .max_cost_ceiling
+        .as_deref()
+        .map(|text| {
+            limits::parse_cost(text)
+                .map_err(|e| format!("invalid value for `--max-cost-ceiling`: {e}"))
+        })
+        .transpose()?;
+    let timeout = args
+        .timeout_ceiling
+        .as_deref()
+        .map(|text| {
+            limits::parse_duration(text)
+                .map_err(|e| format!("invalid value for `--timeout-ceiling`: {e}"))
+        })
+        .transpose()?;
+    if max_cost_usd.is_some() && builtin_price(model).is_none() {
+        return Err(format!(
+            "--max-cost-ceiling: the built-in price table has no price for model `{model}`, so a cost ceiling cannot be kept"
+        ));
+    }
+    Ok(LimitCeilings {
+        max_cost_usd,
+        timeout,
+    })
 }
 
 async fn shutdown_signal() {

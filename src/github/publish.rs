@@ -31,6 +31,7 @@ use super::client::{GitHubClient, path_segment};
 use super::error::GitHubError;
 use super::fingerprint::{fingerprint, parse_markers};
 use super::summary::{SummaryEntry, SummaryInput, is_summary, parse_last_sha, render_summary};
+use crate::agent::events::Stats;
 use crate::review::diff::ChangeSet;
 use crate::review::finding::{Finding, Severity};
 
@@ -69,6 +70,8 @@ pub struct PublishRequest<'a> {
     pub findings: &'a [Finding],
     /// The review engine's summary (Markdown).
     pub summary: &'a str,
+    /// The run's counters (cost, tokens, a limit reached), shown in the summary comment.
+    pub stats: Option<&'a Stats>,
     /// The pull request's diff (base..head), to validate anchors.
     pub changes: &'a ChangeSet,
     /// The text of line `n` of `path` at head, for fingerprints.
@@ -374,6 +377,7 @@ async fn write_summary(
 ) -> Result<(), PublishError> {
     let rendered = render_summary(&SummaryInput {
         summary: req.summary,
+        stats: req.stats,
         head_sha: req.head_sha,
         reviewed_range: req.reviewed_range.as_ref(),
         entries,

@@ -6,6 +6,7 @@
 pub mod anthropic;
 mod http;
 pub mod openai;
+pub mod pricing;
 pub mod retry;
 mod secret;
 mod sse;

@@ -101,6 +101,8 @@ pub struct Metrics {
     durations: Histogram,
     input_tokens: AtomicU64,
     output_tokens: AtomicU64,
+    /// USD per repository (`owner/name`), for reviews whose model has a price.
+    costs: Mutex<BTreeMap<String, f64>>,
 }
 
 /// Queue figures read at scrape time.
@@ -142,6 +144,13 @@ impl Metrics {
         self.output_tokens.fetch_add(output, Ordering::Relaxed);
     }
 
+    /// Adds the cost of a review of `repository` (`owner/name`; the runner calls this
+    /// when the model's price is known).
+    pub fn add_review_cost(&self, repository: &str, usd: f64) {
+        let mut costs = self.costs.lock().unwrap_or_else(|e| e.into_inner());
+        *costs.entry(repository.to_string()).or_default() += usd;
+    }
+
     /// The metrics in the Prometheus text exposition format (version 0.0.4).
     /// Queue gauges are left out when `queue` is `None` (database unreachable).
     pub fn render(&self, queue: Option<&QueueSnapshot>) -> String {
@@ -166,7 +175,25 @@ impl Metrics {
             let value = counter.load(Ordering::Relaxed);
             let _ = writeln!(out, "redline_model_tokens_total{{kind=\"{kind}\"}} {value}");
         }
+        self.render_costs(&mut out);
         out
+    }
+
+    fn render_costs(&self, out: &mut String) {
+        header(
+            out,
+            "redline_review_cost_usd_total",
+            "counter",
+            "Model cost of reviews in USD at the price table, by repository.",
+        );
+        let costs = self.costs.lock().unwrap_or_else(|e| e.into_inner());
+        for (repository, usd) in costs.iter() {
+            let _ = writeln!(
+                out,
+                "redline_review_cost_usd_total{{repository=\"{}\"}} {usd}",
+                escape_label(repository)
+            );
+        }
     }
 
     fn render_deliveries(&self, out: &mut String) {
@@ -311,6 +338,18 @@ mod tests {
         assert!(text.contains("redline_model_tokens_total{kind=\"output\"} 8"));
         assert!(text.contains("redline_queue_depth 4"));
         assert!(text.contains("redline_jobs{state=\"running\"} 1"));
+    }
+
+    #[test]
+    fn cost_is_counted_per_repository() {
+        let metrics = Metrics::new();
+        metrics.add_review_cost("acme/api", 0.25);
+        metrics.add_review_cost("acme/api", 0.5);
+        metrics.add_review_cost("acme/web", 0.125);
+        let text = metrics.render(None);
+        assert!(text.contains("# TYPE redline_review_cost_usd_total counter"));
+        assert!(text.contains("redline_review_cost_usd_total{repository=\"acme/api\"} 0.75"));
+        assert!(text.contains("redline_review_cost_usd_total{repository=\"acme/web\"} 0.125"));
     }
 
     #[test]

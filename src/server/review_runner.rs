@@ -10,6 +10,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::agent::strategy::StrategyChoice;
 use crate::agent::{AgentConfig, AgentError, Orchestrator};
+use crate::config::limits::{LimitCeilings, repository_limits};
 use crate::config::{FileConfig, ModelSettings};
 use crate::github::checkout::mirror;
 use crate::github::{
@@ -43,6 +44,8 @@ pub struct ReviewRunner {
     pub cache_budget_bytes: u64,
     /// Post a short notice on the pull request when a review fails for good.
     pub failure_notice: bool,
+    /// What a repository's `max_cost` and `timeout` may be at most.
+    pub ceilings: LimitCeilings,
 }
 
 /// What the API says about the pull request.
@@ -152,6 +155,9 @@ impl ReviewRunner {
         }
         self.metrics
             .add_model_tokens(report.stats.prompt_tokens, report.stats.completion_tokens);
+        if let Some(cost) = report.stats.cost_usd {
+            self.metrics.add_review_cost(&job.repo_full_name, cost);
+        }
         let view = prepared.view.clone();
         let head_line_text = move |path: &str, line: u32| {
             view.read_text(path).ok().and_then(|t| {
@@ -167,6 +173,7 @@ impl ReviewRunner {
             head_sha: &pull.head_sha,
             findings: &report.findings,
             summary: &report.summary,
+            stats: Some(&report.stats),
             changes: &prepared.pr_changes,
             head_line_text: &head_line_text,
             config: &self.publish,
@@ -256,6 +263,9 @@ impl ReviewRunner {
         let mut config = AgentConfig::new(self.settings.model.clone());
         config.instructions = file.instructions.clone();
         config.exclude = file.exclude.clone();
+        config.review_limits =
+            repository_limits(&file, &self.ceilings, config.price, &config.model)
+                .map_err(|e| AgentError::Tool(e.to_string()))?;
         config.strategy = job
             .kind
             .strategy()

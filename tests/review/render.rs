@@ -57,7 +57,8 @@ fn json_has_exactly_the_version_1_shape() {
         "summary": "Three things to look at.",
         "stats": {"strategy": "react", "steps": 4, "model_calls": 5, "tool_calls": 9,
                   "prompt_tokens": 1200, "completion_tokens": 300, "cached_prompt_tokens": 0,
-                  "duration_ms": 12345, "coverage": 0.0,
+                  "cache_write_tokens": 0, "cost_usd": null, "cost_estimated": false,
+                  "limit_reached": null, "duration_ms": 12345, "coverage": 0.0,
                   "compression": {"naive_tokens": 0, "shaped_tokens": 0, "pruned_tokens": 0,
                                   "summaries": 0, "dropped_turns": 0}}
     });

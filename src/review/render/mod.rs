@@ -100,15 +100,29 @@ fn stats_line(stats: &Stats) -> String {
     } else {
         format!("{} · ", stats.strategy)
     };
+    let limit = stats
+        .limit_reached
+        .map(|kind| format!(" · stopped at the {kind} limit"))
+        .unwrap_or_default();
     format!(
-        "{strategy}{} steps · {} model calls · {} tool calls · {} prompt + {} completion tokens · {:.1}s",
+        "{strategy}{} steps · {} model calls · {} tool calls · {} prompt + {} completion tokens · {} · {:.1}s{limit}",
         stats.steps,
         stats.model_calls,
         stats.tool_calls,
         stats.prompt_tokens,
         stats.completion_tokens,
+        cost_text(stats),
         stats.duration_ms as f64 / 1000.0
     )
+}
+
+/// `$0.0123`, `~$0.0123 (estimated usage)`, or `cost unknown` (no price for the model).
+pub fn cost_text(stats: &Stats) -> String {
+    match (stats.cost_usd, stats.cost_estimated) {
+        (Some(cost), false) => format!("${cost:.4}"),
+        (Some(cost), true) => format!("~${cost:.4} (estimated usage)"),
+        (None, _) => "cost unknown".into(),
+    }
 }
 
 #[cfg(test)]

@@ -1,0 +1,452 @@
+//! Hard limits of one review (cost, tokens, wall time), shared by every run of
+//! the review (parallel plan tasks included) and enforced before each model call.
+//!
+//! Invariants:
+//! - a call is made only after [`Budget::admit`] reserved its prompt (counted
+//!   conservatively) plus its whole output allowance; the call's `max_tokens` is
+//!   lowered to what is left, so used + reserved never passes a limit;
+//! - a reservation is settled with the call's reported usage, or released when
+//!   the call fails or is dropped (cancel-safe);
+//! - once a limit is reached it stays reached: every later `admit` fails with
+//!   the same [`LimitKind`], so every task stops at its next model call;
+//! - the time limit also ends calls in flight ([`Budget::expired`]).
+
+use std::sync::Mutex;
+use std::time::Duration;
+
+use tokio::sync::Notify;
+use tokio::time::Instant;
+
+use crate::llm::pricing::Price;
+use crate::llm::tokens::TokenCounter;
+use crate::llm::{ChatRequest, Usage};
+
+/// The smallest output allowance worth a call: below it a limit counts as reached.
+pub const MIN_REPLY_TOKENS: u32 = 512;
+
+/// Which limit stopped a review.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LimitKind {
+    /// `max_cost` (USD at the price table).
+    Cost,
+    /// `max_tokens` (prompt + completion over all calls).
+    Tokens,
+    /// `timeout` (wall time).
+    Time,
+}
+
+impl LimitKind {
+    /// The name in `stats.limit_reached` and events: `cost`, `tokens` or `time`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LimitKind::Cost => "cost",
+            LimitKind::Tokens => "tokens",
+            LimitKind::Time => "time",
+        }
+    }
+}
+
+impl std::fmt::Display for LimitKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The limits a user set for one review; `None` is unlimited.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct ReviewLimits {
+    /// USD over all calls, at the price table.
+    pub max_cost_usd: Option<f64>,
+    /// Prompt + completion tokens over all calls.
+    pub max_tokens: Option<u64>,
+    /// Wall time of the review.
+    pub timeout: Option<Duration>,
+}
+
+impl ReviewLimits {
+    /// Whether no limit is set.
+    pub fn is_unlimited(&self) -> bool {
+        self.max_cost_usd.is_none() && self.max_tokens.is_none() && self.timeout.is_none()
+    }
+}
+
+/// Spent and reserved amounts, under the budget's lock.
+#[derive(Debug, Default)]
+struct Ledger {
+    used_tokens: u64,
+    used_cost: f64,
+    reserved_tokens: u64,
+    reserved_cost: f64,
+    in_flight: u32,
+    reached: Option<LimitKind>,
+    announced: bool,
+}
+
+/// The shared budget of one review.
+#[derive(Debug)]
+pub(crate) struct Budget {
+    limits: ReviewLimits,
+    price: Option<Price>,
+    deadline: std::sync::OnceLock<Instant>,
+    ledger: Mutex<Ledger>,
+    settled: Notify,
+}
+
+/// A call's reservation: settle it with the reply's usage; dropping it releases it.
+#[derive(Debug)]
+pub(crate) struct Reservation<'a> {
+    budget: &'a Budget,
+    tokens: u64,
+    cost: f64,
+    /// The output allowance granted (the request's `max_tokens`).
+    pub max_tokens: u32,
+    open: bool,
+}
+
+/// What `admit` decided under the lock.
+enum Verdict<'a> {
+    Granted(Reservation<'a>),
+    Wait,
+    Stop(LimitKind),
+}
+
+impl Budget {
+    /// A budget with `limits`; `price` prices the calls (required for a cost limit).
+    pub fn new(limits: ReviewLimits, price: Option<Price>) -> Self {
+        Budget {
+            limits,
+            price,
+            deadline: std::sync::OnceLock::new(),
+            ledger: Mutex::new(Ledger::default()),
+            settled: Notify::new(),
+        }
+    }
+
+    /// Starts the clock of the time limit (idempotent: the first start counts).
+    pub fn start(&self) {
+        if let Some(timeout) = self.limits.timeout {
+            self.deadline.get_or_init(|| Instant::now() + timeout);
+        }
+    }
+
+    /// The limit reached so far, if any.
+    pub fn reached(&self) -> Option<LimitKind> {
+        self.lock().reached
+    }
+
+    /// Records that `kind` was reached (the first limit reached is the one kept).
+    pub fn reach(&self, kind: LimitKind) {
+        self.lock().reached.get_or_insert(kind);
+        self.settled.notify_waiters();
+    }
+
+    /// The limit reached, the first time it is asked for after it was reached
+    /// (so that one run, not every run, announces it).
+    pub fn announce(&self) -> Option<LimitKind> {
+        let mut ledger = self.lock();
+        match (ledger.reached, ledger.announced) {
+            (Some(kind), false) => {
+                ledger.announced = true;
+                Some(kind)
+            }
+            _ => None,
+        }
+    }
+
+    /// Whether a token or cost limit needs each prompt counted.
+    pub fn counts_tokens(&self) -> bool {
+        self.limits.max_tokens.is_some()
+            || (self.limits.max_cost_usd.is_some() && self.price.is_some())
+    }
+
+    /// Reserves a call whose prompt counts `prompt_tokens` and which wants up to
+    /// `wanted` reply tokens. The grant's `max_tokens` is `wanted` lowered to what
+    /// the limits leave; when not even [`MIN_REPLY_TOKENS`] fit and no other call
+    /// is in flight (whose settlement could free room), the limit is reached.
+    pub async fn admit(
+        &self,
+        prompt_tokens: u64,
+        wanted: u32,
+    ) -> Result<Reservation<'_>, LimitKind> {
+        loop {
+            let settled = self.settled.notified();
+            tokio::pin!(settled);
+            settled.as_mut().enable();
+            match self.try_reserve(prompt_tokens, wanted) {
+                Verdict::Granted(reservation) => return Ok(reservation),
+                Verdict::Stop(kind) => {
+                    self.reach(kind);
+                    return Err(self.reached().unwrap_or(kind));
+                }
+                Verdict::Wait => {
+                    tokio::select! {
+                        _ = settled => {}
+                        _ = self.expired() => {
+                            self.reach(LimitKind::Time);
+                            return Err(self.reached().unwrap_or(LimitKind::Time));
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// Decides and reserves under one lock, so that two calls never share the same room.
+    fn try_reserve(&self, prompt_tokens: u64, wanted: u32) -> Verdict<'_> {
+        let mut ledger = self.lock();
+        if let Some(kind) = ledger.reached {
+            return Verdict::Stop(kind);
+        }
+        if self.deadline.get().is_some_and(|d| Instant::now() >= *d) {
+            return Verdict::Stop(LimitKind::Time);
+        }
+        let (room, binding) = self.room(&ledger, prompt_tokens, wanted);
+        let fits = room >= u64::from(MIN_REPLY_TOKENS.min(wanted));
+        match (fits, binding, ledger.in_flight) {
+            // `room` never exceeds `wanted`; without a binding limit it is `wanted`.
+            (true, _, _) | (false, None, _) => {
+                let max_tokens = u32::try_from(room).unwrap_or(wanted);
+                Verdict::Granted(self.reserve(&mut ledger, prompt_tokens, max_tokens))
+            }
+            (false, Some(kind), 0) => Verdict::Stop(kind),
+            (false, Some(_), _) => Verdict::Wait,
+        }
+    }
+
+    /// The output allowance the limits leave after a prompt (at most `wanted`), and
+    /// the limit that lowered it, if one did.
+    fn room(&self, ledger: &Ledger, prompt_tokens: u64, wanted: u32) -> (u64, Option<LimitKind>) {
+        let mut room = u64::from(wanted);
+        let mut binding = None;
+        if let Some(max) = self.limits.max_tokens {
+            let left = max.saturating_sub(ledger.used_tokens + ledger.reserved_tokens);
+            let by_tokens = left.saturating_sub(prompt_tokens);
+            if by_tokens < room {
+                room = by_tokens;
+                binding = Some(LimitKind::Tokens);
+            }
+        }
+        if let (Some(max), Some(price)) = (self.limits.max_cost_usd, self.price) {
+            let left = max - ledger.used_cost - ledger.reserved_cost;
+            let after_prompt = left - prompt_tokens as f64 * price.worst_prompt_token();
+            let by_cost = if after_prompt <= 0.0 {
+                0
+            } else if price.output_token() <= 0.0 {
+                u64::MAX
+            } else {
+                (after_prompt / price.output_token()).floor() as u64
+            };
+            if by_cost < room {
+                room = by_cost;
+                binding = Some(LimitKind::Cost);
+            }
+        }
+        (room, binding)
+    }
+
+    fn reserve(&self, ledger: &mut Ledger, prompt_tokens: u64, max_tokens: u32) -> Reservation<'_> {
+        let tokens = prompt_tokens + u64::from(max_tokens);
+        let cost = self.price.map_or(0.0, |p| {
+            prompt_tokens as f64 * p.worst_prompt_token() + f64::from(max_tokens) * p.output_token()
+        });
+        ledger.reserved_tokens += tokens;
+        ledger.reserved_cost += cost;
+        ledger.in_flight += 1;
+        Reservation {
+            budget: self,
+            tokens,
+            cost,
+            max_tokens,
+            open: true,
+        }
+    }
+
+    /// Completes when the time limit passes; never without one.
+    pub async fn expired(&self) {
+        match self.deadline.get() {
+            Some(deadline) => tokio::time::sleep_until(*deadline).await,
+            None => std::future::pending().await,
+        }
+    }
+
+    /// Tokens and cost spent by settled calls.
+    pub fn spent(&self) -> (u64, f64) {
+        let ledger = self.lock();
+        (ledger.used_tokens, ledger.used_cost)
+    }
+
+    fn close(&self, tokens: u64, cost: f64, usage: Option<&Usage>) {
+        {
+            let mut ledger = self.lock();
+            ledger.reserved_tokens = ledger.reserved_tokens.saturating_sub(tokens);
+            ledger.reserved_cost = (ledger.reserved_cost - cost).max(0.0);
+            ledger.in_flight = ledger.in_flight.saturating_sub(1);
+            if let Some(usage) = usage {
+                ledger.used_tokens += usage.prompt_tokens + usage.completion_tokens;
+                ledger.used_cost += self.price.map_or(0.0, |p| p.cost(usage));
+            }
+        }
+        self.settled.notify_waiters();
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Ledger> {
+        self.ledger.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+impl Reservation<'_> {
+    /// Replaces the reservation by the call's reported usage.
+    pub fn settle(mut self, usage: &Usage) {
+        self.open = false;
+        self.budget.close(self.tokens, self.cost, Some(usage));
+    }
+}
+
+impl Drop for Reservation<'_> {
+    fn drop(&mut self) {
+        if self.open {
+            self.budget.close(self.tokens, self.cost, None);
+        }
+    }
+}
+
+/// A conservative count of a request's prompt tokens: the local tokenizer's count
+/// of the messages and tool specs, but at least one token per 3 bytes of their JSON
+/// (the provider's own count includes framing the local count cannot see), plus a margin.
+pub(crate) fn prompt_estimate(counter: &TokenCounter, request: &ChatRequest) -> u64 {
+    const FRAMING_MARGIN: u64 = 64;
+    let messages = serde_json::to_string(&request.messages).unwrap_or_default();
+    let tools = serde_json::to_string(&request.tools).unwrap_or_default();
+    let counted = counter.count_messages(&request.messages) + counter.count(&tools);
+    let by_bytes = (messages.len() + tools.len()).div_ceil(3);
+    counted.max(by_bytes) as u64 + FRAMING_MARGIN
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn usage(prompt: u64, completion: u64) -> Usage {
+        Usage {
+            prompt_tokens: prompt,
+            completion_tokens: completion,
+            ..Usage::default()
+        }
+    }
+
+    fn tokens(max: u64) -> Budget {
+        Budget::new(
+            ReviewLimits {
+                max_tokens: Some(max),
+                ..ReviewLimits::default()
+            },
+            None,
+        )
+    }
+
+    #[tokio::test]
+    async fn the_allowance_is_lowered_to_what_is_left_then_the_limit_is_reached() {
+        let budget = tokens(5_000);
+        let first = budget.admit(1_000, 4_096).await.unwrap();
+        assert_eq!(first.max_tokens, 4_000);
+        first.settle(&usage(1_000, 100));
+        // 3,900 left: a prompt of 3,000 leaves 900 for the reply.
+        let second = budget.admit(3_000, 4_096).await.unwrap();
+        assert_eq!(second.max_tokens, 900);
+        second.settle(&usage(3_000, 900));
+        assert_eq!(budget.admit(1, 4_096).await.unwrap_err(), LimitKind::Tokens);
+        assert_eq!(budget.reached(), Some(LimitKind::Tokens));
+        assert!(budget.spent().0 <= 5_000);
+    }
+
+    #[tokio::test]
+    async fn a_dropped_reservation_frees_its_room() {
+        let budget = tokens(2_000);
+        let held = budget.admit(1_000, 1_000).await.unwrap();
+        drop(held);
+        let again = budget.admit(1_000, 1_000).await.unwrap();
+        assert_eq!(again.max_tokens, 1_000);
+    }
+
+    #[tokio::test]
+    async fn a_call_waits_for_one_in_flight_then_fits_or_stops() {
+        let budget = std::sync::Arc::new(tokens(3_000));
+        let held = budget.admit(1_000, 1_500).await.unwrap();
+        let waiter = {
+            let budget = budget.clone();
+            tokio::spawn(async move { budget.admit(1_000, 1_500).await.map(|r| r.max_tokens) })
+        };
+        tokio::task::yield_now().await;
+        held.settle(&usage(1_000, 50));
+        // 1,950 left after settlement: 950 for the waiting call's reply.
+        assert_eq!(waiter.await.unwrap(), Ok(950));
+    }
+
+    #[tokio::test]
+    async fn a_waiting_call_stops_when_the_one_in_flight_used_the_rest() {
+        let budget = std::sync::Arc::new(tokens(3_000));
+        let held = budget.admit(1_000, 1_500).await.unwrap();
+        let waiter = {
+            let budget = budget.clone();
+            tokio::spawn(async move { budget.admit(1_000, 1_500).await.map(|r| r.max_tokens) })
+        };
+        tokio::task::yield_now().await;
+        held.settle(&usage(1_000, 1_500));
+        assert_eq!(waiter.await.unwrap(), Err(LimitKind::Tokens));
+        assert_eq!(budget.announce(), Some(LimitKind::Tokens));
+        assert_eq!(budget.announce(), None, "announced once");
+    }
+
+    #[tokio::test]
+    async fn cost_limits_the_output_at_the_price_table() {
+        let price = Price {
+            input: 1.0,
+            cached_input: 0.1,
+            cache_write: 2.0,
+            output: 10.0,
+        };
+        let budget = Budget::new(
+            ReviewLimits {
+                max_cost_usd: Some(0.01),
+                ..ReviewLimits::default()
+            },
+            Some(price),
+        );
+        // The prompt is priced at the worst prompt rate (cache write, $2/M): 1,000 → $0.002;
+        // $0.008 left buys 800 output tokens at $10/M.
+        let grant = budget.admit(1_000, 4_096).await.unwrap();
+        assert_eq!(grant.max_tokens, 800);
+        grant.settle(&usage(1_000, 800));
+        // Spent: $0.001 + $0.008 = $0.009; the next call's prompt alone leaves < 512 tokens.
+        assert_eq!(
+            budget.admit(1_000, 4_096).await.unwrap_err(),
+            LimitKind::Cost
+        );
+        assert!(budget.spent().1 <= 0.01);
+    }
+
+    #[tokio::test]
+    async fn the_time_limit_stops_admission() {
+        let budget = Budget::new(
+            ReviewLimits {
+                timeout: Some(Duration::from_millis(1)),
+                ..ReviewLimits::default()
+            },
+            None,
+        );
+        budget.start();
+        tokio::time::sleep(Duration::from_millis(5)).await;
+        assert_eq!(budget.admit(10, 100).await.unwrap_err(), LimitKind::Time);
+    }
+
+    #[tokio::test]
+    async fn without_limits_every_call_is_granted_in_full() {
+        let budget = Budget::new(ReviewLimits::default(), None);
+        budget.start();
+        assert_eq!(
+            budget.admit(1_000_000, 8_192).await.unwrap().max_tokens,
+            8_192
+        );
+    }
+}

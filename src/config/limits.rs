@@ -1,0 +1,447 @@
+//! Hard limits of a review (`max_cost`, `max_tokens`, `timeout`) and model prices
+//! (`[pricing."MODEL"]`), from flags (clap applies `REDLINE_MAX_*` / `REDLINE_TIMEOUT`)
+//! over `.redline.toml`, and the ceilings `redline serve` puts on a repository's limits.
+//!
+//! Invariants: every limit that resolves is positive and finite; every price is
+//! finite and not negative; a bad value is an error naming its flag or key.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use super::{ConfigError, FileConfig};
+use crate::agent::AgentConfig;
+use crate::agent::budget::ReviewLimits;
+use crate::llm::pricing::{Price, PriceTable};
+
+/// The limit flags of a command (values as typed; clap has applied the environment).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct LimitFlags {
+    /// `--max-cost` / `REDLINE_MAX_COST`.
+    pub max_cost: Option<String>,
+    /// `--max-tokens` / `REDLINE_MAX_TOKENS`.
+    pub max_tokens: Option<String>,
+    /// `--timeout` / `REDLINE_TIMEOUT`.
+    pub timeout: Option<String>,
+}
+
+/// What `redline serve` allows a repository at most; `None` is no ceiling.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct LimitCeilings {
+    /// `--max-cost-ceiling`: USD per review.
+    pub max_cost_usd: Option<f64>,
+    /// `--timeout-ceiling`: wall time per review.
+    pub timeout: Option<Duration>,
+}
+
+/// The review's limits: flags (and env) over the file; none by default.
+pub fn resolve_limits(flags: &LimitFlags, file: &FileConfig) -> Result<ReviewLimits, ConfigError> {
+    let max_cost_usd = match (&flags.max_cost, &file.max_cost) {
+        (Some(text), _) => Some(parse_cost(text).map_err(bad("--max-cost (REDLINE_MAX_COST)"))?),
+        (None, Some(value)) => Some(cost_value(value).map_err(bad("max_cost"))?),
+        (None, None) => None,
+    };
+    let max_tokens = match (&flags.max_tokens, &file.max_tokens) {
+        (Some(text), _) => {
+            Some(parse_tokens(text).map_err(bad("--max-tokens (REDLINE_MAX_TOKENS)"))?)
+        }
+        (None, Some(value)) => Some(tokens_value(value).map_err(bad("max_tokens"))?),
+        (None, None) => None,
+    };
+    let timeout = match (&flags.timeout, &file.timeout) {
+        (Some(text), _) => Some(parse_duration(text).map_err(bad("--timeout (REDLINE_TIMEOUT)"))?),
+        (None, Some(value)) => Some(duration_value(value).map_err(bad("timeout"))?),
+        (None, None) => None,
+    };
+    Ok(ReviewLimits {
+        max_cost_usd,
+        max_tokens,
+        timeout,
+    })
+}
+
+/// The limits a repository asked for, bounded by the server's ceilings: the smaller
+/// wins, and with no repository value the ceiling applies.
+pub fn apply_ceilings(requested: ReviewLimits, ceilings: &LimitCeilings) -> ReviewLimits {
+    fn smaller<T: PartialOrd + Copy>(a: Option<T>, b: Option<T>) -> Option<T> {
+        match (a, b) {
+            (Some(a), Some(b)) => Some(if b < a { b } else { a }),
+            (a, b) => a.or(b),
+        }
+    }
+    ReviewLimits {
+        max_cost_usd: smaller(requested.max_cost_usd, ceilings.max_cost_usd),
+        max_tokens: requested.max_tokens,
+        timeout: smaller(requested.timeout, ceilings.timeout),
+    }
+}
+
+/// The limits of a review by `redline serve`: the repository's config bounded by the
+/// server's ceilings. `price` must be the built-in table's: a repository's `[pricing]`
+/// is not used there, so it cannot lower the price its ceiling is kept at.
+pub fn repository_limits(
+    file: &FileConfig,
+    ceilings: &LimitCeilings,
+    price: Option<Price>,
+    model: &str,
+) -> Result<ReviewLimits, ConfigError> {
+    let limits = apply_ceilings(resolve_limits(&LimitFlags::default(), file)?, ceilings);
+    check_priced(&limits, price, model)?;
+    Ok(limits)
+}
+
+/// A cost limit can only be kept at a known price: an error naming the fix otherwise.
+pub fn check_priced(
+    limits: &ReviewLimits,
+    price: Option<Price>,
+    model: &str,
+) -> Result<(), ConfigError> {
+    if limits.max_cost_usd.is_some() && price.is_none() {
+        return Err(ConfigError::BadValue {
+            key: "max_cost".into(),
+            message: format!(
+                "the price of model `{model}` is unknown; add [pricing.\"{model}\"] with `input` and `output` (USD per million tokens) to the config"
+            ),
+        });
+    }
+    Ok(())
+}
+
+/// Sets an agent's price (built-in table with the file's overrides) and its limits
+/// (flags over the file), rejecting a cost limit without a price. Used by `review` and `action`.
+pub fn apply_to_agent(
+    agent: &mut AgentConfig,
+    flags: &LimitFlags,
+    file: &FileConfig,
+) -> Result<(), ConfigError> {
+    agent.price = price_table(file)?.lookup(&agent.model);
+    agent.review_limits = resolve_limits(flags, file)?;
+    check_priced(&agent.review_limits, agent.price, &agent.model)
+}
+
+/// The price table: the built-in one with the file's `[pricing."MODEL"]` entries.
+/// `input` and `output` are required; `cached_input` and `cache_write` default to `input`.
+pub fn price_table(file: &FileConfig) -> Result<PriceTable, ConfigError> {
+    let mut overrides = BTreeMap::new();
+    for (model, entry) in &file.pricing {
+        let key = |field: &str| format!("pricing.\"{model}\".{field}");
+        if let Some(unknown) = entry
+            .keys()
+            .find(|k| !["input", "cached_input", "cache_write", "output"].contains(&k.as_str()))
+        {
+            return Err(ConfigError::BadValue {
+                key: key(unknown),
+                message: "unknown key (expected input, cached_input, cache_write, output)".into(),
+            });
+        }
+        let field = |name: &str| -> Result<Option<f64>, ConfigError> {
+            entry
+                .get(name)
+                .map(|v| price_value(v).map_err(bad(&key(name))))
+                .transpose()
+        };
+        let required = |name: &str| -> Result<f64, ConfigError> {
+            field(name)?.ok_or_else(|| ConfigError::BadValue {
+                key: key(name),
+                message: "missing (USD per million tokens)".into(),
+            })
+        };
+        let input = required("input")?;
+        let output = required("output")?;
+        let price = Price {
+            input,
+            cached_input: field("cached_input")?.unwrap_or(input),
+            cache_write: field("cache_write")?.unwrap_or(input),
+            output,
+        };
+        overrides.insert(model.clone(), price);
+    }
+    Ok(PriceTable::with_overrides(overrides))
+}
+
+fn bad(key: &str) -> impl Fn(String) -> ConfigError + '_ {
+    move |message| ConfigError::BadValue {
+        key: key.to_string(),
+        message,
+    }
+}
+
+/// A USD amount: a positive, finite number.
+pub fn parse_cost(text: &str) -> Result<f64, String> {
+    let trimmed = text.trim().trim_start_matches('$');
+    let value: f64 = trimmed
+        .parse()
+        .map_err(|_| format!("`{text}` is not a number of USD"))?;
+    positive_finite(value)
+}
+
+fn positive_finite(value: f64) -> Result<f64, String> {
+    if value.is_finite() && value > 0.0 {
+        Ok(value)
+    } else {
+        Err(format!("{value} must be a positive number"))
+    }
+}
+
+fn cost_value(value: &toml::Value) -> Result<f64, String> {
+    match value {
+        toml::Value::Float(f) => positive_finite(*f),
+        toml::Value::Integer(i) => positive_finite(*i as f64),
+        other => Err(format!(
+            "expected a number of USD, found {}",
+            other.type_str()
+        )),
+    }
+}
+
+fn price_value(value: &toml::Value) -> Result<f64, String> {
+    let number = match value {
+        toml::Value::Float(f) => *f,
+        toml::Value::Integer(i) => *i as f64,
+        other => return Err(format!("expected a number, found {}", other.type_str())),
+    };
+    if number.is_finite() && number >= 0.0 {
+        Ok(number)
+    } else {
+        Err(format!(
+            "{number} must be a number of USD per million tokens, 0 or more"
+        ))
+    }
+}
+
+/// A token count: a positive integer.
+pub fn parse_tokens(text: &str) -> Result<u64, String> {
+    match text.trim().replace('_', "").parse::<u64>() {
+        Ok(0) => Err("0 must be a positive number of tokens".into()),
+        Ok(n) => Ok(n),
+        Err(_) => Err(format!("`{text}` is not a positive whole number of tokens")),
+    }
+}
+
+fn tokens_value(value: &toml::Value) -> Result<u64, String> {
+    match value {
+        toml::Value::Integer(i) if *i > 0 => Ok(*i as u64),
+        toml::Value::Integer(i) => Err(format!("{i} must be a positive number of tokens")),
+        other => Err(format!(
+            "expected a whole number, found {}",
+            other.type_str()
+        )),
+    }
+}
+
+/// A duration: `90s`, `10m`, `1h`, `1h30m`, `500ms`, or a bare number of seconds; more than 0.
+pub fn parse_duration(text: &str) -> Result<Duration, String> {
+    let malformed = || format!("`{text}` is not a duration (e.g. 90s, 10m, 1h30m)");
+    let trimmed = text.trim();
+    if let Ok(seconds) = trimmed.parse::<u64>() {
+        return nonzero(Duration::from_secs(seconds), text);
+    }
+    let mut total = Duration::ZERO;
+    let mut rest = trimmed;
+    while !rest.is_empty() {
+        let digits = rest
+            .find(|c: char| !c.is_ascii_digit())
+            .unwrap_or(rest.len());
+        if digits == 0 {
+            return Err(malformed());
+        }
+        let number: u64 = rest[..digits].parse().map_err(|_| malformed())?;
+        rest = &rest[digits..];
+        let unit = rest
+            .find(|c: char| c.is_ascii_digit())
+            .unwrap_or(rest.len());
+        let part = match &rest[..unit] {
+            "ms" => Duration::from_millis(number),
+            "s" => Duration::from_secs(number),
+            "m" => Duration::from_secs(number.saturating_mul(60)),
+            "h" => Duration::from_secs(number.saturating_mul(3600)),
+            _ => return Err(malformed()),
+        };
+        total = total.saturating_add(part);
+        rest = &rest[unit..];
+    }
+    nonzero(total, text)
+}
+
+fn nonzero(duration: Duration, text: &str) -> Result<Duration, String> {
+    if duration.is_zero() {
+        Err(format!("`{text}` must be longer than 0"))
+    } else {
+        Ok(duration)
+    }
+}
+
+fn duration_value(value: &toml::Value) -> Result<Duration, String> {
+    match value {
+        toml::Value::String(s) => parse_duration(s),
+        toml::Value::Integer(i) if *i > 0 => Ok(Duration::from_secs(*i as u64)),
+        toml::Value::Integer(i) => Err(format!("{i} must be a positive number of seconds")),
+        other => Err(format!(
+            "expected a duration such as \"10m\", found {}",
+            other.type_str()
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn file(text: &str) -> FileConfig {
+        FileConfig::parse(text, ".redline.toml").unwrap()
+    }
+
+    #[test]
+    fn flags_beat_the_file_and_durations_parse() {
+        let f = file("max_cost = 2\nmax_tokens = 50000\ntimeout = \"10m\"\n");
+        let limits = resolve_limits(&LimitFlags::default(), &f).unwrap();
+        assert_eq!(limits.max_cost_usd, Some(2.0));
+        assert_eq!(limits.max_tokens, Some(50_000));
+        assert_eq!(limits.timeout, Some(Duration::from_secs(600)));
+        let flags = LimitFlags {
+            max_cost: Some("0.5".into()),
+            max_tokens: Some("1_000".into()),
+            timeout: Some("1h30m".into()),
+        };
+        let limits = resolve_limits(&flags, &f).unwrap();
+        assert_eq!(limits.max_cost_usd, Some(0.5));
+        assert_eq!(limits.max_tokens, Some(1_000));
+        assert_eq!(limits.timeout, Some(Duration::from_secs(5_400)));
+        assert_eq!(parse_duration("90s"), Ok(Duration::from_secs(90)));
+        assert_eq!(parse_duration("45"), Ok(Duration::from_secs(45)));
+        assert_eq!(parse_duration("250ms"), Ok(Duration::from_millis(250)));
+    }
+
+    #[test]
+    fn bad_limits_name_their_flag_or_key() {
+        let cases: [(LimitFlags, &str, &str); 6] = [
+            (
+                LimitFlags {
+                    max_cost: Some("-1".into()),
+                    ..LimitFlags::default()
+                },
+                "",
+                "--max-cost",
+            ),
+            (
+                LimitFlags {
+                    max_tokens: Some("0".into()),
+                    ..LimitFlags::default()
+                },
+                "",
+                "--max-tokens",
+            ),
+            (
+                LimitFlags {
+                    timeout: Some("ten minutes".into()),
+                    ..LimitFlags::default()
+                },
+                "",
+                "--timeout",
+            ),
+            (LimitFlags::default(), "max_cost = \"lots\"\n", "`max_cost`"),
+            (LimitFlags::default(), "max_tokens = -5\n", "`max_tokens`"),
+            (LimitFlags::default(), "timeout = \"0s\"\n", "`timeout`"),
+        ];
+        for (flags, text, key) in cases {
+            let err = resolve_limits(&flags, &file(text)).unwrap_err().to_string();
+            assert!(err.contains(key), "{key}: {err}");
+        }
+    }
+
+    #[test]
+    fn prices_override_and_bad_prices_name_the_key() {
+        let f = file("[pricing.\"gpt-4.1\"]\ninput = 1\noutput = 4.5\ncached_input = 0.25\n");
+        let price = price_table(&f).unwrap().lookup("gpt-4.1").unwrap();
+        assert_eq!(
+            (
+                price.input,
+                price.cached_input,
+                price.cache_write,
+                price.output
+            ),
+            (1.0, 0.25, 1.0, 4.5)
+        );
+        for (text, key) in [
+            (
+                "[pricing.\"gpt-4.1\"]\ninput = -1\noutput = 1\n",
+                "pricing.\"gpt-4.1\".input",
+            ),
+            (
+                "[pricing.\"gpt-4.1\"]\ninput = \"x\"\noutput = 1\n",
+                "pricing.\"gpt-4.1\".input",
+            ),
+            ("[pricing.\"m\"]\ninput = 1\n", "pricing.\"m\".output"),
+            (
+                "[pricing.\"m\"]\ninput = 1\noutput = 1\nouput = 2\n",
+                "pricing.\"m\".ouput",
+            ),
+        ] {
+            let err = price_table(&file(text)).unwrap_err().to_string();
+            assert!(err.contains(key), "{key}: {err}");
+        }
+    }
+
+    #[test]
+    fn ceilings_bound_what_a_repository_asks() {
+        let ceilings = LimitCeilings {
+            max_cost_usd: Some(1.0),
+            timeout: Some(Duration::from_secs(600)),
+        };
+        let asked = ReviewLimits {
+            max_cost_usd: Some(5.0),
+            max_tokens: Some(10_000),
+            timeout: Some(Duration::from_secs(60)),
+        };
+        let bounded = apply_ceilings(asked, &ceilings);
+        assert_eq!(bounded.max_cost_usd, Some(1.0));
+        assert_eq!(bounded.timeout, Some(Duration::from_secs(60)));
+        assert_eq!(bounded.max_tokens, Some(10_000));
+        let unasked = apply_ceilings(ReviewLimits::default(), &ceilings);
+        assert_eq!(unasked.max_cost_usd, Some(1.0));
+        assert_eq!(unasked.timeout, Some(Duration::from_secs(600)));
+        let no_ceiling = apply_ceilings(asked, &LimitCeilings::default());
+        assert_eq!(no_ceiling, asked);
+    }
+
+    #[test]
+    fn a_repository_asks_within_the_server_ceilings() {
+        let ceilings = LimitCeilings {
+            max_cost_usd: Some(0.5),
+            timeout: Some(Duration::from_secs(300)),
+        };
+        let price = crate::llm::pricing::builtin_price("gpt-4.1-mini");
+        let asked = file("max_cost = 3\ntimeout = \"1h\"\nmax_tokens = 8000\n");
+        let limits = repository_limits(&asked, &ceilings, price, "gpt-4.1-mini").unwrap();
+        assert_eq!(limits.max_cost_usd, Some(0.5));
+        assert_eq!(limits.timeout, Some(Duration::from_secs(300)));
+        assert_eq!(limits.max_tokens, Some(8000));
+        let modest = file("max_cost = 0.1\ntimeout = \"30s\"\n");
+        let limits = repository_limits(&modest, &ceilings, price, "gpt-4.1-mini").unwrap();
+        assert_eq!(limits.max_cost_usd, Some(0.1));
+        assert_eq!(limits.timeout, Some(Duration::from_secs(30)));
+        let err = repository_limits(&file("max_cost = 0\n"), &ceilings, price, "gpt-4.1-mini")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("max_cost"), "{err}");
+        // A repository's [pricing] does not change what the server charges against its ceiling.
+        let cheap = file("[pricing.\"gpt-4.1-mini\"]\ninput = 0\noutput = 0\n");
+        let limits = repository_limits(&cheap, &ceilings, price, "gpt-4.1-mini").unwrap();
+        assert_eq!(limits.max_cost_usd, Some(0.5));
+    }
+
+    #[test]
+    fn a_cost_limit_needs_a_price() {
+        let limits = ReviewLimits {
+            max_cost_usd: Some(1.0),
+            ..ReviewLimits::default()
+        };
+        let err = check_priced(&limits, None, "local-llama")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("max_cost") && err.contains("[pricing.\"local-llama\"]"),
+            "{err}"
+        );
+        assert!(check_priced(&ReviewLimits::default(), None, "local-llama").is_ok());
+    }
+}
