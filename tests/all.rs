@@ -7,6 +7,7 @@ mod compression_cli;
 mod context;
 mod github;
 mod llm;
+mod llm_limits;
 mod queue;
 mod review;
 mod review_cli;

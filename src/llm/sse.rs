@@ -3,19 +3,25 @@
 //! Both providers stream their replies as SSE. The decoder is push-based so it
 //! can be fed whatever chunks the network delivers (a line, or a UTF-8
 //! character, may be split across chunks); [`SseStream`] drives it from an HTTP
-//! response and turns transport failures and silent gaps into
-//! [`LlmError::StreamCut`].
-
-use std::collections::VecDeque;
-use std::pin::Pin;
-use std::time::Duration;
+//! response and turns transport failures into [`LlmError::StreamCut`] and
+//! silent gaps into [`LlmError::Stalled`].
+//!
+//! Invariant: memory held for one event is bounded by [`MAX_EVENT_BYTES`]; a
+//! server that streams an endless line or event fails the call instead.
 
 use bytes::Bytes;
 use futures::{Stream, StreamExt};
+use std::collections::VecDeque;
+use std::pin::Pin;
+use tokio::time::Instant;
 
-use super::LlmError;
 use super::http::describe_transport_error;
 use super::secret::Secret;
+use super::{CallTimeouts, LlmError, Stall};
+
+/// Largest event (or unterminated line) kept in memory. Real events are a
+/// few hundred bytes; a whole tool call's arguments never come in one event.
+pub(crate) const MAX_EVENT_BYTES: usize = 8 * 1024 * 1024;
 
 /// One dispatched event.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -64,6 +70,11 @@ impl SseDecoder {
         self.dispatch()
     }
 
+    /// Bytes held for the event being assembled and the line being read.
+    pub fn buffered_bytes(&self) -> usize {
+        self.buffer.len() + self.current.data.len()
+    }
+
     fn take_line(&mut self, line: &str) -> Option<SseEvent> {
         if line.is_empty() {
             return self.dispatch();
@@ -108,20 +119,30 @@ pub(crate) struct SseStream {
     body: ByteStream,
     decoder: SseDecoder,
     pending: VecDeque<SseEvent>,
-    idle_timeout: Duration,
+    first_byte_deadline: Instant,
+    timeouts: CallTimeouts,
+    started: bool,
     key: Option<Secret>,
     ended: bool,
 }
 
 impl SseStream {
-    /// Reads events from a successful response. A gap longer than `idle_timeout`
-    /// between two chunks counts as a cut stream.
-    pub fn new(response: reqwest::Response, idle_timeout: Duration, key: Option<Secret>) -> Self {
+    /// Reads events from a successful response. The first chunk must arrive by
+    /// `first_byte_deadline` (the request was sent `timeouts.first_byte` before
+    /// it), and no later gap between chunks may be longer than `timeouts.stream_idle`.
+    pub fn new(
+        response: reqwest::Response,
+        first_byte_deadline: Instant,
+        timeouts: CallTimeouts,
+        key: Option<Secret>,
+    ) -> Self {
         SseStream {
             body: Box::pin(response.bytes_stream()),
             decoder: SseDecoder::default(),
             pending: VecDeque::new(),
-            idle_timeout,
+            first_byte_deadline,
+            timeouts,
+            started: false,
             key,
             ended: false,
         }
@@ -141,16 +162,31 @@ impl SseStream {
     }
 
     async fn read_chunk(&mut self) -> Result<(), LlmError> {
-        let next = tokio::time::timeout(self.idle_timeout, self.body.next())
-            .await
-            .map_err(|_| {
-                LlmError::StreamCut(format!(
-                    "no data from the model API for {:?}",
-                    self.idle_timeout
-                ))
-            })?;
+        let next = if self.started {
+            tokio::time::timeout(self.timeouts.stream_idle, self.body.next())
+                .await
+                .map_err(|_| LlmError::Stalled {
+                    phase: Stall::StreamIdle,
+                    after: self.timeouts.stream_idle,
+                })?
+        } else {
+            tokio::time::timeout_at(self.first_byte_deadline, self.body.next())
+                .await
+                .map_err(|_| LlmError::Stalled {
+                    phase: Stall::FirstByte,
+                    after: self.timeouts.first_byte,
+                })?
+        };
+        self.started = true;
         match next {
-            Some(Ok(chunk)) => self.pending.extend(self.decoder.push(&chunk)),
+            Some(Ok(chunk)) => {
+                self.pending.extend(self.decoder.push(&chunk));
+                if self.decoder.buffered_bytes() > MAX_EVENT_BYTES {
+                    return Err(LlmError::Malformed(format!(
+                        "a stream event is larger than {MAX_EVENT_BYTES} bytes"
+                    )));
+                }
+            }
             Some(Err(err)) => {
                 return Err(LlmError::StreamCut(describe_transport_error(
                     &err,
