@@ -25,7 +25,12 @@ enum Behaviour {
     StallMidStream,
     /// Streams text events without end (up to [`ENDLESS_EVENTS`]).
     Endless,
+    /// Streams one `data:` line without end (up to [`ENDLESS_LINE_BYTES`]).
+    EndlessLine,
 }
+
+/// Bytes of the endless line at most: twice the client's limit on one event.
+const ENDLESS_LINE_BYTES: usize = 16 * 1024 * 1024;
 
 /// Events the endless server sends at most, so that it stops by itself.
 const ENDLESS_EVENTS: usize = 200_000;
@@ -113,6 +118,15 @@ async fn serve(mut socket: TcpStream, wire: Provider, behaviour: Behaviour) -> s
             let event = text_event(wire, ENDLESS_TEXT);
             for _ in 0..ENDLESS_EVENTS {
                 socket.write_all(event.as_bytes()).await?;
+            }
+            return Ok(());
+        }
+        Behaviour::EndlessLine => {
+            socket.write_all(headers.as_bytes()).await?;
+            socket.write_all(b"data: ").await?;
+            let piece = vec![b'x'; 64 * 1024];
+            for _ in 0..ENDLESS_LINE_BYTES / piece.len() {
+                socket.write_all(&piece).await?;
             }
             return Ok(());
         }
@@ -359,6 +373,29 @@ async fn a_stream_past_max_tokens_is_cut_by_the_client() {
         assert!(
             server.closed_early.load(Ordering::SeqCst),
             "{wire:?}: the client kept the stream open"
+        );
+    }
+}
+
+#[tokio::test]
+async fn an_endless_event_fails_instead_of_filling_memory() {
+    for wire in WIRES {
+        let server = RawServer::start(wire, Behaviour::EndlessLine).await;
+        let (model, retries, _) = client(server.settings(short(5_000, 5_000), 2));
+        let err = bounded_call(&model, 100).await.unwrap_err();
+        assert!(
+            matches!(&err, LlmError::Malformed(m) if m.contains("larger than")),
+            "{wire:?}: {err:?}"
+        );
+        assert!(retries.lock().unwrap().is_empty(), "{wire:?}: not retried");
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+        while !server.closed_early.load(Ordering::SeqCst) && tokio::time::Instant::now() < deadline
+        {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        assert!(
+            server.closed_early.load(Ordering::SeqCst),
+            "{wire:?}: the client read the whole line"
         );
     }
 }

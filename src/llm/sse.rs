@@ -36,22 +36,34 @@ pub(crate) struct SseEvent {
 #[derive(Debug, Default)]
 pub(crate) struct SseDecoder {
     buffer: Vec<u8>,
+    /// Bytes at the start of `buffer` known to hold no line end.
+    scanned: usize,
     current: SseEvent,
     has_data: bool,
 }
 
 impl SseDecoder {
     /// Feeds a chunk and returns the events it completed.
+    ///
+    /// Linear in the bytes fed, however they are chunked: bytes already searched
+    /// for a line end are not searched again, and the buffer is compacted once per chunk.
     pub fn push(&mut self, chunk: &[u8]) -> Vec<SseEvent> {
         self.buffer.extend_from_slice(chunk);
         let mut events = Vec::new();
-        while let Some(end) = self.buffer.iter().position(|&b| b == b'\n') {
-            let line: Vec<u8> = self.buffer.drain(..=end).collect();
-            let line = trim_line_ending(&line);
-            if let Some(event) = self.take_line(&String::from_utf8_lossy(line)) {
+        let mut line_start = 0;
+        let mut search_from = self.scanned;
+        while let Some(offset) = self.buffer[search_from..].iter().position(|&b| b == b'\n') {
+            let end = search_from + offset;
+            let line = String::from_utf8_lossy(trim_line_ending(&self.buffer[line_start..=end]))
+                .into_owned();
+            if let Some(event) = self.take_line(&line) {
                 events.push(event);
             }
+            line_start = end + 1;
+            search_from = line_start;
         }
+        self.buffer.drain(..line_start);
+        self.scanned = self.buffer.len();
         events
     }
 
@@ -61,6 +73,7 @@ impl SseDecoder {
     /// connection right after `data: [DONE]\n`, so it is kept when it has data.
     pub fn finish(&mut self) -> Option<SseEvent> {
         if !self.buffer.is_empty() {
+            self.scanned = 0;
             let rest = std::mem::take(&mut self.buffer);
             let line = String::from_utf8_lossy(trim_line_ending(&rest)).into_owned();
             if let Some(event) = self.take_line(&line) {
@@ -236,6 +249,33 @@ mod tests {
         for piece in [1, 2, 3, 7, input.len()] {
             assert_eq!(decode_in_pieces(input, piece), expected, "piece {piece}");
         }
+    }
+
+    #[test]
+    fn fuzzed_streams_decode_without_panics_and_within_their_size() {
+        let seeds: &[&[u8]] = &[
+            b"event: message_start\ndata: {\"type\":\"message_start\"}\n\n: ping\n\ndata: a\r\ndata: b\r\n\r\n",
+            b"data: {\"choices\":[{\"delta\":{\"content\":\"hi\"}}]}\n\ndata: [DONE]",
+        ];
+        let tokens = [
+            "\n", "\r", "\r\n", "data:", "data: ", "event:", ":", "id: 1\n", "\u{fe0f}",
+        ];
+        let mut pieces = 0usize;
+        crate::fuzzing::fuzz("sse decoder", 0x55e, seeds, &tokens, |input| {
+            pieces = pieces % 7 + 1;
+            let mut decoder = SseDecoder::default();
+            let mut events = Vec::new();
+            for chunk in input.chunks(pieces) {
+                events.extend(decoder.push(chunk));
+                assert!(decoder.buffered_bytes() <= input.len() * 3);
+            }
+            events.extend(decoder.finish());
+            let out: usize = events
+                .iter()
+                .map(|e| e.data.len() + e.event.as_ref().map_or(0, String::len))
+                .sum();
+            crate::fuzzing::assert_bounded("sse events", input.len(), out, 3, 0);
+        });
     }
 
     #[test]
