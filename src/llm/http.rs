@@ -10,10 +10,9 @@
 use std::future::Future;
 use std::time::Duration;
 
-use tokio::time::Instant;
-
 use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
 use serde::Serialize;
+use tokio::time::Instant;
 
 use super::sse::SseStream;
 use super::{CallTimeouts, LlmError, ProviderSettings, Secret, Stall};
