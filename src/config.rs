@@ -15,7 +15,7 @@ use std::path::Path;
 
 use crate::agent::reflection::ReflectionConfig;
 use crate::agent::strategy::AutoThresholds;
-use crate::llm::{Provider, Secret};
+use crate::llm::{CallTimeouts, Provider, Secret};
 use crate::prompts::PromptOverrides;
 
 pub use sources::{ConfigSource, Owner, USER_ONLY_KEYS, merge_sources, user_config_path};
@@ -131,6 +131,12 @@ pub struct FileConfig {
     pub max_tokens: Option<toml::Value>,
     /// Hard limit: wall time per review (`"10m"`, `"90s"`, or seconds).
     pub timeout: Option<toml::Value>,
+    /// Longest connection setup to the model API, as a duration (`"10s"`).
+    pub connect_timeout: Option<String>,
+    /// Longest wait for the first bytes of a model reply, as a duration (`"90s"`).
+    pub first_byte_timeout: Option<String>,
+    /// Longest silence in the middle of a model's reply stream, as a duration (`"60s"`).
+    pub stream_idle_timeout: Option<String>,
 }
 
 impl FileConfig {
@@ -264,6 +270,8 @@ pub struct ModelSettings {
     pub base_url: String,
     /// API key, when one is needed.
     pub api_key: Option<Secret>,
+    /// How long each phase of a model call may stay silent.
+    pub timeouts: CallTimeouts,
 }
 
 /// Default model per provider.
@@ -338,7 +346,67 @@ pub fn resolve_model(
         model,
         base_url: base_url.trim_end_matches('/').to_string(),
         api_key,
+        timeouts: resolve_timeouts(file)?,
     })
+}
+
+/// The model call timeouts: the file's `connect_timeout`, `first_byte_timeout`
+/// and `stream_idle_timeout`, else the defaults.
+pub fn resolve_timeouts(file: &FileConfig) -> Result<CallTimeouts, ConfigError> {
+    let defaults = CallTimeouts::default();
+    let pick = |key: &str, value: &Option<String>, default| match value {
+        Some(text) => parse_timeout(key, text),
+        None => Ok(default),
+    };
+    Ok(CallTimeouts {
+        connect: pick("connect_timeout", &file.connect_timeout, defaults.connect)?,
+        first_byte: pick(
+            "first_byte_timeout",
+            &file.first_byte_timeout,
+            defaults.first_byte,
+        )?,
+        stream_idle: pick(
+            "stream_idle_timeout",
+            &file.stream_idle_timeout,
+            defaults.stream_idle,
+        )?,
+    })
+}
+
+/// Longest timeout accepted; a longer one is surely a typo.
+const MAX_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(3600);
+
+/// Parses a timeout such as `"30s"`, `"500ms"`, `"2m"` or `"45"` (seconds), between
+/// 1 ms and one hour.
+pub fn parse_timeout(key: &str, text: &str) -> Result<std::time::Duration, ConfigError> {
+    let bad = |message: String| ConfigError::BadValue {
+        key: key.to_string(),
+        message,
+    };
+    let trimmed = text.trim();
+    let split = trimmed
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(trimmed.len());
+    let (number, unit) = trimmed.split_at(split);
+    let scale = match unit.trim() {
+        "ms" => 0.001,
+        "" | "s" => 1.0,
+        "m" => 60.0,
+        _ => {
+            return Err(bad(format!(
+                "`{text}` is not a duration: write a number with `ms`, `s` or `m`, such as \"30s\""
+            )));
+        }
+    };
+    let value: f64 = number
+        .parse()
+        .map_err(|_| bad(format!("`{text}` is not a duration such as \"30s\"")))?;
+    let duration = std::time::Duration::try_from_secs_f64(value * scale)
+        .map_err(|_| bad(format!("`{text}` is out of range")))?;
+    if duration < std::time::Duration::from_millis(1) || duration > MAX_TIMEOUT {
+        return Err(bad(format!("`{text}` is not between 1ms and 1h")));
+    }
+    Ok(duration)
 }
 
 /// Whether a URL points at this machine or a private network, where local model
@@ -491,6 +559,33 @@ mod tests {
         assert!(!is_local_url(
             &url::Url::parse("https://openrouter.ai/api/v1").unwrap()
         ));
+    }
+
+    #[test]
+    fn timeouts_parse_as_durations() {
+        let file = FileConfig::parse(
+            "connect_timeout = \"5s\"\nfirst_byte_timeout = \"2m\"\nstream_idle_timeout = \"1500ms\"\n",
+            "t",
+        )
+        .unwrap();
+        let timeouts = resolve_timeouts(&file).unwrap();
+        assert_eq!(timeouts.connect, std::time::Duration::from_secs(5));
+        assert_eq!(timeouts.first_byte, std::time::Duration::from_secs(120));
+        assert_eq!(timeouts.stream_idle, std::time::Duration::from_millis(1500));
+        assert_eq!(
+            resolve_timeouts(&FileConfig::default()).unwrap(),
+            CallTimeouts::default()
+        );
+        assert_eq!(
+            parse_timeout("k", " 45 ").unwrap(),
+            std::time::Duration::from_secs(45)
+        );
+        for bad in ["", "fast", "10h", "0s", "-1s", "1e9s", "2 hours"] {
+            let err = parse_timeout("stream_idle_timeout", bad)
+                .unwrap_err()
+                .to_string();
+            assert!(err.contains("stream_idle_timeout"), "{bad}: {err}");
+        }
     }
 
     #[test]

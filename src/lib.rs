@@ -14,6 +14,8 @@ pub mod agent;
 pub mod cli;
 pub mod config;
 pub mod context;
+#[cfg(test)]
+mod fuzzing;
 pub mod github;
 pub mod llm;
 pub mod prompts;

@@ -11,6 +11,7 @@ mod events_cli;
 mod github;
 mod limits_cli;
 mod llm;
+mod llm_limits;
 mod queue;
 mod review;
 mod review_cli;

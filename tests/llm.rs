@@ -4,8 +4,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use redline::llm::{
-    ChatModel, ChatRequest, LlmError, Message, ProviderSettings, RetryHook, RetryInfo, RetryPolicy,
-    Secret, StopReason, ToolCall, ToolSpec, build_client,
+    CallTimeouts, ChatModel, ChatRequest, LlmError, Message, ProviderSettings, RetryHook,
+    RetryInfo, RetryPolicy, Secret, Stall, StopReason, ToolCall, ToolSpec, build_client,
 };
 use serde_json::json;
 
@@ -27,7 +27,11 @@ fn settings(server: &ModelServer) -> ProviderSettings {
         base_url: server.base_url(),
         api_key: Some(Secret::new(KEY)),
         timeout: Duration::from_secs(10),
-        idle_timeout: Duration::from_secs(10),
+        timeouts: CallTimeouts {
+            connect: Duration::from_secs(10),
+            first_byte: Duration::from_secs(10),
+            stream_idle: Duration::from_secs(10),
+        },
         retry: fast_retry(2),
     }
 }
@@ -231,7 +235,10 @@ async fn anthropic_request_maps_the_history() {
     assert_eq!(sent.header("anthropic-version"), Some("2023-06-01"));
     assert!(sent.header("authorization").is_none());
     let body = &sent.body;
-    assert_eq!(body["system"], "You review code.\n\nTwo steps left.");
+    assert_eq!(
+        body["system"],
+        json!([{"type": "text", "text": "You review code.\n\nTwo steps left.", "cache_control": {"type": "ephemeral"}}])
+    );
     assert_eq!(body["stream"], true);
     assert_eq!(body["max_tokens"], 512);
     assert_eq!(
@@ -263,6 +270,13 @@ async fn anthropic_request_maps_the_history() {
     assert_eq!(results[0]["is_error"], false);
     assert_eq!(results[1]["tool_use_id"], "call_2");
     assert_eq!(results[1]["is_error"], true);
+    assert_eq!(
+        messages[0]["content"][0]["cache_control"],
+        json!({"type": "ephemeral"}),
+        "the first user turn ends a cached prefix"
+    );
+    let breakpoints = sent.body.to_string().matches("cache_control").count();
+    assert_eq!(breakpoints, 2, "system block and first user turn only");
 }
 
 #[tokio::test]
@@ -496,18 +510,24 @@ async fn unreachable_server_is_a_connect_error() {
 }
 
 #[tokio::test]
-async fn silent_stream_counts_as_cut() {
+async fn silent_stream_is_stalled() {
     for wire in Wire::ALL {
         let stalled = Reply::text("An answer that pauses for too long in the middle.")
             .stalled(Duration::from_millis(500));
         let server = ModelServer::start_with(wire, move |_, _| stalled.clone()).await;
         let mut settings = settings(&server);
-        settings.idle_timeout = Duration::from_millis(50);
+        settings.timeouts.stream_idle = Duration::from_millis(50);
         settings.retry = fast_retry(1);
         let (model, retries) = client_with(settings);
         let err = model.complete(&ask(wire, "hi")).await.unwrap_err();
         assert!(
-            matches!(&err, LlmError::StreamCut(m) if m.contains("no data")),
+            matches!(
+                &err,
+                LlmError::Stalled {
+                    phase: Stall::StreamIdle,
+                    ..
+                }
+            ),
             "{wire:?}: {err:?}"
         );
         assert_eq!(retries.lock().unwrap().len(), 1);

@@ -145,6 +145,13 @@ pub enum EventKind {
         /// Wall time of the call, retries included.
         latency_ms: u64,
     },
+    /// A model call has been waiting for its reply for a while (reported every 15 s).
+    ModelWaiting {
+        /// The attempt that is waiting (1-based).
+        attempt: u32,
+        /// Seconds it has been waiting.
+        elapsed_s: u64,
+    },
     /// A model call failed and is being tried again.
     ModelRetry {
         /// Attempt that failed (1-based).
@@ -282,6 +289,10 @@ pub fn progress_line(event: &Event, verbose: bool) -> Option<String> {
             "step {step}: model replied in {:.1}s ({prompt_tokens} prompt + {completion_tokens} completion tokens)",
             *latency_ms as f64 / 1000.0
         )),
+        EventKind::ModelWaiting { attempt, elapsed_s } => Some(match attempt {
+            1 => format!("waiting for the model ({elapsed_s}s so far)"),
+            _ => format!("waiting for the model (attempt {attempt}, {elapsed_s}s so far)"),
+        }),
         EventKind::ModelRetry {
             attempt,
             delay_ms,
@@ -364,6 +375,27 @@ mod tests {
         assert_eq!(json["type"], "tool_call");
         assert_eq!(json["ts"], "2026-01-01T00:00:00.000Z");
         assert_eq!(json["name"], "read_file");
+    }
+
+    #[test]
+    fn waiting_calls_get_a_progress_line() {
+        let waiting = |attempt| Event {
+            ts: String::new(),
+            kind: EventKind::ModelWaiting {
+                attempt,
+                elapsed_s: 45,
+            },
+        };
+        let first = progress_line(&waiting(1), false).expect("a line");
+        assert!(
+            first.contains("waiting") && first.contains("45s"),
+            "{first}"
+        );
+        let retry = progress_line(&waiting(3), false).expect("a line");
+        assert!(retry.contains("attempt 3"), "{retry}");
+        let json = serde_json::to_value(waiting(1)).expect("serialise");
+        assert_eq!(json["type"], "model_waiting");
+        assert_eq!(json["elapsed_s"], 45);
     }
 
     #[test]

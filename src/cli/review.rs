@@ -15,7 +15,9 @@ use crate::agent::plan::Plan;
 use crate::agent::strategy::Strategy;
 use crate::agent::{AgentConfig, AgentError, Orchestrator};
 use crate::config::{self, CONFIG_FILE, ConfigSource, FileConfig, ModelSettings, Owner};
-use crate::llm::{ChatModel, ProviderSettings, RetryHook, build_client};
+use crate::llm::{
+    ChatModel, ClientHooks, ProviderSettings, RetryHook, WaitHook, build_client_with_hooks,
+};
 use crate::prompts::Prompts;
 use crate::review::diff::ChangeSet;
 use crate::review::render::{Format, render};
@@ -396,24 +398,35 @@ async fn confirm(question: &str) -> bool {
     }
 }
 
-/// The client for the resolved settings, reporting retries as events.
+/// The client for the resolved settings, reporting retries and long waits as events.
 pub(crate) fn model_client(settings: &ModelSettings, events: &EventSink) -> Arc<dyn ChatModel> {
-    let events = events.clone();
-    let hook: RetryHook = Arc::new(move |info| {
-        events.emit(EventKind::ModelRetry {
+    let retry_events = events.clone();
+    let on_retry: RetryHook = Arc::new(move |info| {
+        retry_events.emit(EventKind::ModelRetry {
             attempt: info.attempt,
             delay_ms: info.delay.as_millis() as u64,
             reason: info.reason.clone(),
         })
     });
-    build_client(
+    let wait_events = events.clone();
+    let on_wait: WaitHook = Arc::new(move |info| {
+        wait_events.emit(EventKind::ModelWaiting {
+            attempt: info.attempt,
+            elapsed_s: info.elapsed.as_secs(),
+        })
+    });
+    build_client_with_hooks(
         ProviderSettings {
             provider: settings.provider,
             base_url: settings.base_url.clone(),
             api_key: settings.api_key.clone(),
+            timeouts: settings.timeouts,
             ..ProviderSettings::default()
         },
-        Some(hook),
+        ClientHooks {
+            on_retry: Some(on_retry),
+            on_wait: Some(on_wait),
+        },
     )
 }
 

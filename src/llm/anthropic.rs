@@ -4,21 +4,34 @@
 //! here: system text is a top-level field, turns must alternate between `user`
 //! and `assistant` (so tool results travel as `tool_result` blocks of one user
 //! turn), and tool-call arguments are JSON objects rather than text.
+//!
+//! Prompt caching: the request marks at most [`MAX_CACHE_BREAKPOINTS`] prefix
+//! ends with `cache_control` (the system block, or the last tool when there is
+//! no system text; and the first user turn). The API allows four. The request
+//! body is serialised with the stable prefix first (`model`, `tools`, `system`,
+//! `messages`) and the per-call fields (`max_tokens`, `temperature`) last, and
+//! holds no timestamps or generated ids, so the same prefix serialises to the
+//! same bytes from call to call.
 
 use std::collections::BTreeMap;
 
 use async_trait::async_trait;
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 
+use self::request::WireRequest;
+use super::budget::OutputBudget;
 use super::http::{Endpoint, ErrorDetail, HeaderSpec, error_from_stream};
 use super::sse::SseStream;
 use super::{
-    ChatModel, ChatRequest, ChatResponse, LlmError, Message, ProviderSettings, StopReason,
-    ToolCall, Usage, count_usage_locally,
+    ChatModel, ChatRequest, ChatResponse, LlmError, ProviderSettings, StopReason, ToolCall, Usage,
+    count_usage_locally, usage_of_cut_reply,
 };
 
 /// The API version this client speaks.
 pub const ANTHROPIC_VERSION: &str = "2023-06-01";
+
+/// `cache_control` markers one request carries at most (the API's limit is 4).
+pub const MAX_CACHE_BREAKPOINTS: usize = 2;
 
 /// A client for `{base_url}/v1/messages`.
 pub struct AnthropicClient {
@@ -66,6 +79,7 @@ async fn read_reply(
     endpoint: &Endpoint,
 ) -> Result<ChatResponse, LlmError> {
     let mut reply = ReplyBuilder::default();
+    let mut budget = OutputBudget::new(&request.model, request.max_tokens);
     while let Some(event) = stream.next_event().await? {
         if event.data.trim().is_empty() {
             continue; // keep-alive
@@ -75,7 +89,15 @@ async fn read_reply(
         if let WireEvent::Error { error } = &parsed {
             return Err(stream_error(error, request, endpoint));
         }
+        if let Some(fragment) = parsed.fragment() {
+            budget.spend(fragment);
+        }
         if reply.apply(parsed) {
+            break;
+        }
+        if budget.exceeded() {
+            // The server ignores `max_tokens`: stop reading (dropping the stream closes it).
+            reply.stop_at_limit(budget.counted());
             break;
         }
     }
@@ -96,160 +118,6 @@ fn stream_error(error: &serde_json::Value, request: &ChatRequest, endpoint: &End
         _ => 500,
     };
     error_from_stream(status, &detail, &request.model, endpoint.key())
-}
-
-#[derive(Serialize)]
-struct WireRequest<'a> {
-    model: &'a str,
-    max_tokens: u32,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    system: Option<String>,
-    messages: Vec<WireMessage<'a>>,
-    stream: bool,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    temperature: Option<f32>,
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    tools: Vec<WireTool<'a>>,
-}
-
-#[derive(Serialize, Clone, Copy, PartialEq, Eq)]
-#[serde(rename_all = "lowercase")]
-enum Role {
-    User,
-    Assistant,
-}
-
-#[derive(Serialize)]
-struct WireMessage<'a> {
-    role: Role,
-    content: Vec<Block<'a>>,
-}
-
-#[derive(Serialize)]
-#[serde(tag = "type", rename_all = "snake_case")]
-enum Block<'a> {
-    Text {
-        text: &'a str,
-    },
-    ToolUse {
-        id: &'a str,
-        name: &'a str,
-        input: serde_json::Value,
-    },
-    ToolResult {
-        tool_use_id: &'a str,
-        content: &'a str,
-        is_error: bool,
-    },
-}
-
-#[derive(Serialize)]
-struct WireTool<'a> {
-    name: &'a str,
-    description: &'a str,
-    input_schema: &'a serde_json::Value,
-}
-
-impl<'a> WireRequest<'a> {
-    fn from_request(request: &'a ChatRequest) -> Self {
-        let system: Vec<&str> = request
-            .messages
-            .iter()
-            .filter_map(|m| match m {
-                Message::System { content } => Some(content.as_str()),
-                _ => None,
-            })
-            .collect();
-        WireRequest {
-            model: &request.model,
-            max_tokens: request.max_tokens,
-            system: (!system.is_empty()).then(|| system.join("\n\n")),
-            messages: alternating_turns(&request.messages),
-            stream: true,
-            temperature: request.temperature,
-            tools: request
-                .tools
-                .iter()
-                .map(|t| WireTool {
-                    name: &t.name,
-                    description: &t.description,
-                    input_schema: &t.parameters,
-                })
-                .collect(),
-        }
-    }
-}
-
-/// The conversation as alternating turns: consecutive messages of the same
-/// role (tool results, or tool results then a user note) merge into one turn.
-/// System messages are left out; they travel in the top-level `system` field.
-fn alternating_turns(messages: &[Message]) -> Vec<WireMessage<'_>> {
-    let mut turns: Vec<WireMessage<'_>> = Vec::new();
-    for message in messages {
-        let Some((role, blocks)) = turn_blocks(message) else {
-            continue;
-        };
-        if blocks.is_empty() {
-            continue; // the API rejects empty turns and empty text blocks
-        }
-        match turns.last_mut() {
-            Some(last) if last.role == role => last.content.extend(blocks),
-            _ => turns.push(WireMessage {
-                role,
-                content: blocks,
-            }),
-        }
-    }
-    turns
-}
-
-fn text_block(text: &str) -> Option<Block<'_>> {
-    (!text.is_empty()).then_some(Block::Text { text })
-}
-
-fn turn_blocks(message: &Message) -> Option<(Role, Vec<Block<'_>>)> {
-    match message {
-        Message::System { .. } => None,
-        Message::User { content } => Some((Role::User, text_block(content).into_iter().collect())),
-        Message::Assistant {
-            content,
-            tool_calls,
-        } => {
-            let mut blocks: Vec<Block<'_>> = text_block(content).into_iter().collect();
-            blocks.extend(tool_calls.iter().map(|c| Block::ToolUse {
-                id: &c.id,
-                name: &c.name,
-                input: arguments_object(&c.arguments),
-            }));
-            Some((Role::Assistant, blocks))
-        }
-        Message::Tool {
-            call_id,
-            content,
-            is_error,
-            ..
-        } => Some((
-            Role::User,
-            vec![Block::ToolResult {
-                tool_use_id: call_id,
-                content,
-                is_error: *is_error,
-            }],
-        )),
-    }
-}
-
-/// The call's arguments as the JSON object the API requires for `input`.
-///
-/// When the model wrote arguments that are not a JSON object, `{}` is sent:
-/// the API rejects any other `input`, which would make the whole history
-/// unusable, and the call was already answered with an error result that tells
-/// the model what was wrong with what it wrote.
-fn arguments_object(raw: &str) -> serde_json::Value {
-    match serde_json::from_str::<serde_json::Value>(raw) {
-        Ok(value @ serde_json::Value::Object(_)) => value,
-        _ => serde_json::Value::Object(serde_json::Map::new()),
-    }
 }
 
 #[derive(Deserialize)]
@@ -281,6 +149,20 @@ enum WireEvent {
     Ignored,
 }
 
+impl WireEvent {
+    /// The reply text or tool-argument fragment this event adds.
+    fn fragment(&self) -> Option<&str> {
+        match self {
+            WireEvent::ContentBlockDelta { delta, .. } => match delta {
+                BlockDelta::TextDelta { text } => Some(text),
+                BlockDelta::InputJsonDelta { partial_json } => Some(partial_json),
+                BlockDelta::Other => None,
+            },
+            _ => None,
+        }
+    }
+}
+
 #[derive(Deserialize)]
 struct StartMessage {
     #[serde(default)]
@@ -300,11 +182,31 @@ struct WireUsage {
 }
 
 impl WireUsage {
-    /// All prompt tokens: cached and cache-writing tokens are reported apart.
+    /// All prompt tokens: `input_tokens` leaves out the tokens read from and
+    /// written to the cache, which are reported apart.
     fn prompt_tokens(&self) -> Option<u64> {
         self.input_tokens.map(|n| {
             n + self.cache_creation_input_tokens.unwrap_or(0)
                 + self.cache_read_input_tokens.unwrap_or(0)
+        })
+    }
+}
+
+/// The prompt side of the usage as last reported (message_start, then message_delta).
+#[derive(Default, Clone, Copy)]
+struct PromptUsage {
+    total: u64,
+    cache_read: u64,
+    cache_write: u64,
+}
+
+impl PromptUsage {
+    /// The prompt usage `usage` reports, when it reports `input_tokens`.
+    fn reported(usage: &WireUsage) -> Option<PromptUsage> {
+        Some(PromptUsage {
+            total: usage.prompt_tokens()?,
+            cache_read: usage.cache_read_input_tokens.unwrap_or(0),
+            cache_write: usage.cache_creation_input_tokens.unwrap_or(0),
         })
     }
 }
@@ -360,10 +262,12 @@ enum BlockState {
 #[derive(Default)]
 struct ReplyBuilder {
     blocks: BTreeMap<usize, BlockState>,
-    prompt_tokens: Option<u64>,
+    prompt: Option<PromptUsage>,
     completion_tokens: Option<u64>,
     stop_reason: Option<String>,
     stopped: bool,
+    /// Set when the client cut the stream at `max_tokens`.
+    cut_at_limit: bool,
 }
 
 impl ReplyBuilder {
@@ -372,7 +276,7 @@ impl ReplyBuilder {
         match event {
             WireEvent::MessageStart { message } => {
                 let usage = message.usage.unwrap_or_default();
-                self.prompt_tokens = usage.prompt_tokens();
+                self.prompt = PromptUsage::reported(&usage);
                 self.completion_tokens = usage.output_tokens;
             }
             WireEvent::ContentBlockStart {
@@ -395,14 +299,23 @@ impl ReplyBuilder {
                 if usage.output_tokens.is_some() {
                     self.completion_tokens = usage.output_tokens;
                 }
-                if let Some(prompt) = usage.prompt_tokens() {
-                    self.prompt_tokens = Some(prompt);
+                if let Some(prompt) = PromptUsage::reported(&usage) {
+                    self.prompt = Some(prompt);
                 }
             }
             WireEvent::MessageStop {} => self.stopped = true,
             WireEvent::Error { .. } | WireEvent::Ignored => {}
         }
         self.stopped
+    }
+
+    /// Ends the reply at the output limit the server did not enforce;
+    /// `completion_tokens` is what the client counted.
+    fn stop_at_limit(&mut self, completion_tokens: u64) {
+        self.stop_reason = Some("max_tokens".to_string());
+        self.completion_tokens = Some(completion_tokens);
+        self.stopped = true;
+        self.cut_at_limit = true;
     }
 
     fn finish(self, request: &ChatRequest) -> Result<ChatResponse, LlmError> {
@@ -437,20 +350,33 @@ impl ReplyBuilder {
             None if !tool_calls.is_empty() => StopReason::ToolUse,
             _ => StopReason::Other,
         };
-        let local = || count_usage_locally(request, &content, &tool_calls);
-        let usage = match (self.prompt_tokens, self.completion_tokens) {
-            (Some(prompt_tokens), Some(completion_tokens)) => Usage {
+        let cache = |usage: Usage| match self.prompt {
+            Some(prompt) => Usage {
+                cached_prompt_tokens: prompt.cache_read,
+                cache_write_tokens: prompt.cache_write,
+                ..usage
+            },
+            None => usage,
+        };
+        let prompt_tokens = self.prompt.map(|p| p.total);
+        let usage = match (prompt_tokens, self.completion_tokens) {
+            _ if self.cut_at_limit => cache(usage_of_cut_reply(
+                request,
+                prompt_tokens,
+                self.completion_tokens.unwrap_or(0),
+            )),
+            (Some(prompt_tokens), Some(completion_tokens)) => cache(Usage {
                 prompt_tokens,
                 completion_tokens,
                 ..Usage::default()
-            },
+            }),
             (prompt, completion) => {
-                let counted = local();
-                Usage {
+                let counted = count_usage_locally(request, &content, &tool_calls);
+                cache(Usage {
                     prompt_tokens: prompt.unwrap_or(counted.prompt_tokens),
                     completion_tokens: completion.unwrap_or(counted.completion_tokens),
                     ..counted
-                }
+                })
             }
         };
         Ok(ChatResponse {
@@ -488,6 +414,8 @@ impl BlockState {
         }
     }
 }
+
+mod request;
 
 #[cfg(test)]
 mod tests;

@@ -1,21 +1,24 @@
 //! HTTP plumbing shared by the providers: sending one streamed request under a
 //! deadline, and turning statuses, error bodies and transport failures into
 //! [`LlmError`]s whose messages never carry the API key.
+//!
+//! Invariant: no phase of an attempt waits without a bound. Connecting is
+//! bounded by `connect_timeout`, the wait from sending the request to the
+//! first bytes of the stream (headers included) by `first_byte_timeout`, every
+//! later gap by `stream_idle_timeout`, and the whole attempt by `timeout`.
 
 use std::future::Future;
 use std::time::Duration;
 
 use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
 use serde::Serialize;
+use tokio::time::Instant;
 
 use super::sse::SseStream;
-use super::{LlmError, ProviderSettings, Secret};
+use super::{CallTimeouts, LlmError, ProviderSettings, Secret, Stall};
 
 /// Longest provider message kept in an error; error pages can be whole HTML documents.
 const MAX_MESSAGE_CHARS: usize = 600;
-
-/// Longest time a connection attempt may take, whatever the per-call timeout.
-const MAX_CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// One header a provider sends with every request.
 pub(crate) struct HeaderSpec {
@@ -34,7 +37,7 @@ pub(crate) struct Endpoint {
     headers: Result<HeaderMap, String>,
     key: Option<Secret>,
     timeout: Duration,
-    idle_timeout: Duration,
+    timeouts: CallTimeouts,
 }
 
 impl Endpoint {
@@ -42,7 +45,7 @@ impl Endpoint {
     pub fn new(url: String, headers: Vec<HeaderSpec>, settings: &ProviderSettings) -> Self {
         let key = settings.api_key.clone().filter(|k| !k.is_empty());
         let client = reqwest::Client::builder()
-            .connect_timeout(settings.timeout.min(MAX_CONNECT_TIMEOUT))
+            .connect_timeout(settings.timeouts.connect.min(settings.timeout))
             .build()
             .map_err(|err| describe_transport_error(&err, key.as_ref()));
         Endpoint {
@@ -51,7 +54,7 @@ impl Endpoint {
             headers: build_headers(headers),
             key,
             timeout: settings.timeout,
-            idle_timeout: settings.idle_timeout,
+            timeouts: settings.timeouts,
         }
     }
 
@@ -85,17 +88,16 @@ impl Endpoint {
             status: 0,
             message: e.clone(),
         })?;
-        let response = client
-            .post(&self.url)
-            .headers(headers.clone())
-            .json(body)
-            .send()
+        let first_byte_deadline = Instant::now() + self.timeouts.first_byte;
+        let request = client.post(&self.url).headers(headers.clone()).json(body);
+        let response = tokio::time::timeout_at(first_byte_deadline, request.send())
             .await
+            .map_err(|_| self.stalled(Stall::FirstByte))?
             .map_err(|err| self.transport_error(&err))?;
         let status = response.status().as_u16();
         if !response.status().is_success() {
             let response_headers = response.headers().clone();
-            let text = response.text().await.unwrap_or_default();
+            let text = self.read_error_body(response).await?;
             return Err(error_from_response(
                 status,
                 &response_headers,
@@ -105,7 +107,7 @@ impl Endpoint {
             ));
         }
         if is_json(response.headers()) {
-            let text = response.text().await.unwrap_or_default();
+            let text = self.read_error_body(response).await?;
             return Err(LlmError::Malformed(format!(
                 "expected a stream of server-sent events, got JSON: {}",
                 clip(&redact(self.key(), &text))
@@ -113,13 +115,34 @@ impl Endpoint {
         }
         Ok(SseStream::new(
             response,
-            self.idle_timeout,
+            first_byte_deadline,
+            self.timeouts,
             self.key.clone(),
         ))
     }
 
+    /// The body of a response that is not a stream, read under the idle timeout
+    /// (a server may send error headers and then stall).
+    async fn read_error_body(&self, response: reqwest::Response) -> Result<String, LlmError> {
+        tokio::time::timeout(self.timeouts.stream_idle, response.text())
+            .await
+            .map(Result::unwrap_or_default)
+            .map_err(|_| self.stalled(Stall::StreamIdle))
+    }
+
+    fn stalled(&self, phase: Stall) -> LlmError {
+        let after = match phase {
+            Stall::Connect => self.timeouts.connect.min(self.timeout),
+            Stall::FirstByte => self.timeouts.first_byte,
+            Stall::StreamIdle => self.timeouts.stream_idle,
+        };
+        LlmError::Stalled { phase, after }
+    }
+
     fn transport_error(&self, err: &reqwest::Error) -> LlmError {
-        if err.is_timeout() {
+        if err.is_connect() && err.is_timeout() {
+            self.stalled(Stall::Connect)
+        } else if err.is_timeout() {
             LlmError::Timeout(self.timeout)
         } else {
             LlmError::Connect(describe_transport_error(err, self.key()))

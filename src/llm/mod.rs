@@ -4,6 +4,7 @@
 //! Redline only sees [`ChatRequest`], [`ChatResponse`] and [`LlmError`].
 
 pub mod anthropic;
+mod budget;
 mod http;
 pub mod openai;
 pub mod pricing;
@@ -12,7 +13,9 @@ mod secret;
 mod sse;
 pub mod tokens;
 
-pub use retry::{RetryHook, RetryInfo, RetryPolicy, RetryingModel};
+pub use retry::{
+    RetryHook, RetryInfo, RetryPolicy, RetryingModel, WAIT_NOTICE_INTERVAL, WaitHook, WaitInfo,
+};
 pub use secret::Secret;
 
 use async_trait::async_trait;
@@ -122,7 +125,10 @@ pub struct ChatRequest {
 /// Token usage of one call.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Usage {
-    /// Tokens of the request.
+    /// All tokens of the prompt, including those read from or written to the
+    /// provider's prompt cache, so that it means the same for every provider
+    /// (Anthropic's `input_tokens` leaves cache reads and writes out; the client
+    /// adds `cache_read_input_tokens` and `cache_creation_input_tokens` back in).
     pub prompt_tokens: u64,
     /// Tokens of the reply.
     pub completion_tokens: u64,
@@ -242,6 +248,14 @@ pub enum LlmError {
     /// The stream ended before the reply was complete (retryable).
     #[error("the model's response stream was cut off: {0}")]
     StreamCut(String),
+    /// The endpoint went silent past one of the [`CallTimeouts`] (retryable).
+    #[error("{}", phase.describe(*after))]
+    Stalled {
+        /// Where the call was when the wait ran out.
+        phase: Stall,
+        /// The timeout that ran out.
+        after: Duration,
+    },
     /// The response could not be understood.
     #[error("malformed response from the model API: {0}")]
     Malformed(String),
@@ -257,6 +271,7 @@ impl LlmError {
                 | LlmError::Connect(_)
                 | LlmError::Timeout(_)
                 | LlmError::StreamCut(_)
+                | LlmError::Stalled { .. }
         )
     }
 
@@ -330,8 +345,84 @@ impl FromStr for Provider {
 /// Default time one attempt (request plus whole stream) may take.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(300);
 
-/// Default longest silence between two chunks of a stream.
-pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(90);
+/// Default time to set up a connection (TCP and TLS). A handshake takes
+/// milliseconds; 10 s leaves room for slow DNS and congested links while a
+/// dead or black-holed host fails fast.
+pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Default time from sending the request to the first bytes of the reply
+/// stream. Hosted APIs answer within seconds; prompt processing of a long
+/// review context on a local server, or a reasoning model thinking before its
+/// first token, can take tens of seconds. 90 s covers those while a server
+/// that accepts and never answers costs at most 90 s an attempt.
+pub const DEFAULT_FIRST_BYTE_TIMEOUT: Duration = Duration::from_secs(90);
+
+/// Default longest silence between two chunks of a stream once it has started.
+/// Streaming servers send tokens (or Anthropic's `ping`s) every few hundred
+/// milliseconds; 60 s tolerates a loaded local server pausing between batches.
+pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// Where a call was when it went silent too long.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stall {
+    /// Setting up the connection.
+    Connect,
+    /// Waiting for the response headers or the first bytes of the stream.
+    FirstByte,
+    /// Waiting for more of a stream that had started.
+    StreamIdle,
+}
+
+impl Stall {
+    /// The configuration key of the timeout for this phase.
+    pub fn config_key(self) -> &'static str {
+        match self {
+            Stall::Connect => "connect_timeout",
+            Stall::FirstByte => "first_byte_timeout",
+            Stall::StreamIdle => "stream_idle_timeout",
+        }
+    }
+
+    /// The error message for a wait of `after` that ran out in this phase; it
+    /// names the setting that changes the wait.
+    pub fn describe(self, after: Duration) -> String {
+        let secs = after.as_secs_f64();
+        let key = self.config_key();
+        match self {
+            Stall::Connect => {
+                format!("could not connect to the model API within {secs}s (`{key}`)")
+            }
+            Stall::FirstByte => {
+                format!("the model API accepted the request but sent nothing for {secs}s (`{key}`)")
+            }
+            Stall::StreamIdle => {
+                format!("the model's response stream went silent for {secs}s (`{key}`)")
+            }
+        }
+    }
+}
+
+/// How long a call may wait in each phase before it fails with
+/// [`LlmError::Stalled`] (and is retried).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CallTimeouts {
+    /// Connection setup (TCP and TLS).
+    pub connect: Duration,
+    /// From sending the request to the first bytes of the reply stream (headers included).
+    pub first_byte: Duration,
+    /// Longest gap between two chunks of a started stream.
+    pub stream_idle: Duration,
+}
+
+impl Default for CallTimeouts {
+    fn default() -> Self {
+        CallTimeouts {
+            connect: DEFAULT_CONNECT_TIMEOUT,
+            first_byte: DEFAULT_FIRST_BYTE_TIMEOUT,
+            stream_idle: DEFAULT_IDLE_TIMEOUT,
+        }
+    }
+}
 
 /// Everything needed to talk to one model endpoint.
 #[derive(Debug, Clone, PartialEq)]
@@ -345,8 +436,8 @@ pub struct ProviderSettings {
     pub api_key: Option<Secret>,
     /// Longest time one attempt may take, stream included.
     pub timeout: Duration,
-    /// Longest silence between two stream chunks before the stream counts as cut.
-    pub idle_timeout: Duration,
+    /// How long each phase of an attempt may stay silent.
+    pub timeouts: CallTimeouts,
     /// How failed calls are retried.
     pub retry: RetryPolicy,
 }
@@ -366,7 +457,7 @@ impl ProviderSettings {
             base_url: provider.default_base_url().to_string(),
             api_key: None,
             timeout: DEFAULT_TIMEOUT,
-            idle_timeout: DEFAULT_IDLE_TIMEOUT,
+            timeouts: CallTimeouts::default(),
             retry: RetryPolicy::default(),
         }
     }
@@ -379,11 +470,48 @@ impl ProviderSettings {
 
 /// The client for `settings`, wrapped in the retry layer; `on_retry` hears of each retry.
 pub fn build_client(settings: ProviderSettings, on_retry: Option<RetryHook>) -> Arc<dyn ChatModel> {
+    build_client_with_hooks(
+        settings,
+        ClientHooks {
+            on_retry,
+            ..ClientHooks::default()
+        },
+    )
+}
+
+/// Who hears what the retry layer of a client does.
+#[derive(Clone, Default)]
+pub struct ClientHooks {
+    /// Hears of each retry, before its wait.
+    pub on_retry: Option<RetryHook>,
+    /// Hears every [`WAIT_NOTICE_INTERVAL`] that an attempt is still waiting for its reply.
+    pub on_wait: Option<WaitHook>,
+}
+
+/// The client for `settings`, wrapped in the retry layer, reporting to `hooks`.
+pub fn build_client_with_hooks(
+    settings: ProviderSettings,
+    hooks: ClientHooks,
+) -> Arc<dyn ChatModel> {
+    build_client_reporting_every(settings, hooks, WAIT_NOTICE_INTERVAL)
+}
+
+/// [`build_client_with_hooks`] with waiting attempts reported every `every` instead
+/// of every [`WAIT_NOTICE_INTERVAL`] (tests use short intervals).
+pub fn build_client_reporting_every(
+    settings: ProviderSettings,
+    hooks: ClientHooks,
+    every: Duration,
+) -> Arc<dyn ChatModel> {
     let inner: Arc<dyn ChatModel> = match settings.provider {
         Provider::OpenAi => Arc::new(openai::OpenAiClient::new(&settings)),
         Provider::Anthropic => Arc::new(anthropic::AnthropicClient::new(&settings)),
     };
-    Arc::new(RetryingModel::new(inner, settings.retry, on_retry))
+    let mut model = RetryingModel::new(inner, settings.retry, hooks.on_retry);
+    if let Some(on_wait) = hooks.on_wait {
+        model = model.with_wait_hook(on_wait, every);
+    }
+    Arc::new(model)
 }
 
 /// Usage counted locally, for replies whose API reported none: the prompt is the
@@ -410,6 +538,23 @@ pub(crate) fn count_usage_locally(
     Usage {
         prompt_tokens: (counter.count_messages(&request.messages) + tools) as u64,
         completion_tokens: (counter.count(content) + calls) as u64,
+        estimated: true,
+        ..Usage::default()
+    }
+}
+
+/// Usage of a reply the client cut at `max_tokens`: the completion as the client
+/// counted it, the prompt as the server reported it or else counted locally.
+pub(crate) fn usage_of_cut_reply(
+    request: &ChatRequest,
+    reported_prompt: Option<u64>,
+    completion_tokens: u64,
+) -> Usage {
+    let prompt_tokens =
+        reported_prompt.unwrap_or_else(|| count_usage_locally(request, "", &[]).prompt_tokens);
+    Usage {
+        prompt_tokens,
+        completion_tokens,
         estimated: true,
         ..Usage::default()
     }

@@ -9,11 +9,12 @@ use std::collections::BTreeMap;
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 
+use super::budget::OutputBudget;
 use super::http::{Endpoint, ErrorDetail, HeaderSpec, error_from_stream};
 use super::sse::SseStream;
 use super::{
     ChatModel, ChatRequest, ChatResponse, LlmError, Message, ProviderSettings, StopReason,
-    ToolCall, Usage, count_usage_locally,
+    ToolCall, Usage, count_usage_locally, usage_of_cut_reply,
 };
 
 /// A client for `{base_url}/chat/completions`.
@@ -58,6 +59,7 @@ async fn read_reply(
     endpoint: &Endpoint,
 ) -> Result<ChatResponse, LlmError> {
     let mut reply = ReplyBuilder::default();
+    let mut budget = OutputBudget::new(&request.model, request.max_tokens);
     while let Some(event) = stream.next_event().await? {
         let data = event.data.trim();
         if data.is_empty() {
@@ -72,7 +74,14 @@ async fn read_reply(
         if let Some(error) = &chunk.error {
             return Err(stream_error(error, request, endpoint));
         }
+        for fragment in chunk.fragments() {
+            budget.spend(fragment);
+        }
         reply.apply(chunk);
+        if budget.exceeded() {
+            // The server ignores `max_tokens`: stop reading (dropping the stream closes it).
+            return reply.finish_at_limit(request, budget.counted());
+        }
     }
     reply.finish(request)
 }
@@ -234,6 +243,25 @@ struct WireChunk {
     error: Option<serde_json::Value>,
 }
 
+impl WireChunk {
+    /// The reply text and tool-argument fragments this chunk adds.
+    fn fragments(&self) -> impl Iterator<Item = &str> {
+        let delta = self
+            .choices
+            .iter()
+            .flatten()
+            .next()
+            .and_then(|c| c.delta.as_ref());
+        let text = delta.and_then(|d| d.content.as_deref());
+        let arguments = delta
+            .and_then(|d| d.tool_calls.as_ref())
+            .into_iter()
+            .flatten()
+            .filter_map(|c| c.function.as_ref()?.arguments.as_deref());
+        text.into_iter().chain(arguments)
+    }
+}
+
 #[derive(Deserialize)]
 struct WireChoice {
     #[serde(default)]
@@ -274,6 +302,14 @@ struct WireUsage {
     prompt_tokens: u64,
     #[serde(default)]
     completion_tokens: u64,
+    #[serde(default)]
+    prompt_tokens_details: Option<PromptTokensDetails>,
+}
+
+#[derive(Deserialize)]
+struct PromptTokensDetails {
+    #[serde(default)]
+    cached_tokens: Option<u64>,
 }
 
 /// The reply as the chunks arrive.
@@ -292,6 +328,10 @@ impl ReplyBuilder {
             self.usage = Some(Usage {
                 prompt_tokens: usage.prompt_tokens,
                 completion_tokens: usage.completion_tokens,
+                cached_prompt_tokens: usage
+                    .prompt_tokens_details
+                    .and_then(|d| d.cached_tokens)
+                    .unwrap_or(0),
                 ..Usage::default()
             });
         }
@@ -339,6 +379,23 @@ impl ReplyBuilder {
                 entry.arguments.push_str(&fragment);
             }
         }
+    }
+
+    /// The reply so far, ended at the output limit the server did not enforce;
+    /// `completion_tokens` is what the client counted.
+    fn finish_at_limit(
+        mut self,
+        request: &ChatRequest,
+        completion_tokens: u64,
+    ) -> Result<ChatResponse, LlmError> {
+        self.finish_reason = Some("length".to_string());
+        let reported_prompt = self.usage.map(|u| u.prompt_tokens);
+        self.usage = Some(usage_of_cut_reply(
+            request,
+            reported_prompt,
+            completion_tokens,
+        ));
+        self.finish(request)
     }
 
     fn finish(self, request: &ChatRequest) -> Result<ChatResponse, LlmError> {
@@ -452,6 +509,33 @@ mod tests {
         assert_eq!(response.tool_calls[1].arguments, "");
         assert_eq!(response.stop, StopReason::ToolUse);
         assert_eq!(response.usage.prompt_tokens, 9);
+    }
+
+    #[test]
+    fn reads_cached_prompt_tokens() {
+        let reply = build(&[
+            r#"{"choices":[{"index":0,"delta":{"content":"ok"},"finish_reason":"stop"}]}"#,
+            r#"{"choices":[],"usage":{"prompt_tokens":2006,"completion_tokens":300,"prompt_tokens_details":{"cached_tokens":1920,"audio_tokens":0}}}"#,
+        ]);
+        let usage = reply.finish(&request(vec![], vec![])).unwrap().usage;
+        assert_eq!(
+            usage,
+            Usage {
+                prompt_tokens: 2006,
+                completion_tokens: 300,
+                cached_prompt_tokens: 1920,
+                ..Usage::default()
+            }
+        );
+        let without_details = build(&[
+            r#"{"choices":[{"index":0,"delta":{"content":"ok"},"finish_reason":"stop"}]}"#,
+            r#"{"choices":[],"usage":{"prompt_tokens":20,"completion_tokens":3,"prompt_tokens_details":null}}"#,
+        ]);
+        let usage = without_details
+            .finish(&request(vec![], vec![]))
+            .unwrap()
+            .usage;
+        assert_eq!((usage.prompt_tokens, usage.cached_prompt_tokens), (20, 0));
     }
 
     #[test]

@@ -1,10 +1,13 @@
 //! Retrying model calls: exponential backoff with full jitter, or the wait the
-//! server asked for.
+//! server asked for; and telling a listener, at a fixed interval, that an
+//! attempt is still waiting for its reply.
 
+use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
+use tokio::time::Instant;
 
 use super::{ChatModel, ChatRequest, ChatResponse, LlmError};
 
@@ -72,11 +75,27 @@ pub struct RetryInfo {
 /// Called before each wait, e.g. to emit an event.
 pub type RetryHook = Arc<dyn Fn(RetryInfo) + Send + Sync>;
 
+/// How often a waiting attempt is reported by default.
+pub const WAIT_NOTICE_INTERVAL: Duration = Duration::from_secs(15);
+
+/// What the retry layer reports while an attempt has not answered yet.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WaitInfo {
+    /// The attempt that is waiting (1-based).
+    pub attempt: u32,
+    /// How long it has been waiting.
+    pub elapsed: Duration,
+}
+
+/// Called every [`WAIT_NOTICE_INTERVAL`] while an attempt waits, e.g. to emit a progress line.
+pub type WaitHook = Arc<dyn Fn(WaitInfo) + Send + Sync>;
+
 /// A [`ChatModel`] that retries retryable failures of another one.
 pub struct RetryingModel {
     inner: Arc<dyn ChatModel>,
     policy: RetryPolicy,
     on_retry: Option<RetryHook>,
+    on_wait: Option<(WaitHook, Duration)>,
 }
 
 impl RetryingModel {
@@ -90,6 +109,37 @@ impl RetryingModel {
             inner,
             policy,
             on_retry,
+            on_wait: None,
+        }
+    }
+
+    /// Also calls `on_wait` every `every` while an attempt has not answered.
+    pub fn with_wait_hook(mut self, on_wait: WaitHook, every: Duration) -> Self {
+        self.on_wait = Some((on_wait, every));
+        self
+    }
+}
+
+/// Runs `call`, calling `hook` every `every` until it completes.
+async fn with_wait_notices<T>(
+    call: impl Future<Output = T>,
+    attempt: u32,
+    hook: &WaitHook,
+    every: Duration,
+) -> T {
+    let started = Instant::now();
+    // A zero period would make the interval panic; notices that often are useless anyway.
+    let every = every.max(Duration::from_millis(1));
+    let mut ticks = tokio::time::interval_at(started + every, every);
+    ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    tokio::pin!(call);
+    loop {
+        tokio::select! {
+            output = &mut call => return output,
+            _ = ticks.tick() => hook(WaitInfo {
+                attempt,
+                elapsed: started.elapsed(),
+            }),
         }
     }
 }
@@ -99,7 +149,12 @@ impl ChatModel for RetryingModel {
     async fn complete(&self, request: &ChatRequest) -> Result<ChatResponse, LlmError> {
         let mut attempt = 1;
         loop {
-            let error = match self.inner.complete(request).await {
+            let call = self.inner.complete(request);
+            let outcome = match &self.on_wait {
+                Some((hook, every)) => with_wait_notices(call, attempt, hook, *every).await,
+                None => call.await,
+            };
+            let error = match outcome {
                 Ok(response) => return Ok(response),
                 Err(error) => error,
             };

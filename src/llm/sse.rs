@@ -3,19 +3,25 @@
 //! Both providers stream their replies as SSE. The decoder is push-based so it
 //! can be fed whatever chunks the network delivers (a line, or a UTF-8
 //! character, may be split across chunks); [`SseStream`] drives it from an HTTP
-//! response and turns transport failures and silent gaps into
-//! [`LlmError::StreamCut`].
-
-use std::collections::VecDeque;
-use std::pin::Pin;
-use std::time::Duration;
+//! response and turns transport failures into [`LlmError::StreamCut`] and
+//! silent gaps into [`LlmError::Stalled`].
+//!
+//! Invariant: memory held for one event is bounded by [`MAX_EVENT_BYTES`]; a
+//! server that streams an endless line or event fails the call instead.
 
 use bytes::Bytes;
 use futures::{Stream, StreamExt};
+use std::collections::VecDeque;
+use std::pin::Pin;
+use tokio::time::Instant;
 
-use super::LlmError;
 use super::http::describe_transport_error;
 use super::secret::Secret;
+use super::{CallTimeouts, LlmError, Stall};
+
+/// Largest event (or unterminated line) kept in memory. Real events are a
+/// few hundred bytes; a whole tool call's arguments never come in one event.
+pub(crate) const MAX_EVENT_BYTES: usize = 8 * 1024 * 1024;
 
 /// One dispatched event.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -30,22 +36,34 @@ pub(crate) struct SseEvent {
 #[derive(Debug, Default)]
 pub(crate) struct SseDecoder {
     buffer: Vec<u8>,
+    /// Bytes at the start of `buffer` known to hold no line end.
+    scanned: usize,
     current: SseEvent,
     has_data: bool,
 }
 
 impl SseDecoder {
     /// Feeds a chunk and returns the events it completed.
+    ///
+    /// Linear in the bytes fed, however they are chunked: bytes already searched
+    /// for a line end are not searched again, and the buffer is compacted once per chunk.
     pub fn push(&mut self, chunk: &[u8]) -> Vec<SseEvent> {
         self.buffer.extend_from_slice(chunk);
         let mut events = Vec::new();
-        while let Some(end) = self.buffer.iter().position(|&b| b == b'\n') {
-            let line: Vec<u8> = self.buffer.drain(..=end).collect();
-            let line = trim_line_ending(&line);
-            if let Some(event) = self.take_line(&String::from_utf8_lossy(line)) {
+        let mut line_start = 0;
+        let mut search_from = self.scanned;
+        while let Some(offset) = self.buffer[search_from..].iter().position(|&b| b == b'\n') {
+            let end = search_from + offset;
+            let line = String::from_utf8_lossy(trim_line_ending(&self.buffer[line_start..=end]))
+                .into_owned();
+            if let Some(event) = self.take_line(&line) {
                 events.push(event);
             }
+            line_start = end + 1;
+            search_from = line_start;
         }
+        self.buffer.drain(..line_start);
+        self.scanned = self.buffer.len();
         events
     }
 
@@ -55,6 +73,7 @@ impl SseDecoder {
     /// connection right after `data: [DONE]\n`, so it is kept when it has data.
     pub fn finish(&mut self) -> Option<SseEvent> {
         if !self.buffer.is_empty() {
+            self.scanned = 0;
             let rest = std::mem::take(&mut self.buffer);
             let line = String::from_utf8_lossy(trim_line_ending(&rest)).into_owned();
             if let Some(event) = self.take_line(&line) {
@@ -62,6 +81,11 @@ impl SseDecoder {
             }
         }
         self.dispatch()
+    }
+
+    /// Bytes held for the event being assembled and the line being read.
+    pub fn buffered_bytes(&self) -> usize {
+        self.buffer.len() + self.current.data.len()
     }
 
     fn take_line(&mut self, line: &str) -> Option<SseEvent> {
@@ -108,20 +132,30 @@ pub(crate) struct SseStream {
     body: ByteStream,
     decoder: SseDecoder,
     pending: VecDeque<SseEvent>,
-    idle_timeout: Duration,
+    first_byte_deadline: Instant,
+    timeouts: CallTimeouts,
+    started: bool,
     key: Option<Secret>,
     ended: bool,
 }
 
 impl SseStream {
-    /// Reads events from a successful response. A gap longer than `idle_timeout`
-    /// between two chunks counts as a cut stream.
-    pub fn new(response: reqwest::Response, idle_timeout: Duration, key: Option<Secret>) -> Self {
+    /// Reads events from a successful response. The first chunk must arrive by
+    /// `first_byte_deadline` (the request was sent `timeouts.first_byte` before
+    /// it), and no later gap between chunks may be longer than `timeouts.stream_idle`.
+    pub fn new(
+        response: reqwest::Response,
+        first_byte_deadline: Instant,
+        timeouts: CallTimeouts,
+        key: Option<Secret>,
+    ) -> Self {
         SseStream {
             body: Box::pin(response.bytes_stream()),
             decoder: SseDecoder::default(),
             pending: VecDeque::new(),
-            idle_timeout,
+            first_byte_deadline,
+            timeouts,
+            started: false,
             key,
             ended: false,
         }
@@ -141,16 +175,31 @@ impl SseStream {
     }
 
     async fn read_chunk(&mut self) -> Result<(), LlmError> {
-        let next = tokio::time::timeout(self.idle_timeout, self.body.next())
-            .await
-            .map_err(|_| {
-                LlmError::StreamCut(format!(
-                    "no data from the model API for {:?}",
-                    self.idle_timeout
-                ))
-            })?;
+        let next = if self.started {
+            tokio::time::timeout(self.timeouts.stream_idle, self.body.next())
+                .await
+                .map_err(|_| LlmError::Stalled {
+                    phase: Stall::StreamIdle,
+                    after: self.timeouts.stream_idle,
+                })?
+        } else {
+            tokio::time::timeout_at(self.first_byte_deadline, self.body.next())
+                .await
+                .map_err(|_| LlmError::Stalled {
+                    phase: Stall::FirstByte,
+                    after: self.timeouts.first_byte,
+                })?
+        };
+        self.started = true;
         match next {
-            Some(Ok(chunk)) => self.pending.extend(self.decoder.push(&chunk)),
+            Some(Ok(chunk)) => {
+                self.pending.extend(self.decoder.push(&chunk));
+                if self.decoder.buffered_bytes() > MAX_EVENT_BYTES {
+                    return Err(LlmError::Malformed(format!(
+                        "a stream event is larger than {MAX_EVENT_BYTES} bytes"
+                    )));
+                }
+            }
             Some(Err(err)) => {
                 return Err(LlmError::StreamCut(describe_transport_error(
                     &err,
@@ -200,6 +249,33 @@ mod tests {
         for piece in [1, 2, 3, 7, input.len()] {
             assert_eq!(decode_in_pieces(input, piece), expected, "piece {piece}");
         }
+    }
+
+    #[test]
+    fn fuzzed_streams_decode_without_panics_and_within_their_size() {
+        let seeds: &[&[u8]] = &[
+            b"event: message_start\ndata: {\"type\":\"message_start\"}\n\n: ping\n\ndata: a\r\ndata: b\r\n\r\n",
+            b"data: {\"choices\":[{\"delta\":{\"content\":\"hi\"}}]}\n\ndata: [DONE]",
+        ];
+        let tokens = [
+            "\n", "\r", "\r\n", "data:", "data: ", "event:", ":", "id: 1\n", "\u{fe0f}",
+        ];
+        let mut pieces = 0usize;
+        crate::fuzzing::fuzz("sse decoder", 0x55e, seeds, &tokens, |input| {
+            pieces = pieces % 7 + 1;
+            let mut decoder = SseDecoder::default();
+            let mut events = Vec::new();
+            for chunk in input.chunks(pieces) {
+                events.extend(decoder.push(chunk));
+                assert!(decoder.buffered_bytes() <= input.len() * 3);
+            }
+            events.extend(decoder.finish());
+            let out: usize = events
+                .iter()
+                .map(|e| e.data.len() + e.event.as_ref().map_or(0, String::len))
+                .sum();
+            crate::fuzzing::assert_bounded("sse events", input.len(), out, 3, 0);
+        });
     }
 
     #[test]

@@ -2,7 +2,7 @@
 
 use std::path::Path;
 
-use git2::{Delta, Diff, DiffFindOptions, DiffOptions, FileMode, Patch};
+use git2::{Delta, Diff, DiffFile, DiffFindOptions, DiffOptions, FileMode, Patch};
 
 use super::{RepoError, RepoView, ResolvedRange, Revision, open_repository, resolve_commit};
 use crate::review::diff::{ChangeSet, DiffLine, FileChange, FileStatus, Hunk, LineKind};
@@ -31,13 +31,7 @@ pub fn load_change(
     find.renames(true).for_untracked(uncommitted);
     diff.find_similar(Some(&mut find))?;
 
-    let mut files = Vec::new();
-    for index in 0..diff.deltas().len() {
-        if let Some(file) = file_change(&diff, index)? {
-            files.push(file);
-        }
-    }
-    files.sort_by(|a, b| a.path.cmp(&b.path));
+    let files = files_of(&diff)?;
 
     let (revision, head) = if uncommitted {
         (Revision::WorkTree, None)
@@ -54,6 +48,24 @@ pub fn load_change(
         files,
     };
     Ok((view, changes))
+}
+
+/// The file changes of a patch in unified format, as `git diff` prints it
+/// (parsed by libgit2), shaped as [`load_change`] shapes them.
+pub fn changes_from_patch(patch: &[u8]) -> Result<Vec<FileChange>, RepoError> {
+    files_of(&Diff::from_buffer(patch)?)
+}
+
+/// The file changes of `diff` a review looks at, in path order.
+fn files_of(diff: &Diff<'_>) -> Result<Vec<FileChange>, RepoError> {
+    let mut files = Vec::new();
+    for index in 0..diff.deltas().len() {
+        if let Some(file) = file_change(diff, index)? {
+            files.push(file);
+        }
+    }
+    files.sort_by(|a, b| a.path.cmp(&b.path));
+    Ok(files)
 }
 
 fn diff_options(uncommitted: bool) -> DiffOptions {
@@ -77,7 +89,8 @@ fn file_change(diff: &Diff<'_>, index: usize) -> Result<Option<FileChange>, Repo
         return Ok(None);
     };
     let (old, new) = (delta.old_file(), delta.new_file());
-    if old.mode() == FileMode::Commit || new.mode() == FileMode::Commit {
+    let submodule = i32::from(FileMode::Commit);
+    if raw_mode(&old) == submodule || raw_mode(&new) == submodule {
         return Ok(None);
     }
     let Some(mut status) = file_status(delta.status()) else {
@@ -90,7 +103,7 @@ fn file_change(diff: &Diff<'_>, index: usize) -> Result<Option<FileChange>, Repo
     };
     let path = git_path(side.path_bytes());
     let old_path = (status == FileStatus::Renamed).then(|| git_path(old.path_bytes()));
-    let mode_changed = old.mode() != new.mode();
+    let mode_changed = raw_mode(&old) != raw_mode(&new);
 
     // Generating the patch is what runs binary detection, so read the flag from it.
     let patch = Patch::from_diff(diff, index)?;
@@ -112,6 +125,17 @@ fn file_change(diff: &Diff<'_>, index: usize) -> Result<Option<FileChange>, Repo
         binary,
         hunks,
     }))
+}
+
+/// The mode bits of one side of a delta.
+///
+/// `DiffFile::mode` panics on bits outside git's canonical modes, and a crafted
+/// tree or patch can hold any bits (the fuzz suite found one), so they are read
+/// as they are.
+fn raw_mode(file: &DiffFile<'_>) -> i32 {
+    // SAFETY: `raw` is the pointer `file` wraps; it points into the diff that
+    // `file` borrows, so it is valid for this read.
+    i32::from(unsafe { (*git2::Binding::raw(file)).mode })
 }
 
 fn file_status(delta: Delta) -> Option<FileStatus> {
@@ -184,6 +208,15 @@ fn git_path(bytes: Option<&[u8]>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn unknown_file_modes_do_not_panic() {
+        let patch = "diff --git a/a.rs b/a.rs\nold mode 100604\nnew mode 100644\nindex 1111111..2222222\n--- a/a.rs\n+++ b/a.rs\n@@ -1 +1 @@\n-x\n+y\n";
+        let files = changes_from_patch(patch.as_bytes()).unwrap();
+        assert_eq!(files.len(), 1);
+        assert_eq!(files[0].path, "a.rs");
+        assert_eq!(files[0].hunks[0].lines.len(), 2);
+    }
 
     #[test]
     fn hunk_header_keeps_only_the_context() {

@@ -16,7 +16,7 @@ mod view;
 
 use std::path::{Path, PathBuf};
 
-pub use change::load_change;
+pub use change::{changes_from_patch, load_change};
 pub use error::RepoError;
 pub use paths::normalize_path;
 pub use range::{ResolvedRange, resolve_range};

@@ -6,7 +6,7 @@
 
 pub mod cache;
 mod command;
-mod events;
+pub(crate) mod events;
 pub mod metrics;
 pub mod review_runner;
 pub mod signature;
