@@ -375,10 +375,7 @@ async fn drive(
             .await
             .map(Outcome::report);
     }
-    orchestrator
-        .review()
-        .await
-        .map(Outcome::report)
+    orchestrator.review().await.map(Outcome::report)
 }
 
 /// Asks on the terminal; the read runs off the async threads so a signal still ends the run.
