@@ -18,7 +18,7 @@ use std::future::Future;
 use std::io;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex};
-use std::task::{Context, Poll};
+use std::task::{Context, Poll, Waker};
 
 use axum::body::Body;
 use axum::response::Response;
@@ -42,6 +42,9 @@ enum Phase {
 pub(crate) struct Tracker {
     limits: ConnectionLimits,
     phase: Mutex<Phase>,
+    /// The connection task, when it waits on a read without a deadline (busy): woken when
+    /// the request ends, so the idle deadline gets armed even if the peer stays silent.
+    parked_reader: Mutex<Option<Waker>>,
 }
 
 impl Tracker {
@@ -52,6 +55,7 @@ impl Tracker {
             phase: Mutex::new(Phase::Head {
                 deadline: Instant::now() + limits.header_timeout,
             }),
+            parked_reader: Mutex::new(None),
         })
     }
 
@@ -86,6 +90,22 @@ impl Tracker {
                 deadline: Instant::now() + idle_timeout,
             },
         });
+        let parked = self
+            .parked_reader
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take();
+        if let Some(waker) = parked {
+            waker.wake();
+        }
+    }
+
+    fn park_reader(&self, waker: &Waker) {
+        let mut parked = self.parked_reader.lock().unwrap_or_else(|e| e.into_inner());
+        match parked.as_mut() {
+            Some(current) if current.will_wake(waker) => {}
+            _ => *parked = Some(waker.clone()),
+        }
     }
 
     fn bytes_read(&self) {
@@ -133,6 +153,7 @@ impl DeadlineIo {
     /// it has passed.
     fn poll_deadline(&mut self, cx: &mut Context<'_>) -> Poll<io::Error> {
         let Some(deadline) = self.tracker.deadline() else {
+            self.tracker.park_reader(cx.waker());
             return Poll::Pending;
         };
         if self.armed_for != Some(deadline) {
