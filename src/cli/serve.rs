@@ -102,6 +102,8 @@ fn private_key() -> Result<Secret, String> {
 }
 
 async fn serve_app(args: ServeArgs) -> Result<(), String> {
+    // Before anything large is allocated (see server::memory).
+    memory::keep_large_buffers_mapped();
     let app_id = required("GITHUB_APP_ID")
         .or_else(|_| required("GITHUB_APP_CLIENT_ID"))
         .map_err(|_| "GITHUB_APP_ID (or GITHUB_APP_CLIENT_ID) is not set".to_string())?;
@@ -164,7 +166,6 @@ async fn serve_app(args: ServeArgs) -> Result<(), String> {
         ..AppState::new(queue, secret)
     }
     .with_limits(args.limits.request_limits());
-    memory::keep_large_buffers_mapped();
     tracing::info!(listen = %args.listen, "redline serve listening");
     eprintln!("redline serve listening on {}", args.listen);
     serve_with_limits(

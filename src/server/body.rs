@@ -12,7 +12,6 @@ use tokio::time::{Instant, timeout_at};
 
 use super::budget::{Reservation, UnverifiedBudget};
 use super::limits::RequestLimits;
-use super::memory;
 use super::signature::{SignatureCheck, SignatureError};
 
 /// Growth step of a buffer whose size was not announced (chunked transfer).
@@ -78,7 +77,6 @@ pub(crate) async fn read_verified(
         ..
     } = reader;
     let verified = outcome.and_then(|()| check.finish().map_err(BodyError::from));
-    let held = reservation.bytes();
     match verified {
         Ok(()) => Ok(Bytes::from(buffer)),
         Err(err) => {
@@ -86,7 +84,6 @@ pub(crate) async fn read_verified(
             // under-counts what is allocated.
             drop(buffer);
             drop(reservation);
-            memory::release_after_drop(held);
             Err(err)
         }
     }
