@@ -13,7 +13,9 @@ use crate::config::{self, FileConfig};
 use crate::github::{AppAuth, GitHubError, PublishConfig, api_url_from_env};
 use crate::llm::Secret;
 use crate::queue::{Queue, WorkerConfig, WorkerPool};
-use crate::server::limits::{parse_count, parse_duration, parse_rate, parse_size};
+use crate::server::limits::{
+    descriptor_warning, parse_count, parse_duration, parse_rate, parse_size,
+};
 use crate::server::retention::{PRUNE_INTERVAL, spawn_pruner};
 use crate::server::review_runner::{ModelFactory, ReviewRunner};
 use crate::server::{
@@ -122,6 +124,11 @@ async fn serve_app(args: ServeArgs) -> Result<(), String> {
     let queue = Queue::connect(&database_url)
         .await
         .map_err(|e| format!("REDLINE_DATABASE_URL: {e}"))?;
+    if let Ok(limits) = std::fs::read_to_string("/proc/self/limits")
+        && let Some(warning) = descriptor_warning(&limits, args.limits.max_connections)
+    {
+        tracing::warn!("{warning}");
+    }
     let listener = tokio::net::TcpListener::bind(&args.listen)
         .await
         .map_err(|e| format!("--listen {}: {e}", args.listen))?;

@@ -2,9 +2,9 @@
 //! time per connection phase, and bytes buffered before a delivery's signature is known.
 //!
 //! Invariants: every limit is finite (a zero duration or rate from a flag is rejected at
-//! parse time rather than meaning "unlimited"); [`RequestLimits::max_body`] never exceeds
-//! [`WEBHOOK_BODY_LIMIT`] nor the unverified budget, so any body the server starts reading
-//! can be buffered.
+//! parse time rather than meaning "unlimited"); the body limit in effect
+//! ([`RequestLimits::effective_max_body`]) never exceeds [`WEBHOOK_BODY_LIMIT`] nor the
+//! unverified budget, so any body the server starts reading can be buffered.
 
 use std::time::Duration;
 
@@ -76,6 +76,33 @@ impl RequestLimits {
             .min(WEBHOOK_BODY_LIMIT)
             .min(self.max_unverified_bytes)
     }
+}
+
+/// File descriptors kept free for everything but client connections (database, git,
+/// model and GitHub connections, files).
+const RESERVED_DESCRIPTORS: u64 = 128;
+
+/// A warning when the process's soft limit of open files (read from `limits_text`, the
+/// contents of `/proc/self/limits`) leaves fewer than [`RESERVED_DESCRIPTORS`] beyond
+/// `max_connections`: the cap would then not prevent "too many open files".
+pub fn descriptor_warning(limits_text: &str, max_connections: usize) -> Option<String> {
+    let soft: u64 = limits_text
+        .lines()
+        .find_map(|line| line.strip_prefix("Max open files"))?
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()?;
+    let needed = u64::try_from(max_connections)
+        .unwrap_or(u64::MAX)
+        .saturating_add(RESERVED_DESCRIPTORS);
+    (soft < needed).then(|| {
+        format!(
+            "the open-file limit ({soft}) leaves fewer than {RESERVED_DESCRIPTORS} descriptors \
+             beyond --max-connections {max_connections}; raise it (ulimit -n) or lower \
+             --max-connections"
+        )
+    })
 }
 
 /// Parses a duration such as `500ms`, `10s`, `5m`, `2h` or `7d` (a bare number is seconds).
@@ -193,6 +220,19 @@ mod tests {
         }
         assert_eq!(parse_count("3"), Ok(3));
         assert!(parse_count("0").is_err() && parse_count("x").is_err());
+    }
+
+    #[test]
+    fn a_low_open_file_limit_is_reported() {
+        let limits = "Limit                     Soft Limit           Hard Limit           Units\n\
+                      Max open files            1024                 524288               files\n";
+        let warning = descriptor_warning(limits, 1000).expect("1024 < 1000 + 128");
+        assert!(warning.contains("1024") && warning.contains("--max-connections 1000"));
+        assert_eq!(descriptor_warning(limits, 512), None);
+        let unlimited =
+            "Max open files            unlimited            unlimited            files\n";
+        assert_eq!(descriptor_warning(unlimited, 100_000), None);
+        assert_eq!(descriptor_warning("", 100_000), None);
     }
 
     #[test]
