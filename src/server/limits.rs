@@ -85,7 +85,7 @@ const RESERVED_DESCRIPTORS: u64 = 128;
 /// A warning when the process's soft limit of open files (read from `limits_text`, the
 /// contents of `/proc/self/limits`) leaves fewer than [`RESERVED_DESCRIPTORS`] beyond
 /// `max_connections`: the cap would then not prevent "too many open files".
-pub fn descriptor_warning(limits_text: &str, max_connections: usize) -> Option<String> {
+pub(crate) fn descriptor_warning(limits_text: &str, max_connections: usize) -> Option<String> {
     let soft: u64 = limits_text
         .lines()
         .find_map(|line| line.strip_prefix("Max open files"))?
@@ -107,7 +107,7 @@ pub fn descriptor_warning(limits_text: &str, max_connections: usize) -> Option<S
 
 /// Parses a duration such as `500ms`, `10s`, `5m`, `2h` or `7d` (a bare number is seconds).
 /// Zero is refused: every limit must be finite and positive.
-pub fn parse_duration(text: &str) -> Result<Duration, String> {
+pub(crate) fn parse_duration(text: &str) -> Result<Duration, String> {
     let text = text.trim();
     let split = text
         .find(|c: char| !c.is_ascii_digit())
@@ -139,7 +139,7 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
 
 /// Parses a byte count such as `65536`, `64KiB`, `64MiB`, `1GiB` (also `K`/`KB`, `M`/`MB`,
 /// `G`/`GB`, all binary multiples). Zero is refused.
-pub fn parse_bytes(text: &str) -> Result<u64, String> {
+pub(crate) fn parse_bytes(text: &str) -> Result<u64, String> {
     let text = text.trim();
     let split = text
         .find(|c: char| !c.is_ascii_digit())
@@ -169,19 +169,19 @@ pub fn parse_bytes(text: &str) -> Result<u64, String> {
 }
 
 /// Parses a transfer rate: a size per second, such as `64KiB/s` (the `/s` is optional).
-pub fn parse_rate(text: &str) -> Result<u64, String> {
+pub(crate) fn parse_rate(text: &str) -> Result<u64, String> {
     let trimmed = text.trim();
     parse_bytes(trimmed.strip_suffix("/s").unwrap_or(trimmed))
 }
 
 /// Parses a byte count that must fit in memory (`usize`).
-pub fn parse_size(text: &str) -> Result<usize, String> {
+pub(crate) fn parse_size(text: &str) -> Result<usize, String> {
     let bytes = parse_bytes(text)?;
     usize::try_from(bytes).map_err(|_| format!("`{text}` is too large"))
 }
 
 /// Parses a positive count.
-pub fn parse_count(text: &str) -> Result<usize, String> {
+pub(crate) fn parse_count(text: &str) -> Result<usize, String> {
     match text.trim().parse::<usize>() {
         Ok(0) => Err("the count must be positive".to_string()),
         Ok(count) => Ok(count),

@@ -17,7 +17,7 @@ const MMAP_THRESHOLD_BYTES: std::ffi::c_int = 1024 * 1024;
 
 /// Pins glibc's mmap threshold so large buffers are unmapped as soon as they are freed
 /// (elsewhere a no-op). Call once at start, before the server takes requests.
-pub fn keep_large_buffers_mapped() {
+pub(crate) fn keep_large_buffers_mapped() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     {
         // SAFETY: mallopt only changes allocator parameters; it is called with a documented

@@ -16,9 +16,9 @@ pub mod cache;
 mod command;
 mod connection;
 mod events;
-pub mod limits;
+pub(crate) mod limits;
 mod listen;
-pub mod memory;
+pub(crate) mod memory;
 pub mod metrics;
 pub mod retention;
 pub mod review_runner;
@@ -104,11 +104,6 @@ impl AppState {
             UnverifiedBudget::new(limits.max_unverified_bytes, limits.unverified_wait);
         self.limits = limits;
         self
-    }
-
-    /// The request limits in effect.
-    pub fn limits(&self) -> &RequestLimits {
-        &self.limits
     }
 }
 

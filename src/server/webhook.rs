@@ -81,8 +81,8 @@ fn refuse_body(state: &AppState, event: &str, err: BodyError) -> Response {
             .headers_mut()
             .insert(header::RETRY_AFTER, HeaderValue::from_static("5"));
     }
-    // Part of the body may be unread, and a peer that sent it is not GitHub:
-    // the connection carries no further request.
+    // Part of the body may still be unread, so the connection cannot carry another
+    // request; and a refused peer gets no kept-alive connection to hold.
     response
         .headers_mut()
         .insert(header::CONNECTION, HeaderValue::from_static("close"));
