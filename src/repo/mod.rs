@@ -2,16 +2,22 @@
 //! revisions to compare ([`resolve_range`]), computing the change
 //! ([`load_change`]) and reading files at the reviewed revision ([`RepoView`]).
 //!
-//! `git2::Repository` is not `Sync`, so nothing here keeps one open: each
-//! operation opens the repository itself (cheap), which keeps [`RepoView`]
-//! `Send + Sync + Clone` and safe to share between tool calls.
+//! Opening a repository is not cheap (config files, `.git` probing, pack
+//! indexes: about a hundred file-system calls), so it happens a bounded number
+//! of times per command, never per file: [`load_change`] hands the handle it
+//! diffed with to the [`RepoView`], whose clones share a pool of handles
+//! (`git2::Repository` is `Send` but not `Sync`; see `handles`), which keeps
+//! [`RepoView`] `Send + Sync + Clone` and safe to share between tool calls.
 
 mod change;
 mod error;
 pub mod glob;
+mod handles;
 mod paths;
 mod range;
 pub mod search;
+#[cfg(test)]
+pub(crate) mod test_repo;
 mod view;
 
 use std::path::{Path, PathBuf};
@@ -44,6 +50,8 @@ pub fn discover(start: &Path) -> Result<PathBuf, RepoError> {
 
 /// Opens the repository whose work tree is at `root`.
 pub(crate) fn open_repository(root: &Path) -> Result<git2::Repository, RepoError> {
+    #[cfg(test)]
+    opened::count();
     git2::Repository::open(root).map_err(|_| RepoError::NotARepository {
         path: root.display().to_string(),
     })
@@ -60,4 +68,24 @@ pub(crate) fn resolve_commit<'r>(
     repo.revparse_single(rev)
         .and_then(|object| object.peel_to_commit())
         .map_err(|_| unknown())
+}
+
+/// Counts [`open_repository`] calls per thread, so that tests can assert that
+/// a command opens the repository a bounded number of times, not once per file.
+#[cfg(test)]
+pub(crate) mod opened {
+    use std::cell::Cell;
+
+    thread_local! {
+        static OPENED: Cell<usize> = const { Cell::new(0) };
+    }
+
+    pub(super) fn count() {
+        OPENED.with(|opened| opened.set(opened.get() + 1));
+    }
+
+    /// Repositories opened so far by the calling thread.
+    pub(crate) fn on_this_thread() -> usize {
+        OPENED.with(Cell::get)
+    }
 }

@@ -15,6 +15,7 @@ use super::glob::PathFilter;
 use crate::tools::ToolError;
 use top::TopMatches;
 pub use tree::search_tree;
+pub(crate) use tree::search_tree_with;
 pub use walk::search_dir;
 
 /// Matches kept when the caller does not say.
