@@ -7,6 +7,7 @@ mod compression_cli;
 mod context;
 mod github;
 mod llm;
+mod model_server_cache;
 mod queue;
 mod review;
 mod review_cli;
