@@ -71,6 +71,7 @@ done
 # The same synthetic change end to end: `redline context` on a git repository.
 if [[ -x "$redline" ]]; then
   "$bin" synthetic-repo "$work/synthetic" 5000
+  git -C "$work/synthetic" gc -q  # packed, as a real repository mostly is
   started=$(date +%s%N)
   "$redline" context --repo "$work/synthetic" --base base --head head --model "$model" > /dev/null
   echo "redline context, synthetic 5000 files: $(( ($(date +%s%N) - started) / 1000000 )) ms (release build, wall)"
