@@ -13,6 +13,8 @@
 //! cache simulation, runs `redline review --format json --strategy auto --yes`
 //! against it as a child process, and prints one row measured from the
 //! server's own record (see the README's Benchmarks section for the columns).
+//! With `REVIEW_COST_UNCOVERED=1` the reviewable lines never received under
+//! their own file are listed on stderr, per file.
 
 #[path = "../../tests/common"]
 #[allow(dead_code)]
@@ -134,7 +136,11 @@ async fn bench_change(
             + cached as f64 * PRICE_CACHED
             + output as f64 * PRICE_OUTPUT)
             / 1e6;
-        let (covered, coverage) = Seen::of_requests(&requests).coverage(&reviewable.lines);
+        let seen = Seen::of_requests(&requests);
+        let (covered, coverage) = seen.coverage(&reviewable.lines);
+        if std::env::var_os("REVIEW_COST_UNCOVERED").is_some() {
+            print_uncovered(label, behaviour, &seen, &reviewable);
+        }
         let (later_cached, later_prompt) = later_calls_cache(&requests, &served);
         let per_line_redline = per_line(prompt, covered);
         println!(
@@ -170,6 +176,21 @@ async fn bench_change(
         reference.covered
     );
     Ok(())
+}
+
+/// Per file, the reviewable lines the server never received under that file (stderr).
+fn print_uncovered(label: &str, behaviour: Behaviour, seen: &Seen, reviewable: &Reviewable) {
+    let mut missing: std::collections::BTreeMap<&str, (usize, &str)> = Default::default();
+    for line in reviewable.lines.iter().filter(|l| !seen.covers(l)) {
+        let entry = missing.entry(&line.path).or_insert((0, &line.text));
+        entry.0 += 1;
+    }
+    for (path, (count, example)) in missing {
+        eprintln!(
+            "{label} [{}] uncovered: {path}: {count} line(s), e.g. {example:?}",
+            behaviour.name()
+        );
+    }
 }
 
 fn per_line(tokens: u64, lines: usize) -> Option<f64> {
