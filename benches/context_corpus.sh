@@ -6,7 +6,8 @@
 # commit version A as the base and version B as the head of a temporary git
 # repository, and shape that change with examples/context_bench.rs (git2 diff of
 # the two trees, three lines of context, then `redline::context::shape_change`).
-# Last, a synthetic change of 5,000 files measures the time on a huge change.
+# Last, a synthetic change of 5,000 files measures the time on a huge change,
+# in memory (shape_change alone) and as a git repository (`redline context`).
 #
 # One row per change:
 #   files       changed files (all of them, noise included)
@@ -49,51 +50,29 @@ else
 fi
 
 echo "building examples/context_bench.rs (release)..." >&2
-(cd "$root" && cargo build --release --quiet --example context_bench)
+(cd "$root" && cargo build --release --quiet --example context_bench --bin redline)
 bin="${CARGO_TARGET_DIR:-$root/target}/release/examples/context_bench"
+redline="${CARGO_TARGET_DIR:-$root/target}/release/redline"
 
-# fetch NAME VERSION -> prints the directory holding that crate's published source
-fetch() {
-  local name="$1" version="$2"
-  local project="$work/fetch-$name-$version"
-  mkdir -p "$project/src"
-  : > "$project/src/lib.rs"
-  cat > "$project/Cargo.toml" <<TOML
-[package]
-name = "fetch-corpus"
-version = "0.0.0"
-edition = "2021"
-publish = false
-
-[dependencies]
-$name = { version = "=$version", default-features = false }
-TOML
-  (cd "$project" && cargo vendor --quiet --versioned-dirs vendor > /dev/null)
-  echo "$project/vendor/$name-$version"
-}
-
-# commit_tree REPO SOURCE TAG: replace the repository's content with SOURCE and tag the commit
-commit_tree() {
-  local repo="$1" source="$2" tag="$3"
-  git -C "$repo" rm -rq --ignore-unmatch . > /dev/null
-  cp -R "$source/." "$repo/"
-  rm -f "$repo/.cargo-checksum.json" "$repo/.cargo_vcs_info.json"
-  git -C "$repo" add -A
-  git -C "$repo" -c user.name=bench -c user.email=bench@localhost commit -qm "$tag" --allow-empty
-  git -C "$repo" tag "$tag"
-}
+# shellcheck source=benches/corpus.sh
+source "$root/benches/corpus.sh"
 
 "$bin" header
 for entry in "${CORPUS[@]}"; do
   read -r name old new <<< "$entry"
-  if ! a="$(fetch "$name" "$old")" || ! b="$(fetch "$name" "$new")"; then
+  if ! repo="$(release_change "$name" "$old" "$new")"; then
     echo "skipping $name: could not fetch $old and $new with cargo" >&2
     continue
   fi
-  repo="$work/repo-$name"
-  git init -q "$repo"
-  commit_tree "$repo" "$a" base
-  commit_tree "$repo" "$b" head
   "$bin" git "$repo" base head "$name $old -> $new" "$budget" "$model"
 done
 "$bin" synthetic 5000 "$budget" "$model"
+
+# The same synthetic change end to end: `redline context` on a git repository.
+if [[ -x "$redline" ]]; then
+  "$bin" synthetic-repo "$work/synthetic" 5000
+  git -C "$work/synthetic" gc -q  # packed, as a real repository mostly is
+  started=$(date +%s%N)
+  "$redline" context --repo "$work/synthetic" --base base --head head --model "$model" > /dev/null
+  echo "redline context, synthetic 5000 files: $(( ($(date +%s%N) - started) / 1000000 )) ms (release build, wall)"
+fi

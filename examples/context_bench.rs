@@ -3,6 +3,7 @@
 //! ```text
 //! context_bench git <repo> <base-rev> <head-rev> <label> [budget] [model]
 //! context_bench synthetic <files> [budget] [model]
+//! context_bench synthetic-repo <dir> <files>
 //! context_bench header
 //! ```
 //!
@@ -12,6 +13,8 @@
 //! memory. Each run prints one row: files, reviewable changed lines, naive and
 //! shaped tokens, reduction, the share of changed lines shown, the share shown or
 //! listed by name (coverage), and the wall time of `shape_change` alone.
+//! `synthetic-repo` writes the same synthetic change as a git repository at
+//! `<dir>` (tags `base` and `head`) for timing `redline context` end to end.
 
 #[path = "../tests/context/text_diff.rs"]
 #[allow(dead_code)]
@@ -54,6 +57,12 @@ fn main() -> anyhow::Result<()> {
             };
             let (budget, model) = budget_and_model(arg(5), arg(6))?;
             bench_git(Path::new(repo), base, head, label, budget, &model)
+        }
+        Some("synthetic-repo") => {
+            let (Some(dir), Some(files)) = (arg(1), arg(2)) else {
+                anyhow::bail!("usage: context_bench synthetic-repo <dir> <files>");
+            };
+            synthetic_repo(Path::new(dir), files.parse()?)
         }
         Some("synthetic") => {
             let files: usize = arg(1).unwrap_or("5000").parse()?;
@@ -241,8 +250,7 @@ fn bench_synthetic(count: usize, budget: usize, model: &str) {
     let mut heads = HashMap::new();
     let mut files = Vec::with_capacity(count);
     for i in 0..count {
-        let directory = if i % 50 == 49 { "vendor/dep" } else { "src" };
-        let path = format!("{directory}/m{:02}/file_{i}.rs", i % 50);
+        let path = synthetic_path(i);
         let (old, new) = synthetic_file(i);
         files.push(text_diff::file_change(&path, &old, &new));
         heads.insert(path, new);
@@ -261,6 +269,44 @@ fn bench_synthetic(count: usize, budget: usize, model: &str) {
         budget,
         model,
     );
+}
+
+/// Writes the synthetic change of `count` files as commits tagged `base` and `head` at `dir`.
+fn synthetic_repo(dir: &Path, count: usize) -> anyhow::Result<()> {
+    let repo = git2::Repository::init(dir)?;
+    let who = git2::Signature::now("bench", "bench@localhost")?;
+    let mut parent: Option<git2::Oid> = None;
+    for (tag, pick_new) in [("base", false), ("head", true)] {
+        for i in 0..count {
+            let path = synthetic_path(i);
+            let (old, new) = synthetic_file(i);
+            let file = dir.join(&path);
+            if let Some(parent) = file.parent() {
+                std::fs::create_dir_all(parent)?;
+            }
+            std::fs::write(file, if pick_new { new } else { old })?;
+        }
+        let mut index = repo.index()?;
+        index.add_all(["*"], git2::IndexAddOption::DEFAULT, None)?;
+        index.write()?;
+        let tree = repo.find_tree(index.write_tree()?)?;
+        let parents: Vec<git2::Commit<'_>> = parent
+            .map(|id| repo.find_commit(id))
+            .transpose()?
+            .into_iter()
+            .collect();
+        let parents: Vec<&git2::Commit<'_>> = parents.iter().collect();
+        let commit = repo.commit(Some("HEAD"), &who, &who, tag, &tree, &parents)?;
+        repo.tag_lightweight(tag, &repo.find_object(commit, None)?, true)?;
+        parent = Some(commit);
+    }
+    Ok(())
+}
+
+/// The path of synthetic file `i`: 50 directories, every 50th file vendored.
+fn synthetic_path(i: usize) -> String {
+    let directory = if i % 50 == 49 { "vendor/dep" } else { "src" };
+    format!("{directory}/m{:02}/file_{i}.rs", i % 50)
 }
 
 fn synthetic_file(i: usize) -> (String, String) {

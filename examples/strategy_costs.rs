@@ -14,10 +14,12 @@ mod common {
     pub mod model_server;
 }
 
+#[path = "shared/fixture_change.rs"]
+mod fixture_change;
+
 use std::sync::Arc;
 use std::time::Instant;
 
-use common::git;
 use common::model_server::{ModelServer, RecordedRequest, Reply, Wire};
 use redline::agent::strategy::{Strategy, StrategyChoice};
 use redline::agent::{AgentConfig, Orchestrator};
@@ -63,58 +65,9 @@ fn respond(req: &RecordedRequest, _: usize) -> Reply {
     )
 }
 
-/// A four-file change in two areas.
-fn fixture() -> git::TempRepo {
-    let repo = git::TempRepo::new();
-    let body = |name: &str, n: usize| {
-        (0..n)
-            .map(|i| format!("pub fn {name}_{i}(x: i64) -> i64 {{ x + {i} }}\n"))
-            .collect::<String>()
-    };
-    repo.write("src/parse.rs", body("parse", 40));
-    repo.write("src/lex.rs", body("lex", 40));
-    repo.write(
-        "src/eval.rs",
-        format!(
-            "pub fn div(a: i64, b: i64) -> i64 {{\n    a\n}}\n{}",
-            body("eval", 40)
-        ),
-    );
-    repo.write("tests/eval.rs", "#[test]\nfn t() {}\n");
-    repo.commit("base");
-    repo.checkout_new_branch("feature");
-    repo.write(
-        "src/parse.rs",
-        format!(
-            "{}pub fn parse_new(s: &str) -> usize {{ s.len() }}\n",
-            body("parse", 40)
-        ),
-    );
-    repo.write(
-        "src/lex.rs",
-        format!(
-            "{}pub fn lex_new(s: &str) -> Vec<char> {{ s.chars().collect() }}\n",
-            body("lex", 40)
-        ),
-    );
-    repo.write(
-        "src/eval.rs",
-        format!(
-            "pub fn div(a: i64, b: i64) -> i64 {{\n    // divide\n    a / b\n}}\n{}",
-            body("eval", 40)
-        ),
-    );
-    repo.write(
-        "tests/eval.rs",
-        "#[test]\nfn t() {\n    assert_eq!(super::div(4, 2), 2);\n}\n",
-    );
-    repo.commit("change");
-    repo
-}
-
 #[tokio::main]
 async fn main() {
-    let repo = fixture();
+    let repo = fixture_change::fixture();
     let range = resolve_range(repo.path(), Some("main"), "HEAD").expect("range");
     let (view, changes) = load_change(repo.path(), &range, false).expect("change");
     let workspace = Workspace {

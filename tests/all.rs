@@ -12,6 +12,7 @@ mod github;
 mod limits_cli;
 mod llm;
 mod llm_limits;
+mod model_server_cache;
 mod queue;
 mod review;
 mod review_cli;

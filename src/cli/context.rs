@@ -59,3 +59,32 @@ fn context(args: &ContextArgs) -> Result<String, String> {
         }
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::repo::opened;
+    use crate::repo::test_repo::repo_with_changed_files;
+
+    #[test]
+    fn shaping_opens_the_repository_a_bounded_number_of_times_not_once_per_file() {
+        let (dir, base, head) = repo_with_changed_files(40);
+        let args = ContextArgs {
+            repo: Some(dir.path().to_path_buf()),
+            base: Some(base),
+            head,
+            model: Some("gpt-4o".into()),
+            format: "json".into(),
+        };
+        let before = opened::on_this_thread();
+        let output = context(&args).unwrap();
+        let opened = opened::on_this_thread() - before;
+        // Every changed file's head text was read (each is shown with its content).
+        assert!(output.contains("src/f39.rs"), "{output}");
+        // Range + change (whose handle the view reuses); 3 per file before the fix.
+        assert!(
+            opened <= 2,
+            "opened the repository {opened} times for 40 files"
+        );
+    }
+}

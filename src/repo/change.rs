@@ -2,7 +2,7 @@
 
 use std::path::Path;
 
-use git2::{Delta, Diff, DiffFile, DiffFindOptions, DiffOptions, FileMode, Patch};
+use git2::{Delta, Diff, DiffFile, DiffFindOptions, DiffOptions, FileMode, Patch, Repository};
 
 use super::{RepoError, RepoView, ResolvedRange, Revision, open_repository, resolve_commit};
 use crate::review::diff::{ChangeSet, DiffLine, FileChange, FileStatus, Hunk, LineKind};
@@ -19,20 +19,7 @@ pub fn load_change(
     uncommitted: bool,
 ) -> Result<(RepoView, ChangeSet), RepoError> {
     let repo = open_repository(root)?;
-    let base_tree = resolve_commit(&repo, &range.base)?.tree()?;
-    let mut options = diff_options(uncommitted);
-    let mut diff = if uncommitted {
-        repo.diff_tree_to_workdir_with_index(Some(&base_tree), Some(&mut options))?
-    } else {
-        let head_tree = resolve_commit(&repo, &range.head)?.tree()?;
-        repo.diff_tree_to_tree(Some(&base_tree), Some(&head_tree), Some(&mut options))?
-    };
-    let mut find = DiffFindOptions::new();
-    find.renames(true).for_untracked(uncommitted);
-    diff.find_similar(Some(&mut find))?;
-
-    let files = files_of(&diff)?;
-
+    let files = changed_files(&repo, range, uncommitted)?;
     let (revision, head) = if uncommitted {
         (Revision::WorkTree, None)
     } else {
@@ -41,13 +28,35 @@ pub fn load_change(
             Some(range.head.clone()),
         )
     };
-    let view = RepoView::open(root, revision)?;
+    // The view keeps the handle the diff was computed with for all its reads.
+    let view = RepoView::with_repository(repo, root, revision)?;
     let changes = ChangeSet {
         base: range.base.clone(),
         head,
         files,
     };
     Ok((view, changes))
+}
+
+/// The changed files of the range, sorted by path.
+fn changed_files(
+    repo: &Repository,
+    range: &ResolvedRange,
+    uncommitted: bool,
+) -> Result<Vec<FileChange>, RepoError> {
+    let base_tree = resolve_commit(repo, &range.base)?.tree()?;
+    let mut options = diff_options(uncommitted);
+    let mut diff = if uncommitted {
+        repo.diff_tree_to_workdir_with_index(Some(&base_tree), Some(&mut options))?
+    } else {
+        let head_tree = resolve_commit(repo, &range.head)?.tree()?;
+        repo.diff_tree_to_tree(Some(&base_tree), Some(&head_tree), Some(&mut options))?
+    };
+    let mut find = DiffFindOptions::new();
+    find.renames(true).for_untracked(uncommitted);
+    diff.find_similar(Some(&mut find))?;
+
+    files_of(&diff)
 }
 
 /// The file changes of a patch in unified format, as `git diff` prints it

@@ -4,11 +4,13 @@
 use std::fs;
 use std::io::ErrorKind;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use git2::{ObjectType, Oid, Repository, TreeWalkMode, TreeWalkResult};
 
+use super::handles::Handles;
 use super::paths::{is_git_dir, resolve_link_target};
-use super::search::{SearchError, SearchOptions, SearchOutput, search_dir, search_tree};
+use super::search::{SearchError, SearchOptions, SearchOutput, search_dir, search_tree_with};
 use super::{RepoError, Revision, normalize_path, open_repository, resolve_commit};
 
 /// Default limit for [`RepoView::read_text`]: 2 MiB.
@@ -21,9 +23,11 @@ const BINARY_SNIFF_BYTES: usize = 8 * 1024;
 const LINK_MODE: i32 = 0o120000;
 
 /// The repository as the tools see it: cheap to clone, `Send + Sync`.
+/// Clones share their open repository handles (opened once, not per read).
 #[derive(Debug, Clone)]
 pub struct RepoView {
     root: PathBuf,
+    handles: Arc<Handles>,
     revision: Revision,
     /// The tree of the commit, in commit mode.
     tree: Option<Oid>,
@@ -40,7 +44,15 @@ impl RepoView {
     /// Opens the view of the repository whose work tree is at `root`.
     /// A `Commit` revision may be any revspec; it is stored as the full commit id.
     pub fn open(root: &Path, revision: Revision) -> Result<Self, RepoError> {
-        let repo = open_repository(root)?;
+        RepoView::with_repository(open_repository(root)?, root, revision)
+    }
+
+    /// The view of `repo`, already open at `root`, which it keeps for its reads.
+    pub(crate) fn with_repository(
+        repo: Repository,
+        root: &Path,
+        revision: Revision,
+    ) -> Result<Self, RepoError> {
         let root = fs::canonicalize(root).map_err(|e| RepoError::Io(e.to_string()))?;
         let (revision, tree) = match revision {
             Revision::Commit(rev) => {
@@ -53,6 +65,7 @@ impl RepoView {
             Revision::WorkTree => (Revision::WorkTree, None),
         };
         Ok(RepoView {
+            handles: Arc::new(Handles::new(&root, Some(repo))),
             root,
             revision,
             tree,
@@ -92,7 +105,9 @@ impl RepoView {
     pub fn read_text(&self, path: &str) -> Result<String, RepoError> {
         let content = self.locate(path)?;
         let size = match &content {
-            Content::Blob(oid) => open_repository(&self.root)?.odb()?.read_header(*oid)?.0 as u64,
+            Content::Blob(oid) => self
+                .handles
+                .with(|repo| Ok(repo.odb()?.read_header(*oid)?.0 as u64))?,
             Content::Disk(file) => fs::metadata(file).map_err(|e| io_error(path, e))?.len(),
         };
         if size > self.max_file_bytes {
@@ -134,7 +149,7 @@ impl RepoView {
     /// Searches the files at the revision (see [`super::search`]).
     pub fn search(&self, options: &SearchOptions) -> Result<SearchOutput, SearchError> {
         match self.tree {
-            Some(tree) => search_tree(&self.root, tree, options),
+            Some(tree) => search_tree_with(&self.handles, tree, options),
             None => search_dir(&self.root, options),
         }
     }
@@ -154,10 +169,9 @@ impl RepoView {
 
     fn load(&self, path: &str, content: &Content) -> Result<Vec<u8>, RepoError> {
         match content {
-            Content::Blob(oid) => Ok(open_repository(&self.root)?
-                .find_blob(*oid)?
-                .content()
-                .to_vec()),
+            Content::Blob(oid) => self
+                .handles
+                .with(|repo| Ok(repo.find_blob(*oid)?.content().to_vec())),
             Content::Disk(file) => fs::read(file).map_err(|e| io_error(path, e)),
         }
     }
@@ -173,11 +187,10 @@ impl RepoView {
             });
         }
         match self.tree {
-            Some(tree) => {
-                let repo = open_repository(&self.root)?;
+            Some(tree) => self.handles.with(|repo| {
                 let tree = repo.find_tree(tree)?;
-                blob_at(&repo, &tree, path, &normalized, true).map(Content::Blob)
-            }
+                blob_at(repo, &tree, path, &normalized, true).map(Content::Blob)
+            }),
             None => self.file_on_disk(path, &normalized).map(Content::Disk),
         }
     }
@@ -198,8 +211,10 @@ impl RepoView {
                 path: path.to_string(),
             });
         }
-        let repo = open_repository(&self.root)?;
-        if is_ignored_untracked(&repo, normalized)? || is_ignored_untracked(&repo, &inside)? {
+        let ignored = self.handles.with(|repo| {
+            Ok(is_ignored_untracked(repo, normalized)? || is_ignored_untracked(repo, &inside)?)
+        })?;
+        if ignored {
             return Err(RepoError::Ignored {
                 path: path.to_string(),
             });
@@ -208,19 +223,20 @@ impl RepoView {
     }
 
     fn tree_files(&self, tree: Oid) -> Result<Vec<String>, RepoError> {
-        let repo = open_repository(&self.root)?;
-        let tree = repo.find_tree(tree)?;
-        let mut files = Vec::new();
-        tree.walk(TreeWalkMode::PreOrder, |dir, entry| {
-            if entry.kind() == Some(ObjectType::Blob) {
-                files.push(format!(
-                    "{dir}{}",
-                    String::from_utf8_lossy(entry.name_bytes())
-                ));
-            }
-            TreeWalkResult::Ok
-        })?;
-        Ok(files)
+        self.handles.with(|repo| {
+            let tree = repo.find_tree(tree)?;
+            let mut files = Vec::new();
+            tree.walk(TreeWalkMode::PreOrder, |dir, entry| {
+                if entry.kind() == Some(ObjectType::Blob) {
+                    files.push(format!(
+                        "{dir}{}",
+                        String::from_utf8_lossy(entry.name_bytes())
+                    ));
+                }
+                TreeWalkResult::Ok
+            })?;
+            Ok(files)
+        })
     }
 
     fn work_tree_files(&self) -> Vec<String> {
@@ -323,5 +339,21 @@ mod tests {
     fn a_view_can_be_shared_between_threads() {
         fn assert_shareable<T: Send + Sync + Clone>() {}
         assert_shareable::<RepoView>();
+    }
+
+    #[test]
+    fn reads_reuse_one_repository_handle_instead_of_opening_one_per_file() {
+        let (dir, _, head) = crate::repo::test_repo::repo_with_changed_files(30);
+        let before = crate::repo::opened::on_this_thread();
+        let view = RepoView::open(dir.path(), Revision::Commit(head)).unwrap();
+        let clone = view.clone();
+        for i in 0..30 {
+            let path = format!("src/f{i}.rs");
+            assert!(view.read_text(&path).unwrap().contains('2'));
+            assert!(clone.read(&path).is_ok());
+            assert!(view.exists(&path));
+        }
+        assert_eq!(view.list_files().unwrap().len(), 30);
+        assert_eq!(crate::repo::opened::on_this_thread() - before, 1);
     }
 }

@@ -19,6 +19,11 @@
 //! tokens = characters of the reply (text, tool names, raw arguments) / 4.
 //! When the script runs out, the server answers HTTP 500 with the body
 //! [`SCRIPT_EXHAUSTED`].
+//!
+//! With [`ModelServer::with_prompt_cache`] the server counts prompt tokens with
+//! the model's real tokenizer and simulates OpenAI's prompt cache (see
+//! [`prompt_cache`]), reporting `usage.prompt_tokens_details.cached_tokens`.
+//! [`ModelServer::served_usage`] is the server's own record of what it reported.
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
@@ -33,9 +38,11 @@ use axum::response::Response;
 use futures::StreamExt;
 use serde_json::{Value, json};
 
+pub mod prompt_cache;
 mod streams;
 
-use streams::{StreamContext, anthropic_events, openai_events};
+use prompt_cache::PromptCache;
+use streams::{StreamContext, anthropic_events, completion_tokens, openai_events};
 
 /// The body of the 500 the server answers once the script is exhausted.
 pub const SCRIPT_EXHAUSTED: &str = "scripted model server: script exhausted";
@@ -242,6 +249,19 @@ impl RecordedRequest {
     }
 }
 
+/// The token usage the server reported for one answered request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct ServedUsage {
+    /// The request's position in [`ModelServer::requests`].
+    pub request: usize,
+    /// Prompt tokens.
+    pub prompt_tokens: u64,
+    /// Of which served from the simulated prompt cache (0 without it).
+    pub cached_tokens: u64,
+    /// Completion tokens (of a streamed reply; 0 for errors).
+    pub completion_tokens: u64,
+}
+
 type Responder = dyn Fn(&RecordedRequest, usize) -> Reply + Send + Sync;
 
 struct ServerState {
@@ -250,6 +270,8 @@ struct ServerState {
     requests: Mutex<Vec<RecordedRequest>>,
     answered: AtomicUsize,
     report_usage: AtomicBool,
+    prompt_cache: Mutex<Option<PromptCache>>,
+    served: Mutex<Vec<ServedUsage>>,
 }
 
 /// A running scripted model server; it stops when dropped.
@@ -284,6 +306,8 @@ impl ModelServer {
             requests: Mutex::new(Vec::new()),
             answered: AtomicUsize::new(0),
             report_usage: AtomicBool::new(true),
+            prompt_cache: Mutex::new(None),
+            served: Mutex::new(Vec::new()),
         });
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
             .await
@@ -308,6 +332,19 @@ impl ModelServer {
     pub fn without_usage(self) -> ModelServer {
         self.state.report_usage.store(false, Ordering::SeqCst);
         self
+    }
+
+    /// Counts prompt tokens with the model's tokenizer and simulates OpenAI's
+    /// prompt cache: each reply reports the cached prefix (see [`prompt_cache`])
+    /// in `usage.prompt_tokens_details.cached_tokens` (OpenAI wire).
+    pub fn with_prompt_cache(self) -> ModelServer {
+        *self.state.prompt_cache.lock().expect("prompt cache lock") = Some(PromptCache::default());
+        self
+    }
+
+    /// The usage reported for each answered request, in the order answered.
+    pub fn served_usage(&self) -> Vec<ServedUsage> {
+        self.state.served.lock().expect("served lock").clone()
     }
 
     /// The base URL a client is configured with: `http://127.0.0.1:PORT/v1`
@@ -358,11 +395,11 @@ async fn handle(
             .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&body).into_owned())),
         body_len: body.len(),
     };
-    state
-        .requests
-        .lock()
-        .expect("requests lock")
-        .push(recorded.clone());
+    let position = {
+        let mut requests = state.requests.lock().expect("requests lock");
+        requests.push(recorded.clone());
+        requests.len() - 1
+    };
     if method != Method::POST || recorded.path != state.wire.path() {
         let message = format!(
             "scripted model server: no route for {method} {}",
@@ -374,6 +411,7 @@ async fn handle(
             &json!({"error": {"message": message}}).to_string(),
         );
     }
+    let (prompt_tokens, cached_tokens) = prompt_usage(&state, &recorded);
     let index = state.answered.fetch_add(1, Ordering::SeqCst);
     let reply = (state.responder)(&recorded, index);
     let context = StreamContext {
@@ -381,11 +419,42 @@ async fn handle(
             .as_str()
             .unwrap_or("scripted-model")
             .to_string(),
-        prompt_tokens: (recorded.body_len / 4) as u64,
+        prompt_tokens,
+        cached_tokens,
         report_usage: state.report_usage.load(Ordering::SeqCst),
         index,
     };
+    state.served.lock().expect("served lock").push(ServedUsage {
+        request: position,
+        prompt_tokens,
+        cached_tokens: cached_tokens.unwrap_or(0),
+        completion_tokens: reply_completion_tokens(&reply),
+    });
     respond(reply, state.wire, &context).await
+}
+
+/// Prompt tokens, and the cached ones when the prompt cache is simulated.
+fn prompt_usage(state: &ServerState, recorded: &RecordedRequest) -> (u64, Option<u64>) {
+    let mut cache = state.prompt_cache.lock().expect("prompt cache lock");
+    match cache.as_mut() {
+        Some(cache) => {
+            let prompt = prompt_cache::prompt_tokens(&recorded.body);
+            let total = prompt.len() as u64;
+            (total, Some(cache.admit(prompt) as u64))
+        }
+        None => ((recorded.body_len / 4) as u64, None),
+    }
+}
+
+fn reply_completion_tokens(reply: &Reply) -> u64 {
+    match reply {
+        Reply::Text(text) => completion_tokens(text, &[]),
+        Reply::Tools { text, calls } => completion_tokens(text, calls),
+        Reply::Cut(inner) | Reply::Delay(_, inner) | Reply::Stall(_, inner) => {
+            reply_completion_tokens(inner)
+        }
+        Reply::Error { .. } => 0,
+    }
 }
 
 /// How much of a reply's stream is sent, and how.

@@ -14,6 +14,7 @@ use super::RepoError;
 use super::glob::PathFilter;
 use top::TopMatches;
 pub use tree::search_tree;
+pub(crate) use tree::search_tree_with;
 pub use walk::search_dir;
 
 /// Matches kept when the caller does not say.

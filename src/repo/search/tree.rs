@@ -1,5 +1,6 @@
 //! Searching a commit's tree: the blobs are listed first (path glob applied),
-//! then searched in memory on several threads, each with its own repository handle.
+//! then searched in memory on several threads, each with its own repository
+//! handle taken from the view's pool (opened only when the pool has none idle).
 
 use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -8,8 +9,9 @@ use std::thread;
 use git2::{ObjectType, Oid, TreeWalkMode, TreeWalkResult};
 
 use super::{FileSink, Query, SearchError, SearchOptions, SearchOutput, TopMatches, new_searcher};
+use crate::repo::RepoError;
 use crate::repo::glob::PathFilter;
-use crate::repo::{RepoError, open_repository};
+use crate::repo::handles::Handles;
 
 /// Git's file mode for symbolic links, whose blobs hold a target, not content.
 const LINK_MODE: i32 = 0o120000;
@@ -23,26 +25,37 @@ pub fn search_tree(
     tree: Oid,
     options: &SearchOptions,
 ) -> Result<SearchOutput, SearchError> {
+    search_tree_with(&Handles::new(root, None), tree, options)
+}
+
+/// [`search_tree`] with the handles of a view (reused, not opened per search).
+pub(crate) fn search_tree_with(
+    handles: &Handles,
+    tree: Oid,
+    options: &SearchOptions,
+) -> Result<SearchOutput, SearchError> {
     let query = Query::new(options)?;
-    let blobs = selected_blobs(root, tree, &query.filter)?;
+    let blobs = selected_blobs(handles, tree, &query.filter)?;
     let threads = thread::available_parallelism()
         .map_or(1, |n| n.get())
         .clamp(1, MAX_THREADS)
         .min(blobs.len().max(1));
     let next = AtomicUsize::new(0);
     let shares = thread::scope(|scope| {
-        let mut handles = Vec::with_capacity(threads);
+        let mut workers = Vec::with_capacity(threads);
         for _ in 0..threads {
-            let handle = thread::Builder::new()
+            let worker = thread::Builder::new()
                 .name("redline-search".into())
-                .spawn_scoped(scope, || search_blobs(root, &blobs, &next, &query, options))
+                .spawn_scoped(scope, || {
+                    handles.with(|repo| search_blobs(repo, &blobs, &next, &query, options))
+                })
                 .map_err(|e| RepoError::Internal(format!("starting a search thread: {e}")))?;
-            handles.push(handle);
+            workers.push(worker);
         }
-        handles
+        workers
             .into_iter()
-            .map(|handle| {
-                handle
+            .map(|worker| {
+                worker
                     .join()
                     .map_err(|_| RepoError::Internal("a search thread panicked".into()))?
             })
@@ -53,34 +66,34 @@ pub fn search_tree(
 
 /// The (path, blob) pairs of the tree's regular files that the filter selects.
 fn selected_blobs(
-    root: &Path,
+    handles: &Handles,
     tree: Oid,
     filter: &PathFilter,
 ) -> Result<Vec<(String, Oid)>, RepoError> {
-    let repo = open_repository(root)?;
-    let tree = repo.find_tree(tree)?;
-    let mut blobs = Vec::new();
-    tree.walk(TreeWalkMode::PreOrder, |dir, entry| {
-        if entry.kind() == Some(ObjectType::Blob) && entry.filemode() != LINK_MODE {
-            let path = format!("{dir}{}", String::from_utf8_lossy(entry.name_bytes()));
-            if filter.matches(&path) {
-                blobs.push((path, entry.id()));
+    handles.with(|repo| {
+        let tree = repo.find_tree(tree)?;
+        let mut blobs = Vec::new();
+        tree.walk(TreeWalkMode::PreOrder, |dir, entry| {
+            if entry.kind() == Some(ObjectType::Blob) && entry.filemode() != LINK_MODE {
+                let path = format!("{dir}{}", String::from_utf8_lossy(entry.name_bytes()));
+                if filter.matches(&path) {
+                    blobs.push((path, entry.id()));
+                }
             }
-        }
-        TreeWalkResult::Ok
-    })?;
-    Ok(blobs)
+            TreeWalkResult::Ok
+        })?;
+        Ok(blobs)
+    })
 }
 
 /// One thread's loop: takes the next unsearched blob until none are left.
 fn search_blobs(
-    root: &Path,
+    repo: &git2::Repository,
     blobs: &[(String, Oid)],
     next: &AtomicUsize,
     query: &Query,
     options: &SearchOptions,
 ) -> Result<TopMatches, RepoError> {
-    let repo = open_repository(root)?;
     let mut searcher = new_searcher();
     let mut top = TopMatches::new(options.max_results);
     loop {

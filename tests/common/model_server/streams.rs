@@ -10,6 +10,8 @@ pub(super) struct StreamContext {
     pub model: String,
     /// Reported prompt tokens.
     pub prompt_tokens: u64,
+    /// Cached prompt tokens, reported when the prompt cache is simulated.
+    pub cached_tokens: Option<u64>,
     /// Whether usage is reported.
     pub report_usage: bool,
     /// The request's number, for message ids.
@@ -30,7 +32,7 @@ impl Events {
     }
 }
 
-fn completion_tokens(text: &str, calls: &[ScriptedCall]) -> u64 {
+pub(super) fn completion_tokens(text: &str, calls: &[ScriptedCall]) -> u64 {
     let chars = text.chars().count()
         + calls
             .iter()
@@ -92,14 +94,18 @@ pub(super) fn openai_events(text: &str, calls: &[ScriptedCall], context: &Stream
     let mut ending = vec![chunk(json!({}), json!(finish))];
     if context.report_usage {
         let completion = completion_tokens(text, calls);
+        let mut usage = json!({"prompt_tokens": context.prompt_tokens, "completion_tokens": completion,
+            "total_tokens": context.prompt_tokens + completion});
+        if let Some(cached) = context.cached_tokens {
+            usage["prompt_tokens_details"] = json!({"cached_tokens": cached});
+        }
         ending.push(data_line(&json!({
             "id": format!("chatcmpl-scripted-{}", context.index),
             "object": "chat.completion.chunk",
             "created": 1_700_000_000,
             "model": context.model,
             "choices": [],
-            "usage": {"prompt_tokens": context.prompt_tokens, "completion_tokens": completion,
-                "total_tokens": context.prompt_tokens + completion},
+            "usage": usage,
         })));
     }
     ending.push("data: [DONE]\n\n".to_string());
