@@ -76,12 +76,13 @@ impl Coverage {
             .and_then(|p| p.as_str())
             .map(|p| p.trim_start_matches("./"));
         match (name, path) {
-            ("diff", Some(path)) => self.show_file(path),
-            ("diff", None) => {
-                for path in self.changed.keys() {
-                    if content.contains(&format!("+++ b/{path}\n")) {
-                        self.show_file(path);
-                    }
+            // What a diff result prints, file by file: a result cut for size
+            // counts only for the lines it still holds.
+            ("diff", _) => {
+                let printed = crate::context::FirstMessageIndex::parse(content);
+                for (path, lines) in printed.printed_lines() {
+                    let lines: Vec<u32> = lines.iter().copied().collect();
+                    self.show_lines(path, &lines);
                 }
             }
             ("read_file", Some(path)) => {
@@ -165,7 +166,12 @@ mod tests {
             "a.rs (lines 1-10 of 20)\n    1 | x\n   10 | x10\n",
         );
         assert_eq!(c.shown(), 1);
-        c.observe_tool("diff", r#"{"path":"a.rs"}"#, "");
+        // A diff cut for size counts only for the lines it still prints.
+        let cut = "--- a/a.rs\n+++ b/a.rs\n@@ -9,0 +10,4 @@\n   10 +x10\n   11 +x11\n[output truncated after 4 lines]";
+        c.observe_tool("diff", r#"{"path":"a.rs"}"#, cut);
+        assert_eq!(c.shown(), 2);
+        let whole = format!("{cut}\n   12 + \n   13 +x13\n");
+        c.observe_tool("diff", "{}", &whole);
         assert_eq!(c.shown(), 3);
         assert!((c.ratio() - 1.0).abs() < f64::EPSILON);
     }

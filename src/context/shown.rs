@@ -64,6 +64,11 @@ impl FirstMessageIndex {
         FirstMessageIndex { files }
     }
 
+    /// Every file's printed head lines (context and added), as parsed.
+    pub fn printed_lines(&self) -> impl Iterator<Item = (&str, &BTreeSet<u32>)> {
+        self.files.iter().map(|(path, p)| (path.as_str(), &p.lines))
+    }
+
     /// A pointer answering `call` when what it asks for is all in the first message.
     pub fn pointer_for_call(&self, call: &ToolCall) -> Option<String> {
         let args: serde_json::Value = serde_json::from_str(&call.arguments).ok()?;
