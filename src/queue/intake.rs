@@ -81,18 +81,16 @@ impl Queue {
     ) -> Result<Accepted, QueueError> {
         let entry = Entry::new(delivery, job, &self.options)?;
         let (reply, outcome) = oneshot::channel();
-        let counters = &self.intake.counters;
-        counters.waiting.fetch_add(1, Ordering::Relaxed);
-        if self
+        let slot = self
             .intake
             .sender
-            .send(Member { entry, reply })
+            .reserve()
             .await
-            .is_err()
-        {
-            counters.waiting.fetch_sub(1, Ordering::Relaxed);
-            return Err(QueueError::IntakeStopped);
-        }
+            .map_err(|_| QueueError::IntakeStopped)?;
+        // Counted and sent with no await in between, so a caller that stops waiting cannot
+        // leave the count off.
+        self.intake.counters.waiting.fetch_add(1, Ordering::Relaxed);
+        slot.send(Member { entry, reply });
         outcome.await.map_err(|_| QueueError::IntakeStopped)?
     }
 
