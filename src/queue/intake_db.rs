@@ -1,32 +1,14 @@
-//! Storing a group of deliveries in one transaction, on either backend.
+//! Storing a group of deliveries in one transaction, on either backend (SQLite in
+//! [`super::intake_sqlite`]).
 
 use sqlx::Row;
 use sqlx::postgres::PgPool;
-use sqlx::sqlite::{SqliteConnection, SqlitePool};
 
-use super::db::{Db, state_from_row, to_millis};
+use super::db::{Db, to_millis};
 use super::error::QueueError;
+use super::intake_sqlite::store_sqlite;
 use super::store::{now_millis, to_db_int};
-use super::types::{Accepted, JobId, JobState, NewDelivery, NewJob, QueueOptions};
-
-const INSERT_DELIVERY: &str = "INSERT INTO deliveries (delivery_id, event, action, received_at) \
-     VALUES ($1, $2, $3, $4) ON CONFLICT (delivery_id) DO NOTHING";
-
-/// Supersedes the PR's queued jobs and flags its running job. Binds: $1 repo, $2 PR, $3 now.
-/// `RETURNING state` gives the new state: `superseded` or (still) `running`.
-const REPLACE_PR_JOBS: &str = "UPDATE jobs SET \
-       state = CASE WHEN state = 'queued' THEN 'superseded' ELSE state END, \
-       cancel_requested = CASE WHEN state = 'running' THEN TRUE ELSE cancel_requested END, \
-       finished_at = CASE WHEN state = 'queued' THEN $3 ELSE finished_at END, \
-       updated_at = $3 \
-     WHERE repo_full_name = $1 AND pr_number = $2 AND state IN ('queued', 'running') \
-     RETURNING state";
-
-const INSERT_JOB: &str = "INSERT INTO jobs (delivery_id, repo_full_name, installation_id, \
-       pr_number, head_sha, kind, strategy, payload, state, attempts, max_attempts, run_at, \
-       cancel_requested, created_at, updated_at) \
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 'queued', 0, $9, $10, FALSE, $10, $10) \
-     RETURNING id";
+use super::types::{Accepted, JobId, NewDelivery, NewJob, QueueOptions};
 
 /// PostgreSQL: the stored function `redline_accept_deliveries` (see the migrations) stores a
 /// whole group in one statement, members in array order. Binds: $1..$4 deliveries, $5..$11
@@ -38,20 +20,20 @@ const ACCEPT_POSTGRES: &str = "SELECT r.stored, r.job_id, r.superseded, r.cancel
 
 /// A delivery and its optional job, converted to column values.
 pub(super) struct Entry {
-    delivery: NewDelivery,
-    job: Option<StoredJob>,
-    max_attempts: i64,
+    pub delivery: NewDelivery,
+    pub job: Option<StoredJob>,
+    pub max_attempts: i64,
 }
 
 /// A [`NewJob`] converted to column values.
-struct StoredJob {
-    repo_full_name: String,
-    installation_id: i64,
-    pr_number: i64,
-    head_sha: Option<String>,
-    kind: &'static str,
-    strategy: Option<String>,
-    payload: String,
+pub(super) struct StoredJob {
+    pub repo_full_name: String,
+    pub installation_id: i64,
+    pub pr_number: i64,
+    pub head_sha: Option<String>,
+    pub kind: &'static str,
+    pub strategy: Option<String>,
+    pub payload: String,
 }
 
 impl Entry {
@@ -91,84 +73,6 @@ pub(super) async fn store_group(db: &Db, entries: &[Entry]) -> Result<Vec<Accept
         Db::Sqlite(pool) => store_sqlite(pool, entries).await,
         Db::Postgres(pool) => store_postgres(pool, entries).await,
     }
-}
-
-async fn store_sqlite(pool: &SqlitePool, entries: &[Entry]) -> Result<Vec<Accepted>, QueueError> {
-    let now = now_millis();
-    let mut tx = pool.begin().await?;
-    let mut accepted = Vec::with_capacity(entries.len());
-    for entry in entries {
-        match accept_sqlite(&mut tx, entry, now).await {
-            Ok(outcome) => accepted.push(outcome),
-            Err(err) => {
-                // Roll back now, so the connection is clean before the members are retried.
-                let _ = tx.rollback().await;
-                return Err(err);
-            }
-        }
-    }
-    tx.commit().await?;
-    Ok(accepted)
-}
-
-/// One entry, inside the group's transaction.
-async fn accept_sqlite(
-    conn: &mut SqliteConnection,
-    entry: &Entry,
-    now: i64,
-) -> Result<Accepted, QueueError> {
-    let delivery = &entry.delivery;
-    let inserted = sqlx::query(INSERT_DELIVERY)
-        .bind(&delivery.delivery_id)
-        .bind(&delivery.event)
-        .bind(&delivery.action)
-        .bind(to_millis(delivery.received_at))
-        .execute(&mut *conn)
-        .await?
-        .rows_affected();
-    let Some(job) = &entry.job else {
-        return Ok(if inserted == 0 {
-            Accepted::Duplicate
-        } else {
-            Accepted::Recorded
-        });
-    };
-    if inserted == 0 {
-        return Ok(Accepted::Duplicate);
-    }
-    let replaced = sqlx::query(REPLACE_PR_JOBS)
-        .bind(&job.repo_full_name)
-        .bind(job.pr_number)
-        .bind(now)
-        .fetch_all(&mut *conn)
-        .await?;
-    let mut superseded = 0;
-    let mut cancel_requested = 0;
-    for row in &replaced {
-        match state_from_row(row, JobId(0))? {
-            JobState::Superseded => superseded += 1,
-            _ => cancel_requested += 1,
-        }
-    }
-    let id: i64 = sqlx::query(INSERT_JOB)
-        .bind(&delivery.delivery_id)
-        .bind(&job.repo_full_name)
-        .bind(job.installation_id)
-        .bind(job.pr_number)
-        .bind(&job.head_sha)
-        .bind(job.kind)
-        .bind(&job.strategy)
-        .bind(&job.payload)
-        .bind(entry.max_attempts)
-        .bind(now)
-        .fetch_one(&mut *conn)
-        .await?
-        .try_get(0usize)?;
-    Ok(Accepted::Queued {
-        job_id: JobId(id),
-        superseded,
-        cancel_requested,
-    })
 }
 
 /// One statement (so one transaction) for the whole group.

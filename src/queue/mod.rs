@@ -11,6 +11,7 @@ mod db;
 mod error;
 mod intake;
 mod intake_db;
+mod intake_sqlite;
 mod store;
 mod types;
 mod worker;

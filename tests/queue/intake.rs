@@ -7,12 +7,13 @@
 //! exactly the second group.
 
 use std::collections::HashSet;
+use std::time::Duration;
 
 use redline::queue::{Accepted, IntakeStats, JobState, NewDelivery, NewJob, Queue, QueueError};
 use sqlx::{Connection, Executor};
 use tokio::task::JoinHandle;
 
-use super::support::{TestDb, delivery, eventually, review_job};
+use super::support::{TestDb, delivery, enqueue, eventually, review_job};
 
 crate::backend_tests!(
     concurrent_deliveries_share_transactions,
@@ -138,6 +139,18 @@ async fn concurrent_deliveries_share_transactions(db: &TestDb) {
 
 async fn each_member_of_a_group_gets_its_own_outcome(db: &TestDb) {
     let queue = db.queue().await;
+    // PR 1 has a running job and a queued one before the group arrives.
+    let running = enqueue(&queue, 1).await;
+    assert_eq!(
+        queue
+            .claim("w", Duration::from_secs(60))
+            .await
+            .unwrap()
+            .unwrap()
+            .id,
+        running
+    );
+    let queued_before = enqueue(&queue, 1).await;
     let (lock, plug) = plug_the_intake(db, &queue).await;
     let first = delivery();
     let ping = NewDelivery {
@@ -159,33 +172,54 @@ async fn each_member_of_a_group_gets_its_own_outcome(db: &TestDb) {
     assert_eq!(queue.intake_stats().largest_group, 6, "one group of six");
 
     let superseded_job = queued_id(&outcomes[0]);
-    assert!(matches!(
-        outcomes[0],
-        Ok(Accepted::Queued {
-            superseded: 0,
-            cancel_requested: 0,
-            ..
-        })
-    ));
+    assert!(
+        matches!(
+            outcomes[0],
+            Ok(Accepted::Queued {
+                superseded: 1,
+                cancel_requested: 1,
+                ..
+            })
+        ),
+        "{:?}",
+        outcomes[0]
+    );
     queued_id(&outcomes[1]);
     assert_eq!(outcomes[2].as_ref().ok(), Some(&Accepted::Duplicate));
     assert_eq!(outcomes[3].as_ref().ok(), Some(&Accepted::Recorded));
     assert_eq!(outcomes[4].as_ref().ok(), Some(&Accepted::Duplicate));
-    assert!(matches!(
-        outcomes[5],
-        Ok(Accepted::Queued {
-            superseded: 1,
-            cancel_requested: 0,
-            ..
-        })
-    ));
-    assert_eq!(
-        queue.job(superseded_job).await.unwrap().unwrap().state,
-        JobState::Superseded
+    assert!(
+        matches!(
+            outcomes[5],
+            Ok(Accepted::Queued {
+                superseded: 1,
+                cancel_requested: 1,
+                ..
+            })
+        ),
+        "{:?}",
+        outcomes[5]
     );
-    assert_eq!(queue.jobs_for_pr("owner/repo", 1).await.unwrap().len(), 2);
-    // The plug, four distinct deliveries of the group.
-    assert_eq!(queue.delivery_count().await.unwrap(), 5);
+    let newest = queued_id(&outcomes[5]);
+    let states: Vec<_> = queue
+        .jobs_for_pr("owner/repo", 1)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|job| (job.id, job.state, job.cancel_requested))
+        .collect();
+    assert_eq!(
+        states,
+        vec![
+            (running, JobState::Running, true),
+            (queued_before, JobState::Superseded, false),
+            (superseded_job, JobState::Superseded, false),
+            (newest, JobState::Queued, false),
+        ],
+        "oldest first, as if the deliveries had arrived one by one"
+    );
+    // Two before, the plug, four distinct deliveries of the group.
+    assert_eq!(queue.delivery_count().await.unwrap(), 7);
 }
 
 /// Makes the database refuse to store a job whose head is `poison`.
