@@ -1,24 +1,40 @@
 #!/usr/bin/env bash
-# Load test of the webhook intake: `benches/webhook_load.sh [sqlite|postgres]...` (default: both).
+# Load test of the webhook intake, side by side with Probot:
+#   benches/webhook_load.sh [sqlite|postgres|probot|sqlite-busy]...
+#   (default: sqlite postgres probot sqlite-busy)
 #
-# Starts examples/webhook_server (release build, no-op review runner, 4 workers draining the
-# queue) on loopback and drives POST /webhook with wrk and benches/webhook_load.lua: signed
-# ~30 KB pull_request payloads (64 PRs), a unique X-GitHub-Delivery per request.
-#   1. closed loop at several connection counts (max throughput);
+# Each target receives the same signed ~30 KB pull_request payloads (64 PRs, a unique
+# X-GitHub-Delivery per request) from wrk and benches/webhook_load.lua, on loopback:
+#   sqlite, postgres: examples/webhook_server (release build; the real webhook handler and
+#     queue, a no-op review runner and 4 workers draining the queue as fast as they can, so
+#     every claim and completion is a commit of its own competing with the intake);
+#   sqlite-busy: the same with jobs that take 30 s (REDLINE_BENCH_JOB_MS), as real reviews
+#     do: the 4 workers hold their jobs, the intake has the database to itself;
+#   probot: a minimal Probot app (npm package `probot`, installed into a temporary directory)
+#     with a no-op `pull_request` handler. Probot verifies the signature but neither stores
+#     nor deduplicates deliveries.
+# Runs per target:
+#   1. closed loop at CONNECTIONS connections (max throughput);
 #   2. paced: 50 connections x one request per 100 ms = ~500 requests/s offered.
 # wrk has no rate control (wrk2's -R is not packaged by Debian); the paced run uses wrk's
 # delay() hook, which paces each connection but, unlike wrk2, does not correct for
 # coordinated omission (a stalled server delays the next requests instead of queueing them).
+# With 2 or more CPUs the server is pinned to CPU 0 and wrk to CPU 1 (taskset), so each
+# server gets one core. Peak RSS is the server process's VmHWM after its runs.
 #
-# Environment: DURATION (default 10s), MODE (all | paced: skip the closed-loop runs), PORT (18080), REDLINE_BENCH_POSTGRES_URL
-# (postgres://postgres@127.0.0.1:5432/test; a scratch schema is created and dropped),
-# CARGO_TARGET_DIR. Traffic goes to 127.0.0.1 only; every run is bounded by DURATION.
+# Environment: DURATION (default 10s), CONNECTIONS (closed-loop connection counts, default
+# "32"), MODE (all | paced: skip the closed-loop runs), PORT (18080), PROBOT_VERSION (14),
+# REDLINE_BENCH_POSTGRES_URL (postgres://postgres@127.0.0.1:5432/test; a scratch schema is
+# created and dropped), CARGO_TARGET_DIR. Traffic goes to 127.0.0.1 only; every run is
+# bounded by DURATION. Needs cargo, jq, openssl, curl, psql (postgres), node and npm (probot);
+# installs wrk with apt-get when missing.
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
-backends=("$@")
-[ ${#backends[@]} -eq 0 ] && backends=(sqlite postgres)
+targets=("$@")
+[ ${#targets[@]} -eq 0 ] && targets=(sqlite postgres probot sqlite-busy)
 duration=${DURATION:-10s}
+connection_counts=${CONNECTIONS:-32}
 port=${PORT:-18080}
 pg_base=${REDLINE_BENCH_POSTGRES_URL:-postgres://postgres@127.0.0.1:5432/test}
 target_dir=${CARGO_TARGET_DIR:-target}
@@ -26,21 +42,54 @@ secret="bench-secret-$RANDOM$RANDOM"
 work=$(mktemp -d)
 server_pid=""
 schema=""
+results=()
 
 cleanup() {
-  if [ -n "$server_pid" ]; then kill -INT "$server_pid" 2>/dev/null || true; wait "$server_pid" 2>/dev/null || true; fi
+  if [ -n "$server_pid" ]; then kill -INT "$server_pid" 2>/dev/null || true; sleep 1; fi
   if [ -n "$schema" ]; then psql -q "$pg_base" -c "DROP SCHEMA IF EXISTS $schema CASCADE" >/dev/null 2>&1 || true; fi
   rm -rf "$work"
 }
 trap cleanup EXIT
+
+server_cpu=()
+client_cpu=()
+if [ "$(nproc)" -ge 2 ] && command -v taskset >/dev/null; then
+  server_cpu=(taskset -c 0)
+  client_cpu=(taskset -c 1)
+fi
 
 if ! command -v wrk >/dev/null; then
   echo "installing wrk" >&2
   apt-get update -qq && apt-get install -y -qq wrk >/dev/null
 fi
 
-cargo build --release --quiet --example webhook_server
-server_bin="$target_dir/release/examples/webhook_server"
+for target in "${targets[@]}"; do
+  case "$target" in
+    sqlite|postgres|sqlite-busy) need_redline=1 ;;
+    probot) need_probot=1 ;;
+    *) echo "unknown target $target (sqlite|postgres|probot|sqlite-busy)" >&2; exit 2 ;;
+  esac
+done
+
+if [ -n "${need_redline:-}" ]; then
+  cargo build --release --quiet --example webhook_server
+  server_bin="$target_dir/release/examples/webhook_server"
+fi
+
+if [ -n "${need_probot:-}" ]; then
+  echo "installing probot@${PROBOT_VERSION:-14} into a temporary directory" >&2
+  mkdir -p "$work/probot"
+  (cd "$work/probot" && npm init -y >/dev/null \
+    && npm install --no-audit --no-fund --loglevel=error "probot@${PROBOT_VERSION:-14}" >/dev/null)
+  # The app: acknowledge pull_request events and do nothing else.
+  cat > "$work/probot/app.mjs" <<'EOF'
+export default (app) => {
+  app.on("pull_request", async () => {});
+};
+EOF
+  # Probot needs an App id and key to start; they are never used (no GitHub call is made).
+  openssl genrsa -out "$work/probot/key.pem" 2048 2>/dev/null
+fi
 
 # 64 payloads (PR numbers 1..64), padded to ~30 KB, each with its signature.
 mkdir -p "$work/payloads"
@@ -54,56 +103,105 @@ for i in $(seq 1 64); do
 done
 echo "payload size: $(wc -c < "$work/payloads/1.json") bytes"
 
+# start_server TARGET: starts it in the background and waits until it answers. server_pid is
+# the server process itself (each launcher execs), for its peak RSS.
 start_server() {
-  local url=$1
-  REDLINE_WEBHOOK_SECRET="$secret" "$server_bin" "$url" "127.0.0.1:$port" > "$work/server.log" 2>&1 &
-  server_pid=$!
-  for _ in $(seq 1 100); do
-    curl -sf "http://127.0.0.1:$port/healthz" >/dev/null 2>&1 && return 0
+  rm -f "$work/server.pid"
+  case "$1" in
+    sqlite|postgres|sqlite-busy)
+      REDLINE_WEBHOOK_SECRET="$secret" REDLINE_BENCH_JOB_MS="$job_ms" launch "${server_cpu[@]}" "$server_bin" "$url" "127.0.0.1:$port" ;;
+    probot)
+      (cd "$work/probot" && APP_ID=1 PRIVATE_KEY_PATH="$work/probot/key.pem" \
+        WEBHOOK_SECRET="$secret" HOST=127.0.0.1 PORT="$port" LOG_LEVEL=warn NODE_ENV=production \
+        launch "${server_cpu[@]}" node node_modules/probot/bin/probot.js run ./app.mjs) ;;
+  esac
+  for _ in $(seq 1 150); do
+    if [ -s "$work/server.pid" ] && curl -s -o /dev/null "http://127.0.0.1:$port/" 2>/dev/null; then
+      server_pid=$(cat "$work/server.pid")
+      return 0
+    fi
     sleep 0.1
   done
-  echo "server did not start:" >&2; cat "$work/server.log" >&2; exit 1
+  echo "$1 did not start:" >&2; cat "$work/server.log" >&2; exit 1
+}
+
+# launch COMMAND...: runs COMMAND in the background, its pid in $work/server.pid.
+launch() {
+  bash -c 'echo $$ > "$0"; exec "$@"' "$work/server.pid" "$@" > "$work/server.log" 2>&1 &
+}
+
+# Peak resident set of the server process so far, in MiB.
+peak_rss_mib() {
+  awk '/^VmHWM:/ { printf "%.0f", $2 / 1024 }' "/proc/$server_pid/status" 2>/dev/null || echo "?"
 }
 
 stop_server() {
-  kill -INT "$server_pid"; wait "$server_pid" || true; server_pid=""
+  kill -INT "$server_pid"
+  for _ in $(seq 1 300); do  # at most 30 s (the worker pool's shutdown deadline)
+    grep -qs '^State:[[:space:]]*[^Z]' "/proc/$server_pid/status" || break
+    sleep 0.1
+  done
+  server_pid=""
+  grep '^intake:' "$work/server.log" | sed "s/^/$target   /" || true
   if grep -qE 'WARN|ERROR' "$work/server.log"; then
-    echo "$backend server warnings/errors ($(grep -cE 'WARN|ERROR' "$work/server.log") lines), first 5:"
+    echo "$target server warnings/errors ($(grep -cE 'WARN|ERROR' "$work/server.log") lines), first 5:"
     grep -E 'WARN|ERROR' "$work/server.log" | head -5
   fi
 }
 
+# run_wrk LABEL CONNECTIONS PAUSE_MS: one wrk run; prints and keeps its RESULT line.
 run_wrk() {
   local label=$1 connections=$2 pause=$3
   local threads=$(( connections < 2 ? 1 : 2 ))
   local line
-  line=$(wrk -t"$threads" -c"$connections" -d"$duration" --timeout 5s \
-    -s benches/webhook_load.lua "http://127.0.0.1:$port/webhook" -- "$work/payloads" 64 "$pause" \
+  line=$("${client_cpu[@]}" wrk -t"$threads" -c"$connections" -d"$duration" --timeout 5s \
+    -s benches/webhook_load.lua "http://127.0.0.1:$port$path" -- "$work/payloads" 64 "$pause" "$status" \
     | grep '^RESULT' || true)
-  printf '%-10s %-26s %s\n' "$backend" "$label" "${line#RESULT }"
+  line="${line#RESULT }"
+  printf '%-11s %-26s %s\n' "$target" "$label" "$line"
+  results+=("$target|$label|$line")
 }
 
-for backend in "${backends[@]}"; do
-  case "$backend" in
-    sqlite) url="sqlite://$work/bench.db" ;;
+for target in "${targets[@]}"; do
+  case "$target" in
+    sqlite) url="sqlite://$work/bench.db"; path=/webhook; status=202; job_ms=0 ;;
+    sqlite-busy) url="sqlite://$work/bench-busy.db"; path=/webhook; status=202; job_ms=30000 ;;
     postgres)
       schema="redline_bench_$$"
       psql -q "$pg_base" -c "CREATE SCHEMA $schema" >/dev/null
       sep='?'; [[ "$pg_base" == *\?* ]] && sep='&'
-      url="$pg_base${sep}options[search_path]=$schema" ;;
-    *) echo "unknown backend $backend (sqlite|postgres)" >&2; exit 2 ;;
+      url="$pg_base${sep}options[search_path]=$schema"; path=/webhook; status=202; job_ms=0 ;;
+    probot) path=/api/github/webhooks; status=200 ;;
   esac
-  start_server "$url"
+  start_server "$target"
   case "${MODE:-all}" in
     paced) ;;
-    *) for connections in 1 8 32 64; do
+    *) for connections in $connection_counts; do
          run_wrk "closed-loop c=$connections" "$connections" 0
        done ;;
   esac
   run_wrk "paced ~500/s (c=50,100ms)" 50 100
-  curl -s "http://127.0.0.1:$port/metrics" \
-    | grep -E '^redline_(webhook_deliveries_total|queue_depth|jobs\{|jobs_total)' \
-    | sed "s/^/$backend   metrics: /"
+  rss=$(peak_rss_mib)
+  results+=("$target|peak RSS|$rss MiB")
+  if [ "$target" != probot ]; then
+    curl -s "http://127.0.0.1:$port/metrics" \
+      | grep -E '^redline_(webhook_deliveries_total|queue_depth|jobs\{|jobs_total)' \
+      | sed "s/^/$target   metrics: /" || true
+  fi
   stop_server
-  if [ -n "$schema" ]; then psql -q "$pg_base" -c "DROP SCHEMA $schema CASCADE" >/dev/null; schema=""; fi
+  if [ -n "$schema" ]; then PGOPTIONS=--client-min-messages=warning psql -q "$pg_base" -c "DROP SCHEMA $schema CASCADE" >/dev/null; schema=""; fi
+done
+
+# Side by side: one row per target and run.
+field() { sed -n "s/.*$1=\([^ ]*\).*/\1/p" <<<"$2"; }
+echo
+printf '%-11s %-26s %9s %9s %9s %9s %8s %s\n' target run req/s p50_ms p99_ms max_ms failed peak_rss
+for entry in "${results[@]}"; do
+  IFS='|' read -r target label line <<<"$entry"
+  [ "$label" = "peak RSS" ] && continue
+  rss=$(printf '%s\n' "${results[@]}" | sed -n "s/^$target|peak RSS|//p")
+  non_ok=$(field non_ok "$line"); errors=$(field errors "$line")
+  printf '%-11s %-26s %9s %9s %9s %9s %8s %s\n' "$target" "$label" "$(field rps "$line")" \
+    "$(field p50_ms "$line")" "$(field p99_ms "$line")" "$(field max_ms "$line")" \
+    "$(( ${non_ok:-0} + ${errors:-0} ))" "$rss"
 done

@@ -1,9 +1,13 @@
 //! A webhook server with a no-op review runner, for load tests (`benches/webhook_load.sh`).
 //!
-//! Usage: `webhook_server DATABASE_URL [ADDRESS]` with the secret in `REDLINE_WEBHOOK_SECRET`.
-//! Prints `listening on ADDRESS` once ready; stops on Ctrl-C or SIGTERM.
+//! Usage: `webhook_server DATABASE_URL [ADDRESS]` with the secret in `REDLINE_WEBHOOK_SECRET`;
+//! `REDLINE_BENCH_JOB_MS` makes each job take that long (default 0: the workers drain the
+//! queue as fast as the database lets them).
+//! Prints `listening on ADDRESS` once ready; stops on Ctrl-C or SIGTERM, and then prints the
+//! intake's group-commit figures (`intake: deliveries=N commits=N ...`).
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use anyhow::{Context, bail};
 use async_trait::async_trait;
@@ -14,13 +18,21 @@ use redline::queue::{
 use redline::server::{AppState, serve};
 use tokio_util::sync::CancellationToken;
 
-/// Completes every job at once.
-struct NoopRunner;
+/// Completes every job after `job_time` (zero by default), or at once when cancelled.
+struct NoopRunner {
+    job_time: Duration,
+}
 
 #[async_trait]
 impl JobRunner for NoopRunner {
-    async fn run(&self, _job: &Job, _cancel: CancellationToken) -> Result<RunOutcome, JobError> {
-        Ok(RunOutcome::Completed)
+    async fn run(&self, _job: &Job, cancel: CancellationToken) -> Result<RunOutcome, JobError> {
+        if self.job_time.is_zero() {
+            return Ok(RunOutcome::Completed);
+        }
+        tokio::select! {
+            _ = tokio::time::sleep(self.job_time) => Ok(RunOutcome::Completed),
+            _ = cancel.cancelled() => Ok(RunOutcome::Cancelled),
+        }
     }
 }
 
@@ -40,12 +52,21 @@ async fn main() -> anyhow::Result<()> {
     let secret =
         std::env::var("REDLINE_WEBHOOK_SECRET").context("REDLINE_WEBHOOK_SECRET is not set")?;
 
+    let job_time = match std::env::var("REDLINE_BENCH_JOB_MS") {
+        Ok(ms) => Duration::from_millis(ms.parse().context("REDLINE_BENCH_JOB_MS")?),
+        Err(_) => Duration::ZERO,
+    };
     let queue = Queue::connect(&database_url).await?;
+    let intake = queue.clone();
     let state = AppState::new(queue.clone(), Secret::new(secret));
     let pool = WorkerPool::start(
         queue,
-        Arc::new(NoopRunner),
-        WorkerConfig::default(),
+        Arc::new(NoopRunner { job_time }),
+        WorkerConfig {
+            // Slow jobs are abandoned at exit rather than waited for.
+            shutdown_timeout: Duration::from_secs(2),
+            ..WorkerConfig::default()
+        },
         Arc::clone(&state.metrics),
     );
     let listener = tokio::net::TcpListener::bind(&address)
@@ -56,6 +77,11 @@ async fn main() -> anyhow::Result<()> {
     if let ShutdownOutcome::TimedOut { abandoned } = pool.shutdown().await {
         eprintln!("{abandoned} jobs were still running at exit");
     }
+    let stats = intake.intake_stats();
+    println!(
+        "intake: deliveries={} commits={} largest_group={} groups_retried={}",
+        stats.deliveries, stats.commits, stats.largest_group, stats.groups_retried
+    );
     Ok(())
 }
 

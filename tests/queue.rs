@@ -3,5 +3,7 @@
 
 pub mod support;
 
+mod connect;
+mod intake;
 mod semantics;
 mod workers;

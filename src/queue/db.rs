@@ -6,17 +6,37 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use sqlx::migrate::{Migration, MigrationType, Migrator};
-use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
+use sqlx::postgres::{PgConnectOptions, PgConnection, PgPool, PgPoolOptions};
 use sqlx::sqlite::{
     SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous,
 };
-use sqlx::{ColumnIndex, Decode, Row, SqlSafeStr, Type};
+use sqlx::{ColumnIndex, Connection, Decode, Row, SqlSafeStr, Type};
+use tokio::time::{Instant, sleep, timeout};
 
 use super::error::QueueError;
 use super::types::{Job, JobId, JobKind, JobState, QueueOptions};
 
-const SQLITE_SCHEMA: &str = include_str!("../../migrations/sqlite/0001_queue.sql");
-const POSTGRES_SCHEMA: &str = include_str!("../../migrations/postgres/0001_queue.sql");
+const SQLITE_MIGRATIONS: &[(i64, &str, &str)] = &[(
+    1,
+    "queue",
+    include_str!("../../migrations/sqlite/0001_queue.sql"),
+)];
+const POSTGRES_MIGRATIONS: &[(i64, &str, &str)] = &[
+    (
+        1,
+        "queue",
+        include_str!("../../migrations/postgres/0001_queue.sql"),
+    ),
+    (
+        2,
+        "accept group",
+        include_str!("../../migrations/postgres/0002_accept_group.sql"),
+    ),
+];
+
+/// How long start-up waits for PostgreSQL to take a connection. A refusal is retried within
+/// it (the database may be starting alongside); any other error ends the wait at once.
+const POSTGRES_START_TIMEOUT: Duration = Duration::from_secs(4);
 
 /// The connection pool of one of the two supported databases.
 #[derive(Clone)]
@@ -61,8 +81,8 @@ impl Db {
 
     async fn migrate(&self) -> Result<(), QueueError> {
         match self {
-            Db::Sqlite(pool) => migrator(SQLITE_SCHEMA).run(pool).await?,
-            Db::Postgres(pool) => migrator(POSTGRES_SCHEMA).run(pool).await?,
+            Db::Sqlite(pool) => migrator(SQLITE_MIGRATIONS).run(pool).await?,
+            Db::Postgres(pool) => migrator(POSTGRES_MIGRATIONS).run(pool).await?,
         }
         Ok(())
     }
@@ -106,6 +126,7 @@ async fn connect_sqlite(url: &str, options: &QueueOptions) -> Result<SqlitePool,
 
 async fn connect_postgres(url: &str, options: &QueueOptions) -> Result<PgPool, QueueError> {
     let connect = PgConnectOptions::from_str(url).map_err(|_| QueueError::invalid_url(url))?;
+    probe_postgres(&connect).await?;
     let pool = PgPoolOptions::new()
         .max_connections(options.max_connections.max(1))
         .test_before_acquire(false)
@@ -114,16 +135,73 @@ async fn connect_postgres(url: &str, options: &QueueOptions) -> Result<PgPool, Q
     Ok(pool)
 }
 
+/// Opens (and closes) one connection, so that a database that is unreachable, refuses, or
+/// rejects the login fails start-up within [`POSTGRES_START_TIMEOUT`] with its cause. (The
+/// pool would retry a refusal, silently, until its 30 s acquire timeout, and then report only
+/// that it timed out.)
+async fn probe_postgres(options: &PgConnectOptions) -> Result<(), QueueError> {
+    let deadline = Instant::now() + POSTGRES_START_TIMEOUT;
+    let mut pause = Duration::from_millis(50);
+    let mut last_refusal = None;
+    loop {
+        let remaining = deadline.saturating_duration_since(Instant::now());
+        match timeout(remaining, PgConnection::connect_with(options)).await {
+            Ok(Ok(conn)) => {
+                // A failed goodbye does not make the database unusable.
+                let _ = conn.close().await;
+                return Ok(());
+            }
+            Ok(Err(err)) if is_refusal(&err) => last_refusal = Some(err),
+            Ok(Err(err)) => return Err(QueueError::Connect(err)),
+            Err(_) => {
+                return Err(match last_refusal {
+                    Some(err) => QueueError::Connect(err),
+                    None => QueueError::ConnectTimeout {
+                        seconds: POSTGRES_START_TIMEOUT.as_secs(),
+                    },
+                });
+            }
+        }
+        if Instant::now() + pause >= deadline {
+            return Err(last_refusal.map_or(
+                QueueError::ConnectTimeout {
+                    seconds: POSTGRES_START_TIMEOUT.as_secs(),
+                },
+                QueueError::Connect,
+            ));
+        }
+        sleep(pause).await;
+        pause = (pause * 2).min(Duration::from_millis(500));
+    }
+}
+
+/// Errors worth another try while the database may still be starting: nothing listens yet,
+/// "the database system is starting up" (57P03), or too many connections (53300).
+fn is_refusal(err: &sqlx::Error) -> bool {
+    match err {
+        sqlx::Error::Io(io) => io.kind() == std::io::ErrorKind::ConnectionRefused,
+        sqlx::Error::Database(db) => matches!(db.code().as_deref(), Some("57P03" | "53300")),
+        _ => false,
+    }
+}
+
 /// The migrations, embedded in the binary. Built by hand rather than with `sqlx::migrate!`
 /// because that macro needs sqlx's `macros` feature, which the project does not enable.
-fn migrator(schema: &'static str) -> Migrator {
-    Migrator::with_migrations(vec![Migration::new(
-        1,
-        Cow::Borrowed("queue"),
-        MigrationType::Simple,
-        schema.into_sql_str(),
-        false,
-    )])
+fn migrator(migrations: &[(i64, &'static str, &'static str)]) -> Migrator {
+    Migrator::with_migrations(
+        migrations
+            .iter()
+            .map(|&(version, description, sql)| {
+                Migration::new(
+                    version,
+                    Cow::Borrowed(description),
+                    MigrationType::Simple,
+                    sql.into_sql_str(),
+                    false,
+                )
+            })
+            .collect(),
+    )
 }
 
 /// The columns every job query returns, in the order [`job_from_row`] reads them by name.

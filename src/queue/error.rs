@@ -14,6 +14,20 @@ pub enum QueueError {
         /// The scheme part of the URL, if any.
         scheme: String,
     },
+    /// Start-up could not connect to the database: the cause (refused, unknown database,
+    /// authentication, ...) is in the message.
+    #[error("cannot connect to the queue database: {0}")]
+    Connect(#[source] sqlx::Error),
+    /// Start-up got no answer from the database in time (host unreachable or not listening).
+    #[error("the queue database did not answer within {seconds} s (host unreachable?)")]
+    ConnectTimeout {
+        /// How long start-up waited.
+        seconds: u64,
+    },
+    /// The task that commits deliveries is gone (the Tokio runtime that opened the queue
+    /// shut down); the delivery was not stored.
+    #[error("the queue's intake is not running; the delivery was not stored")]
+    IntakeStopped,
     /// The database refused or failed an operation.
     #[error("queue database error: {0}")]
     Database(#[from] sqlx::Error),

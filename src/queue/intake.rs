@@ -1,200 +1,198 @@
-//! [`Queue::accept_delivery`]: record a delivery and enqueue its job atomically.
+//! [`Queue::accept_delivery`]: record a delivery and enqueue its job atomically, with group
+//! commit.
+//!
+//! Callers hand their delivery to one committer task per [`Queue`] (and its clones). The task
+//! takes every delivery waiting when it is free (at most [`MAX_GROUP`]) and stores them in one
+//! transaction, so concurrent deliveries share one commit and one fsync; an idle intake commits
+//! a lone delivery at once (no batching delay).
+//!
+//! Invariants:
+//! - A caller is answered only after the transaction holding its delivery committed, or with
+//!   the error that kept it from committing.
+//! - Members of a group are applied in arrival order, each seeing the ones before it: a
+//!   redelivery within a group is a duplicate, and a later job supersedes an earlier one of
+//!   the same pull request exactly as if they had arrived one after the other.
+//! - When a group's transaction fails, nothing of it is kept and each member is stored again
+//!   in a transaction of its own, so one bad delivery does not fail the others. (If the group
+//!   commit failed only in appearance — the connection dropped after the database committed —
+//!   the retry finds the delivery stored and answers [`Accepted::Duplicate`]: still stored
+//!   once.)
+//! - A delivery handed over is stored even when its caller stops waiting.
 
-use sqlx::Row;
-use sqlx::postgres::PgPool;
-use sqlx::sqlite::SqlitePool;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
-use super::db::{Db, state_from_row, to_millis, with_pool};
+use tokio::sync::{Mutex, Notify, mpsc, oneshot};
+use tracing::warn;
+
+use super::db::Db;
 use super::error::QueueError;
-use super::store::{Queue, now_millis, to_db_int};
-use super::types::{Accepted, JobId, JobState, NewDelivery, NewJob, QueueOptions};
+use super::intake_db::{Entry, store_group};
+use super::store::Queue;
+use super::types::{Accepted, IntakeStats, NewDelivery, NewJob};
 
-const INSERT_DELIVERY: &str = "INSERT INTO deliveries (delivery_id, event, action, received_at) \
-     VALUES ($1, $2, $3, $4) ON CONFLICT (delivery_id) DO NOTHING";
+/// Most deliveries in one transaction: bounds the transaction's size and the wait of the last.
+pub(super) const MAX_GROUP: usize = 256;
+/// Deliveries that may wait for the committer before callers wait to hand theirs over.
+const CHANNEL_CAPACITY: usize = 4096;
 
-/// Supersedes the PR's queued jobs and flags its running job. Binds: $1 repo, $2 PR, $3 now.
-/// `RETURNING state` gives the new state: `superseded` or (still) `running`.
-const REPLACE_PR_JOBS: &str = "UPDATE jobs SET \
-       state = CASE WHEN state = 'queued' THEN 'superseded' ELSE state END, \
-       cancel_requested = CASE WHEN state = 'running' THEN TRUE ELSE cancel_requested END, \
-       finished_at = CASE WHEN state = 'queued' THEN $3 ELSE finished_at END, \
-       updated_at = $3 \
-     WHERE repo_full_name = $1 AND pr_number = $2 AND state IN ('queued', 'running') \
-     RETURNING state";
+/// One delivery handed to the committer, with where its outcome goes.
+struct Member {
+    entry: Entry,
+    reply: oneshot::Sender<Result<Accepted, QueueError>>,
+}
 
-const INSERT_JOB: &str = "INSERT INTO jobs (delivery_id, repo_full_name, installation_id, \
-       pr_number, head_sha, kind, strategy, payload, state, attempts, max_attempts, run_at, \
-       cancel_requested, created_at, updated_at) \
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 'queued', 0, $9, $10, FALSE, $10, $10) \
-     RETURNING id";
+/// The callers' side of the committer task (shared by a [`Queue`] and its clones).
+pub(super) struct Intake {
+    sender: mpsc::Sender<Member>,
+    counters: Arc<Counters>,
+}
 
-/// PostgreSQL: the stored function `redline_accept_delivery` (see the migration) does the
-/// three steps in one round trip, serialized per pull request.
-/// Binds: $1..$4 delivery, $5 repo, $6 PR, $7 installation, $8 head, $9 kind, $10 strategy,
-/// $11 payload, $12 max attempts, $13 now.
-const ACCEPT_POSTGRES: &str = "SELECT out_job_id, out_superseded, out_cancel_requested \
-     FROM redline_accept_delivery($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)";
+/// What the committer shares with the rest of the queue.
+pub(super) struct CommitterParts {
+    pub db: Db,
+    /// SQLite: the process-wide write turn (see [`Queue`]).
+    pub writer: Option<Arc<Mutex<()>>>,
+    pub wakeup: Arc<Notify>,
+}
+
+impl Intake {
+    /// Starts the committer task on the current Tokio runtime. It ends when every handle to
+    /// this intake is gone.
+    pub(super) fn start(parts: CommitterParts) -> Intake {
+        let (sender, receiver) = mpsc::channel(CHANNEL_CAPACITY);
+        let counters = Arc::new(Counters::default());
+        tokio::spawn(run_committer(parts, receiver, Arc::clone(&counters)));
+        Intake { sender, counters }
+    }
+}
 
 impl Queue {
     /// Records `delivery` and, when given, enqueues `job` — atomically.
     ///
     /// A delivery id seen before returns [`Accepted::Duplicate`] and stores nothing. A new job
     /// supersedes the PR's queued jobs and asks its running job to stop. When this returns
-    /// `Ok`, the delivery and job are committed.
+    /// `Ok`, the delivery and job are committed. Concurrent calls share one transaction
+    /// (group commit); each gets its own outcome.
     pub async fn accept_delivery(
         &self,
         delivery: NewDelivery,
         job: Option<NewJob>,
     ) -> Result<Accepted, QueueError> {
-        let job = job
-            .map(|job| StoredJob::new(job, &self.options))
-            .transpose()?;
-        let turn = self.write_turn().await;
-        let accepted = match (&self.db, job) {
-            (db, None) => record_only(db, &delivery).await?,
-            (Db::Sqlite(pool), Some(job)) => accept_sqlite(pool, &delivery, &job).await?,
-            (Db::Postgres(pool), Some(job)) => accept_postgres(pool, &delivery, &job).await?,
+        let entry = Entry::new(delivery, job, &self.options)?;
+        let (reply, outcome) = oneshot::channel();
+        let slot = self
+            .intake
+            .sender
+            .reserve()
+            .await
+            .map_err(|_| QueueError::IntakeStopped)?;
+        // Counted and sent with no await in between, so a caller that stops waiting cannot
+        // leave the count off.
+        self.intake.counters.waiting.fetch_add(1, Ordering::Relaxed);
+        slot.send(Member { entry, reply });
+        outcome.await.map_err(|_| QueueError::IntakeStopped)?
+    }
+
+    /// Counters of the delivery intake since this queue was opened (shared by its clones).
+    pub fn intake_stats(&self) -> IntakeStats {
+        self.intake.counters.snapshot()
+    }
+}
+
+/// The committer task: one group at a time, until every sender is gone.
+async fn run_committer(
+    parts: CommitterParts,
+    mut receiver: mpsc::Receiver<Member>,
+    counters: Arc<Counters>,
+) {
+    let mut group = Vec::with_capacity(MAX_GROUP);
+    while receiver.recv_many(&mut group, MAX_GROUP).await > 0 {
+        let size = group.len() as u64;
+        counters.waiting.fetch_sub(size, Ordering::Relaxed);
+        counters.committing.store(size, Ordering::Relaxed);
+        counters.largest_group.fetch_max(size, Ordering::Relaxed);
+        let (entries, replies): (Vec<Entry>, Vec<_>) = group
+            .drain(..)
+            .map(|member| (member.entry, member.reply))
+            .unzip();
+        let outcomes = {
+            let _turn = match &parts.writer {
+                Some(lock) => Some(lock.lock().await),
+                None => None,
+            };
+            commit_group(&parts.db, &entries, &counters).await
         };
-        drop(turn);
-        if matches!(accepted, Accepted::Queued { .. }) {
-            self.wakeup.notify_one();
-        }
-        Ok(accepted)
-    }
-}
-
-/// Inserts the delivery alone (a single statement is its own transaction on both backends).
-async fn record_only(db: &Db, delivery: &NewDelivery) -> Result<Accepted, QueueError> {
-    let inserted = with_pool!(db, pool => {
-        sqlx::query(INSERT_DELIVERY)
-            .bind(&delivery.delivery_id)
-            .bind(&delivery.event)
-            .bind(&delivery.action)
-            .bind(to_millis(delivery.received_at))
-            .execute(pool)
-            .await?
-            .rows_affected()
-    });
-    Ok(if inserted == 0 {
-        Accepted::Duplicate
-    } else {
-        Accepted::Recorded
-    })
-}
-
-async fn accept_sqlite(
-    pool: &SqlitePool,
-    delivery: &NewDelivery,
-    job: &StoredJob,
-) -> Result<Accepted, QueueError> {
-    let now = now_millis();
-    let mut tx = pool.begin().await?;
-    let inserted = sqlx::query(INSERT_DELIVERY)
-        .bind(&delivery.delivery_id)
-        .bind(&delivery.event)
-        .bind(&delivery.action)
-        .bind(to_millis(delivery.received_at))
-        .execute(&mut *tx)
-        .await?
-        .rows_affected();
-    if inserted == 0 {
-        return Ok(Accepted::Duplicate);
-    }
-    let replaced = sqlx::query(REPLACE_PR_JOBS)
-        .bind(&job.repo_full_name)
-        .bind(job.pr_number)
-        .bind(now)
-        .fetch_all(&mut *tx)
-        .await?;
-    let mut superseded = 0;
-    let mut cancel_requested = 0;
-    for row in &replaced {
-        match state_from_row(row, JobId(0))? {
-            JobState::Superseded => superseded += 1,
-            _ => cancel_requested += 1,
+        counters.committing.store(0, Ordering::Relaxed);
+        counters.deliveries.fetch_add(size, Ordering::Relaxed);
+        for (outcome, reply) in outcomes.into_iter().zip(replies) {
+            if matches!(outcome, Ok(Accepted::Queued { .. })) {
+                parts.wakeup.notify_one();
+            }
+            // A caller that stopped waiting still had its delivery stored.
+            let _ = reply.send(outcome);
         }
     }
-    let id: i64 = sqlx::query(INSERT_JOB)
-        .bind(&delivery.delivery_id)
-        .bind(&job.repo_full_name)
-        .bind(job.installation_id)
-        .bind(job.pr_number)
-        .bind(&job.head_sha)
-        .bind(job.kind)
-        .bind(&job.strategy)
-        .bind(&job.payload)
-        .bind(job.max_attempts)
-        .bind(now)
-        .fetch_one(&mut *tx)
-        .await?
-        .try_get(0usize)?;
-    tx.commit().await?;
-    Ok(Accepted::Queued {
-        job_id: JobId(id),
-        superseded,
-        cancel_requested,
-    })
 }
 
-async fn accept_postgres(
-    pool: &PgPool,
-    delivery: &NewDelivery,
-    job: &StoredJob,
-) -> Result<Accepted, QueueError> {
-    let row = sqlx::query(ACCEPT_POSTGRES)
-        .bind(&delivery.delivery_id)
-        .bind(&delivery.event)
-        .bind(&delivery.action)
-        .bind(to_millis(delivery.received_at))
-        .bind(&job.repo_full_name)
-        .bind(job.pr_number)
-        .bind(job.installation_id)
-        .bind(&job.head_sha)
-        .bind(job.kind)
-        .bind(&job.strategy)
-        .bind(&job.payload)
-        .bind(job.max_attempts)
-        .bind(now_millis())
-        .fetch_one(pool)
-        .await?;
-    let job_id: Option<i64> = row.try_get("out_job_id")?;
-    let Some(job_id) = job_id else {
-        return Ok(Accepted::Duplicate);
+/// Stores a group in one transaction; when that fails, each member in one of its own.
+/// Returns one outcome per entry, in order.
+async fn commit_group(
+    db: &Db,
+    entries: &[Entry],
+    counters: &Counters,
+) -> Vec<Result<Accepted, QueueError>> {
+    counters.groups.fetch_add(1, Ordering::Relaxed);
+    let err = match store_group(db, entries).await {
+        Ok(accepted) => {
+            counters.commits.fetch_add(1, Ordering::Relaxed);
+            return accepted.into_iter().map(Ok).collect();
+        }
+        Err(err) if entries.len() == 1 => return vec![Err(err)],
+        Err(err) => err,
     };
-    let count = |column: &str| -> Result<u64, QueueError> {
-        let count: Option<i64> = row.try_get(column)?;
-        Ok(count.and_then(|n| u64::try_from(n).ok()).unwrap_or(0))
-    };
-    Ok(Accepted::Queued {
-        job_id: JobId(job_id),
-        superseded: count("out_superseded")?,
-        cancel_requested: count("out_cancel_requested")?,
-    })
+    warn!(members = entries.len(), error = %err,
+        "group commit failed; storing its deliveries one at a time");
+    counters.groups_retried.fetch_add(1, Ordering::Relaxed);
+    let mut outcomes = Vec::with_capacity(entries.len());
+    for entry in entries {
+        let alone = store_group(db, std::slice::from_ref(entry)).await;
+        if alone.is_ok() {
+            counters.commits.fetch_add(1, Ordering::Relaxed);
+        }
+        outcomes.push(alone.and_then(|accepted| {
+            accepted
+                .into_iter()
+                .next()
+                .ok_or(QueueError::Database(sqlx::Error::RowNotFound))
+        }));
+    }
+    outcomes
 }
 
-/// A [`NewJob`] converted to column values.
-struct StoredJob {
-    repo_full_name: String,
-    installation_id: i64,
-    pr_number: i64,
-    head_sha: Option<String>,
-    kind: &'static str,
-    strategy: Option<String>,
-    payload: String,
-    max_attempts: i64,
+/// The live counters behind [`IntakeStats`].
+#[derive(Default)]
+struct Counters {
+    deliveries: AtomicU64,
+    groups: AtomicU64,
+    commits: AtomicU64,
+    groups_retried: AtomicU64,
+    largest_group: AtomicU64,
+    waiting: AtomicU64,
+    committing: AtomicU64,
 }
 
-impl StoredJob {
-    fn new(job: NewJob, options: &QueueOptions) -> Result<StoredJob, QueueError> {
-        Ok(StoredJob {
-            installation_id: to_db_int(job.installation_id, "installation_id")?,
-            pr_number: to_db_int(job.pr_number, "pr_number")?,
-            kind: job.kind.name(),
-            strategy: job.kind.strategy().map(str::to_string),
-            payload: job.payload.to_string(),
-            max_attempts: i64::from(options.max_attempts.max(1)),
-            repo_full_name: job.repo_full_name,
-            head_sha: job.head_sha,
-        })
+impl Counters {
+    fn snapshot(&self) -> IntakeStats {
+        let read = |counter: &AtomicU64| counter.load(Ordering::Relaxed);
+        IntakeStats {
+            deliveries: read(&self.deliveries),
+            groups: read(&self.groups),
+            commits: read(&self.commits),
+            groups_retried: read(&self.groups_retried),
+            largest_group: read(&self.largest_group),
+            waiting: read(&self.waiting),
+            committing: read(&self.committing),
+        }
     }
 }

@@ -1,7 +1,8 @@
 //! The durable review queue and the worker pool that drains it.
 //!
 //! The server records each webhook delivery and, for review requests, enqueues a [`NewJob`]
-//! in the same transaction ([`Queue::accept_delivery`]). Workers ([`WorkerPool`]) claim jobs
+//! in the same transaction ([`Queue::accept_delivery`]); concurrent deliveries share one
+//! transaction (group commit), and each is answered only once that transaction committed. Workers ([`WorkerPool`]) claim jobs
 //! with a lease, renew it while a [`JobRunner`] runs the job, and settle the job when the run
 //! ends. A worker that dies leaves its lease to expire; the job is then claimed again
 //! (at-least-once). Backends: SQLite (`sqlite://PATH`) and PostgreSQL (`postgres://...`).
@@ -9,6 +10,8 @@
 mod db;
 mod error;
 mod intake;
+mod intake_db;
+mod intake_sqlite;
 mod store;
 mod types;
 mod worker;
@@ -16,7 +19,7 @@ mod worker;
 pub use error::QueueError;
 pub use store::Queue;
 pub use types::{
-    Accepted, FailOutcome, Job, JobId, JobKind, JobState, NewDelivery, NewJob, QueueOptions,
-    RetryDecision, ReviewTrigger,
+    Accepted, FailOutcome, IntakeStats, Job, JobId, JobKind, JobState, NewDelivery, NewJob,
+    QueueOptions, RetryDecision, ReviewTrigger,
 };
 pub use worker::{JobError, JobRunner, RunOutcome, ShutdownOutcome, WorkerConfig, WorkerPool};

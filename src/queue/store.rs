@@ -13,6 +13,7 @@ use tokio::sync::{Mutex, MutexGuard, Notify};
 
 use super::db::{Db, job_columns, job_from_row, state_from_row, to_millis, with_pool};
 use super::error::QueueError;
+use super::intake::{CommitterParts, Intake};
 use super::types::{FailOutcome, Job, JobId, JobState, QueueOptions, RetryDecision};
 
 /// The claim statement. SQLite runs it as one atomic write; PostgreSQL adds
@@ -76,6 +77,8 @@ pub struct Queue {
     /// busy handler, whose sleeps would dominate tail latency.
     sqlite_writer: Option<Arc<Mutex<()>>>,
     last_reap_ms: Arc<AtomicI64>,
+    /// Hands deliveries to the group committer.
+    pub(super) intake: Arc<Intake>,
 }
 
 impl fmt::Debug for Queue {
@@ -89,7 +92,8 @@ impl fmt::Debug for Queue {
 
 impl Queue {
     /// Connects to `sqlite://PATH` (created if missing, WAL mode, busy timeout) or
-    /// `postgres://...`, and applies the migrations.
+    /// `postgres://...`, and applies the migrations. Starts the task that commits deliveries
+    /// on the current Tokio runtime; use the queue on that runtime.
     pub async fn connect(url: &str) -> Result<Queue, QueueError> {
         Queue::connect_with(url, QueueOptions::default()).await
     }
@@ -98,12 +102,19 @@ impl Queue {
     pub async fn connect_with(url: &str, options: QueueOptions) -> Result<Queue, QueueError> {
         let db = Db::connect(url, &options).await?;
         let sqlite_writer = matches!(db, Db::Sqlite(_)).then(|| Arc::new(Mutex::new(())));
+        let wakeup = Arc::new(Notify::new());
+        let intake = Intake::start(CommitterParts {
+            db: db.clone(),
+            writer: sqlite_writer.clone(),
+            wakeup: Arc::clone(&wakeup),
+        });
         Ok(Queue {
             db,
             options: Arc::new(options),
-            wakeup: Arc::new(Notify::new()),
+            wakeup,
             sqlite_writer,
             last_reap_ms: Arc::new(AtomicI64::new(0)),
+            intake: Arc::new(intake),
         })
     }
 

@@ -230,6 +230,27 @@ pub enum Accepted {
     },
 }
 
+/// Counters of the delivery intake ([`crate::queue::Queue::intake_stats`]), since the queue
+/// was opened.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct IntakeStats {
+    /// Deliveries answered (stored, duplicate or failed).
+    pub deliveries: u64,
+    /// Groups of deliveries the intake tried to store, one transaction each.
+    pub groups: u64,
+    /// Transactions committed: one per group stored whole, plus one per member of a failed
+    /// group stored alone.
+    pub commits: u64,
+    /// Groups whose transaction failed, whose members were then stored one at a time.
+    pub groups_retried: u64,
+    /// Most deliveries stored in one transaction.
+    pub largest_group: u64,
+    /// Deliveries handed over and waiting for the next group.
+    pub waiting: u64,
+    /// Deliveries in the group being stored now.
+    pub committing: u64,
+}
+
 /// Whether a failed job may run again.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum RetryDecision {

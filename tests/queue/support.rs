@@ -63,6 +63,16 @@ impl TestDb {
         })
     }
 
+    /// The URL the queue connects to.
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+
+    /// Whether this is the PostgreSQL variant.
+    pub fn is_postgres(&self) -> bool {
+        self.postgres.is_some()
+    }
+
     /// A new connection (pool) to this database with test-friendly options.
     pub async fn queue(&self) -> Queue {
         self.queue_with(test_options()).await

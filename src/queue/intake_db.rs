@@ -1,0 +1,168 @@
+//! Storing a group of deliveries in one transaction, on either backend (SQLite in
+//! [`super::intake_sqlite`]).
+
+use sqlx::Row;
+use sqlx::postgres::PgPool;
+
+use super::db::{Db, to_millis};
+use super::error::QueueError;
+use super::intake_sqlite::store_sqlite;
+use super::store::{now_millis, to_db_int};
+use super::types::{Accepted, JobId, NewDelivery, NewJob, QueueOptions};
+
+/// PostgreSQL: the stored function `redline_accept_deliveries` (see the migrations) stores a
+/// whole group in one statement, members in array order. Binds: $1..$4 deliveries, $5..$11
+/// jobs (NULL repo: no job), $12 max attempts, $13 now.
+const ACCEPT_POSTGRES: &str = "SELECT r.stored, r.job_id, r.superseded, r.cancel_requested \
+     FROM redline_accept_deliveries($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13) \
+       WITH ORDINALITY AS r(stored, job_id, superseded, cancel_requested, position) \
+     ORDER BY r.position";
+
+/// A delivery and its optional job, converted to column values.
+pub(super) struct Entry {
+    pub delivery: NewDelivery,
+    pub job: Option<StoredJob>,
+    pub max_attempts: i64,
+}
+
+/// A [`NewJob`] converted to column values.
+pub(super) struct StoredJob {
+    pub repo_full_name: String,
+    pub installation_id: i64,
+    pub pr_number: i64,
+    pub head_sha: Option<String>,
+    pub kind: &'static str,
+    pub strategy: Option<String>,
+    pub payload: String,
+}
+
+impl Entry {
+    /// Checks and converts; a value the database cannot hold is refused here.
+    pub(super) fn new(
+        delivery: NewDelivery,
+        job: Option<NewJob>,
+        options: &QueueOptions,
+    ) -> Result<Entry, QueueError> {
+        let job = job.map(StoredJob::new).transpose()?;
+        Ok(Entry {
+            delivery,
+            job,
+            max_attempts: i64::from(options.max_attempts.max(1)),
+        })
+    }
+}
+
+impl StoredJob {
+    fn new(job: NewJob) -> Result<StoredJob, QueueError> {
+        Ok(StoredJob {
+            installation_id: to_db_int(job.installation_id, "installation_id")?,
+            pr_number: to_db_int(job.pr_number, "pr_number")?,
+            kind: job.kind.name(),
+            strategy: job.kind.strategy().map(str::to_string),
+            payload: job.payload.to_string(),
+            repo_full_name: job.repo_full_name,
+            head_sha: job.head_sha,
+        })
+    }
+}
+
+/// Stores `entries` in one transaction, in order; one outcome per entry. On error nothing of
+/// the group is stored.
+pub(super) async fn store_group(db: &Db, entries: &[Entry]) -> Result<Vec<Accepted>, QueueError> {
+    match db {
+        Db::Sqlite(pool) => store_sqlite(pool, entries).await,
+        Db::Postgres(pool) => store_postgres(pool, entries).await,
+    }
+}
+
+/// One statement (so one transaction) for the whole group.
+async fn store_postgres(pool: &PgPool, entries: &[Entry]) -> Result<Vec<Accepted>, QueueError> {
+    let columns = PgColumns::from(entries);
+    let max_attempts = entries.first().map_or(1, |entry| entry.max_attempts);
+    let rows = sqlx::query(ACCEPT_POSTGRES)
+        .bind(columns.delivery_ids)
+        .bind(columns.events)
+        .bind(columns.actions)
+        .bind(columns.received_at)
+        .bind(columns.repos)
+        .bind(columns.prs)
+        .bind(columns.installations)
+        .bind(columns.head_shas)
+        .bind(columns.kinds)
+        .bind(columns.strategies)
+        .bind(columns.payloads)
+        .bind(max_attempts)
+        .bind(now_millis())
+        .fetch_all(pool)
+        .await?;
+    if rows.len() != entries.len() {
+        return Err(QueueError::Database(sqlx::Error::RowNotFound));
+    }
+    rows.iter().map(accepted_from_pg_row).collect()
+}
+
+fn accepted_from_pg_row(row: &sqlx::postgres::PgRow) -> Result<Accepted, QueueError> {
+    let stored: bool = row.try_get("stored")?;
+    let job_id: Option<i64> = row.try_get("job_id")?;
+    let count = |column: &str| -> Result<u64, QueueError> {
+        let count: Option<i64> = row.try_get(column)?;
+        Ok(count.and_then(|n| u64::try_from(n).ok()).unwrap_or(0))
+    };
+    Ok(match (stored, job_id) {
+        (false, _) => Accepted::Duplicate,
+        (true, None) => Accepted::Recorded,
+        (true, Some(job_id)) => Accepted::Queued {
+            job_id: JobId(job_id),
+            superseded: count("superseded")?,
+            cancel_requested: count("cancel_requested")?,
+        },
+    })
+}
+
+/// A group as one array per column (PostgreSQL binds arrays, not rows).
+#[derive(Default)]
+struct PgColumns {
+    delivery_ids: Vec<String>,
+    events: Vec<String>,
+    actions: Vec<Option<String>>,
+    received_at: Vec<i64>,
+    repos: Vec<Option<String>>,
+    prs: Vec<Option<i64>>,
+    installations: Vec<Option<i64>>,
+    head_shas: Vec<Option<String>>,
+    kinds: Vec<Option<String>>,
+    strategies: Vec<Option<String>>,
+    payloads: Vec<Option<String>>,
+}
+
+impl From<&[Entry]> for PgColumns {
+    fn from(entries: &[Entry]) -> Self {
+        let mut columns = PgColumns::default();
+        for Entry { delivery, job, .. } in entries {
+            columns.delivery_ids.push(delivery.delivery_id.clone());
+            columns.events.push(delivery.event.clone());
+            columns.actions.push(delivery.action.clone());
+            columns.received_at.push(to_millis(delivery.received_at));
+            columns
+                .repos
+                .push(job.as_ref().map(|job| job.repo_full_name.clone()));
+            columns.prs.push(job.as_ref().map(|job| job.pr_number));
+            columns
+                .installations
+                .push(job.as_ref().map(|job| job.installation_id));
+            columns
+                .head_shas
+                .push(job.as_ref().and_then(|job| job.head_sha.clone()));
+            columns
+                .kinds
+                .push(job.as_ref().map(|job| job.kind.to_string()));
+            columns
+                .strategies
+                .push(job.as_ref().and_then(|job| job.strategy.clone()));
+            columns
+                .payloads
+                .push(job.as_ref().map(|job| job.payload.clone()));
+        }
+        columns
+    }
+}

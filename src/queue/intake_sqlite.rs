@@ -1,0 +1,263 @@
+//! SQLite: a whole group of deliveries in one transaction of three statements.
+//!
+//! Every statement costs a round trip to the connection's thread, so the group is not stored
+//! member by member: its rows travel as one JSON array (`json_each`), and what running the
+//! members one after the other would have done is worked out here:
+//! - a delivery id that appears earlier in the group, or is already stored, is a duplicate;
+//! - the stored queued jobs of each pull request in the group are superseded and its running
+//!   job is asked to stop, once (the first new job of that PR in the group does it);
+//! - a new job followed in the group by another new job of its PR is stored as superseded
+//!   (the later one replaced it before it could run), and the later one reports it.
+//!
+//! Job ids follow the group's order, as they would one by one.
+
+use std::collections::{HashMap, HashSet};
+
+use serde_json::{Value, json};
+use sqlx::Row;
+use sqlx::sqlite::SqlitePool;
+
+use super::db::{state_from_row, to_millis};
+use super::error::QueueError;
+use super::intake_db::Entry;
+use super::store::now_millis;
+use super::types::{Accepted, JobId, JobState};
+
+/// Binds: $1 JSON array of `{id, event, action, at}`. Returns the ids actually inserted.
+/// (`WHERE true` keeps SQLite from reading `ON CONFLICT` as part of the SELECT.)
+const INSERT_DELIVERIES: &str = "INSERT INTO deliveries (delivery_id, event, action, received_at) \
+     SELECT json_extract(value, '$.id'), json_extract(value, '$.event'), \
+       json_extract(value, '$.action'), json_extract(value, '$.at') \
+     FROM json_each($1) WHERE true \
+     ON CONFLICT (delivery_id) DO NOTHING RETURNING delivery_id";
+
+/// Supersedes the queued jobs and flags the running job of each listed PR. Binds: $1 JSON
+/// array of `[repo, pr]`, $2 now. Returns each touched job's PR and new state.
+const REPLACE_PR_JOBS: &str = "UPDATE jobs SET \
+       state = CASE WHEN state = 'queued' THEN 'superseded' ELSE state END, \
+       cancel_requested = CASE WHEN state = 'running' THEN TRUE ELSE cancel_requested END, \
+       finished_at = CASE WHEN state = 'queued' THEN $2 ELSE finished_at END, \
+       updated_at = $2 \
+     WHERE state IN ('queued', 'running') AND (repo_full_name, pr_number) IN \
+       (SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]') FROM json_each($1)) \
+     RETURNING state, repo_full_name, pr_number";
+
+/// Binds: $1 JSON array of jobs in group order, $2 max attempts, $3 now. Returns each new
+/// job's id and delivery.
+const INSERT_JOBS: &str = "INSERT INTO jobs (delivery_id, repo_full_name, installation_id, \
+       pr_number, head_sha, kind, strategy, payload, state, attempts, max_attempts, run_at, \
+       cancel_requested, created_at, updated_at, finished_at) \
+     SELECT json_extract(value, '$.delivery'), json_extract(value, '$.repo'), \
+       json_extract(value, '$.installation'), json_extract(value, '$.pr'), \
+       json_extract(value, '$.head'), json_extract(value, '$.kind'), \
+       json_extract(value, '$.strategy'), json_extract(value, '$.payload'), \
+       json_extract(value, '$.state'), 0, $2, $3, FALSE, $3, $3, \
+       CASE WHEN json_extract(value, '$.state') = 'superseded' THEN $3 END \
+     FROM json_each($1) ORDER BY CAST(key AS INTEGER) \
+     RETURNING id, delivery_id";
+
+/// A pull request: repository and number.
+type Pr<'a> = (&'a str, i64);
+
+/// Stores `entries` in one transaction; one outcome per entry, in order.
+pub(super) async fn store_sqlite(
+    pool: &SqlitePool,
+    entries: &[Entry],
+) -> Result<Vec<Accepted>, QueueError> {
+    let now = now_millis();
+    let mut tx = pool.begin().await?;
+    let stored = match store_in(&mut tx, entries, now).await {
+        Ok(stored) => stored,
+        Err(err) => {
+            // Roll back now, so the connection is clean before the members are retried.
+            let _ = tx.rollback().await;
+            return Err(err);
+        }
+    };
+    tx.commit().await?;
+    Ok(stored)
+}
+
+async fn store_in(
+    conn: &mut sqlx::SqliteConnection,
+    entries: &[Entry],
+    now: i64,
+) -> Result<Vec<Accepted>, QueueError> {
+    let fresh = insert_deliveries(conn, entries).await?;
+    // New jobs in group order, and the last one of each PR (it alone stays queued).
+    let new_jobs: Vec<usize> = (0..entries.len())
+        .filter(|&index| fresh[index] && entries[index].job.is_some())
+        .collect();
+    let mut last_of_pr: HashMap<Pr<'_>, usize> = HashMap::new();
+    for &index in &new_jobs {
+        if let Some(pr) = pr_of(&entries[index]) {
+            last_of_pr.insert(pr, index);
+        }
+    }
+    let replaced = replace_stored_jobs(conn, last_of_pr.keys().copied(), now).await?;
+    let ids = insert_jobs(conn, entries, &new_jobs, &last_of_pr, now).await?;
+
+    let mut seen_pr: HashSet<Pr<'_>> = HashSet::new();
+    let mut outcomes = Vec::with_capacity(entries.len());
+    for (index, entry) in entries.iter().enumerate() {
+        let outcome = match (fresh[index], pr_of(entry)) {
+            (false, _) => Accepted::Duplicate,
+            (true, None) => Accepted::Recorded,
+            (true, Some(pr)) => {
+                let (stored_queued, running) = replaced.get(&pr).copied().unwrap_or((0, 0));
+                let job_id = ids
+                    .get(&entry.delivery.delivery_id)
+                    .copied()
+                    .ok_or(QueueError::Database(sqlx::Error::RowNotFound))?;
+                Accepted::Queued {
+                    job_id: JobId(job_id),
+                    // The first new job of the PR replaced the stored ones; each later one
+                    // replaced the new job before it.
+                    superseded: if seen_pr.insert(pr) { stored_queued } else { 1 },
+                    cancel_requested: running,
+                }
+            }
+        };
+        outcomes.push(outcome);
+    }
+    Ok(outcomes)
+}
+
+fn pr_of(entry: &Entry) -> Option<Pr<'_>> {
+    entry
+        .job
+        .as_ref()
+        .map(|job| (job.repo_full_name.as_str(), job.pr_number))
+}
+
+/// Inserts the group's deliveries; `true` for each entry whose delivery is new (not stored
+/// before, not earlier in the group).
+async fn insert_deliveries(
+    conn: &mut sqlx::SqliteConnection,
+    entries: &[Entry],
+) -> Result<Vec<bool>, QueueError> {
+    let mut first_of_id: HashSet<&str> = HashSet::new();
+    let first: Vec<bool> = entries
+        .iter()
+        .map(|entry| first_of_id.insert(entry.delivery.delivery_id.as_str()))
+        .collect();
+    let rows: Vec<Value> = entries
+        .iter()
+        .zip(&first)
+        .filter(|(_, first)| **first)
+        .map(|(entry, _)| {
+            let delivery = &entry.delivery;
+            json!({
+                "id": delivery.delivery_id,
+                "event": delivery.event,
+                "action": delivery.action,
+                "at": to_millis(delivery.received_at),
+            })
+        })
+        .collect();
+    let inserted: HashSet<String> = sqlx::query(INSERT_DELIVERIES)
+        .bind(Value::Array(rows).to_string())
+        .fetch_all(&mut *conn)
+        .await?
+        .iter()
+        .map(|row| row.try_get::<String, _>(0usize))
+        .collect::<Result<_, _>>()?;
+    Ok(entries
+        .iter()
+        .zip(first)
+        .map(|(entry, first)| first && inserted.contains(&entry.delivery.delivery_id))
+        .collect())
+}
+
+/// Supersedes the stored queued jobs and flags the running jobs of `prs`. Returns, per PR,
+/// how many were superseded and how many asked to stop.
+async fn replace_stored_jobs<'a>(
+    conn: &mut sqlx::SqliteConnection,
+    prs: impl Iterator<Item = Pr<'a>>,
+    now: i64,
+) -> Result<HashMap<Pr<'a>, (u64, u64)>, QueueError> {
+    let prs: Vec<Pr<'a>> = prs.collect();
+    let mut replaced: HashMap<Pr<'a>, (u64, u64)> = HashMap::new();
+    if prs.is_empty() {
+        return Ok(replaced);
+    }
+    let list: Vec<Value> = prs.iter().map(|(repo, pr)| json!([repo, pr])).collect();
+    let rows = sqlx::query(REPLACE_PR_JOBS)
+        .bind(Value::Array(list).to_string())
+        .bind(now)
+        .fetch_all(&mut *conn)
+        .await?;
+    for row in &rows {
+        let state = state_from_row(row, JobId(0))?;
+        let repo: String = row.try_get(1usize)?;
+        let number: i64 = row.try_get(2usize)?;
+        let Some(pr) = prs
+            .iter()
+            .copied()
+            .find(|pr| *pr == (repo.as_str(), number))
+        else {
+            continue;
+        };
+        let counts = replaced.entry(pr).or_default();
+        match state {
+            JobState::Superseded => counts.0 += 1,
+            _ => counts.1 += 1,
+        }
+    }
+    Ok(replaced)
+}
+
+/// Inserts the new jobs (`new_jobs`: entry indexes in group order); a job that a later one of
+/// its PR replaces is stored as superseded. Returns job ids by delivery id.
+async fn insert_jobs(
+    conn: &mut sqlx::SqliteConnection,
+    entries: &[Entry],
+    new_jobs: &[usize],
+    last_of_pr: &HashMap<Pr<'_>, usize>,
+    now: i64,
+) -> Result<HashMap<String, i64>, QueueError> {
+    if new_jobs.is_empty() {
+        return Ok(HashMap::new());
+    }
+    let mut max_attempts = 1;
+    let rows: Vec<Value> = new_jobs
+        .iter()
+        .filter_map(|&index| {
+            let entry = &entries[index];
+            let job = entry.job.as_ref()?;
+            max_attempts = entry.max_attempts;
+            let last = last_of_pr.get(&(job.repo_full_name.as_str(), job.pr_number));
+            let state = if last == Some(&index) {
+                JobState::Queued
+            } else {
+                JobState::Superseded
+            };
+            Some(json!({
+                "delivery": entry.delivery.delivery_id,
+                "repo": job.repo_full_name,
+                "installation": job.installation_id,
+                "pr": job.pr_number,
+                "head": job.head_sha,
+                "kind": job.kind,
+                "strategy": job.strategy,
+                "payload": job.payload,
+                "state": state.as_str(),
+            }))
+        })
+        .collect();
+    let ids = sqlx::query(INSERT_JOBS)
+        .bind(Value::Array(rows).to_string())
+        .bind(max_attempts)
+        .bind(now)
+        .fetch_all(&mut *conn)
+        .await?
+        .iter()
+        .map(|row| {
+            Ok((
+                row.try_get::<String, _>(1usize)?,
+                row.try_get::<i64, _>(0usize)?,
+            ))
+        })
+        .collect::<Result<_, sqlx::Error>>()?;
+    Ok(ids)
+}

@@ -1,0 +1,301 @@
+//! Group commit of the intake: concurrent deliveries share transactions, and each caller still
+//! gets its own outcome.
+//!
+//! To make a group's membership certain, a test holds the database's write lock from another
+//! connection ([`WriteLock`]) while the committer is stuck on a first delivery (the plug), hands
+//! over the members one by one (in a known order), and then lets go: the members are then
+//! exactly the second group.
+
+use std::collections::HashSet;
+use std::time::Duration;
+
+use redline::queue::{Accepted, IntakeStats, JobState, NewDelivery, NewJob, Queue, QueueError};
+use sqlx::{Connection, Executor};
+use tokio::task::JoinHandle;
+
+use super::support::{TestDb, delivery, enqueue, eventually, review_job};
+
+crate::backend_tests!(
+    concurrent_deliveries_share_transactions,
+    each_member_of_a_group_gets_its_own_outcome,
+    a_failing_member_does_not_fail_the_rest_of_its_group,
+);
+
+type Outcome = Result<Accepted, QueueError>;
+
+/// Another connection holding the write lock the intake needs (SQLite: the database's write
+/// lock; PostgreSQL: an exclusive lock on `deliveries`), until [`WriteLock::release`].
+enum WriteLock {
+    Sqlite(sqlx::SqliteConnection),
+    Postgres(sqlx::PgConnection),
+}
+
+impl WriteLock {
+    async fn take(db: &TestDb) -> WriteLock {
+        if db.is_postgres() {
+            let mut conn = sqlx::PgConnection::connect(db.url()).await.unwrap();
+            conn.execute("BEGIN").await.unwrap();
+            conn.execute("LOCK TABLE deliveries IN EXCLUSIVE MODE")
+                .await
+                .unwrap();
+            WriteLock::Postgres(conn)
+        } else {
+            let mut conn = sqlx::SqliteConnection::connect(db.url()).await.unwrap();
+            conn.execute("BEGIN IMMEDIATE").await.unwrap();
+            WriteLock::Sqlite(conn)
+        }
+    }
+
+    async fn release(self) {
+        match self {
+            WriteLock::Sqlite(mut conn) => {
+                conn.execute("ROLLBACK").await.unwrap();
+            }
+            WriteLock::Postgres(mut conn) => {
+                conn.execute("ROLLBACK").await.unwrap();
+            }
+        }
+    }
+}
+
+/// Runs `accept_delivery` on its own task and waits until the intake holds it (so deliveries
+/// handed over one after the other reach the committer in that order).
+async fn hand_over(
+    queue: &Queue,
+    delivery: NewDelivery,
+    job: Option<NewJob>,
+) -> JoinHandle<Outcome> {
+    let held = |stats: IntakeStats| stats.waiting + stats.committing;
+    let before = held(queue.intake_stats());
+    let task = {
+        let queue = queue.clone();
+        tokio::spawn(async move { queue.accept_delivery(delivery, job).await })
+    };
+    eventually("the intake holds the delivery", || async {
+        held(queue.intake_stats()) > before
+    })
+    .await;
+    task
+}
+
+/// Takes the write lock and starts a plug delivery, which the committer takes alone and is
+/// stuck on until the lock goes. Returns the lock and the plug's task.
+async fn plug_the_intake(db: &TestDb, queue: &Queue) -> (WriteLock, JoinHandle<Outcome>) {
+    let lock = WriteLock::take(db).await;
+    let plug = hand_over(queue, delivery(), Some(review_job(999))).await;
+    eventually("the committer is stuck on the plug", || async {
+        queue.intake_stats().committing == 1
+    })
+    .await;
+    (lock, plug)
+}
+
+async fn outcomes(tasks: Vec<JoinHandle<Outcome>>) -> Vec<Outcome> {
+    let mut outcomes = Vec::new();
+    for task in tasks {
+        outcomes.push(task.await.unwrap());
+    }
+    outcomes
+}
+
+fn queued_id(outcome: &Outcome) -> redline::queue::JobId {
+    match outcome {
+        Ok(Accepted::Queued { job_id, .. }) => *job_id,
+        other => panic!("expected a queued job, got {other:?}"),
+    }
+}
+
+async fn concurrent_deliveries_share_transactions(db: &TestDb) {
+    let queue = db.queue().await;
+    let (lock, plug) = plug_the_intake(db, &queue).await;
+    let mut tasks = Vec::new();
+    for pr in 0..40u64 {
+        tasks.push(hand_over(&queue, delivery(), Some(review_job(pr % 20))).await);
+    }
+    lock.release().await;
+    assert!(matches!(plug.await.unwrap(), Ok(Accepted::Queued { .. })));
+    let outcomes = outcomes(tasks).await;
+    let ids: HashSet<_> = outcomes.iter().map(queued_id).collect();
+    assert_eq!(ids.len(), 40, "every caller got its own job");
+
+    let stats = queue.intake_stats();
+    assert_eq!(stats.deliveries, 41);
+    assert_eq!(
+        stats.commits, 2,
+        "the plug alone, then the 40 together: {stats:?}"
+    );
+    assert_eq!(stats.largest_group, 40);
+    assert_eq!((stats.waiting, stats.committing), (0, 0));
+    assert_eq!(queue.delivery_count().await.unwrap(), 41);
+    // 20 PRs got two jobs each, in order: the second of each superseded the first.
+    let counts = queue.counts_by_state().await.unwrap();
+    assert_eq!(
+        counts[&JobState::Queued],
+        21,
+        "the plug's job and one per PR"
+    );
+    assert_eq!(counts[&JobState::Superseded], 20);
+}
+
+async fn each_member_of_a_group_gets_its_own_outcome(db: &TestDb) {
+    let queue = db.queue().await;
+    // PR 1 has a running job and a queued one before the group arrives.
+    let running = enqueue(&queue, 1).await;
+    assert_eq!(
+        queue
+            .claim("w", Duration::from_secs(60))
+            .await
+            .unwrap()
+            .unwrap()
+            .id,
+        running
+    );
+    let queued_before = enqueue(&queue, 1).await;
+    let (lock, plug) = plug_the_intake(db, &queue).await;
+    let first = delivery();
+    let ping = NewDelivery {
+        event: "ping".into(),
+        action: None,
+        ..delivery()
+    };
+    let tasks = vec![
+        hand_over(&queue, first.clone(), Some(review_job(1))).await,
+        hand_over(&queue, delivery(), Some(review_job(2))).await,
+        hand_over(&queue, first.clone(), Some(review_job(1))).await,
+        hand_over(&queue, ping.clone(), None).await,
+        hand_over(&queue, ping, None).await,
+        hand_over(&queue, delivery(), Some(review_job(1))).await,
+    ];
+    lock.release().await;
+    plug.await.unwrap().unwrap();
+    let outcomes = outcomes(tasks).await;
+    assert_eq!(queue.intake_stats().largest_group, 6, "one group of six");
+
+    let superseded_job = queued_id(&outcomes[0]);
+    assert!(
+        matches!(
+            outcomes[0],
+            Ok(Accepted::Queued {
+                superseded: 1,
+                cancel_requested: 1,
+                ..
+            })
+        ),
+        "{:?}",
+        outcomes[0]
+    );
+    queued_id(&outcomes[1]);
+    assert_eq!(outcomes[2].as_ref().ok(), Some(&Accepted::Duplicate));
+    assert_eq!(outcomes[3].as_ref().ok(), Some(&Accepted::Recorded));
+    assert_eq!(outcomes[4].as_ref().ok(), Some(&Accepted::Duplicate));
+    assert!(
+        matches!(
+            outcomes[5],
+            Ok(Accepted::Queued {
+                superseded: 1,
+                cancel_requested: 1,
+                ..
+            })
+        ),
+        "{:?}",
+        outcomes[5]
+    );
+    let newest = queued_id(&outcomes[5]);
+    let states: Vec<_> = queue
+        .jobs_for_pr("owner/repo", 1)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|job| (job.id, job.state, job.cancel_requested))
+        .collect();
+    assert_eq!(
+        states,
+        vec![
+            (running, JobState::Running, true),
+            (queued_before, JobState::Superseded, false),
+            (superseded_job, JobState::Superseded, false),
+            (newest, JobState::Queued, false),
+        ],
+        "oldest first, as if the deliveries had arrived one by one"
+    );
+    // Two before, the plug, four distinct deliveries of the group.
+    assert_eq!(queue.delivery_count().await.unwrap(), 7);
+}
+
+/// Makes the database refuse to store a job whose head is `poison`.
+async fn refuse_poisoned_jobs(db: &TestDb) {
+    if db.is_postgres() {
+        let mut conn = sqlx::PgConnection::connect(db.url()).await.unwrap();
+        conn.execute(
+            "CREATE FUNCTION refuse_poison() RETURNS trigger LANGUAGE plpgsql AS $$ \
+             BEGIN IF NEW.head_sha = 'poison' THEN RAISE EXCEPTION 'poisoned job'; END IF; \
+             RETURN NEW; END $$",
+        )
+        .await
+        .unwrap();
+        conn.execute(
+            "CREATE TRIGGER refuse_poison BEFORE INSERT ON jobs \
+             FOR EACH ROW EXECUTE FUNCTION refuse_poison()",
+        )
+        .await
+        .unwrap();
+    } else {
+        let mut conn = sqlx::SqliteConnection::connect(db.url()).await.unwrap();
+        conn.execute(
+            "CREATE TRIGGER refuse_poison BEFORE INSERT ON jobs \
+             WHEN NEW.head_sha = 'poison' BEGIN SELECT RAISE(ABORT, 'poisoned job'); END",
+        )
+        .await
+        .unwrap();
+    }
+}
+
+async fn a_failing_member_does_not_fail_the_rest_of_its_group(db: &TestDb) {
+    let queue = db.queue().await;
+    refuse_poisoned_jobs(db).await;
+    let mut poisoned = review_job(3);
+    poisoned.head_sha = Some("poison".into());
+    let poisoned_delivery = delivery();
+    let (lock, plug) = plug_the_intake(db, &queue).await;
+    let tasks = vec![
+        hand_over(&queue, delivery(), Some(review_job(1))).await,
+        hand_over(&queue, poisoned_delivery.clone(), Some(poisoned)).await,
+        hand_over(&queue, delivery(), Some(review_job(2))).await,
+        hand_over(&queue, delivery(), None).await,
+    ];
+    lock.release().await;
+    plug.await.unwrap().unwrap();
+    let outcomes = outcomes(tasks).await;
+
+    let first = queued_id(&outcomes[0]);
+    let err = outcomes[1]
+        .as_ref()
+        .expect_err("the poisoned job is refused");
+    assert!(err.to_string().contains("poisoned job"), "{err}");
+    let third = queued_id(&outcomes[2]);
+    assert_eq!(outcomes[3].as_ref().ok(), Some(&Accepted::Recorded));
+
+    let stats = queue.intake_stats();
+    assert_eq!(stats.largest_group, 4, "the four were one group: {stats:?}");
+    assert_eq!(stats.groups_retried, 1);
+    // The plug, then the three good members stored alone.
+    assert_eq!(stats.commits, 4);
+    for id in [first, third] {
+        assert_eq!(
+            queue.job(id).await.unwrap().unwrap().state,
+            JobState::Queued
+        );
+    }
+    assert!(queue.jobs_for_pr("owner/repo", 3).await.unwrap().is_empty());
+    assert_eq!(
+        queue.delivery_count().await.unwrap(),
+        4,
+        "the plug and three"
+    );
+    // The refused delivery left no trace: once the database takes it, it is stored.
+    let retried = queue
+        .accept_delivery(poisoned_delivery, Some(review_job(3)))
+        .await
+        .unwrap();
+    assert!(matches!(retried, Accepted::Queued { .. }), "{retried:?}");
+}
