@@ -17,6 +17,7 @@ mod review;
 mod review_cli;
 mod serve_cli;
 mod server;
+mod settings;
 mod strategies;
 mod text_mode;
 mod tools;

@@ -6,11 +6,12 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use super::review::{AgentOverrides, agent_config, combine_config, model_client, pick};
+use super::review::{local_settings, model_client};
 use super::{ActionArgs, EXIT_ERROR, EXIT_FINDINGS, EXIT_OK};
 use crate::agent::Orchestrator;
 use crate::agent::events::EventSink;
-use crate::config::{self, CONFIG_FILE, ConfigSource};
+use crate::config::settings::SettingFlags;
+use crate::config::{CONFIG_FILE, ConfigSource};
 use crate::github::checkout::ensure_merge_base;
 use crate::github::{
     GitHubClient, PublishConfig, PublishError, PublishRequest, Trigger, TriggerOptions,
@@ -21,7 +22,7 @@ use crate::llm::Secret;
 use crate::repo::{RepoView, ResolvedRange, load_change};
 use crate::review::finding::{Finding, Severity};
 use crate::review::render::{Format, render};
-use crate::review::report::{FailOn, ReviewReport};
+use crate::review::report::ReviewReport;
 use crate::tools::Workspace;
 
 /// Runs `redline action` and returns the exit code.
@@ -102,25 +103,22 @@ async fn action(args: ActionArgs) -> Result<i32, String> {
     let repository = ConfigSource::read_at_commit(&root, &target.base_sha, config_path)
         .map_err(|e| e.to_string())?;
     if let Some(source) = &repository {
-        // `combine_config` repeats them on stderr.
+        // `local_settings` repeats them on stderr.
         for warning in source.warnings() {
             println!("::warning::Redline: {}", escape_data(&warning));
         }
     }
-    let file = combine_config(repository)?;
-    let fail_on: FailOn = pick(&args.fail_on, &file.fail_on, "never")
-        .parse()
-        .map_err(|e| format!("fail-on: {e}"))?;
-    let settings = config::resolve_model(&args.model.flags(), &file, &|k| std::env::var(k).ok())
-        .map_err(|e| e.to_string())?;
-    let overrides = AgentOverrides {
+    let flags = SettingFlags {
+        model: args.model.flags(),
+        limits: args.limits.flags(),
         max_steps: args.max_steps,
+        // A `/redline review --strategy NAME` comment wins over the workflow's input.
         strategy: target.strategy.clone().or(args.strategy.clone()),
-        ..AgentOverrides::default()
+        fail_on: args.fail_on.clone(),
+        max_comments: args.max_comments,
+        ..SettingFlags::default()
     };
-    let mut agent = agent_config(&overrides, &file, &settings)?;
-    config::limits::apply_to_agent(&mut agent, &args.limits.flags(), &file)
-        .map_err(|e| e.to_string())?;
+    let settings = local_settings(flags, "input or variable", repository)?;
 
     let last = last_reviewed_sha(&client, &target.owner, &target.repo, target.number)
         .await
@@ -149,7 +147,7 @@ async fn action(args: ActionArgs) -> Result<i32, String> {
         base_label: format!("{}..{}", short(&from), short(&target.head_sha)),
     };
     let (_, mut changes) = load_change(&root, &review_range, false).map_err(|e| e.to_string())?;
-    super::review::apply_path_filters(&mut changes, &file.include, &[])?;
+    settings.include.apply(&mut changes);
 
     let report = if changes.files.is_empty() {
         ReviewReport {
@@ -158,29 +156,21 @@ async fn action(args: ActionArgs) -> Result<i32, String> {
         }
     } else {
         let events = EventSink::discard();
-        let model = model_client(&settings, &events);
+        let model = model_client(&settings.model, &events);
         let workspace = Workspace {
             repo: Arc::new(view.clone()),
             changes: Arc::new(changes),
         };
-        Orchestrator::new(model, workspace, agent)
+        Orchestrator::new(model, workspace, settings.agent.clone())
             .review()
             .await
             .map_err(|e| e.to_string())?
     };
 
     let head_line_text = |path: &str, line: u32| line_text(&view, path, line);
-    let request_changes_at = match &file.request_changes {
-        Some(level) => Some(
-            level
-                .parse::<Severity>()
-                .map_err(|e| format!("request_changes: {e}"))?,
-        ),
-        None => None,
-    };
     let publish_config = PublishConfig {
-        max_comments: args.max_comments.or(file.max_comments).unwrap_or(25),
-        request_changes_at,
+        max_comments: settings.max_comments,
+        request_changes_at: settings.request_changes_at,
         ..PublishConfig::default()
     };
     let request = PublishRequest {
@@ -223,7 +213,7 @@ async fn action(args: ActionArgs) -> Result<i32, String> {
         report.highest_severity(),
         cost,
     )?;
-    Ok(if report.fails(fail_on) {
+    Ok(if report.fails(settings.fail_on) {
         EXIT_FINDINGS
     } else {
         EXIT_OK

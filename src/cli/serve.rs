@@ -71,10 +71,7 @@ async fn serve_app(args: ServeArgs) -> Result<(), String> {
         .map_err(|e| format!("--listen {}: {e}", args.listen))?;
 
     let metrics = Arc::new(Metrics::new());
-    let model: ModelFactory = {
-        let settings = settings.clone();
-        Arc::new(move || model_client(&settings, &EventSink::discard()))
-    };
+    let model: ModelFactory = Arc::new(|settings| model_client(settings, &EventSink::discard()));
     let runner = ReviewRunner {
         auth: auth.clone(),
         cache_dir: args

@@ -12,6 +12,7 @@ pub mod checkout;
 pub mod client;
 pub mod error;
 pub mod fingerprint;
+pub mod notice;
 pub mod publish;
 pub mod ratelimit;
 mod summary;
@@ -24,6 +25,7 @@ pub use auth::AppAuth;
 pub use client::{DEFAULT_API_URL, GitHubClient, api_url_from_env, path_segment};
 pub use error::GitHubError;
 pub use fingerprint::{fingerprint, marker, parse_markers};
+pub use notice::post_notice_once;
 pub use publish::{
     PublishConfig, PublishError, PublishOutcome, PublishRequest, last_reviewed_sha, publish_review,
 };

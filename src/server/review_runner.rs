@@ -1,21 +1,24 @@
 //! The job runner of `redline serve`: one queued review becomes a checkout of the
-//! pull request's commits into a bare mirror, a review by the engine, and one
-//! idempotent publication through the shared publishing code.
+//! pull request's commits into a bare mirror, the repository's settings (its
+//! `.redline.toml` at the base commit, through [`crate::config::settings::resolve`],
+//! bounded by the server's), a review by the engine, and one idempotent publication
+//! through the shared publishing code. A broken repository config is not reviewed: the
+//! pull request gets one notice naming the key and the error.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use async_trait::async_trait;
 use tokio_util::sync::CancellationToken;
 
-use crate::agent::strategy::StrategyChoice;
-use crate::agent::{AgentConfig, AgentError, Orchestrator};
-use crate::config::limits::{LimitCeilings, repository_limits};
-use crate::config::{FileConfig, ModelSettings};
+use crate::agent::{AgentError, Orchestrator};
+use crate::config::limits::LimitCeilings;
+use crate::config::settings::{self, Scope, SettingFlags, Settings, SettingsInput};
+use crate::config::{CONFIG_FILE, ConfigError, ConfigSource, ModelSettings};
 use crate::github::checkout::mirror;
 use crate::github::{
     AppAuth, GitHubClient, GitHubError, PublishConfig, PublishError, PublishRequest,
-    has_write_access, last_reviewed_sha, path_segment, publish_review,
+    has_write_access, last_reviewed_sha, path_segment, post_notice_once, publish_review,
 };
 use crate::llm::{ChatModel, Secret};
 use crate::queue::{Job, JobError, JobRunner, ReviewTrigger, RunOutcome};
@@ -23,8 +26,8 @@ use crate::repo::{RepoView, ResolvedRange, load_change};
 use crate::review::report::ReviewReport;
 use crate::tools::Workspace;
 
-/// Builds the model client for a job (one per job, so retries are reported per job).
-pub type ModelFactory = Arc<dyn Fn() -> Arc<dyn ChatModel> + Send + Sync>;
+/// Builds the model client for a job's settings (one per job, so retries are reported per job).
+pub type ModelFactory = Arc<dyn Fn(&ModelSettings) -> Arc<dyn ChatModel> + Send + Sync>;
 
 /// Runs review jobs for a GitHub App.
 pub struct ReviewRunner {
@@ -34,9 +37,9 @@ pub struct ReviewRunner {
     pub cache_dir: PathBuf,
     /// The model to use.
     pub model: ModelFactory,
-    /// Model settings (name) for the agent.
+    /// The server's model settings: they win over every repository's file.
     pub settings: ModelSettings,
-    /// Publishing settings.
+    /// Publishing settings (a repository's `max_comments` and `request_changes` replace those).
     pub publish: PublishConfig,
     /// Metrics for model tokens and review durations.
     pub metrics: Arc<crate::server::Metrics>,
@@ -98,16 +101,8 @@ impl ReviewRunner {
             )));
         };
         let client = self.auth.installation_client(job.installation_id);
-        if let Ok(ReviewTrigger::Command { commenter, .. }) =
-            serde_json::from_value::<ReviewTrigger>(job.payload.clone())
-        {
-            if !send(has_write_access(&client, owner, repo, &commenter))
-                .await
-                .map_err(github_error)?
-            {
-                tracing::info!(job = %job.id, %commenter, "review requested without write access; ignored");
-                return Ok(RunOutcome::Completed);
-            }
+        if !send(may_request(job, &client, owner, repo)).await? {
+            return Ok(RunOutcome::Completed);
         }
         let pull = send(fetch_pull_request(&client, owner, repo, job.pr_number)).await?;
         let last = send(last_reviewed_sha(&client, owner, repo, job.pr_number))
@@ -116,32 +111,22 @@ impl ReviewRunner {
         if last.as_deref() == Some(pull.head_sha.as_str()) {
             return Ok(RunOutcome::Completed);
         }
-        let token = send(self.auth.installation_token(job.installation_id))
-            .await
-            .map_err(github_error)?;
-        let mirror_path = self
-            .cache_dir
-            .join(path_segment(owner))
-            .join(format!("{}.git", path_segment(repo)));
-        let checkout = {
-            let (path, url, base, head, token) = (
-                mirror_path.clone(),
-                pull.clone_url.clone(),
-                pull.base_sha.clone(),
-                pull.head_sha.clone(),
-                token.clone(),
-            );
-            tokio::task::spawn_blocking(move || {
-                prepare(&path, &url, &base, &head, last.as_deref(), &token)
-            })
-        };
-        let prepared = checkout
-            .await
-            .map_err(|e| JobError::Retryable(e.to_string()))??;
+        let mut prepared = send(self.checkout(job, owner, repo, &pull, last)).await?;
         if cancel.is_cancelled() {
             return Ok(RunOutcome::Cancelled);
         }
-        let report = match send(self.review(job, &prepared, cancel.clone())).await {
+        let settings = match self.repository_settings(job, &prepared, &pull.base_sha) {
+            Ok(settings) => settings,
+            Err(error) => {
+                let text = format!("Redline did not review this pull request: {error}");
+                send(post_notice_once(&client, owner, repo, job.pr_number, &text))
+                    .await
+                    .map_err(github_error)?;
+                return Ok(RunOutcome::Completed);
+            }
+        };
+        settings.include.apply(&mut prepared.changes);
+        let report = match send(self.review(&settings, &prepared, cancel.clone())).await {
             Ok(report) => report,
             Err(AgentError::Cancelled) => return Ok(RunOutcome::Cancelled),
             Err(AgentError::Model(e)) if e.is_retryable() => {
@@ -158,34 +143,149 @@ impl ReviewRunner {
         if let Some(cost) = report.stats.cost_usd {
             self.metrics.add_review_cost(&job.repo_full_name, cost);
         }
-        let view = prepared.view.clone();
-        let head_line_text = move |path: &str, line: u32| {
-            view.read_text(path).ok().and_then(|t| {
-                t.lines()
-                    .nth(line.checked_sub(1)? as usize)
-                    .map(str::to_string)
-            })
+        let publish_config = PublishConfig {
+            max_comments: settings.max_comments,
+            request_changes_at: settings.request_changes_at,
+            ..self.publish.clone()
         };
-        let request = PublishRequest {
+        let target = Published {
             owner,
             repo,
             pr_number: job.pr_number,
             head_sha: &pull.head_sha,
-            findings: &report.findings,
-            summary: &report.summary,
-            stats: Some(&report.stats),
-            changes: &prepared.pr_changes,
-            head_line_text: &head_line_text,
-            config: &self.publish,
-            reviewed_range: Some((prepared.from.clone(), pull.head_sha.clone())),
         };
-        match send(publish_review(&client, request)).await {
-            Ok(_) => Ok(RunOutcome::Completed),
-            Err(PublishError::Forbidden { message }) => Err(JobError::Permanent(format!(
-                "GitHub refused the review: {message}"
-            ))),
-            Err(PublishError::GitHub(e)) => Err(github_error(e)),
+        send(publish(
+            &client,
+            target,
+            &prepared,
+            &report,
+            &publish_config,
+        ))
+        .await
+    }
+
+    /// Fetches the pull request's commits into the repository's mirror.
+    async fn checkout(
+        &self,
+        job: &Job,
+        owner: &str,
+        repo: &str,
+        pull: &PullRequest,
+        last: Option<String>,
+    ) -> Result<Prepared, JobError> {
+        let token = send(self.auth.installation_token(job.installation_id))
+            .await
+            .map_err(github_error)?;
+        let mirror_path = self
+            .cache_dir
+            .join(path_segment(owner))
+            .join(format!("{}.git", path_segment(repo)));
+        let (url, base, head) = (
+            pull.clone_url.clone(),
+            pull.base_sha.clone(),
+            pull.head_sha.clone(),
+        );
+        tokio::task::spawn_blocking(move || {
+            prepare(&mirror_path, &url, &base, &head, last.as_deref(), &token)
+        })
+        .await
+        .map_err(|e| JobError::Retryable(e.to_string()))?
+    }
+
+    /// The settings of this job: the repository's file at the base commit (as the Action
+    /// reads it), the `/redline` command's strategy, bounded by the server's settings.
+    fn repository_settings(
+        &self,
+        job: &Job,
+        prepared: &Prepared,
+        base_sha: &str,
+    ) -> Result<Settings, ConfigError> {
+        let repository =
+            ConfigSource::read_at_commit(&prepared.root, base_sha, Path::new(CONFIG_FILE))?;
+        if let Some(source) = &repository {
+            for warning in source.warnings() {
+                tracing::warn!(job = %job.id, "{warning}");
+            }
         }
+        let flags = SettingFlags {
+            strategy: job.kind.strategy().map(str::to_string),
+            ..SettingFlags::default()
+        };
+        settings::resolve(SettingsInput {
+            flags,
+            flags_origin: "/redline command",
+            env: &|_| None,
+            user: None,
+            repository,
+            scope: Scope::Server {
+                model: self.settings.clone(),
+                ceilings: self.ceilings,
+            },
+        })
+    }
+}
+
+/// Whether the job may run: a `/redline review` comment needs a commenter with write access.
+async fn may_request(
+    job: &Job,
+    client: &GitHubClient,
+    owner: &str,
+    repo: &str,
+) -> Result<bool, JobError> {
+    let Ok(ReviewTrigger::Command { commenter, .. }) = job.trigger() else {
+        return Ok(true);
+    };
+    let allowed = has_write_access(client, owner, repo, &commenter)
+        .await
+        .map_err(github_error)?;
+    if !allowed {
+        tracing::info!(job = %job.id, %commenter, "review requested without write access; ignored");
+    }
+    Ok(allowed)
+}
+
+/// Where a review goes.
+struct Published<'a> {
+    owner: &'a str,
+    repo: &'a str,
+    pr_number: u64,
+    head_sha: &'a str,
+}
+
+async fn publish(
+    client: &GitHubClient,
+    target: Published<'_>,
+    prepared: &Prepared,
+    report: &ReviewReport,
+    config: &PublishConfig,
+) -> Result<RunOutcome, JobError> {
+    let view = prepared.view.clone();
+    let head_line_text = move |path: &str, line: u32| {
+        view.read_text(path).ok().and_then(|t| {
+            t.lines()
+                .nth(line.checked_sub(1)? as usize)
+                .map(str::to_string)
+        })
+    };
+    let request = PublishRequest {
+        owner: target.owner,
+        repo: target.repo,
+        pr_number: target.pr_number,
+        head_sha: target.head_sha,
+        findings: &report.findings,
+        summary: &report.summary,
+        stats: Some(&report.stats),
+        changes: &prepared.pr_changes,
+        head_line_text: &head_line_text,
+        config,
+        reviewed_range: Some((prepared.from.clone(), target.head_sha.to_string())),
+    };
+    match publish_review(client, request).await {
+        Ok(_) => Ok(RunOutcome::Completed),
+        Err(PublishError::Forbidden { message }) => Err(JobError::Permanent(format!(
+            "GitHub refused the review: {message}"
+        ))),
+        Err(PublishError::GitHub(e)) => Err(github_error(e)),
     }
 }
 
@@ -248,7 +348,7 @@ fn prepare(
 impl ReviewRunner {
     async fn review(
         &self,
-        job: &Job,
+        settings: &Settings,
         prepared: &Prepared,
         cancel: CancellationToken,
     ) -> Result<ReviewReport, AgentError> {
@@ -258,28 +358,18 @@ impl ReviewRunner {
                 ..ReviewReport::default()
             });
         }
-        let base = prepared.pr_changes.base.clone();
-        let file = FileConfig::load_at_commit(&prepared.root, &base).unwrap_or_default();
-        let mut config = AgentConfig::new(self.settings.model.clone());
-        config.instructions = file.instructions.clone();
-        config.exclude = file.exclude.clone();
-        config.review_limits =
-            repository_limits(&file, &self.ceilings, config.price, &config.model)
-                .map_err(|e| AgentError::Tool(e.to_string()))?;
-        config.strategy = job
-            .kind
-            .strategy()
-            .or(file.strategy.as_deref())
-            .and_then(|s| s.parse().ok())
-            .unwrap_or(StrategyChoice::Auto);
         let workspace = Workspace {
             repo: Arc::new(prepared.view.clone()),
             changes: Arc::new(prepared.changes.clone()),
         };
-        Orchestrator::new((self.model)(), workspace, config)
-            .with_cancel(cancel)
-            .review()
-            .await
+        Orchestrator::new(
+            (self.model)(&settings.model),
+            workspace,
+            settings.agent.clone(),
+        )
+        .with_cancel(cancel)
+        .review()
+        .await
     }
 }
 
