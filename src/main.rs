@@ -1,5 +1,7 @@
 //! The `redline` binary: parses the command line and hands it to the library.
 
+use std::io::IsTerminal;
+
 use clap::Parser;
 
 #[tokio::main]
@@ -9,6 +11,8 @@ async fn main() {
     tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
+        // Colour only for a person at a terminal; redirected logs stay plain text.
+        .with_ansi(std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none())
         .init();
     let cli = redline::cli::Cli::parse();
     let code = redline::cli::run(cli).await;

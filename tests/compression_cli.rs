@@ -62,6 +62,7 @@ async fn old_tool_results_are_pruned_and_a_repeated_read_gets_a_pointer() {
     let repo = long_file_repo();
     repo.write(".redline.toml", "keep_tool_results = 1\n");
     repo.commit("config");
+    let config = repo.path().join(".redline.toml").display().to_string();
     let server = ModelServer::start(
         Wire::OpenAi,
         vec![
@@ -77,7 +78,14 @@ async fn old_tool_results_are_pruned_and_a_repeated_read_gets_a_pointer() {
         repo.path(),
         &server.base_url(),
         "openai",
-        &["--format", "json", "--strategy", "react"],
+        &[
+            "--format",
+            "json",
+            "--strategy",
+            "react",
+            "--config",
+            &config,
+        ],
     )
     .await;
     assert_eq!(run.code, 0, "stderr: {}", run.stderr);

@@ -14,12 +14,14 @@ use crate::common::github_mock::{GitHubMock, PullSpec};
 use crate::common::model_server::{ModelServer, Reply, Wire};
 use redline::llm::Secret;
 
-const SECRET: &str = "webhook-secret-for-tests";
+pub(crate) const SECRET: &str = "webhook-secret-for-tests";
 
-struct Server {
-    child: tokio::process::Child,
-    url: String,
+/// A running `redline serve` (killed on drop) and what it has logged so far.
+pub(crate) struct Server {
+    pub(crate) child: tokio::process::Child,
+    pub(crate) url: String,
     dir: std::sync::Arc<tempfile::TempDir>,
+    log: std::sync::Arc<std::sync::Mutex<Vec<u8>>>,
 }
 
 impl Server {
@@ -27,7 +29,7 @@ impl Server {
         Server::start_with(gh, model, &[]).await
     }
 
-    async fn start_with(gh: &GitHubMock, model: &ModelServer, extra: &[&str]) -> Server {
+    pub(crate) async fn start_with(gh: &GitHubMock, model: &ModelServer, extra: &[&str]) -> Server {
         let dir = std::sync::Arc::new(tempfile::tempdir().expect("tmp"));
         Server::start_in(dir, gh, model, extra).await
     }
@@ -45,7 +47,7 @@ impl Server {
             .port();
         let key = Path::new(env!("CARGO_MANIFEST_DIR"))
             .join("tests/fixtures/github/TEST-ONLY-app-private-key.pem");
-        let child = cli::redline_command()
+        let mut child = cli::redline_command()
             .args([
                 "serve",
                 "--listen",
@@ -66,9 +68,26 @@ impl Server {
             .env("REDLINE_BASE_URL", model.base_url())
             .env("REDLINE_MODEL", "test-model")
             .env("REDLINE_API_KEY", KEY)
+            .env("REDLINE_LOG", "info")
+            .stderr(std::process::Stdio::piped())
             .kill_on_drop(true)
             .spawn()
             .expect("start redline serve");
+        let log = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        if let Some(mut stderr) = child.stderr.take() {
+            // Drained continuously, so the server never blocks on a full pipe.
+            let log = log.clone();
+            tokio::spawn(async move {
+                use tokio::io::AsyncReadExt;
+                let mut buffer = [0u8; 8192];
+                while let Ok(read) = stderr.read(&mut buffer).await {
+                    if read == 0 {
+                        break;
+                    }
+                    log.lock().unwrap().extend_from_slice(&buffer[..read]);
+                }
+            });
+        }
         let url = format!("http://127.0.0.1:{port}");
         let client = reqwest::Client::new();
         for _ in 0..200 {
@@ -82,11 +101,26 @@ impl Server {
             }
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
-        Server { child, url, dir }
+        Server {
+            child,
+            url,
+            dir,
+            log,
+        }
+    }
+
+    /// What the server has written to stderr so far.
+    pub(crate) fn log(&self) -> String {
+        String::from_utf8_lossy(&self.log.lock().unwrap()).into_owned()
     }
 
     /// Delivers `body` signed with the webhook secret, as GitHub does.
-    async fn deliver_signed(&self, event: &str, delivery: &str, body: &[u8]) -> (u16, String) {
+    pub(crate) async fn deliver_signed(
+        &self,
+        event: &str,
+        delivery: &str,
+        body: &[u8],
+    ) -> (u16, String) {
         let signature = redline::server::signature::sign(&Secret::new(SECRET), body);
         self.deliver(event, delivery, body, Some(signature)).await
     }
@@ -113,7 +147,7 @@ impl Server {
     }
 }
 
-fn pull_request_payload(base: &str, head: &str) -> Vec<u8> {
+pub(crate) fn pull_request_payload(base: &str, head: &str) -> Vec<u8> {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(
         "tests/fixtures/webhooks/pull_request/ready_for_review.with-installation.payload.json",
     );
@@ -352,6 +386,43 @@ async fn a_review_that_fails_for_good_leaves_a_notice_when_configured() {
     assert!(text.contains("could not review"), "{text}");
     assert!(!text.contains(KEY) && !text.contains("ghs_"), "{text}");
     assert!(model.requests().is_empty() && gh.reviews().is_empty());
+    wait_until(|| server.log().contains("giving up"), 100, 100).await;
+    let log = server.log();
+    assert!(
+        log.contains("job failed for good; giving up"),
+        "the final failure is logged as one: {log}"
+    );
+    assert!(
+        !log.contains("will retry") && !log.contains("decision="),
+        "{log}"
+    );
+    assert!(
+        log.contains("redline serve listening") && !log.contains('\u{1b}'),
+        "a redirected log has no ANSI escapes: {log:?}"
+    );
+}
+
+#[tokio::test]
+async fn a_bad_github_api_url_is_named_as_such() {
+    let key = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/github/TEST-ONLY-app-private-key.pem");
+    let output = cli::redline_command()
+        .args(["serve", "--listen", "127.0.0.1:0"])
+        .env("GITHUB_APP_ID", "1")
+        .env("GITHUB_APP_PRIVATE_KEY_PATH", key)
+        .env("GITHUB_WEBHOOK_SECRET", SECRET)
+        .env("GITHUB_API_URL", "ftp://not-an-api")
+        .env("REDLINE_BASE_URL", "http://127.0.0.1:9/v1")
+        .env("REDLINE_MODEL", "test-model")
+        .output()
+        .await
+        .expect("run");
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("GITHUB_API_URL") && !stderr.contains("GITHUB_APP_PRIVATE_KEY"),
+        "{stderr}"
+    );
 }
 
 /// A repository whose pull request gets a second push: head1 adds `ratio`, head2 `percent`.
@@ -490,7 +561,7 @@ async fn a_killed_server_finishes_the_job_after_restart_exactly_once() {
 }
 
 /// Polls `done` up to `tries` times, `pause_ms` apart (bounded; asserts come after).
-async fn wait_until(done: impl Fn() -> bool, tries: u32, pause_ms: u64) {
+pub(crate) async fn wait_until(done: impl Fn() -> bool, tries: u32, pause_ms: u64) {
     for _ in 0..tries {
         if done() {
             return;

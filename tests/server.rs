@@ -396,6 +396,43 @@ async fn missing_event_or_delivery_headers_are_bad_requests() {
 }
 
 #[tokio::test]
+async fn a_header_over_the_length_limit_is_called_too_long_not_missing() {
+    let h = harness(ServerConfig::default()).await;
+    let body = fixture("ping/payload");
+    let signature = sign(&Secret::new(SECRET), &body);
+    let long = "a".repeat(8 * 1024);
+    let (status, answer) = h
+        .post(
+            Some("ping"),
+            Some(&long),
+            Some(signature.clone()),
+            body.clone(),
+        )
+        .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    let message = answer["error"].as_str().unwrap();
+    assert!(
+        message.contains("X-GitHub-Delivery header is too long") && message.contains("8192"),
+        "{message}"
+    );
+    assert!(!message.contains("missing"), "{message}");
+    let (_, answer) = h
+        .post(
+            Some(&long),
+            Some(&fresh_delivery_id()),
+            Some(signature),
+            body,
+        )
+        .await;
+    let message = answer["error"].as_str().unwrap();
+    assert!(
+        message.contains("X-GitHub-Event header is too long"),
+        "{message}"
+    );
+    assert_eq!(h.stored().await, (0, 0));
+}
+
+#[tokio::test]
 async fn a_3_mb_payload_is_accepted() {
     let h = harness(ServerConfig::default()).await;
     let mut payload = fixture_json("pull_request/opened.payload");

@@ -351,6 +351,43 @@ async fn reflection_drops_low_scores_and_stops_early_on_a_high_score() {
 }
 
 #[tokio::test]
+async fn reflection_keeps_findings_that_cannot_be_anchored_as_notes() {
+    let repo = three_file_repo();
+    let server = ModelServer::start_with(Wire::OpenAi, |req, _| {
+        if is_evaluator(req) {
+            return evaluation(&[("F1", 9.0)], 9.0);
+        }
+        submit(
+            vec![
+                finding("src/api.rs", 3, "Division by zero"),
+                finding(
+                    "src/unchanged_elsewhere.rs",
+                    40,
+                    "Caller never checks the result",
+                ),
+            ],
+            "one on the diff, one elsewhere",
+        )
+    })
+    .await;
+    let run = cli::review(
+        repo.path(),
+        &server.base_url(),
+        "openai",
+        &["--format", "json", "--strategy", "reflect"],
+    )
+    .await;
+    assert_eq!(run.code, 0, "stderr: {}", run.stderr);
+    let out = run.json();
+    assert_eq!(out["findings"].as_array().map(Vec::len), Some(1), "{out}");
+    let summary = out["summary"].as_str().unwrap_or_default();
+    assert!(
+        summary.contains("src/unchanged_elsewhere.rs") && summary.contains("Caller never checks"),
+        "{summary}"
+    );
+}
+
+#[tokio::test]
 async fn reflection_is_capped_at_three_rounds() {
     let repo = three_file_repo();
     let server = ModelServer::start_with(Wire::OpenAi, |req, _| {

@@ -162,7 +162,10 @@ pub(crate) async fn run(
             stats,
         )
         .await?;
-    current.findings = check_findings(current.findings, &ctx.workspace.changes).findings;
+    // Findings that cannot be anchored are not scored, but they are kept: the
+    // orchestrator reports them as notes, like every strategy does.
+    let mut unanchored = Vec::new();
+    current.findings = anchored(current.findings, ctx, &mut unanchored);
     let mut scores = Scores::default();
     for round in 1..=config.max_rounds.max(1) {
         // A limit reached after the actor finished keeps the actor's (or the last
@@ -206,7 +209,7 @@ pub(crate) async fn run(
             other => other?,
         };
         current = Submission {
-            findings: check_findings(revised.findings, &ctx.workspace.changes).findings,
+            findings: anchored(revised.findings, ctx, &mut unanchored),
             summary: if revised.summary.is_empty() {
                 current.summary
             } else {
@@ -216,7 +219,23 @@ pub(crate) async fn run(
         };
     }
     stats.scores = Some(scores);
+    current.findings.extend(unanchored);
     Ok(current)
+}
+
+/// The findings that anchor on the diff; the others go to `unanchored` (once each).
+fn anchored(
+    findings: Vec<Finding>,
+    ctx: &RunContext<'_>,
+    unanchored: &mut Vec<Finding>,
+) -> Vec<Finding> {
+    let checked = check_findings(findings, &ctx.workspace.changes);
+    for note in checked.notes {
+        if !unanchored.contains(&note.finding) {
+            unanchored.push(note.finding);
+        }
+    }
+    checked.findings
 }
 
 async fn evaluate(

@@ -12,6 +12,7 @@ use clap::{Args, Parser, Subcommand};
 use std::path::PathBuf;
 
 pub use progress::{EventConsumer, EventLog, Verbosity, spawn_event_consumers};
+pub use serve::ServeLimitArgs;
 
 /// Exit code: done, nothing at or above `--fail-on`.
 pub const EXIT_OK: i32 = 0;
@@ -78,6 +79,9 @@ pub struct ServeArgs {
     /// Seconds between a busy worker's heartbeats (lease renewal and cancellation check).
     #[arg(long, default_value_t = 15, value_name = "SECS")]
     pub heartbeat_secs: u64,
+    /// Connection and request limits, delivery retention.
+    #[command(flatten)]
+    pub limits: ServeLimitArgs,
     /// Model settings.
     #[command(flatten)]
     pub model: ModelArgs,

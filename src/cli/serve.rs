@@ -2,18 +2,75 @@
 
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::time::Duration;
+
+use clap::Args;
 
 use super::review::model_client;
 use super::{EXIT_ERROR, EXIT_OK, ServeArgs};
 use crate::agent::events::EventSink;
 use crate::config::limits::{self, LimitCeilings};
 use crate::config::{self, FileConfig};
-use crate::github::{AppAuth, PublishConfig, api_url_from_env};
+use crate::github::{AppAuth, GitHubError, PublishConfig, api_url_from_env};
 use crate::llm::Secret;
 use crate::llm::pricing::builtin_price;
 use crate::queue::{Queue, WorkerConfig, WorkerPool};
+use crate::server::limits::{
+    descriptor_warning, parse_count, parse_duration, parse_rate, parse_size,
+};
+use crate::server::retention::{PRUNE_INTERVAL, spawn_pruner};
 use crate::server::review_runner::{ModelFactory, ReviewRunner};
-use crate::server::{AppState, Metrics, ServerConfig, serve};
+use crate::server::{
+    AppState, ConnectionLimits, Metrics, RequestLimits, ServerConfig, memory, serve_with_limits,
+};
+
+/// Limits of `redline serve` on what peers may hold: connections, time and unverified bytes;
+/// and how long deliveries are kept.
+#[derive(Debug, Clone, Args)]
+pub struct ServeLimitArgs {
+    /// Time a peer has to send a request's head, from connecting or from the request's first byte.
+    #[arg(long, default_value = "10s", value_parser = parse_duration, value_name = "DURATION")]
+    pub header_timeout: Duration,
+    /// Slowest accepted request body, averaged from its start (after a 2 s grace).
+    #[arg(long, default_value = "64KiB/s", value_parser = parse_rate, value_name = "RATE")]
+    pub body_min_rate: u64,
+    /// Longest a request body may take, however fast it arrives.
+    #[arg(long, default_value = "60s", value_parser = parse_duration, value_name = "DURATION")]
+    pub body_timeout: Duration,
+    /// Time a kept-alive connection may wait for its next request (or take to read a response).
+    #[arg(long, default_value = "75s", value_parser = parse_duration, value_name = "DURATION")]
+    pub idle_timeout: Duration,
+    /// Connections served at once; more wait in the listen backlog (keep below the file limit).
+    #[arg(long, default_value = "512", value_parser = parse_count, value_name = "N")]
+    pub max_connections: usize,
+    /// Bytes that requests not yet verified may buffer at once; more wait up to 5 s, then get 503.
+    #[arg(long, default_value = "64MiB", value_parser = parse_size, value_name = "SIZE")]
+    pub max_unverified_bytes: usize,
+    /// How long deliveries (for redelivery detection) and finished jobs are kept.
+    #[arg(long, default_value = "7d", value_parser = parse_duration, value_name = "DURATION")]
+    pub delivery_retention: Duration,
+}
+
+impl ServeLimitArgs {
+    /// The connection limits these flags set.
+    pub fn connection_limits(&self) -> ConnectionLimits {
+        ConnectionLimits {
+            header_timeout: self.header_timeout,
+            idle_timeout: self.idle_timeout,
+            max_connections: self.max_connections,
+        }
+    }
+
+    /// The request limits these flags set (other fields at their defaults).
+    pub fn request_limits(&self) -> RequestLimits {
+        RequestLimits {
+            body_min_rate: self.body_min_rate,
+            body_timeout: self.body_timeout,
+            max_unverified_bytes: self.max_unverified_bytes,
+            ..RequestLimits::default()
+        }
+    }
+}
 
 /// Runs `redline serve` until SIGTERM or Ctrl-C, and returns the exit code.
 pub async fn run(args: ServeArgs) -> i32 {
@@ -49,6 +106,8 @@ fn private_key() -> Result<Secret, String> {
 }
 
 async fn serve_app(args: ServeArgs) -> Result<(), String> {
+    // Before anything large is allocated (see server::memory).
+    memory::keep_large_buffers_mapped();
     let app_id = required("GITHUB_APP_ID")
         .or_else(|_| required("GITHUB_APP_CLIENT_ID"))
         .map_err(|_| "GITHUB_APP_ID (or GITHUB_APP_CLIENT_ID) is not set".to_string())?;
@@ -61,11 +120,18 @@ async fn serve_app(args: ServeArgs) -> Result<(), String> {
     })
     .map_err(|e| e.to_string())?;
     let ceilings = ceilings(&args, &settings.model)?;
-    let auth = AppAuth::new(&api_url_from_env(), &app_id, key)
-        .map_err(|e| format!("GITHUB_APP_PRIVATE_KEY: {e}"))?;
+    let auth = AppAuth::new(&api_url_from_env(), &app_id, key).map_err(|e| match e {
+        GitHubError::Credentials(_) => format!("GITHUB_APP_PRIVATE_KEY: {e}"),
+        other => format!("GITHUB_API_URL: {other}"),
+    })?;
     let queue = Queue::connect(&database_url)
         .await
         .map_err(|e| format!("REDLINE_DATABASE_URL: {e}"))?;
+    if let Ok(limits) = std::fs::read_to_string("/proc/self/limits")
+        && let Some(warning) = descriptor_warning(&limits, args.limits.max_connections)
+    {
+        tracing::warn!("{warning}");
+    }
     let listener = tokio::net::TcpListener::bind(&args.listen)
         .await
         .map_err(|e| format!("--listen {}: {e}", args.listen))?;
@@ -93,6 +159,11 @@ async fn serve_app(args: ServeArgs) -> Result<(), String> {
         ..WorkerConfig::default()
     };
     let pool = WorkerPool::start(queue.clone(), Arc::new(runner), workers, metrics.clone());
+    let pruner = spawn_pruner(
+        queue.clone(),
+        args.limits.delivery_retention,
+        PRUNE_INTERVAL,
+    );
     let invalidate = auth.clone();
     let state = AppState {
         metrics,
@@ -101,12 +172,19 @@ async fn serve_app(args: ServeArgs) -> Result<(), String> {
         },
         on_installation_removed: Some(Arc::new(move |id| invalidate.invalidate(id))),
         ..AppState::new(queue, secret)
-    };
+    }
+    .with_limits(args.limits.request_limits());
     tracing::info!(listen = %args.listen, "redline serve listening");
     eprintln!("redline serve listening on {}", args.listen);
-    serve(listener, state, shutdown_signal())
-        .await
-        .map_err(|e| e.to_string())?;
+    serve_with_limits(
+        listener,
+        state,
+        args.limits.connection_limits(),
+        shutdown_signal(),
+    )
+    .await
+    .map_err(|e| e.to_string())?;
+    pruner.abort();
     // Stop taking jobs; running ones reach a safe point or finish.
     pool.shutdown().await;
     Ok(())
@@ -161,5 +239,50 @@ async fn shutdown_signal() {
     #[cfg(not(unix))]
     {
         let _ = ctrl_c.await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use super::*;
+
+    #[derive(Debug, Parser)]
+    struct Flags {
+        #[command(flatten)]
+        limits: ServeLimitArgs,
+    }
+
+    #[test]
+    fn flag_defaults_are_the_library_defaults() {
+        let flags = Flags::parse_from(["redline"]).limits;
+        assert_eq!(flags.connection_limits(), ConnectionLimits::default());
+        assert_eq!(flags.request_limits(), RequestLimits::default());
+        assert_eq!(
+            flags.delivery_retention,
+            crate::server::retention::DEFAULT_RETENTION
+        );
+    }
+
+    #[test]
+    fn flags_take_units() {
+        let flags = Flags::parse_from([
+            "redline",
+            "--header-timeout",
+            "500ms",
+            "--body-min-rate",
+            "1KiB/s",
+            "--max-unverified-bytes",
+            "8MiB",
+            "--delivery-retention",
+            "3d",
+        ])
+        .limits;
+        assert_eq!(flags.header_timeout, Duration::from_millis(500));
+        assert_eq!(flags.request_limits().body_min_rate, 1024);
+        assert_eq!(flags.request_limits().max_unverified_bytes, 8 << 20);
+        assert_eq!(flags.delivery_retention, Duration::from_secs(3 * 86_400));
+        assert!(Flags::try_parse_from(["redline", "--idle-timeout", "0s"]).is_err());
     }
 }

@@ -330,16 +330,25 @@ impl Worker {
                 Ok(JobOutcome::Cancelled)
             }
             Err(err) => {
-                let decision = err.retry_decision();
-                warn!(job = %job.id, error = %err, ?decision, "job failed");
                 let outcome = self
                     .queue
-                    .fail(job.id, &self.id, &err.to_string(), decision)
+                    .fail(job.id, &self.id, &err.to_string(), err.retry_decision())
                     .await?;
+                // Logged after the queue decided: a retryable error on the last attempt
+                // is a final failure, not a retry.
                 Ok(match outcome {
-                    FailOutcome::Retrying { .. } => JobOutcome::Retried,
-                    FailOutcome::Failed => JobOutcome::Failed,
-                    FailOutcome::Cancelled => JobOutcome::Cancelled,
+                    FailOutcome::Retrying { run_at } => {
+                        warn!(job = %job.id, error = %err, %run_at, "job failed; will retry");
+                        JobOutcome::Retried
+                    }
+                    FailOutcome::Failed => {
+                        error!(job = %job.id, error = %err, "job failed for good; giving up");
+                        JobOutcome::Failed
+                    }
+                    FailOutcome::Cancelled => {
+                        warn!(job = %job.id, error = %err, "job failed; cancelled for a newer one");
+                        JobOutcome::Cancelled
+                    }
                 })
             }
         }

@@ -42,6 +42,12 @@ pub enum DeliveryOutcome {
     Unauthorized,
     /// Missing headers or malformed JSON.
     BadRequest,
+    /// The body was larger than the limit.
+    TooLarge,
+    /// The body arrived too slowly or took too long.
+    Timeout,
+    /// The budget of unverified bytes had no room.
+    Busy,
     /// The database failed.
     Error,
 }
@@ -57,6 +63,9 @@ impl DeliveryOutcome {
             DeliveryOutcome::Pong => "pong",
             DeliveryOutcome::Unauthorized => "unauthorized",
             DeliveryOutcome::BadRequest => "bad_request",
+            DeliveryOutcome::TooLarge => "too_large",
+            DeliveryOutcome::Timeout => "timeout",
+            DeliveryOutcome::Busy => "busy",
             DeliveryOutcome::Error => "error",
         }
     }

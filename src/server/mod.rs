@@ -3,11 +3,24 @@
 //! `POST /webhook` verifies `X-Hub-Signature-256` on the raw body, dedupes on
 //! `X-GitHub-Delivery`, and stores review jobs in the [`Queue`] before answering.
 //! `GET /healthz` answers 200 while the database does; `GET /metrics` serves Prometheus text.
+//!
+//! Invariants: nothing a peer sends is held without a bound. Connections are capped and
+//! each phase of a connection has a deadline ([`ConnectionLimits`]); bodies are read at a
+//! minimum rate, within a deadline and within a shared budget of unverified bytes
+//! ([`RequestLimits`]), and are hashed while they stream in, so a bad signature is refused
+//! as soon as the body ends.
 
+mod body;
+mod budget;
 pub mod cache;
 mod command;
+mod connection;
 pub(crate) mod events;
+pub(crate) mod limits;
+mod listen;
+pub(crate) mod memory;
 pub mod metrics;
+pub mod retention;
 pub mod review_runner;
 pub mod signature;
 mod webhook;
@@ -27,7 +40,10 @@ use tokio::time::timeout;
 use tracing::warn;
 
 pub use command::{Command, parse_command};
+pub use limits::{ConnectionLimits, RequestLimits};
 pub use metrics::{DeliveryOutcome, JobOutcome, Metrics, QueueSnapshot};
+
+use budget::UnverifiedBudget;
 
 use crate::llm::Secret;
 use crate::queue::Queue;
@@ -61,18 +77,33 @@ pub struct AppState {
     pub config: ServerConfig,
     /// Invalidates cached App tokens of an installation that was deleted or suspended.
     pub on_installation_removed: Option<InstallationHook>,
+    /// Bounds on reading request bodies (set with [`AppState::with_limits`]).
+    pub(crate) limits: RequestLimits,
+    /// Bytes unverified bodies may hold at once, shared by all requests.
+    pub(crate) unverified: UnverifiedBudget,
 }
 
 impl AppState {
-    /// State with fresh metrics, default config and no installation hook.
+    /// State with fresh metrics, default config and limits, and no installation hook.
     pub fn new(queue: Queue, webhook_secret: Secret) -> AppState {
+        let limits = RequestLimits::default();
         AppState {
             queue,
             webhook_secret,
             metrics: Arc::new(Metrics::new()),
             config: ServerConfig::default(),
             on_installation_removed: None,
+            unverified: UnverifiedBudget::new(limits.max_unverified_bytes, limits.unverified_wait),
+            limits,
         }
+    }
+
+    /// This state with other request limits (and a fresh unverified budget of their size).
+    pub fn with_limits(mut self, limits: RequestLimits) -> AppState {
+        self.unverified =
+            UnverifiedBudget::new(limits.max_unverified_bytes, limits.unverified_wait);
+        self.limits = limits;
+        self
     }
 }
 
@@ -82,6 +113,7 @@ impl fmt::Debug for AppState {
             .field("queue", &self.queue)
             .field("webhook_secret", &self.webhook_secret)
             .field("config", &self.config)
+            .field("limits", &self.limits)
             .field(
                 "on_installation_removed",
                 &self.on_installation_removed.is_some(),
@@ -100,14 +132,27 @@ pub fn app(state: AppState) -> Router {
         .with_state(state)
 }
 
-/// Serves [`app`] on `listener` until `shutdown` resolves, then finishes in-flight requests.
+/// Serves [`app`] on `listener` with default [`ConnectionLimits`] until `shutdown`
+/// resolves, then finishes in-flight requests.
 pub async fn serve<F>(listener: TcpListener, state: AppState, shutdown: F) -> std::io::Result<()>
 where
     F: Future<Output = ()> + Send + 'static,
 {
-    axum::serve(listener, app(state))
-        .with_graceful_shutdown(shutdown)
-        .await
+    serve_with_limits(listener, state, ConnectionLimits::default(), shutdown).await
+}
+
+/// Serves [`app`] on `listener` over HTTP/1.1 under `limits` until `shutdown` resolves,
+/// then finishes in-flight requests and closes every connection.
+pub async fn serve_with_limits<F>(
+    listener: TcpListener,
+    state: AppState,
+    limits: ConnectionLimits,
+    shutdown: F,
+) -> std::io::Result<()>
+where
+    F: Future<Output = ()> + Send + 'static,
+{
+    listen::run(listener, app(state), limits, shutdown).await
 }
 
 async fn healthz(State(state): State<AppState>) -> Response {

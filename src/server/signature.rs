@@ -1,7 +1,10 @@
 //! `X-Hub-Signature-256`: HMAC-SHA256 of the raw request body with the webhook secret.
+//!
+//! The header arrives before the body, so [`SignatureCheck`] parses it first and hashes the
+//! body as it streams in; the digest is compared once, at the end, in constant time
+//! (`hmac`'s `verify_slice`). A malformed header is refused before any body byte is read.
 
 use hmac::{Hmac, Mac};
-use octocrab::models::webhook_events::verify_signature;
 use sha2::Sha256;
 
 use crate::llm::Secret;
@@ -20,14 +23,59 @@ pub enum SignatureError {
     Mismatch,
 }
 
-/// Checks `header` (`sha256=<hex>`) against `body`. The comparison is constant-time
-/// (octocrab's verifier, built on `hmac`'s `verify_slice`).
-pub fn verify(secret: &Secret, header: Option<&str>, body: &[u8]) -> Result<(), SignatureError> {
-    if secret.is_empty() {
-        return Err(SignatureError::NotConfigured);
+const PREFIX: &str = "sha256=";
+const DIGEST_LEN: usize = 32;
+
+/// An HMAC-SHA256 check fed with the body piece by piece.
+#[derive(Clone)]
+pub struct SignatureCheck {
+    mac: Hmac<Sha256>,
+    expected: [u8; DIGEST_LEN],
+}
+
+impl std::fmt::Debug for SignatureCheck {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SignatureCheck").finish_non_exhaustive()
     }
-    let header = header.ok_or(SignatureError::Missing)?;
-    verify_signature(header, secret.expose(), body).map_err(|_| SignatureError::Mismatch)
+}
+
+impl SignatureCheck {
+    /// Starts a check of `header` (`sha256=<64 hex digits>`); refuses at once when there is
+    /// no secret, no header or a malformed one.
+    pub fn begin(secret: &Secret, header: Option<&str>) -> Result<SignatureCheck, SignatureError> {
+        if secret.is_empty() {
+            return Err(SignatureError::NotConfigured);
+        }
+        let header = header.ok_or(SignatureError::Missing)?;
+        let digits = header
+            .trim()
+            .strip_prefix(PREFIX)
+            .ok_or(SignatureError::Mismatch)?;
+        let mut expected = [0u8; DIGEST_LEN];
+        hex::decode_to_slice(digits, &mut expected).map_err(|_| SignatureError::Mismatch)?;
+        let mac = Hmac::<Sha256>::new_from_slice(secret.expose().as_bytes())
+            .map_err(|_| SignatureError::NotConfigured)?;
+        Ok(SignatureCheck { mac, expected })
+    }
+
+    /// Hashes the next piece of the body.
+    pub fn update(&mut self, piece: &[u8]) {
+        self.mac.update(piece);
+    }
+
+    /// Compares the digest of everything hashed with the header's, in constant time.
+    pub fn finish(self) -> Result<(), SignatureError> {
+        self.mac
+            .verify_slice(&self.expected)
+            .map_err(|_| SignatureError::Mismatch)
+    }
+}
+
+/// Checks `header` (`sha256=<hex>`) against a complete `body` (constant-time comparison).
+pub fn verify(secret: &Secret, header: Option<&str>, body: &[u8]) -> Result<(), SignatureError> {
+    let mut check = SignatureCheck::begin(secret, header)?;
+    check.update(body);
+    check.finish()
 }
 
 /// The `X-Hub-Signature-256` value GitHub would send for `body` (for tests and load tools).
@@ -83,6 +131,28 @@ mod tests {
         }
         assert_eq!(
             verify(&secret, Some(GITHUB_SIGNATURE), b"Hello, World?"),
+            Err(SignatureError::Mismatch)
+        );
+    }
+
+    #[test]
+    fn a_body_checked_in_pieces_matches_the_whole() {
+        let secret = Secret::new(GITHUB_SECRET);
+        let mut check = SignatureCheck::begin(&secret, Some(GITHUB_SIGNATURE)).unwrap();
+        for piece in GITHUB_PAYLOAD.chunks(3) {
+            check.update(piece);
+        }
+        assert_eq!(check.finish(), Ok(()));
+        let mut check = SignatureCheck::begin(&secret, Some(GITHUB_SIGNATURE)).unwrap();
+        check.update(&GITHUB_PAYLOAD[..5]);
+        assert_eq!(check.finish(), Err(SignatureError::Mismatch), "a cut body");
+        let upper = GITHUB_SIGNATURE
+            .to_uppercase()
+            .replace("SHA256=", "sha256=");
+        assert_eq!(verify(&secret, Some(&upper), GITHUB_PAYLOAD), Ok(()));
+        let long = format!("{GITHUB_SIGNATURE}00");
+        assert_eq!(
+            verify(&secret, Some(&long), GITHUB_PAYLOAD),
             Err(SignatureError::Mismatch)
         );
     }

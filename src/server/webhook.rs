@@ -1,18 +1,22 @@
 //! `POST /webhook`: verify, dedupe, store, answer.
+//!
+//! The signature header is checked before the body is read (a missing or malformed one is
+//! refused at once); the body is then read within the request limits and hashed as it
+//! arrives ([`super::body`]). Nothing of the body is parsed before the signature matches.
 
 use axum::Json;
-use axum::body::Bytes;
-use axum::extract::State;
-use axum::http::{HeaderMap, StatusCode};
+use axum::extract::{Request, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use chrono::Utc;
 use serde_json::{Value, json};
 use tracing::{error, info, warn};
 
 use super::AppState;
+use super::body::{BodyError, read_verified};
 use super::events::{Classified, Decision, InstallationChange, classify};
 use super::metrics::DeliveryOutcome;
-use super::signature::verify;
+use super::signature::SignatureCheck;
 use crate::queue::{Accepted, NewDelivery};
 
 const EVENT_HEADER: &str = "x-github-event";
@@ -23,28 +27,26 @@ const MAX_HEADER_VALUE_LEN: usize = 128;
 
 /// Handles one delivery. The signature is checked on the raw body before anything is parsed;
 /// a review job is committed to the queue before the 202 is sent.
-pub(crate) async fn receive(
-    State(state): State<AppState>,
-    headers: HeaderMap,
-    body: Bytes,
-) -> Response {
-    let event = header(&headers, EVENT_HEADER);
-    let event_label = event.unwrap_or("unknown");
-    if let Err(err) = verify(
-        &state.webhook_secret,
-        header(&headers, SIGNATURE_HEADER),
-        &body,
-    ) {
-        warn!(event = event_label, reason = %err, "webhook refused");
-        state
-            .metrics
-            .record_delivery(event_label, DeliveryOutcome::Unauthorized);
-        return reply(
-            StatusCode::UNAUTHORIZED,
-            json!({"error": "invalid signature"}),
-        );
-    }
-    match accept(&state, event, header(&headers, DELIVERY_HEADER), &body).await {
+pub(crate) async fn receive(State(state): State<AppState>, request: Request) -> Response {
+    let (parts, body) = request.into_parts();
+    let headers = &parts.headers;
+    let event = header(headers, EVENT_HEADER);
+    let event_label = event.as_ref().ok().copied().unwrap_or("unknown");
+    let signature = headers
+        .get(SIGNATURE_HEADER)
+        .map(|value| value.to_str().unwrap_or_default());
+    let verified = match SignatureCheck::begin(&state.webhook_secret, signature) {
+        Ok(check) => {
+            let declared = declared_length(headers);
+            read_verified(body, declared, &state.limits, &state.unverified, check).await
+        }
+        Err(err) => Err(BodyError::Signature(err)),
+    };
+    let body = match verified {
+        Ok(body) => body,
+        Err(err) => return refuse_body(&state, event_label, err),
+    };
+    match accept(&state, event, header(headers, DELIVERY_HEADER), &body).await {
         Ok((outcome, status, answer)) => {
             state.metrics.record_delivery(event_label, outcome);
             reply(status, answer)
@@ -56,14 +58,53 @@ pub(crate) async fn receive(
     }
 }
 
+/// The answer to a delivery whose body was not read or did not match its signature.
+fn refuse_body(state: &AppState, event: &str, err: BodyError) -> Response {
+    let (outcome, status) = match err {
+        BodyError::Signature(_) => (DeliveryOutcome::Unauthorized, StatusCode::UNAUTHORIZED),
+        BodyError::TooLarge { .. } => (DeliveryOutcome::TooLarge, StatusCode::PAYLOAD_TOO_LARGE),
+        BodyError::TooSlow { .. } | BodyError::TimedOut => {
+            (DeliveryOutcome::Timeout, StatusCode::REQUEST_TIMEOUT)
+        }
+        BodyError::Busy => (DeliveryOutcome::Busy, StatusCode::SERVICE_UNAVAILABLE),
+        BodyError::Incomplete => (DeliveryOutcome::BadRequest, StatusCode::BAD_REQUEST),
+    };
+    warn!(event, reason = %err, "webhook refused");
+    state.metrics.record_delivery(event, outcome);
+    let message = match err {
+        BodyError::Signature(_) => "invalid signature".to_string(),
+        other => other.to_string(),
+    };
+    let mut response = reply(status, json!({"error": message}));
+    if matches!(err, BodyError::Busy) {
+        response
+            .headers_mut()
+            .insert(header::RETRY_AFTER, HeaderValue::from_static("5"));
+    }
+    // Part of the body may still be unread, so the connection cannot carry another
+    // request; and a refused peer gets no kept-alive connection to hold.
+    response
+        .headers_mut()
+        .insert(header::CONNECTION, HeaderValue::from_static("close"));
+    response
+}
+
+/// The `Content-Length` the peer announced, when there is a valid one.
+fn declared_length(headers: &HeaderMap) -> Option<u64> {
+    headers
+        .get(header::CONTENT_LENGTH)
+        .and_then(|value| value.to_str().ok())
+        .and_then(|value| value.trim().parse().ok())
+}
+
 type Answer = (DeliveryOutcome, StatusCode, Value);
 type Refusal = (DeliveryOutcome, StatusCode, String);
 
 /// Everything after the signature check.
 async fn accept(
     state: &AppState,
-    event: Option<&str>,
-    delivery_id: Option<&str>,
+    event: Result<&str, HeaderProblem>,
+    delivery_id: Result<&str, HeaderProblem>,
     body: &[u8],
 ) -> Result<Answer, Refusal> {
     let bad_request = |message: String| {
@@ -73,9 +114,9 @@ async fn accept(
             message,
         )
     };
-    let event = event.ok_or_else(|| bad_request("missing X-GitHub-Event header".into()))?;
+    let event = event.map_err(|problem| bad_request(problem.describe("X-GitHub-Event")))?;
     let delivery_id =
-        delivery_id.ok_or_else(|| bad_request("missing X-GitHub-Delivery header".into()))?;
+        delivery_id.map_err(|problem| bad_request(problem.describe("X-GitHub-Delivery")))?;
     let Classified { action, decision } = classify(event, body, &state.config).map_err(|err| {
         // The parser's message may quote payload text, so it goes back to the sender only.
         warn!(delivery = delivery_id, event, "webhook payload refused");
@@ -175,12 +216,38 @@ fn acknowledge_installation(state: &AppState, event: &str, change: &Installation
     }
 }
 
-/// A header's value when present, printable ASCII, and of sane length.
-fn header<'h>(headers: &'h HeaderMap, name: &str) -> Option<&'h str> {
-    headers
-        .get(name)
-        .and_then(|value| value.to_str().ok())
-        .filter(|value| !value.is_empty() && value.len() <= MAX_HEADER_VALUE_LEN)
+/// Why a required header's value cannot be used.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum HeaderProblem {
+    Missing,
+    TooLong(usize),
+    NotText,
+}
+
+impl HeaderProblem {
+    /// The message for the sender, naming the header.
+    fn describe(self, name: &str) -> String {
+        match self {
+            HeaderProblem::Missing => format!("missing {name} header"),
+            HeaderProblem::TooLong(len) => format!(
+                "the {name} header is too long ({len} bytes; at most {MAX_HEADER_VALUE_LEN})"
+            ),
+            HeaderProblem::NotText => format!("the {name} header is not printable ASCII"),
+        }
+    }
+}
+
+/// A header's value when present, non-empty, printable ASCII, and of sane length.
+fn header<'h>(headers: &'h HeaderMap, name: &str) -> Result<&'h str, HeaderProblem> {
+    let value = headers.get(name).ok_or(HeaderProblem::Missing)?;
+    if value.len() > MAX_HEADER_VALUE_LEN {
+        return Err(HeaderProblem::TooLong(value.len()));
+    }
+    let text = value.to_str().map_err(|_| HeaderProblem::NotText)?;
+    if text.is_empty() {
+        return Err(HeaderProblem::Missing);
+    }
+    Ok(text)
 }
 
 fn reply(status: StatusCode, body: Value) -> Response {

@@ -1,0 +1,157 @@
+//! Reading a webhook body that is not authenticated yet: bounded in size, time and memory,
+//! and hashed for the signature check while it streams in.
+//!
+//! Invariants: bytes are copied into the buffer only while a [`Reservation`] of the unverified
+//! budget covers the buffer's capacity; the reservation ends with this function (verified
+//! bodies are the caller's, refused ones are dropped here). The read never waits longer than
+//! the body deadline, and never longer than the minimum rate allows for the bytes so far.
+
+use axum::body::{Body, Bytes};
+use futures::StreamExt;
+use tokio::time::{Instant, timeout_at};
+
+use super::budget::{Reservation, UnverifiedBudget};
+use super::limits::RequestLimits;
+use super::signature::{SignatureCheck, SignatureError};
+
+/// Growth step of a buffer whose size was not announced (chunked transfer).
+const CHUNKED_STEP: usize = 256 * 1024;
+
+/// Why a body was not read to the end, or was refused after it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum BodyError {
+    /// More than the limit was announced or sent.
+    #[error("the body is larger than {limit} bytes")]
+    TooLarge {
+        /// The limit in effect.
+        limit: usize,
+    },
+    /// The body arrived slower than the minimum rate.
+    #[error("the body arrived slower than {rate} bytes per second")]
+    TooSlow {
+        /// The minimum rate.
+        rate: u64,
+    },
+    /// The body took longer than the body deadline.
+    #[error("the body took longer than the body timeout")]
+    TimedOut,
+    /// The unverified budget had no room in time.
+    #[error("too many unverified request bytes are buffered; retry later")]
+    Busy,
+    /// The peer ended the body early or sent a malformed one.
+    #[error("the body ended early or was malformed")]
+    Incomplete,
+    /// The body does not match its signature.
+    #[error(transparent)]
+    Signature(#[from] SignatureError),
+}
+
+/// Reads `body` (announced as `declared` bytes, if at all) and checks it against `check`.
+/// Returns the body only when the signature matches.
+pub(crate) async fn read_verified(
+    body: Body,
+    declared: Option<u64>,
+    limits: &RequestLimits,
+    budget: &UnverifiedBudget,
+    check: SignatureCheck,
+) -> Result<Bytes, BodyError> {
+    let limit = limits.effective_max_body();
+    let declared = match declared.map(usize::try_from) {
+        Some(Ok(len)) if len <= limit => Some(len),
+        Some(_) => return Err(BodyError::TooLarge { limit }),
+        None => None,
+    };
+    let initial = declared.unwrap_or(CHUNKED_STEP.min(limit));
+    let reservation = budget.reserve(initial).await.ok_or(BodyError::Busy)?;
+    let mut reader = Reader {
+        buffer: Vec::with_capacity(initial),
+        reservation,
+        check,
+        limit,
+    };
+    let outcome = reader.read(body, limits).await;
+    let Reader {
+        buffer,
+        reservation,
+        check,
+        ..
+    } = reader;
+    let verified = outcome.and_then(|()| check.finish().map_err(BodyError::from));
+    match verified {
+        Ok(()) => Ok(Bytes::from(buffer)),
+        Err(err) => {
+            // The refused body goes before its reservation, so the budget never
+            // under-counts what is allocated.
+            drop(buffer);
+            drop(reservation);
+            Err(err)
+        }
+    }
+}
+
+struct Reader {
+    buffer: Vec<u8>,
+    reservation: Reservation,
+    check: SignatureCheck,
+    limit: usize,
+}
+
+impl Reader {
+    async fn read(&mut self, body: Body, limits: &RequestLimits) -> Result<(), BodyError> {
+        let started = Instant::now();
+        let hard_deadline = started + limits.body_timeout;
+        let mut stream = body.into_data_stream();
+        loop {
+            let rate_deadline = rate_deadline(started, self.buffer.len(), limits);
+            let deadline = rate_deadline.min(hard_deadline);
+            let next = match timeout_at(deadline, stream.next()).await {
+                Ok(next) => next,
+                Err(_) if rate_deadline < hard_deadline => {
+                    return Err(BodyError::TooSlow {
+                        rate: limits.body_min_rate,
+                    });
+                }
+                Err(_) => return Err(BodyError::TimedOut),
+            };
+            match next {
+                None => return Ok(()),
+                Some(Err(_)) => return Err(BodyError::Incomplete),
+                Some(Ok(piece)) => self.take(&piece).await?,
+            }
+        }
+    }
+
+    /// Appends `piece`, growing the buffer (and its reservation) first when needed.
+    async fn take(&mut self, piece: &[u8]) -> Result<(), BodyError> {
+        let needed = self.buffer.len().saturating_add(piece.len());
+        if needed > self.limit {
+            return Err(BodyError::TooLarge { limit: self.limit });
+        }
+        if needed > self.buffer.capacity() {
+            // Grow in steps whose size is reserved before it is allocated.
+            let capacity = needed
+                .max(self.buffer.capacity().saturating_add(CHUNKED_STEP))
+                .min(self.limit);
+            let more = capacity.saturating_sub(self.reservation.bytes());
+            if !self.reservation.grow(more).await {
+                return Err(BodyError::Busy);
+            }
+            self.buffer
+                .reserve_exact(capacity.saturating_sub(self.buffer.len()));
+        }
+        self.check.update(piece);
+        self.buffer.extend_from_slice(piece);
+        Ok(())
+    }
+}
+
+/// When the next bytes must have arrived: after the grace time, the body must keep an
+/// average of at least the minimum rate from its start.
+fn rate_deadline(started: Instant, received: usize, limits: &RequestLimits) -> Instant {
+    let rate = limits.body_min_rate.max(1);
+    let earned_millis = u64::try_from(received)
+        .unwrap_or(u64::MAX)
+        .saturating_mul(1000)
+        / rate;
+    started + limits.body_rate_grace + std::time::Duration::from_millis(earned_millis)
+}
