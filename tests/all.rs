@@ -12,6 +12,7 @@ mod github;
 mod limits_cli;
 mod llm;
 mod llm_limits;
+mod pr_flow;
 mod queue;
 mod review;
 mod review_cli;

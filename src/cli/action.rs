@@ -16,7 +16,7 @@ use crate::github::checkout::ensure_merge_base;
 use crate::github::{
     GitHubClient, PublishConfig, PublishError, PublishRequest, Trigger, TriggerOptions,
     api_url_from_env, check_action_event, fetch_pull, has_write_access, last_reviewed_sha,
-    parse_action_event, publish_review,
+    parse_action_event, post_notice_once, publish_review,
 };
 use crate::llm::Secret;
 use crate::repo::{RepoView, ResolvedRange, load_change};
@@ -266,6 +266,24 @@ async fn resolve_target(client: &GitHubClient, trigger: Trigger) -> Result<Optio
                 head_sha: pull.head_sha,
                 strategy,
             }))
+        }
+        Trigger::Usage {
+            owner,
+            repo,
+            pr_number,
+            requested_by,
+            reply,
+        } => {
+            if has_write_access(client, &owner, &repo, &requested_by)
+                .await
+                .map_err(|e| e.to_string())?
+            {
+                post_notice_once(client, &owner, &repo, pr_number, &reply)
+                    .await
+                    .map_err(|e| e.to_string())?;
+            }
+            println!("::notice::Redline: malformed /redline command; replied with the usage");
+            Ok(None)
         }
         Trigger::Skip { .. } => Ok(None),
     }

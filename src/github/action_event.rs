@@ -5,10 +5,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::client::{GitHubClient, path_segment};
+use super::command::{Command, REVIEW_ACTIONS, parse_command};
 use super::error::GitHubError;
-
-/// The comment command that asks for a review.
-const COMMAND: &str = "/redline review";
 
 /// How events are filtered.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -55,6 +53,20 @@ pub enum Trigger {
         strategy: Option<String>,
         /// Login of the commenter, whose access the caller should check.
         requested_by: String,
+    },
+    /// A malformed `/redline` command: the caller replies with `reply` (after checking
+    /// the commenter's access, as for a review request).
+    Usage {
+        /// Repository owner.
+        owner: String,
+        /// Repository name.
+        repo: String,
+        /// Pull request number.
+        pr_number: u64,
+        /// Login of the commenter.
+        requested_by: String,
+        /// What is wrong, and the usage.
+        reply: String,
     },
     /// Nothing to do.
     Skip {
@@ -125,10 +137,7 @@ fn json_kind(value: &Value) -> &'static str {
 
 fn pull_request_event(payload: &Value, opts: &TriggerOptions) -> Result<Trigger, String> {
     let action = text(payload, &["action"]).unwrap_or_default();
-    if !matches!(
-        action,
-        "opened" | "synchronize" | "reopened" | "ready_for_review"
-    ) {
+    if !REVIEW_ACTIONS.contains(&action) {
         return Err(format!(
             "pull_request action `{action}` does not trigger a review"
         ));
@@ -174,7 +183,10 @@ fn issue_comment_event(payload: &Value) -> Result<Trigger, String> {
         return Err("comment written by a bot".into());
     }
     let body = text(payload, &["comment", "body"]).unwrap_or_default();
-    let strategy = parse_command(body).ok_or("comment does not start with `/redline review`")?;
+    let parsed = parse_command(body);
+    if matches!(parsed, Ok(None)) {
+        return Err("comment does not start with `/redline`".into());
+    }
     let (owner, repo) = repository(payload)?;
     let pr_number = issue
         .get("number")
@@ -183,6 +195,19 @@ fn issue_comment_event(payload: &Value) -> Result<Trigger, String> {
     let requested_by = text(payload, &["comment", "user", "login"])
         .ok_or("the comment has no author")?
         .to_string();
+    let strategy = match parsed {
+        Ok(Some(Command::Review { strategy })) => strategy,
+        Ok(None) => None,
+        Err(error) => {
+            return Ok(Trigger::Usage {
+                owner,
+                repo,
+                pr_number,
+                requested_by,
+                reply: error.reply(),
+            });
+        }
+    };
     Ok(Trigger::NeedsPullRequest {
         owner,
         repo,
@@ -190,26 +215,6 @@ fn issue_comment_event(payload: &Value) -> Result<Trigger, String> {
         strategy,
         requested_by,
     })
-}
-
-/// `Some(strategy)` when the comment's first line is the review command, with
-/// the optional `--strategy NAME` (or `--strategy=NAME`).
-fn parse_command(body: &str) -> Option<Option<String>> {
-    let first_line = body.trim_start().lines().next()?;
-    let rest = first_line.trim_end().strip_prefix(COMMAND)?;
-    if !(rest.is_empty() || rest.starts_with(char::is_whitespace)) {
-        return None; // e.g. `/redline reviewer`
-    }
-    let mut words = rest.split_whitespace();
-    let mut strategy = None;
-    while let Some(word) = words.next() {
-        if word == "--strategy" {
-            strategy = words.next().map(str::to_string);
-        } else if let Some(name) = word.strip_prefix("--strategy=") {
-            strategy = Some(name.to_string());
-        }
-    }
-    Some(strategy.filter(|s| !s.is_empty()))
 }
 
 fn repository(payload: &Value) -> Result<(String, String), String> {
@@ -310,23 +315,6 @@ pub async fn has_write_access(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn command_parsing() {
-        assert_eq!(parse_command("/redline review"), Some(None));
-        assert_eq!(parse_command("  /redline review\nplease"), Some(None));
-        assert_eq!(
-            parse_command("/redline review --strategy deep"),
-            Some(Some("deep".into()))
-        );
-        assert_eq!(
-            parse_command("/redline review --strategy=quick"),
-            Some(Some("quick".into()))
-        );
-        assert_eq!(parse_command("/redline reviewer"), None);
-        assert_eq!(parse_command("please /redline review"), None);
-        assert_eq!(parse_command(""), None);
-    }
 
     #[test]
     fn wrong_shapes_are_named() {

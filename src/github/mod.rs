@@ -10,6 +10,7 @@ mod anchor;
 pub mod auth;
 pub mod checkout;
 pub mod client;
+pub mod command;
 pub mod error;
 pub mod fingerprint;
 pub mod notice;
@@ -23,6 +24,7 @@ pub use action_event::{
 };
 pub use auth::AppAuth;
 pub use client::{DEFAULT_API_URL, GitHubClient, api_url_from_env, path_segment};
+pub use command::{Command, CommandError, REVIEW_ACTIONS, USAGE, parse_command};
 pub use error::GitHubError;
 pub use fingerprint::{fingerprint, marker, parse_markers};
 pub use notice::post_notice_once;

@@ -420,3 +420,27 @@ fn send<'a, T>(
 ) -> std::pin::Pin<Box<dyn std::future::Future<Output = T> + Send + 'a>> {
     Box::pin(future)
 }
+
+/// Posts the usage reply to a malformed `/redline` command, in the background, when the
+/// commenter has write access (as a review request needs); once per text and pull request.
+pub fn command_reply_hook(auth: AppAuth) -> crate::server::CommandReplyHook {
+    Arc::new(move |reply: crate::server::CommandReply| {
+        let auth = auth.clone();
+        tokio::spawn(async move {
+            let Some((owner, repo)) = reply.repo_full_name.split_once('/') else {
+                return;
+            };
+            let client = auth.installation_client(reply.installation_id);
+            let posted = match has_write_access(&client, owner, repo, &reply.commenter).await {
+                Ok(true) => post_notice_once(&client, owner, repo, reply.pr_number, &reply.text)
+                    .await
+                    .map(|_| ()),
+                Ok(false) => Ok(()),
+                Err(e) => Err(e),
+            };
+            if let Err(error) = posted {
+                tracing::warn!(%error, "could not reply to a malformed /redline command");
+            }
+        });
+    })
+}
