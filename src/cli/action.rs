@@ -4,26 +4,24 @@
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+
+use tokio_util::sync::CancellationToken;
 
 use super::review::{local_settings, model_client};
 use super::{ActionArgs, EXIT_ERROR, EXIT_FINDINGS, EXIT_OK};
-use crate::agent::Orchestrator;
 use crate::agent::events::EventSink;
-use crate::config::settings::SettingFlags;
+use crate::config::settings::{SettingFlags, Settings};
 use crate::config::{CONFIG_FILE, ConfigSource};
-use crate::github::checkout::ensure_merge_base;
 use crate::github::{
-    GitHubClient, PublishConfig, PublishError, PublishRequest, Trigger, TriggerOptions,
-    api_url_from_env, check_action_event, fetch_pull, has_write_access, last_reviewed_sha,
-    parse_action_event, post_notice_once, publish_review,
+    GitHubClient, PublishConfig, PublishError, Trigger, TriggerOptions, api_url_from_env,
+    check_action_event, fetch_pull, has_write_access, last_reviewed_sha, parse_action_event,
+    post_notice_once,
 };
 use crate::llm::Secret;
-use crate::repo::{RepoView, ResolvedRange, load_change};
 use crate::review::finding::{Finding, Severity};
 use crate::review::render::{Format, render};
 use crate::review::report::ReviewReport;
-use crate::tools::Workspace;
+use crate::review_flow::{self, CommitSource, PullCommits, PullTarget, load_commits, short};
 
 /// Runs `redline action` and returns the exit code.
 pub async fn run(args: ActionArgs) -> i32 {
@@ -82,25 +80,49 @@ async fn action(args: ActionArgs) -> Result<i32, String> {
     let Some(target) = resolve_target(&client, trigger).await? else {
         return Ok(EXIT_OK);
     };
+    let last = last_reviewed_sha(&client, &target.owner, &target.repo, target.number)
+        .await
+        .map_err(|e| e.to_string())?;
+    if last.as_deref() == Some(target.head_sha.as_str()) {
+        println!(
+            "::notice::Redline: {} was already reviewed",
+            short(&target.head_sha)
+        );
+        write_outputs(0, None, None, Some(0.0))?;
+        return Ok(EXIT_OK);
+    }
     let workspace_dir = std::env::var("GITHUB_WORKSPACE")
         .map(PathBuf::from)
         .or_else(|_| std::env::current_dir())
         .map_err(|e| e.to_string())?;
     let root = crate::repo::discover(&workspace_dir).map_err(|e| e.to_string())?;
     // A shallow checkout is deepened until the history joining base and head is there.
-    let merge_base = ensure_merge_base(
-        &root,
-        "origin",
+    let source = CommitSource::Checkout {
+        root: &root,
+        remote: "origin",
+    };
+    let commits = load_commits(
+        source,
         &target.base_sha,
         &target.head_sha,
+        last.as_deref(),
         Some(&token),
     )
     .map_err(|e| e.to_string())?;
+    let settings = action_settings(&args, &target, &commits)?;
+    review_and_publish(&client, &target, &commits, &settings).await
+}
 
-    // Rules come from the base commit: a pull request cannot change its own review; and
-    // no repository file chooses where the key goes (`provider`, `base_url` are dropped).
+/// The settings: the workflow's inputs over the base commit's config file. Rules come
+/// from the base commit: a pull request cannot change its own review; and no repository
+/// file chooses where the key goes (`provider`, `base_url` are dropped).
+fn action_settings(
+    args: &ActionArgs,
+    target: &Target,
+    commits: &PullCommits,
+) -> Result<Settings, String> {
     let config_path = args.config.as_deref().unwrap_or(Path::new(CONFIG_FILE));
-    let repository = ConfigSource::read_at_commit(&root, &target.base_sha, config_path)
+    let repository = ConfigSource::read_at_commit(&commits.root, &target.base_sha, config_path)
         .map_err(|e| e.to_string())?;
     if let Some(source) = &repository {
         // `local_settings` repeats them on stderr.
@@ -118,75 +140,36 @@ async fn action(args: ActionArgs) -> Result<i32, String> {
         max_comments: args.max_comments,
         ..SettingFlags::default()
     };
-    let settings = local_settings(flags, "input or variable", repository)?;
+    local_settings(flags, "input or variable", repository)
+}
 
-    let last = last_reviewed_sha(&client, &target.owner, &target.repo, target.number)
+/// Reviews what is new, publishes it (or, on a read-only token, annotates it) and sets
+/// the step's outputs and exit code.
+async fn review_and_publish(
+    client: &GitHubClient,
+    target: &Target,
+    commits: &PullCommits,
+    settings: &Settings,
+) -> Result<i32, String> {
+    let model = model_client(&settings.model, &EventSink::discard());
+    let report = review_flow::review(model, settings, commits, CancellationToken::new())
         .await
         .map_err(|e| e.to_string())?;
-    if last.as_deref() == Some(target.head_sha.as_str()) {
-        println!(
-            "::notice::Redline: {} was already reviewed",
-            short(&target.head_sha)
-        );
-        write_outputs(0, None, None, Some(0.0))?;
-        return Ok(EXIT_OK);
-    }
-    let pr_range = ResolvedRange {
-        base: merge_base.clone(),
-        head: target.head_sha.clone(),
-        base_label: format!("pull request #{}", target.number),
-    };
-    let (view, pr_changes) = load_change(&root, &pr_range, false).map_err(|e| e.to_string())?;
-    // On a later push only the commits since the last review are reviewed.
-    let from = last
-        .filter(|sha| is_ancestor(&root, sha, &target.head_sha))
-        .unwrap_or(merge_base);
-    let review_range = ResolvedRange {
-        base: from.clone(),
-        head: target.head_sha.clone(),
-        base_label: format!("{}..{}", short(&from), short(&target.head_sha)),
-    };
-    let (_, mut changes) = load_change(&root, &review_range, false).map_err(|e| e.to_string())?;
-    settings.include.apply(&mut changes);
-
-    let report = if changes.files.is_empty() {
-        ReviewReport {
-            summary: "No reviewable changes since the last review.".into(),
-            ..ReviewReport::default()
-        }
-    } else {
-        let events = EventSink::discard();
-        let model = model_client(&settings.model, &events);
-        let workspace = Workspace {
-            repo: Arc::new(view.clone()),
-            changes: Arc::new(changes),
-        };
-        Orchestrator::new(model, workspace, settings.agent.clone())
-            .review()
-            .await
-            .map_err(|e| e.to_string())?
-    };
-
-    let head_line_text = |path: &str, line: u32| line_text(&view, path, line);
-    let publish_config = PublishConfig {
-        max_comments: settings.max_comments,
-        request_changes_at: settings.request_changes_at,
-        ..PublishConfig::default()
-    };
-    let request = PublishRequest {
+    let pull = PullTarget {
         owner: &target.owner,
         repo: &target.repo,
-        pr_number: target.number,
+        number: target.number,
         head_sha: &target.head_sha,
-        findings: &report.findings,
-        summary: &report.summary,
-        stats: Some(&report.stats),
-        changes: &pr_changes,
-        head_line_text: &head_line_text,
-        config: &publish_config,
-        reviewed_range: Some((from, target.head_sha.clone())),
     };
-    let published = publish_review(&client, request).await;
+    let published = review_flow::publish(
+        client,
+        pull,
+        commits,
+        &report,
+        settings,
+        &PublishConfig::default(),
+    )
+    .await;
     write_job_summary(&report)?;
     let review_url = match published {
         Ok(outcome) => outcome.review_url,
@@ -287,27 +270,6 @@ async fn resolve_target(client: &GitHubClient, trigger: Trigger) -> Result<Optio
         }
         Trigger::Skip { .. } => Ok(None),
     }
-}
-
-fn is_ancestor(root: &Path, ancestor: &str, head: &str) -> bool {
-    let Ok(repo) = git2::Repository::open(root) else {
-        return false;
-    };
-    match (git2::Oid::from_str(ancestor), git2::Oid::from_str(head)) {
-        (Ok(a), Ok(h)) => repo.graph_descendant_of(h, a).unwrap_or(false),
-        _ => false,
-    }
-}
-
-fn line_text(view: &RepoView, path: &str, line: u32) -> Option<String> {
-    let text = view.read_text(path).ok()?;
-    text.lines()
-        .nth(line.checked_sub(1)? as usize)
-        .map(str::to_string)
-}
-
-fn short(sha: &str) -> &str {
-    sha.get(..7).unwrap_or(sha)
 }
 
 /// Appends the review, as Markdown, to the job summary.

@@ -1,12 +1,13 @@
 //! What a GitHub Actions event asks Redline to do, and the pull request
 //! look-ups the caller needs to act on it.
 
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use serde_json::Value;
 
 use super::client::{GitHubClient, path_segment};
 use super::command::{Command, REVIEW_ACTIONS, parse_command};
 use super::error::GitHubError;
+use super::pull::PullInfo;
 
 /// How events are filtered.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -41,7 +42,7 @@ pub enum Trigger {
     },
     /// A comment asked for a review; the payload has no SHAs, so the caller
     /// must check the commenter's access ([`has_write_access`]) and fetch the
-    /// pull request ([`fetch_pull`]).
+    /// pull request ([`super::fetch_pull`]).
     NeedsPullRequest {
         /// Repository owner.
         owner: String,
@@ -148,7 +149,8 @@ fn pull_request_event(payload: &Value, opts: &TriggerOptions) -> Result<Trigger,
     if pr.get("draft").and_then(Value::as_bool) == Some(true) && !opts.review_drafts {
         return Err("draft pull request (set review_drafts to review drafts)".into());
     }
-    let info = pull_info(pr).ok_or("the event's `pull_request` lacks its base or head")?;
+    let info =
+        PullInfo::from_payload(pr).ok_or("the event's `pull_request` lacks its base or head")?;
     let (owner, repo) = repository(payload)?;
     let pr_number = payload
         .get("number")
@@ -228,58 +230,6 @@ fn repository(payload: &Value) -> Result<(String, String), String> {
 
 fn text<'v>(value: &'v Value, path: &[&str]) -> Option<&'v str> {
     path.iter().try_fold(value, |v, key| v.get(key))?.as_str()
-}
-
-/// A pull request's commits and branches.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct PullInfo {
-    /// Base commit.
-    pub base_sha: String,
-    /// Head commit.
-    pub head_sha: String,
-    /// Base branch.
-    pub base_ref: String,
-    /// Head branch.
-    pub head_ref: String,
-    /// The head is in another repository (or its repository was deleted).
-    pub is_fork: bool,
-    /// Draft pull request.
-    pub draft: bool,
-}
-
-/// Reads a pull request object (REST answer or event payload).
-fn pull_info(pr: &Value) -> Option<PullInfo> {
-    let base_repo = text(pr, &["base", "repo", "full_name"]);
-    let head_repo = text(pr, &["head", "repo", "full_name"]);
-    Some(PullInfo {
-        base_sha: text(pr, &["base", "sha"])?.to_string(),
-        head_sha: text(pr, &["head", "sha"])?.to_string(),
-        base_ref: text(pr, &["base", "ref"])?.to_string(),
-        head_ref: text(pr, &["head", "ref"])?.to_string(),
-        // A deleted head repository (`null`) can only have been a fork.
-        is_fork: head_repo.is_none() || head_repo != base_repo,
-        draft: pr.get("draft").and_then(Value::as_bool).unwrap_or(false),
-    })
-}
-
-/// `GET /repos/{owner}/{repo}/pulls/{n}`.
-pub async fn fetch_pull(
-    client: &GitHubClient,
-    owner: &str,
-    repo: &str,
-    pr_number: u64,
-) -> Result<PullInfo, GitHubError> {
-    let path = format!(
-        "/repos/{}/{}/pulls/{pr_number}",
-        path_segment(owner),
-        path_segment(repo)
-    );
-    let pr = client.get_json(&path).await?;
-    pull_info(&pr).ok_or_else(|| GitHubError::Decode {
-        method: "GET".into(),
-        path,
-        message: "the pull request lacks its base or head".into(),
-    })
 }
 
 /// Whether `user` may write to the repository (admin, maintain or write role),

@@ -11,20 +11,17 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use tokio_util::sync::CancellationToken;
 
-use crate::agent::{AgentError, Orchestrator};
+use crate::agent::AgentError;
 use crate::config::limits::LimitCeilings;
 use crate::config::settings::{self, Scope, SettingFlags, Settings, SettingsInput};
 use crate::config::{CONFIG_FILE, ConfigError, ConfigSource, ModelSettings};
-use crate::github::checkout::mirror;
 use crate::github::{
-    AppAuth, GitHubClient, GitHubError, PublishConfig, PublishError, PublishRequest,
-    has_write_access, last_reviewed_sha, path_segment, post_notice_once, publish_review,
+    AppAuth, GitHubClient, GitHubError, PublishConfig, PublishError, PullInfo, fetch_pull,
+    has_write_access, last_reviewed_sha, path_segment, post_notice_once,
 };
-use crate::llm::{ChatModel, Secret};
+use crate::llm::ChatModel;
 use crate::queue::{Job, JobError, JobRunner, ReviewTrigger, RunOutcome};
-use crate::repo::{RepoView, ResolvedRange, load_change};
-use crate::review::report::ReviewReport;
-use crate::tools::Workspace;
+use crate::review_flow::{self, CommitSource, FlowError, PullCommits, PullTarget};
 
 /// Builds the model client for a job's settings (one per job, so retries are reported per job).
 pub type ModelFactory = Arc<dyn Fn(&ModelSettings) -> Arc<dyn ChatModel> + Send + Sync>;
@@ -49,13 +46,6 @@ pub struct ReviewRunner {
     pub failure_notice: bool,
     /// What a repository's `max_cost` and `timeout` may be at most.
     pub ceilings: LimitCeilings,
-}
-
-/// What the API says about the pull request.
-struct PullRequest {
-    base_sha: String,
-    head_sha: String,
-    clone_url: String,
 }
 
 #[async_trait]
@@ -104,18 +94,20 @@ impl ReviewRunner {
         if !send(may_request(job, &client, owner, repo)).await? {
             return Ok(RunOutcome::Completed);
         }
-        let pull = send(fetch_pull_request(&client, owner, repo, job.pr_number)).await?;
+        let pull = send(fetch_pull(&client, owner, repo, job.pr_number))
+            .await
+            .map_err(github_error)?;
         let last = send(last_reviewed_sha(&client, owner, repo, job.pr_number))
             .await
             .map_err(github_error)?;
         if last.as_deref() == Some(pull.head_sha.as_str()) {
             return Ok(RunOutcome::Completed);
         }
-        let mut prepared = send(self.checkout(job, owner, repo, &pull, last)).await?;
+        let commits = send(self.checkout(job, owner, repo, &pull, last)).await?;
         if cancel.is_cancelled() {
             return Ok(RunOutcome::Cancelled);
         }
-        let settings = match self.repository_settings(job, &prepared, &pull.base_sha) {
+        let settings = match self.repository_settings(job, &commits, &pull.base_sha) {
             Ok(settings) => settings,
             Err(error) => {
                 let text = format!("Redline did not review this pull request: {error}");
@@ -125,8 +117,15 @@ impl ReviewRunner {
                 return Ok(RunOutcome::Completed);
             }
         };
-        settings.include.apply(&mut prepared.changes);
-        let report = match send(self.review(&settings, &prepared, cancel.clone())).await {
+        let model = (self.model)(&settings.model);
+        let report = match send(review_flow::review(
+            model,
+            &settings,
+            &commits,
+            cancel.clone(),
+        ))
+        .await
+        {
             Ok(report) => report,
             Err(AgentError::Cancelled) => return Ok(RunOutcome::Cancelled),
             Err(AgentError::Model(e)) if e.is_retryable() => {
@@ -143,25 +142,21 @@ impl ReviewRunner {
         if let Some(cost) = report.stats.cost_usd {
             self.metrics.add_review_cost(&job.repo_full_name, cost);
         }
-        let publish_config = PublishConfig {
-            max_comments: settings.max_comments,
-            request_changes_at: settings.request_changes_at,
-            ..self.publish.clone()
-        };
-        let target = Published {
+        let target = PullTarget {
             owner,
             repo,
-            pr_number: job.pr_number,
+            number: job.pr_number,
             head_sha: &pull.head_sha,
         };
-        send(publish(
-            &client,
-            target,
-            &prepared,
-            &report,
-            &publish_config,
-        ))
-        .await
+        let published =
+            review_flow::publish(&client, target, &commits, &report, &settings, &self.publish);
+        match send(published).await {
+            Ok(_) => Ok(RunOutcome::Completed),
+            Err(PublishError::Forbidden { message }) => Err(JobError::Permanent(format!(
+                "GitHub refused the review: {message}"
+            ))),
+            Err(PublishError::GitHub(e)) => Err(github_error(e)),
+        }
     }
 
     /// Fetches the pull request's commits into the repository's mirror.
@@ -170,9 +165,15 @@ impl ReviewRunner {
         job: &Job,
         owner: &str,
         repo: &str,
-        pull: &PullRequest,
+        pull: &PullInfo,
         last: Option<String>,
-    ) -> Result<Prepared, JobError> {
+    ) -> Result<PullCommits, JobError> {
+        let clone_url = pull.clone_url.clone().ok_or_else(|| {
+            JobError::Permanent(format!(
+                "pull request {owner}/{repo}#{} has no clone URL",
+                job.pr_number
+            ))
+        })?;
         let token = send(self.auth.installation_token(job.installation_id))
             .await
             .map_err(github_error)?;
@@ -180,16 +181,20 @@ impl ReviewRunner {
             .cache_dir
             .join(path_segment(owner))
             .join(format!("{}.git", path_segment(repo)));
-        let (url, base, head) = (
-            pull.clone_url.clone(),
-            pull.base_sha.clone(),
-            pull.head_sha.clone(),
-        );
-        tokio::task::spawn_blocking(move || {
-            prepare(&mirror_path, &url, &base, &head, last.as_deref(), &token)
+        let (base, head) = (pull.base_sha.clone(), pull.head_sha.clone());
+        let loaded = tokio::task::spawn_blocking(move || {
+            let source = CommitSource::Mirror {
+                path: &mirror_path,
+                clone_url: &clone_url,
+            };
+            review_flow::load_commits(source, &base, &head, last.as_deref(), Some(&token))
         })
         .await
-        .map_err(|e| JobError::Retryable(e.to_string()))?
+        .map_err(|e| JobError::Retryable(e.to_string()))?;
+        loaded.map_err(|e| match e {
+            FlowError::Fetch(message) => JobError::Retryable(message),
+            FlowError::Commits(message) => JobError::Permanent(message),
+        })
     }
 
     /// The settings of this job: the repository's file at the base commit (as the Action
@@ -197,11 +202,11 @@ impl ReviewRunner {
     fn repository_settings(
         &self,
         job: &Job,
-        prepared: &Prepared,
+        commits: &PullCommits,
         base_sha: &str,
     ) -> Result<Settings, ConfigError> {
         let repository =
-            ConfigSource::read_at_commit(&prepared.root, base_sha, Path::new(CONFIG_FILE))?;
+            ConfigSource::read_at_commit(&commits.root, base_sha, Path::new(CONFIG_FILE))?;
         if let Some(source) = &repository {
             for warning in source.warnings() {
                 tracing::warn!(job = %job.id, "{warning}");
@@ -242,168 +247,6 @@ async fn may_request(
         tracing::info!(job = %job.id, %commenter, "review requested without write access; ignored");
     }
     Ok(allowed)
-}
-
-/// Where a review goes.
-struct Published<'a> {
-    owner: &'a str,
-    repo: &'a str,
-    pr_number: u64,
-    head_sha: &'a str,
-}
-
-async fn publish(
-    client: &GitHubClient,
-    target: Published<'_>,
-    prepared: &Prepared,
-    report: &ReviewReport,
-    config: &PublishConfig,
-) -> Result<RunOutcome, JobError> {
-    let view = prepared.view.clone();
-    let head_line_text = move |path: &str, line: u32| {
-        view.read_text(path).ok().and_then(|t| {
-            t.lines()
-                .nth(line.checked_sub(1)? as usize)
-                .map(str::to_string)
-        })
-    };
-    let request = PublishRequest {
-        owner: target.owner,
-        repo: target.repo,
-        pr_number: target.pr_number,
-        head_sha: target.head_sha,
-        findings: &report.findings,
-        summary: &report.summary,
-        stats: Some(&report.stats),
-        changes: &prepared.pr_changes,
-        head_line_text: &head_line_text,
-        config,
-        reviewed_range: Some((prepared.from.clone(), target.head_sha.to_string())),
-    };
-    match publish_review(client, request).await {
-        Ok(_) => Ok(RunOutcome::Completed),
-        Err(PublishError::Forbidden { message }) => Err(JobError::Permanent(format!(
-            "GitHub refused the review: {message}"
-        ))),
-        Err(PublishError::GitHub(e)) => Err(github_error(e)),
-    }
-}
-
-/// The commits and changes a job reviews.
-struct Prepared {
-    view: RepoView,
-    root: PathBuf,
-    /// The whole pull request (anchors are checked against it).
-    pr_changes: crate::review::diff::ChangeSet,
-    /// The commits to review: since the last reviewed head, or the whole pull request.
-    changes: crate::review::diff::ChangeSet,
-    from: String,
-}
-
-fn prepare(
-    path: &std::path::Path,
-    url: &str,
-    base: &str,
-    head: &str,
-    last: Option<&str>,
-    token: &Secret,
-) -> Result<Prepared, JobError> {
-    mirror(path, url, &[base, head], Some(token))
-        .map_err(|e| JobError::Retryable(e.to_string()))?;
-    let repo =
-        git2::Repository::open(path).map_err(|e| JobError::Retryable(e.message().to_string()))?;
-    let oid =
-        |s: &str| git2::Oid::from_str(s).map_err(|e| JobError::Permanent(e.message().to_string()));
-    let merge_base = repo
-        .merge_base(oid(base)?, oid(head)?)
-        .map_err(|e| JobError::Permanent(e.message().to_string()))?
-        .to_string();
-    let from = last
-        .filter(|sha| {
-            git2::Oid::from_str(sha).ok().is_some_and(|a| {
-                repo.graph_descendant_of(oid(head).unwrap_or(a), a)
-                    .unwrap_or(false)
-            })
-        })
-        .map(str::to_string)
-        .unwrap_or_else(|| merge_base.clone());
-    let range = |from: &str| ResolvedRange {
-        base: from.to_string(),
-        head: head.to_string(),
-        base_label: from.to_string(),
-    };
-    let (view, pr_changes) = load_change(path, &range(&merge_base), false)
-        .map_err(|e| JobError::Permanent(e.to_string()))?;
-    let (_, changes) =
-        load_change(path, &range(&from), false).map_err(|e| JobError::Permanent(e.to_string()))?;
-    Ok(Prepared {
-        view,
-        root: path.to_path_buf(),
-        pr_changes,
-        changes,
-        from,
-    })
-}
-
-impl ReviewRunner {
-    async fn review(
-        &self,
-        settings: &Settings,
-        prepared: &Prepared,
-        cancel: CancellationToken,
-    ) -> Result<ReviewReport, AgentError> {
-        if prepared.changes.files.is_empty() {
-            return Ok(ReviewReport {
-                summary: "No reviewable changes since the last review.".into(),
-                ..ReviewReport::default()
-            });
-        }
-        let workspace = Workspace {
-            repo: Arc::new(prepared.view.clone()),
-            changes: Arc::new(prepared.changes.clone()),
-        };
-        Orchestrator::new(
-            (self.model)(&settings.model),
-            workspace,
-            settings.agent.clone(),
-        )
-        .with_cancel(cancel)
-        .review()
-        .await
-    }
-}
-
-async fn fetch_pull_request(
-    client: &GitHubClient,
-    owner: &str,
-    repo: &str,
-    number: u64,
-) -> Result<PullRequest, JobError> {
-    let path = format!(
-        "/repos/{}/{}/pulls/{number}",
-        path_segment(owner),
-        path_segment(repo)
-    );
-    let pull = client.get_json(&path).await.map_err(github_error)?;
-    let text = |ptr: &str| {
-        pull.pointer(ptr)
-            .and_then(|v| v.as_str())
-            .map(str::to_string)
-    };
-    match (
-        text("/base/sha"),
-        text("/head/sha"),
-        text("/base/repo/clone_url"),
-    ) {
-        (Some(base_sha), Some(head_sha), Some(clone_url)) => Ok(PullRequest {
-            base_sha,
-            head_sha,
-            clone_url,
-        }),
-        _ => Err(JobError::Permanent(format!(
-            "pull request {owner}/{repo}#{number} lacks its base, head or clone URL"
-        ))),
-    }
 }
 
 fn github_error(e: GitHubError) -> JobError {

@@ -2,3 +2,4 @@
 //! grammar answered the same way, and the same review for the same pull request.
 
 mod commands;
+mod same_review;

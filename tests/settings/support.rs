@@ -165,22 +165,35 @@ pub fn runner(gh: &GitHubMock, model: &ModelServer, cache: &Path) -> ReviewRunne
 pub async fn review_by_the_app(config: Option<&str>, runs: usize) -> Observed {
     let (repo, base, head) = pull_request_repo(config);
     let gh = GitHubMock::start().await;
-    gh.add_pull(
-        "octo",
-        "demo",
-        7,
-        PullSpec::new(&base, &head).with_clone_url(&repo.path().display().to_string()),
-    );
     let model = scripted_model().await;
-    let cache = tempfile::tempdir().expect("cache");
-    let runner = runner(&gh, &model, cache.path());
-    for _ in 0..runs {
-        // Whether the run succeeds is not the point: what it sent and posted is.
-        let _ = runner.run(&job(7), CancellationToken::new()).await;
-    }
+    run_app(repo.path(), &base, &head, &gh, &model, runs).await;
     Observed {
         requests: model.requests(),
         reviews: gh.reviews(),
         comments: gh.issue_comments(),
+    }
+}
+
+/// Runs the App's job for pull request `octo/demo#7` (`base..head` of the repository at
+/// `path`) `runs` times.
+pub async fn run_app(
+    path: &Path,
+    base: &str,
+    head: &str,
+    gh: &GitHubMock,
+    model: &ModelServer,
+    runs: usize,
+) {
+    gh.add_pull(
+        "octo",
+        "demo",
+        7,
+        PullSpec::new(base, head).with_clone_url(&path.display().to_string()),
+    );
+    let cache = tempfile::tempdir().expect("cache");
+    let runner = runner(gh, model, cache.path());
+    for _ in 0..runs {
+        // Whether the run succeeds is not the point: what it sent and posted is.
+        let _ = runner.run(&job(7), CancellationToken::new()).await;
     }
 }
