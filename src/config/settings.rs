@@ -324,30 +324,19 @@ impl Origins<'_> {
 
     fn flag_of(&self, key: &str) -> Option<&'static str> {
         let f = self.flags;
-        let set = match key {
-            "provider" => f.model.provider.is_some(),
-            "model" => f.model.model.is_some(),
-            "base_url" => f.model.base_url.is_some(),
-            "max_steps" => f.max_steps.is_some(),
-            "strategy" => f.strategy.is_some(),
-            "tool_mode" => f.tool_mode.is_some(),
-            "parallel" => f.parallel.is_some(),
-            "fail_on" => f.fail_on.is_some(),
-            "max_comments" => f.max_comments.is_some(),
-            _ => false,
+        let (set, flag) = match key {
+            "provider" => (f.model.provider.is_some(), "--provider"),
+            "model" => (f.model.model.is_some(), "--model"),
+            "base_url" => (f.model.base_url.is_some(), "--base-url"),
+            "max_steps" => (f.max_steps.is_some(), "--max-steps"),
+            "strategy" => (f.strategy.is_some(), "--strategy"),
+            "tool_mode" => (f.tool_mode.is_some(), "--tool-mode"),
+            "parallel" => (f.parallel.is_some(), "--parallel"),
+            "fail_on" => (f.fail_on.is_some(), "--fail-on"),
+            "max_comments" => (f.max_comments.is_some(), "--max-comments"),
+            _ => (false, ""),
         };
-        let name = match key {
-            "provider" => "--provider",
-            "model" => "--model",
-            "base_url" => "--base-url",
-            "max_steps" => "--max-steps",
-            "strategy" => "--strategy",
-            "tool_mode" => "--tool-mode",
-            "parallel" => "--parallel",
-            "fail_on" => "--fail-on",
-            _ => "--max-comments",
-        };
-        set.then_some(name)
+        set.then_some(flag)
     }
 }
 
