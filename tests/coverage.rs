@@ -108,7 +108,9 @@ async fn plan_execute_shows_every_line_once_to_a_model_that_submits_at_once() {
             return Reply::tool(
                 "p",
                 "submit_plan",
-                json!({"tasks": [{"title": "Everything", "files": files, "focus": "bugs"}]}),
+                // A planner that writes far too much: the code bounds it.
+                json!({"tasks": [{"title": "Everything ".repeat(100), "files": files,
+                                  "focus": "Check every error path carefully. ".repeat(800)}]}),
             );
         }
         submit(vec![], "nothing found")

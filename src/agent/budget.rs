@@ -24,34 +24,7 @@ use crate::llm::{ChatRequest, Usage};
 /// The smallest output allowance worth a call: below it a limit counts as reached.
 pub const MIN_REPLY_TOKENS: u32 = 512;
 
-/// Which limit stopped a review.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum LimitKind {
-    /// `max_cost` (USD at the price table).
-    Cost,
-    /// `max_tokens` (prompt + completion over all calls).
-    Tokens,
-    /// `timeout` (wall time).
-    Time,
-}
-
-impl LimitKind {
-    /// The name in `stats.limit_reached` and events: `cost`, `tokens` or `time`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            LimitKind::Cost => "cost",
-            LimitKind::Tokens => "tokens",
-            LimitKind::Time => "time",
-        }
-    }
-}
-
-impl std::fmt::Display for LimitKind {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
+pub use crate::review::stats::LimitKind;
 
 /// The limits a user set for one review; `None` is unlimited.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]

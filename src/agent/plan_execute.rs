@@ -245,7 +245,14 @@ fn task_runs(ctx: &RunContext<'_>, plan: &Plan, overview: &str) -> Vec<TaskRun> 
         TASK_FOCUS,
         &[("{overview}", &overview), ("{instructions}", &instructions)],
     ));
-    let room = budget.saturating_sub(fixed + FILES_LINE_TOKENS);
+    // The planner writes titles and focus: bounded, and counted before the diff gets the rest.
+    let words = plan
+        .tasks
+        .iter()
+        .map(|t| ctx.counter.count(title_of(t)) + ctx.counter.count(focus_of(t)))
+        .max()
+        .unwrap_or(0);
+    let room = budget.saturating_sub(fixed + words + FILES_LINE_TOKENS);
     let groups: Vec<Vec<String>> = plan.tasks.iter().map(|t| t.files.clone()).collect();
     let slices = partition(&groups, &ctx.shaped.sections, room, ctx.counter);
     let mut per_group = vec![0usize; plan.tasks.len() + 1];
@@ -260,10 +267,10 @@ fn task_runs(ctx: &RunContext<'_>, plan: &Plan, overview: &str) -> Vec<TaskRun> 
             seen[slice.group] += 1;
             let of = per_group[slice.group];
             let (id, title) = match of {
-                1 => (task.id.clone(), task.title.clone()),
+                1 => (task.id.clone(), title_of(task).to_string()),
                 _ => (
                     format!("{}.{}", task.id, seen[slice.group]),
-                    format!("{} ({}/{of})", task.title, seen[slice.group]),
+                    format!("{} ({}/{of})", title_of(task), seen[slice.group]),
                 ),
             };
             let message = task_message(task, &id, &title, &slice, &overview, &instructions);
@@ -276,6 +283,18 @@ fn task_runs(ctx: &RunContext<'_>, plan: &Plan, overview: &str) -> Vec<TaskRun> 
             }
         })
         .collect()
+}
+
+/// Longest task title and focus taken from a plan, in bytes.
+const TITLE_BYTES: usize = 200;
+const FOCUS_BYTES: usize = 2_000;
+
+fn title_of(task: &PlanTask) -> &str {
+    crate::text::prefix_at_char_boundary(task.title.trim(), TITLE_BYTES)
+}
+
+fn focus_of(task: &PlanTask) -> &str {
+    crate::text::prefix_at_char_boundary(task.focus.trim(), FOCUS_BYTES)
 }
 
 /// The task for files no plan task named (never reached after `Plan::cover`).
@@ -308,7 +327,7 @@ fn task_message(
             slice.files.len() - FILES_NAMED
         ));
     }
-    let focus = match task.focus.trim() {
+    let focus = match focus_of(task) {
         "" => "Review these changed files for correctness, security and tests.",
         focus => focus,
     };

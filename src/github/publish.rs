@@ -31,9 +31,9 @@ use super::client::{GitHubClient, path_segment};
 use super::error::GitHubError;
 use super::fingerprint::{fingerprint, parse_markers};
 use super::summary::{SummaryEntry, SummaryInput, is_summary, parse_last_sha, render_summary};
-use crate::agent::events::Stats;
 use crate::review::diff::ChangeSet;
 use crate::review::finding::{Finding, Severity};
+use crate::review::stats::Stats;
 
 /// How a review is published.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -4,9 +4,9 @@
 
 use super::anchor::{describe_anchor, fence_for, one_line};
 use super::fingerprint::{marker, neutralise_markers, parse_markers};
-use crate::agent::events::Stats;
 use crate::review::finding::Finding;
 use crate::review::render::cost_text;
+use crate::review::stats::Stats;
 
 /// Identifies Redline's summary comment.
 pub(crate) const SUMMARY_MARKER: &str = "<!-- redline:summary -->";
@@ -287,7 +287,7 @@ mod tests {
             prompt_tokens: 1_000,
             completion_tokens: 50,
             cost_usd: Some(0.0123),
-            limit_reached: Some(crate::agent::budget::LimitKind::Tokens),
+            limit_reached: Some(crate::review::stats::LimitKind::Tokens),
             ..Stats::default()
         };
         let body = render_summary(&SummaryInput {

@@ -1,7 +1,5 @@
 //! Errors reading the repository, worded for the model and for users.
 
-use crate::tools::ToolError;
-
 /// Errors reading the repository.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum RepoError {
@@ -108,36 +106,9 @@ impl From<git2::Error> for RepoError {
     }
 }
 
-impl From<RepoError> for ToolError {
-    fn from(e: RepoError) -> Self {
-        if e.is_fatal() {
-            ToolError::Fatal(e.to_string())
-        } else {
-            ToolError::Model(e.to_string())
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn unreadable_repository_is_fatal_and_bad_paths_are_not() {
-        let fatal: ToolError = RepoError::Git("object missing".into()).into();
-        assert!(matches!(fatal, ToolError::Fatal(_)));
-        let model: ToolError = RepoError::OutsideRepository {
-            path: "../x".into(),
-        }
-        .into();
-        assert_eq!(
-            model,
-            ToolError::Model(
-                "path `../x` is outside the repository; use a path relative to the repository root"
-                    .into()
-            )
-        );
-    }
 
     #[test]
     fn no_default_base_tells_the_user_what_to_pass() {

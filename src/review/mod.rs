@@ -6,3 +6,4 @@ pub mod finding;
 pub mod parse;
 pub mod render;
 pub mod report;
+pub mod stats;

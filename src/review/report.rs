@@ -3,7 +3,7 @@
 use std::fmt;
 use std::str::FromStr;
 
-use crate::agent::events::Stats;
+use crate::review::stats::Stats;
 
 use super::finding::{Finding, Severity};
 

@@ -13,7 +13,8 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use crate::llm::ToolSpec;
-use crate::repo::RepoView;
+use crate::repo::search::SearchError;
+use crate::repo::{RepoError, RepoView};
 use crate::review::diff::ChangeSet;
 
 /// What a tool works on: the repository at the reviewed revision and the change.
@@ -34,6 +35,27 @@ pub enum ToolError {
     /// Something the model cannot fix (repository unreadable): ends the run.
     #[error("fatal tool error: {0}")]
     Fatal(String),
+}
+
+/// Repository errors the model can fix (a bad path) are told to it; an unreadable repository is fatal.
+impl From<RepoError> for ToolError {
+    fn from(e: RepoError) -> Self {
+        if e.is_fatal() {
+            ToolError::Fatal(e.to_string())
+        } else {
+            ToolError::Model(e.to_string())
+        }
+    }
+}
+
+/// A bad pattern or glob is the model's to fix; a repository failure is as above.
+impl From<SearchError> for ToolError {
+    fn from(e: SearchError) -> Self {
+        match e {
+            SearchError::Repo(repo) => repo.into(),
+            other => ToolError::Model(other.to_string()),
+        }
+    }
 }
 
 /// A tool: its spec and its handler.
@@ -193,6 +215,23 @@ fn cap_output(content: String, max_chars: usize) -> String {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn repository_errors_split_into_fatal_and_model_errors() {
+        let fatal: ToolError = RepoError::Git("object missing".into()).into();
+        assert!(matches!(fatal, ToolError::Fatal(_)));
+        let model: ToolError = RepoError::OutsideRepository {
+            path: "../x".into(),
+        }
+        .into();
+        assert_eq!(
+            model,
+            ToolError::Model(
+                "path `../x` is outside the repository; use a path relative to the repository root"
+                    .into()
+            )
+        );
+    }
+
     use super::*;
 
     #[test]

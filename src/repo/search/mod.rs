@@ -12,7 +12,6 @@ use grep_searcher::{BinaryDetection, Searcher, SearcherBuilder, Sink, SinkMatch}
 
 use super::RepoError;
 use super::glob::PathFilter;
-use crate::tools::ToolError;
 use top::TopMatches;
 pub use tree::search_tree;
 pub use walk::search_dir;
@@ -100,15 +99,6 @@ pub enum SearchError {
     /// The repository could not be read.
     #[error(transparent)]
     Repo(#[from] RepoError),
-}
-
-impl From<SearchError> for ToolError {
-    fn from(e: SearchError) -> Self {
-        match e {
-            SearchError::Repo(repo) => repo.into(),
-            other => ToolError::Model(other.to_string()),
-        }
-    }
 }
 
 /// The compiled pattern and path filter shared by all search threads.

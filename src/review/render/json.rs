@@ -4,9 +4,9 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::agent::events::Stats;
 use crate::review::finding::Finding;
 use crate::review::report::ReviewReport;
+use crate::review::stats::Stats;
 
 /// The version of the JSON report this module writes and reads.
 pub const JSON_VERSION: u64 = 1;

@@ -9,7 +9,7 @@ mod text;
 use std::fmt;
 use std::str::FromStr;
 
-use crate::agent::events::Stats;
+use crate::review::stats::Stats;
 
 use super::finding::{Finding, Severity};
 use super::report::ReviewReport;
