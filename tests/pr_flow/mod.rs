@@ -2,4 +2,5 @@
 //! grammar answered the same way, and the same review for the same pull request.
 
 mod commands;
+mod commits;
 mod same_review;
