@@ -10,6 +10,7 @@ use tokio_util::sync::CancellationToken;
 use super::review::{local_settings, model_client};
 use super::{ActionArgs, EXIT_ERROR, EXIT_FINDINGS, EXIT_OK};
 use crate::agent::events::EventSink;
+use crate::agent::strategy::StrategyChoice;
 use crate::config::settings::{SettingFlags, Settings};
 use crate::config::{CONFIG_FILE, ConfigSource};
 use crate::github::{
@@ -129,6 +130,12 @@ fn action_settings(
         for warning in source.warnings() {
             println!("::warning::Redline: {}", escape_data(&warning));
         }
+    }
+    if let Some(name) = &target.strategy {
+        // Checked here so the error names the comment, not the workflow's input.
+        name.parse::<StrategyChoice>().map_err(|e| {
+            format!("invalid value for `strategy` (/redline review --strategy): {e}")
+        })?;
     }
     let flags = SettingFlags {
         model: args.model.flags(),

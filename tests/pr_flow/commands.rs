@@ -111,3 +111,43 @@ fn comment_lists(gh: &GitHubMock) -> usize {
         .filter(|r| r.method == "GET" && r.path.ends_with("/issues/1/comments"))
         .count()
 }
+
+#[tokio::test]
+async fn an_unknown_strategy_in_a_command_is_named_as_the_command_s() {
+    let (repo, base, head) = crate::settings::support::pull_request_repo(None);
+    let gh = GitHubMock::start().await;
+    gh.set_permission("Codertocat", "write");
+    gh.add_pull(
+        "octo",
+        "demo",
+        1,
+        crate::common::github_mock::PullSpec::new(&base, &head),
+    );
+    let model = ModelServer::start(Wire::OpenAi, vec![]).await;
+    let dir = tempfile::tempdir().expect("tmp");
+    let mut event = comment_event(false);
+    event["comment"]["body"] = json!("/redline review --strategy fastest");
+    let event_path = dir.path().join("event.json");
+    std::fs::write(&event_path, event.to_string()).expect("event");
+    let output = cli::redline_command()
+        .arg("action")
+        .env("GITHUB_EVENT_NAME", "issue_comment")
+        .env("GITHUB_EVENT_PATH", &event_path)
+        .env("GITHUB_TOKEN", "ghs_test_token")
+        .env("GITHUB_API_URL", gh.url())
+        .env("GITHUB_WORKSPACE", repo.path())
+        .env("REDLINE_BASE_URL", model.base_url())
+        .env("REDLINE_API_KEY", KEY)
+        .output()
+        .await
+        .expect("run redline action");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert_eq!(output.status.code(), Some(2), "{stdout}");
+    assert!(
+        stdout.lines().any(|l| l.starts_with("::error::")
+            && l.contains("`strategy`")
+            && l.contains("/redline review --strategy")),
+        "{stdout}"
+    );
+    assert!(model.requests().is_empty() && gh.reviews().is_empty());
+}
