@@ -7,6 +7,7 @@
 //! `base_url`) is ever taken from a repository's file (see [`sources`]), so a
 //! repository cannot redirect or capture them.
 
+pub mod settings;
 pub mod sources;
 
 use serde::Deserialize;
@@ -43,6 +44,16 @@ pub enum ConfigError {
     BadValue {
         /// The setting.
         key: String,
+        /// What is wrong.
+        message: String,
+    },
+    /// A value is wrong, with where it came from (flag, file and line).
+    #[error("invalid value for `{key}` ({origin}): {message}")]
+    Setting {
+        /// The setting.
+        key: String,
+        /// Where its value came from.
+        origin: String,
         /// What is wrong.
         message: String,
     },

@@ -22,6 +22,7 @@ pub mod prompts;
 pub mod queue;
 pub mod repo;
 pub mod review;
+pub mod review_flow;
 pub mod server;
 pub mod text;
 pub mod tools;

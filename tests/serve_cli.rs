@@ -25,7 +25,7 @@ pub(crate) struct Server {
 }
 
 impl Server {
-    async fn start(gh: &GitHubMock, model: &ModelServer) -> Server {
+    pub(crate) async fn start(gh: &GitHubMock, model: &ModelServer) -> Server {
         Server::start_with(gh, model, &[]).await
     }
 

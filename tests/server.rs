@@ -295,6 +295,34 @@ async fn other_comments_are_ignored() {
 }
 
 #[tokio::test]
+async fn a_malformed_command_is_answered_with_the_usage_and_not_queued() {
+    let mut h = harness(ServerConfig::default()).await;
+    let replies = Arc::new(Mutex::new(Vec::new()));
+    let log = replies.clone();
+    h.state.on_command_reply = Some(Arc::new(move |reply| log.lock().unwrap().push(reply)));
+    let mut bogus =
+        fixture_json("issue_comment/created.with-installation.on-pull-request.redline-command");
+    bogus["comment"]["body"] = "/redline review --force".into();
+    let (status, answer) = h
+        .deliver("issue_comment", serde_json::to_vec(&bogus).unwrap())
+        .await;
+    assert_eq!(
+        (status, answer["status"].as_str()),
+        (StatusCode::ACCEPTED, Some("ignored"))
+    );
+    assert_eq!(h.stored().await, (1, 0), "recorded, nothing queued");
+    let replies = replies.lock().unwrap();
+    assert_eq!(replies.len(), 1);
+    assert_eq!(
+        (replies[0].pr_number, replies[0].commenter.as_str()),
+        (1, "Codertocat")
+    );
+    assert!(
+        replies[0].text.contains("--force") && replies[0].text.contains(redline::github::USAGE)
+    );
+}
+
+#[tokio::test]
 async fn ping_answers_200() {
     let h = harness(ServerConfig::default()).await;
     let (status, answer) = h.deliver("ping", fixture("ping/payload")).await;

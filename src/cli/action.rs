@@ -4,25 +4,25 @@
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 
-use super::review::{AgentOverrides, agent_config, combine_config, model_client, pick};
+use tokio_util::sync::CancellationToken;
+
+use super::review::{local_settings, model_client};
 use super::{ActionArgs, EXIT_ERROR, EXIT_FINDINGS, EXIT_OK};
-use crate::agent::Orchestrator;
 use crate::agent::events::EventSink;
-use crate::config::{self, CONFIG_FILE, ConfigSource};
-use crate::github::checkout::ensure_merge_base;
+use crate::agent::strategy::StrategyChoice;
+use crate::config::settings::{SettingFlags, Settings};
+use crate::config::{CONFIG_FILE, ConfigSource};
 use crate::github::{
-    GitHubClient, PublishConfig, PublishError, PublishRequest, Trigger, TriggerOptions,
-    api_url_from_env, check_action_event, fetch_pull, has_write_access, last_reviewed_sha,
-    parse_action_event, publish_review,
+    GitHubClient, PublishConfig, PublishError, Trigger, TriggerOptions, api_url_from_env,
+    check_action_event, fetch_pull, has_write_access, last_reviewed_sha, parse_action_event,
+    post_notice_once,
 };
 use crate::llm::Secret;
-use crate::repo::{RepoView, ResolvedRange, load_change};
 use crate::review::finding::{Finding, Severity};
 use crate::review::render::{Format, render};
-use crate::review::report::{FailOn, ReviewReport};
-use crate::tools::Workspace;
+use crate::review::report::ReviewReport;
+use crate::review_flow::{self, CommitSource, PullCommits, PullTarget, load_commits, short};
 
 /// Runs `redline action` and returns the exit code.
 pub async fn run(args: ActionArgs) -> i32 {
@@ -81,47 +81,6 @@ async fn action(args: ActionArgs) -> Result<i32, String> {
     let Some(target) = resolve_target(&client, trigger).await? else {
         return Ok(EXIT_OK);
     };
-    let workspace_dir = std::env::var("GITHUB_WORKSPACE")
-        .map(PathBuf::from)
-        .or_else(|_| std::env::current_dir())
-        .map_err(|e| e.to_string())?;
-    let root = crate::repo::discover(&workspace_dir).map_err(|e| e.to_string())?;
-    // A shallow checkout is deepened until the history joining base and head is there.
-    let merge_base = ensure_merge_base(
-        &root,
-        "origin",
-        &target.base_sha,
-        &target.head_sha,
-        Some(&token),
-    )
-    .map_err(|e| e.to_string())?;
-
-    // Rules come from the base commit: a pull request cannot change its own review; and
-    // no repository file chooses where the key goes (`provider`, `base_url` are dropped).
-    let config_path = args.config.as_deref().unwrap_or(Path::new(CONFIG_FILE));
-    let repository = ConfigSource::read_at_commit(&root, &target.base_sha, config_path)
-        .map_err(|e| e.to_string())?;
-    if let Some(source) = &repository {
-        // `combine_config` repeats them on stderr.
-        for warning in source.warnings() {
-            println!("::warning::Redline: {}", escape_data(&warning));
-        }
-    }
-    let file = combine_config(repository)?;
-    let fail_on: FailOn = pick(&args.fail_on, &file.fail_on, "never")
-        .parse()
-        .map_err(|e| format!("fail-on: {e}"))?;
-    let settings = config::resolve_model(&args.model.flags(), &file, &|k| std::env::var(k).ok())
-        .map_err(|e| e.to_string())?;
-    let overrides = AgentOverrides {
-        max_steps: args.max_steps,
-        strategy: target.strategy.clone().or(args.strategy.clone()),
-        ..AgentOverrides::default()
-    };
-    let mut agent = agent_config(&overrides, &file, &settings)?;
-    config::limits::apply_to_agent(&mut agent, &args.limits.flags(), &file)
-        .map_err(|e| e.to_string())?;
-
     let last = last_reviewed_sha(&client, &target.owner, &target.repo, target.number)
         .await
         .map_err(|e| e.to_string())?;
@@ -133,70 +92,91 @@ async fn action(args: ActionArgs) -> Result<i32, String> {
         write_outputs(0, None, None, Some(0.0))?;
         return Ok(EXIT_OK);
     }
-    let pr_range = ResolvedRange {
-        base: merge_base.clone(),
-        head: target.head_sha.clone(),
-        base_label: format!("pull request #{}", target.number),
+    let workspace_dir = std::env::var("GITHUB_WORKSPACE")
+        .map(PathBuf::from)
+        .or_else(|_| std::env::current_dir())
+        .map_err(|e| e.to_string())?;
+    let root = crate::repo::discover(&workspace_dir).map_err(|e| e.to_string())?;
+    // A shallow checkout is deepened until the history joining base and head is there.
+    let source = CommitSource::Checkout {
+        root: &root,
+        remote: "origin",
     };
-    let (view, pr_changes) = load_change(&root, &pr_range, false).map_err(|e| e.to_string())?;
-    // On a later push only the commits since the last review are reviewed.
-    let from = last
-        .filter(|sha| is_ancestor(&root, sha, &target.head_sha))
-        .unwrap_or(merge_base);
-    let review_range = ResolvedRange {
-        base: from.clone(),
-        head: target.head_sha.clone(),
-        base_label: format!("{}..{}", short(&from), short(&target.head_sha)),
-    };
-    let (_, mut changes) = load_change(&root, &review_range, false).map_err(|e| e.to_string())?;
-    super::review::apply_path_filters(&mut changes, &file.include, &[])?;
+    let commits = load_commits(
+        source,
+        &target.base_sha,
+        &target.head_sha,
+        last.as_deref(),
+        Some(&token),
+    )
+    .map_err(|e| e.to_string())?;
+    let settings = action_settings(&args, &target, &commits)?;
+    review_and_publish(&client, &target, &commits, &settings).await
+}
 
-    let report = if changes.files.is_empty() {
-        ReviewReport {
-            summary: "No reviewable changes since the last review.".into(),
-            ..ReviewReport::default()
+/// The settings: the workflow's inputs over the base commit's config file. Rules come
+/// from the base commit: a pull request cannot change its own review; and no repository
+/// file chooses where the key goes (`provider`, `base_url` are dropped).
+fn action_settings(
+    args: &ActionArgs,
+    target: &Target,
+    commits: &PullCommits,
+) -> Result<Settings, String> {
+    let config_path = args.config.as_deref().unwrap_or(Path::new(CONFIG_FILE));
+    let repository = ConfigSource::read_at_commit(&commits.root, &target.base_sha, config_path)
+        .map_err(|e| e.to_string())?;
+    if let Some(source) = &repository {
+        // `local_settings` repeats them on stderr.
+        for warning in source.warnings() {
+            println!("::warning::Redline: {}", escape_data(&warning));
         }
-    } else {
-        let events = EventSink::discard();
-        let model = model_client(&settings, &events);
-        let workspace = Workspace {
-            repo: Arc::new(view.clone()),
-            changes: Arc::new(changes),
-        };
-        Orchestrator::new(model, workspace, agent)
-            .review()
-            .await
-            .map_err(|e| e.to_string())?
+    }
+    if let Some(name) = &target.strategy {
+        // Checked here so the error names the comment, not the workflow's input.
+        name.parse::<StrategyChoice>().map_err(|e| {
+            format!("invalid value for `strategy` (/redline review --strategy): {e}")
+        })?;
+    }
+    let flags = SettingFlags {
+        model: args.model.flags(),
+        limits: args.limits.flags(),
+        max_steps: args.max_steps,
+        // A `/redline review --strategy NAME` comment wins over the workflow's input.
+        strategy: target.strategy.clone().or(args.strategy.clone()),
+        fail_on: args.fail_on.clone(),
+        max_comments: args.max_comments,
+        ..SettingFlags::default()
     };
+    local_settings(flags, "input or variable", repository)
+}
 
-    let head_line_text = |path: &str, line: u32| line_text(&view, path, line);
-    let request_changes_at = match &file.request_changes {
-        Some(level) => Some(
-            level
-                .parse::<Severity>()
-                .map_err(|e| format!("request_changes: {e}"))?,
-        ),
-        None => None,
-    };
-    let publish_config = PublishConfig {
-        max_comments: args.max_comments.or(file.max_comments).unwrap_or(25),
-        request_changes_at,
-        ..PublishConfig::default()
-    };
-    let request = PublishRequest {
+/// Reviews what is new, publishes it (or, on a read-only token, annotates it) and sets
+/// the step's outputs and exit code.
+async fn review_and_publish(
+    client: &GitHubClient,
+    target: &Target,
+    commits: &PullCommits,
+    settings: &Settings,
+) -> Result<i32, String> {
+    let model = model_client(&settings.model, &EventSink::discard());
+    let report = review_flow::review(model, settings, commits, CancellationToken::new())
+        .await
+        .map_err(|e| e.to_string())?;
+    let pull = PullTarget {
         owner: &target.owner,
         repo: &target.repo,
-        pr_number: target.number,
+        number: target.number,
         head_sha: &target.head_sha,
-        findings: &report.findings,
-        summary: &report.summary,
-        stats: Some(&report.stats),
-        changes: &pr_changes,
-        head_line_text: &head_line_text,
-        config: &publish_config,
-        reviewed_range: Some((from, target.head_sha.clone())),
     };
-    let published = publish_review(&client, request).await;
+    let published = review_flow::publish(
+        client,
+        pull,
+        commits,
+        &report,
+        settings,
+        &PublishConfig::default(),
+    )
+    .await;
     write_job_summary(&report)?;
     let review_url = match published {
         Ok(outcome) => outcome.review_url,
@@ -223,7 +203,7 @@ async fn action(args: ActionArgs) -> Result<i32, String> {
         report.highest_severity(),
         cost,
     )?;
-    Ok(if report.fails(fail_on) {
+    Ok(if report.fails(settings.fail_on) {
         EXIT_FINDINGS
     } else {
         EXIT_OK
@@ -277,29 +257,26 @@ async fn resolve_target(client: &GitHubClient, trigger: Trigger) -> Result<Optio
                 strategy,
             }))
         }
+        Trigger::Usage {
+            owner,
+            repo,
+            pr_number,
+            requested_by,
+            reply,
+        } => {
+            if has_write_access(client, &owner, &repo, &requested_by)
+                .await
+                .map_err(|e| e.to_string())?
+            {
+                post_notice_once(client, &owner, &repo, pr_number, &reply)
+                    .await
+                    .map_err(|e| e.to_string())?;
+            }
+            println!("::notice::Redline: malformed /redline command; replied with the usage");
+            Ok(None)
+        }
         Trigger::Skip { .. } => Ok(None),
     }
-}
-
-fn is_ancestor(root: &Path, ancestor: &str, head: &str) -> bool {
-    let Ok(repo) = git2::Repository::open(root) else {
-        return false;
-    };
-    match (git2::Oid::from_str(ancestor), git2::Oid::from_str(head)) {
-        (Ok(a), Ok(h)) => repo.graph_descendant_of(h, a).unwrap_or(false),
-        _ => false,
-    }
-}
-
-fn line_text(view: &RepoView, path: &str, line: u32) -> Option<String> {
-    let text = view.read_text(path).ok()?;
-    text.lines()
-        .nth(line.checked_sub(1)? as usize)
-        .map(str::to_string)
-}
-
-fn short(sha: &str) -> &str {
-    sha.get(..7).unwrap_or(sha)
 }
 
 /// Appends the review, as Markdown, to the job summary.

@@ -4,8 +4,6 @@ use std::io::IsTerminal;
 use std::path::Path;
 use std::sync::Arc;
 
-use globset::{Glob, GlobSet, GlobSetBuilder};
-
 use super::output::OutputTarget;
 use super::progress::{Verbosity, spawn_event_consumers};
 use super::signals::StopSignals;
@@ -14,12 +12,11 @@ use crate::agent::events::{EventKind, EventSink, Stats};
 use crate::agent::plan::Plan;
 use crate::agent::strategy::Strategy;
 use crate::agent::{AgentConfig, AgentError, Orchestrator};
-use crate::config::{self, CONFIG_FILE, ConfigSource, FileConfig, ModelSettings, Owner};
+use crate::config::settings::{self, Scope, SettingFlags, Settings, SettingsInput};
+use crate::config::{CONFIG_FILE, ConfigSource, ModelSettings, Owner};
 use crate::llm::{
     ChatModel, ClientHooks, ProviderSettings, RetryHook, WaitHook, build_client_with_hooks,
 };
-use crate::prompts::Prompts;
-use crate::review::diff::ChangeSet;
 use crate::review::render::{Format, render};
 use crate::review::report::{FailOn, ReviewReport};
 use crate::tools::Workspace;
@@ -55,27 +52,19 @@ fn prepare(args: &ReviewArgs) -> Result<Prepared, String> {
     let root = crate::repo::discover(&start).map_err(|e| e.to_string())?;
     let range = crate::repo::resolve_range(&root, args.base.as_deref(), &args.head)
         .map_err(|e| e.to_string())?;
-    let repository = repository_config(&root, args, &range.base)?;
-    let file = combine_config(repository)?;
     let format: Format = args.format.parse().map_err(|e| format!("--format: {e}"))?;
-    let fail_on: FailOn = pick(&args.fail_on, &file.fail_on, "never")
-        .parse()
-        .map_err(|e| format!("--fail-on: {e}"))?;
-    let settings = config::resolve_model(&args.model.flags(), &file, &|k| std::env::var(k).ok())
-        .map_err(|e| e.to_string())?;
-    let mut agent = agent_config(&AgentOverrides::from(args), &file, &settings)?;
-    config::limits::apply_to_agent(&mut agent, &args.limits.flags(), &file)
-        .map_err(|e| e.to_string())?;
+    let repository = repository_config(&root, args, &range.base)?;
+    let settings = local_settings(review_flags(args), "flag", repository)?;
 
     let (view, mut changes) =
         crate::repo::load_change(&root, &range, args.uncommitted).map_err(|e| e.to_string())?;
     // `exclude` keeps files in the change but lists them as noise (stage 1); `include` narrows the change.
-    let skipped = apply_path_filters(&mut changes, &file.include, &[])?;
+    let skipped = settings.include.apply(&mut changes);
     Ok(Prepared {
         format,
-        fail_on,
-        settings,
-        agent,
+        fail_on: settings.fail_on,
+        settings: settings.model,
+        agent: settings.agent,
         workspace: Workspace {
             repo: Arc::new(view),
             changes: Arc::new(changes),
@@ -83,6 +72,45 @@ fn prepare(args: &ReviewArgs) -> Result<Prepared, String> {
         base_label: range.base_label,
         skipped,
     })
+}
+
+fn review_flags(args: &ReviewArgs) -> SettingFlags {
+    SettingFlags {
+        model: args.model.flags(),
+        limits: args.limits.flags(),
+        max_steps: args.max_steps,
+        strategy: args.strategy.clone(),
+        tool_mode: args.tool_mode.clone(),
+        parallel: args.parallel,
+        fail_on: args.fail_on.clone(),
+        max_comments: None,
+    }
+}
+
+/// The settings of a run on this machine (`review`, `action`): the flags, the user's
+/// config file and the repository's; warns on stderr about every key the repository's
+/// file may not set.
+pub(crate) fn local_settings(
+    flags: SettingFlags,
+    flags_origin: &str,
+    repository: Option<ConfigSource>,
+) -> Result<Settings, String> {
+    if let Some(source) = &repository {
+        for warning in source.warnings() {
+            eprintln!("warning: {warning}");
+        }
+    }
+    let env = |k: &str| std::env::var(k).ok();
+    let user = ConfigSource::read_user(&env).map_err(|e| e.to_string())?;
+    settings::resolve(SettingsInput {
+        flags,
+        flags_origin,
+        env: &env,
+        user,
+        repository,
+        scope: Scope::Local,
+    })
+    .map_err(|e| e.to_string())
 }
 
 /// The repository's config for a local review: `--config FILE`, else `.redline.toml` of the
@@ -131,112 +159,6 @@ fn repository_config(
         ));
     }
     Ok(at_base)
-}
-
-/// The user's config file under the repository's; warns on stderr about every key the
-/// repository's file may not set.
-pub(crate) fn combine_config(repository: Option<ConfigSource>) -> Result<FileConfig, String> {
-    if let Some(source) = &repository {
-        for warning in source.warnings() {
-            eprintln!("warning: {warning}");
-        }
-    }
-    let user = ConfigSource::read_user(&|k| std::env::var(k).ok()).map_err(|e| e.to_string())?;
-    config::merge_sources(user.as_ref(), repository.as_ref()).map_err(|e| e.to_string())
-}
-
-pub(crate) fn pick(flag: &Option<String>, file: &Option<String>, default: &str) -> String {
-    flag.clone()
-        .or_else(|| file.clone())
-        .unwrap_or_else(|| default.to_string())
-}
-
-/// The agent settings a command line can override.
-#[derive(Debug, Clone, Default)]
-pub(crate) struct AgentOverrides {
-    pub max_steps: Option<u32>,
-    pub strategy: Option<String>,
-    pub tool_mode: Option<String>,
-    pub parallel: Option<usize>,
-}
-
-impl From<&ReviewArgs> for AgentOverrides {
-    fn from(args: &ReviewArgs) -> Self {
-        AgentOverrides {
-            max_steps: args.max_steps,
-            strategy: args.strategy.clone(),
-            tool_mode: args.tool_mode.clone(),
-            parallel: args.parallel,
-        }
-    }
-}
-
-/// The agent's settings: flags > file > defaults.
-pub(crate) fn agent_config(
-    args: &AgentOverrides,
-    file: &FileConfig,
-    settings: &ModelSettings,
-) -> Result<AgentConfig, String> {
-    let mut agent = AgentConfig::new(settings.model.clone());
-    agent.max_steps = config::check_max_steps(
-        args.max_steps
-            .or(file.max_steps)
-            .unwrap_or(config::DEFAULT_MAX_STEPS),
-    )
-    .map_err(|e| e.to_string())?;
-    agent.temperature = file.temperature;
-    agent.instructions = file.instructions.clone();
-    agent.prompts = Prompts::with_overrides(&file.prompts);
-    agent.strategy = pick(&args.strategy, &file.strategy, "auto")
-        .parse()
-        .map_err(|e: String| format!("--strategy: {e}"))?;
-    agent.tool_mode = pick(&args.tool_mode, &file.tool_mode, "auto")
-        .parse()
-        .map_err(|e: String| format!("--tool-mode: {e}"))?;
-    agent.auto = file.auto.clone();
-    agent.exclude = file.exclude.clone();
-    let table = crate::llm::tokens::ModelLimits::for_model(&settings.model);
-    agent.limits = crate::llm::tokens::ModelLimits {
-        context_window: file.context_window.unwrap_or(table.context_window),
-        max_output_tokens: file.max_output_tokens.unwrap_or(table.max_output_tokens),
-    };
-    config::check_limits(agent.limits).map_err(|e| e.to_string())?;
-    agent.max_reply_tokens = agent.limits.max_output_tokens.min(8192);
-    if let Some(keep) = file.keep_tool_results {
-        agent.keep_tool_results = keep;
-    }
-    if let Some(threshold) = file.summary_threshold {
-        if !(0.1..=0.95).contains(&threshold) {
-            return Err(format!(
-                "summary_threshold: {threshold} is not between 0.1 and 0.95"
-            ));
-        }
-        agent.summary_threshold = threshold;
-    }
-    if let Some(budget) = file.task_budget {
-        if budget < crate::context::STAGE1_MIN_BUDGET {
-            return Err(format!(
-                "task_budget: {budget} is below the smallest first-message budget ({})",
-                crate::context::STAGE1_MIN_BUDGET
-            ));
-        }
-        agent.task_budget = Some(budget);
-    }
-    agent.reflection = file.reflection.clone();
-    agent.parallel = args.parallel.or(file.parallel).unwrap_or(4);
-    if !(1..=32).contains(&agent.parallel) {
-        return Err(format!(
-            "--parallel: {} is not between 1 and 32",
-            agent.parallel
-        ));
-    }
-    if !(1..=10).contains(&agent.reflection.max_rounds) {
-        return Err(format!(
-            "reflection.max_rounds: {} is not between 1 and 10",
-            agent.reflection.max_rounds
-        ));
-    }
-    Ok(agent)
 }
 
 async fn review(args: ReviewArgs) -> Result<i32, String> {
@@ -425,35 +347,6 @@ pub(crate) fn model_client(settings: &ModelSettings, events: &EventSink) -> Arc<
             on_wait: Some(on_wait),
         },
     )
-}
-
-/// Keeps only the files the config's `include`/`exclude` globs select; returns the others' paths.
-pub fn apply_path_filters(
-    changes: &mut ChangeSet,
-    include: &[String],
-    exclude: &[String],
-) -> Result<Vec<String>, String> {
-    let include = glob_set(include, "include")?;
-    let exclude = glob_set(exclude, "exclude")?;
-    let mut skipped = Vec::new();
-    changes.files.retain(|f| {
-        let keep = (include.is_empty() || include.is_match(&f.path)) && !exclude.is_match(&f.path);
-        if !keep {
-            skipped.push(f.path.clone());
-        }
-        keep
-    });
-    Ok(skipped)
-}
-
-fn glob_set(patterns: &[String], key: &str) -> Result<GlobSet, String> {
-    let mut builder = GlobSetBuilder::new();
-    for pattern in patterns {
-        builder.add(
-            Glob::new(pattern).map_err(|e| format!("config `{key}`: bad glob `{pattern}`: {e}"))?,
-        );
-    }
-    builder.build().map_err(|e| format!("config `{key}`: {e}"))
 }
 
 fn empty_report(base_label: &str, skipped: &[String]) -> ReviewReport {

@@ -19,7 +19,7 @@ use crate::server::limits::{
     descriptor_warning, parse_count, parse_duration, parse_rate, parse_size,
 };
 use crate::server::retention::{PRUNE_INTERVAL, spawn_pruner};
-use crate::server::review_runner::{ModelFactory, ReviewRunner};
+use crate::server::review_runner::{ModelFactory, ReviewRunner, command_reply_hook};
 use crate::server::{
     AppState, ConnectionLimits, Metrics, RequestLimits, ServerConfig, memory, serve_with_limits,
 };
@@ -137,10 +137,7 @@ async fn serve_app(args: ServeArgs) -> Result<(), String> {
         .map_err(|e| format!("--listen {}: {e}", args.listen))?;
 
     let metrics = Arc::new(Metrics::new());
-    let model: ModelFactory = {
-        let settings = settings.clone();
-        Arc::new(move || model_client(&settings, &EventSink::discard()))
-    };
+    let model: ModelFactory = Arc::new(|settings| model_client(settings, &EventSink::discard()));
     let runner = ReviewRunner {
         auth: auth.clone(),
         cache_dir: args
@@ -174,6 +171,7 @@ async fn serve_app(args: ServeArgs) -> Result<(), String> {
             review_drafts: args.review_drafts,
         },
         on_installation_removed: Some(Arc::new(move |id| invalidate.invalidate(id))),
+        on_command_reply: Some(command_reply_hook(auth.clone())),
         ..AppState::new(queue, secret)
     }
     .with_limits(args.limits.request_limits());

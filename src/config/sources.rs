@@ -28,6 +28,7 @@ pub enum Owner {
 #[derive(Debug, Clone, PartialEq)]
 pub struct ConfigSource {
     origin: String,
+    text: String,
     table: toml::Table,
     ignored: Vec<String>,
 }
@@ -54,9 +55,51 @@ impl ConfigSource {
         }
         Ok(ConfigSource {
             origin: origin.to_string(),
+            text: text.to_string(),
             table,
             ignored,
         })
+    }
+
+    /// Whether the file sets `key` (dotted for nested keys: `reflection.max_rounds`,
+    /// `pricing."gpt-4.1".input`), or the table the key is in.
+    pub fn has_key(&self, key: &str) -> bool {
+        let path = key_path(key);
+        let Some((first, rest)) = path.split_first() else {
+            return false;
+        };
+        let mut value = match self.table.get(first) {
+            Some(value) => value,
+            None => return false,
+        };
+        for part in rest {
+            match value.get(part.as_str()) {
+                Some(inner) => value = inner,
+                None => return true,
+            }
+        }
+        true
+    }
+
+    /// The 1-based line where `key` (or the deepest table on its path) is written.
+    pub fn line_of(&self, key: &str) -> Option<usize> {
+        let document = toml::de::DeTable::parse(&self.text).ok()?;
+        let mut table = document.get_ref();
+        let mut offset = None;
+        for part in key_path(key) {
+            let Some((name, value)) = table
+                .iter()
+                .find(|(name, _)| name.get_ref().as_ref() == part.as_str())
+            else {
+                break;
+            };
+            offset = Some(name.span().start);
+            match value.get_ref() {
+                toml::de::DeValue::Table(inner) => table = inner,
+                _ => break,
+            }
+        }
+        Some(self.text[..offset?].matches('\n').count() + 1)
     }
 
     /// Whether both sources hold the same settings (wherever they came from).
@@ -155,6 +198,20 @@ impl ConfigSource {
             None => Ok(None),
         }
     }
+}
+
+/// The parts of a dotted key; quoted parts may hold dots.
+fn key_path(key: &str) -> Vec<String> {
+    let mut parts = vec![String::new()];
+    let mut quoted = false;
+    for c in key.chars() {
+        match c {
+            '"' => quoted = !quoted,
+            '.' if !quoted => parts.push(String::new()),
+            c => parts.last_mut().into_iter().for_each(|p| p.push(c)),
+        }
+    }
+    parts
 }
 
 /// `$XDG_CONFIG_HOME/redline/config.toml` (an absolute `XDG_CONFIG_HOME` only), else

@@ -1,14 +1,13 @@
 //! What a GitHub Actions event asks Redline to do, and the pull request
 //! look-ups the caller needs to act on it.
 
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use serde_json::Value;
 
 use super::client::{GitHubClient, path_segment};
+use super::command::{Command, REVIEW_ACTIONS, parse_command};
 use super::error::GitHubError;
-
-/// The comment command that asks for a review.
-const COMMAND: &str = "/redline review";
+use super::pull::PullInfo;
 
 /// How events are filtered.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -43,7 +42,7 @@ pub enum Trigger {
     },
     /// A comment asked for a review; the payload has no SHAs, so the caller
     /// must check the commenter's access ([`has_write_access`]) and fetch the
-    /// pull request ([`fetch_pull`]).
+    /// pull request ([`super::fetch_pull`]).
     NeedsPullRequest {
         /// Repository owner.
         owner: String,
@@ -55,6 +54,20 @@ pub enum Trigger {
         strategy: Option<String>,
         /// Login of the commenter, whose access the caller should check.
         requested_by: String,
+    },
+    /// A malformed `/redline` command: the caller replies with `reply` (after checking
+    /// the commenter's access, as for a review request).
+    Usage {
+        /// Repository owner.
+        owner: String,
+        /// Repository name.
+        repo: String,
+        /// Pull request number.
+        pr_number: u64,
+        /// Login of the commenter.
+        requested_by: String,
+        /// What is wrong, and the usage.
+        reply: String,
     },
     /// Nothing to do.
     Skip {
@@ -125,10 +138,7 @@ fn json_kind(value: &Value) -> &'static str {
 
 fn pull_request_event(payload: &Value, opts: &TriggerOptions) -> Result<Trigger, String> {
     let action = text(payload, &["action"]).unwrap_or_default();
-    if !matches!(
-        action,
-        "opened" | "synchronize" | "reopened" | "ready_for_review"
-    ) {
+    if !REVIEW_ACTIONS.contains(&action) {
         return Err(format!(
             "pull_request action `{action}` does not trigger a review"
         ));
@@ -139,7 +149,8 @@ fn pull_request_event(payload: &Value, opts: &TriggerOptions) -> Result<Trigger,
     if pr.get("draft").and_then(Value::as_bool) == Some(true) && !opts.review_drafts {
         return Err("draft pull request (set review_drafts to review drafts)".into());
     }
-    let info = pull_info(pr).ok_or("the event's `pull_request` lacks its base or head")?;
+    let info =
+        PullInfo::from_payload(pr).ok_or("the event's `pull_request` lacks its base or head")?;
     let (owner, repo) = repository(payload)?;
     let pr_number = payload
         .get("number")
@@ -174,7 +185,10 @@ fn issue_comment_event(payload: &Value) -> Result<Trigger, String> {
         return Err("comment written by a bot".into());
     }
     let body = text(payload, &["comment", "body"]).unwrap_or_default();
-    let strategy = parse_command(body).ok_or("comment does not start with `/redline review`")?;
+    let parsed = parse_command(body);
+    if matches!(parsed, Ok(None)) {
+        return Err("comment does not start with `/redline`".into());
+    }
     let (owner, repo) = repository(payload)?;
     let pr_number = issue
         .get("number")
@@ -183,6 +197,19 @@ fn issue_comment_event(payload: &Value) -> Result<Trigger, String> {
     let requested_by = text(payload, &["comment", "user", "login"])
         .ok_or("the comment has no author")?
         .to_string();
+    let strategy = match parsed {
+        Ok(Some(Command::Review { strategy })) => strategy,
+        Ok(None) => None,
+        Err(error) => {
+            return Ok(Trigger::Usage {
+                owner,
+                repo,
+                pr_number,
+                requested_by,
+                reply: error.reply(),
+            });
+        }
+    };
     Ok(Trigger::NeedsPullRequest {
         owner,
         repo,
@@ -190,26 +217,6 @@ fn issue_comment_event(payload: &Value) -> Result<Trigger, String> {
         strategy,
         requested_by,
     })
-}
-
-/// `Some(strategy)` when the comment's first line is the review command, with
-/// the optional `--strategy NAME` (or `--strategy=NAME`).
-fn parse_command(body: &str) -> Option<Option<String>> {
-    let first_line = body.trim_start().lines().next()?;
-    let rest = first_line.trim_end().strip_prefix(COMMAND)?;
-    if !(rest.is_empty() || rest.starts_with(char::is_whitespace)) {
-        return None; // e.g. `/redline reviewer`
-    }
-    let mut words = rest.split_whitespace();
-    let mut strategy = None;
-    while let Some(word) = words.next() {
-        if word == "--strategy" {
-            strategy = words.next().map(str::to_string);
-        } else if let Some(name) = word.strip_prefix("--strategy=") {
-            strategy = Some(name.to_string());
-        }
-    }
-    Some(strategy.filter(|s| !s.is_empty()))
 }
 
 fn repository(payload: &Value) -> Result<(String, String), String> {
@@ -223,58 +230,6 @@ fn repository(payload: &Value) -> Result<(String, String), String> {
 
 fn text<'v>(value: &'v Value, path: &[&str]) -> Option<&'v str> {
     path.iter().try_fold(value, |v, key| v.get(key))?.as_str()
-}
-
-/// A pull request's commits and branches.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct PullInfo {
-    /// Base commit.
-    pub base_sha: String,
-    /// Head commit.
-    pub head_sha: String,
-    /// Base branch.
-    pub base_ref: String,
-    /// Head branch.
-    pub head_ref: String,
-    /// The head is in another repository (or its repository was deleted).
-    pub is_fork: bool,
-    /// Draft pull request.
-    pub draft: bool,
-}
-
-/// Reads a pull request object (REST answer or event payload).
-fn pull_info(pr: &Value) -> Option<PullInfo> {
-    let base_repo = text(pr, &["base", "repo", "full_name"]);
-    let head_repo = text(pr, &["head", "repo", "full_name"]);
-    Some(PullInfo {
-        base_sha: text(pr, &["base", "sha"])?.to_string(),
-        head_sha: text(pr, &["head", "sha"])?.to_string(),
-        base_ref: text(pr, &["base", "ref"])?.to_string(),
-        head_ref: text(pr, &["head", "ref"])?.to_string(),
-        // A deleted head repository (`null`) can only have been a fork.
-        is_fork: head_repo.is_none() || head_repo != base_repo,
-        draft: pr.get("draft").and_then(Value::as_bool).unwrap_or(false),
-    })
-}
-
-/// `GET /repos/{owner}/{repo}/pulls/{n}`.
-pub async fn fetch_pull(
-    client: &GitHubClient,
-    owner: &str,
-    repo: &str,
-    pr_number: u64,
-) -> Result<PullInfo, GitHubError> {
-    let path = format!(
-        "/repos/{}/{}/pulls/{pr_number}",
-        path_segment(owner),
-        path_segment(repo)
-    );
-    let pr = client.get_json(&path).await?;
-    pull_info(&pr).ok_or_else(|| GitHubError::Decode {
-        method: "GET".into(),
-        path,
-        message: "the pull request lacks its base or head".into(),
-    })
 }
 
 /// Whether `user` may write to the repository (admin, maintain or write role),
@@ -310,23 +265,6 @@ pub async fn has_write_access(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn command_parsing() {
-        assert_eq!(parse_command("/redline review"), Some(None));
-        assert_eq!(parse_command("  /redline review\nplease"), Some(None));
-        assert_eq!(
-            parse_command("/redline review --strategy deep"),
-            Some(Some("deep".into()))
-        );
-        assert_eq!(
-            parse_command("/redline review --strategy=quick"),
-            Some(Some("quick".into()))
-        );
-        assert_eq!(parse_command("/redline reviewer"), None);
-        assert_eq!(parse_command("please /redline review"), None);
-        assert_eq!(parse_command(""), None);
-    }
 
     #[test]
     fn wrong_shapes_are_named() {

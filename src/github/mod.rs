@@ -10,21 +10,26 @@ mod anchor;
 pub mod auth;
 pub mod checkout;
 pub mod client;
+pub mod command;
 pub mod error;
 pub mod fingerprint;
+pub mod notice;
 pub mod publish;
+pub mod pull;
 pub mod ratelimit;
 mod summary;
 
 pub use action_event::{
-    PullInfo, Trigger, TriggerOptions, check_action_event, fetch_pull, has_write_access,
-    parse_action_event,
+    Trigger, TriggerOptions, check_action_event, has_write_access, parse_action_event,
 };
 pub use auth::AppAuth;
 pub use client::{DEFAULT_API_URL, GitHubClient, api_url_from_env, path_segment};
+pub use command::{Command, CommandError, REVIEW_ACTIONS, USAGE, parse_command};
 pub use error::GitHubError;
 pub use fingerprint::{fingerprint, marker, parse_markers};
+pub use notice::post_notice_once;
 pub use publish::{
     PublishConfig, PublishError, PublishOutcome, PublishRequest, last_reviewed_sha, publish_review,
 };
+pub use pull::{PullInfo, fetch_pull};
 pub use ratelimit::{RetryPolicy, Sleeper};

@@ -3,11 +3,8 @@
 use serde::Deserialize;
 
 use super::ServerConfig;
-use super::command::{Command, parse_command};
+use crate::github::{Command, REVIEW_ACTIONS, parse_command};
 use crate::queue::{JobKind, NewJob, ReviewTrigger};
-
-/// `pull_request` actions that request a review.
-const REVIEW_ACTIONS: [&str; 4] = ["opened", "reopened", "synchronize", "ready_for_review"];
 
 /// What to do with a delivery.
 #[derive(Debug, Clone, PartialEq)]
@@ -20,6 +17,23 @@ pub(crate) enum Decision {
     Pong,
     /// An installation changed.
     Installation(InstallationChange),
+    /// A malformed `/redline` command: answer it with the usage.
+    Reply(CommandReply),
+}
+
+/// A reply to a `/redline` command that does not follow the grammar.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CommandReply {
+    /// The installation that can post it.
+    pub installation_id: u64,
+    /// `owner/name`.
+    pub repo_full_name: String,
+    /// The pull request commented on.
+    pub pr_number: u64,
+    /// The commenter (only users with write access get a reply).
+    pub commenter: String,
+    /// The reply: what is wrong and the usage.
+    pub text: String,
 }
 
 /// An `installation` or `installation_repositories` event.
@@ -202,13 +216,25 @@ fn issue_comment(action: &str, body: &[u8]) -> Result<Decision, serde_json::Erro
     if event.comment.user.kind.as_deref() == Some("Bot") {
         return Ok(ignore("comment by a bot"));
     }
-    let strategy = match parse_command(event.comment.body.as_deref().unwrap_or("")) {
-        Ok(Some(Command::Review { strategy })) => strategy,
-        Ok(None) => return Ok(ignore("not a /redline command")),
-        Err(reason) => return Ok(ignore(format!("invalid /redline command: {reason}"))),
-    };
+    let parsed = parse_command(event.comment.body.as_deref().unwrap_or(""));
+    if matches!(parsed, Ok(None)) {
+        return Ok(ignore("not a /redline command"));
+    }
     let Some(installation) = event.installation else {
         return Ok(ignore("no installation in the payload"));
+    };
+    let strategy = match parsed {
+        Ok(Some(Command::Review { strategy })) => strategy,
+        Ok(None) => None,
+        Err(error) => {
+            return Ok(Decision::Reply(CommandReply {
+                installation_id: installation.id,
+                repo_full_name: event.repository.full_name,
+                pr_number: event.issue.number,
+                commenter: event.comment.user.login,
+                text: error.reply(),
+            }));
+        }
     };
     let trigger = ReviewTrigger::Command {
         commenter: event.comment.user.login,
@@ -339,11 +365,11 @@ mod tests {
 
     #[test]
     fn comment_commands_on_prs_queue_with_the_commenter() {
-        let payload = comment_payload("/redline review --strategy deep", true, "User");
+        let payload = comment_payload("/redline review --strategy plan", true, "User");
         let Decision::Review(job) = decide("issue_comment", &payload) else {
             panic!("not queued");
         };
-        assert_eq!(job.kind.strategy(), Some("deep"));
+        assert_eq!(job.kind.strategy(), Some("plan"));
         assert_eq!(job.head_sha, None);
         assert_eq!(job.payload["commenter"], "alice");
         assert_eq!(job.payload["author_association"], "MEMBER");
@@ -355,13 +381,23 @@ mod tests {
             comment_payload("/redline review", false, "User"),
             comment_payload("/redline review", true, "Bot"),
             comment_payload("nice work", true, "User"),
-            comment_payload("/redline review --bogus", true, "User"),
         ] {
             assert!(matches!(
                 decide("issue_comment", &payload),
                 Decision::Ignore(_)
             ));
         }
+    }
+
+    #[test]
+    fn a_malformed_command_gets_the_usage() {
+        let payload = comment_payload("/redline review --bogus", true, "User");
+        let Decision::Reply(reply) = decide("issue_comment", &payload) else {
+            panic!("no reply");
+        };
+        assert_eq!((reply.installation_id, reply.pr_number), (9, 3));
+        assert_eq!(reply.commenter, "alice");
+        assert!(reply.text.contains("--bogus") && reply.text.contains(crate::github::USAGE));
     }
 
     #[test]

@@ -13,9 +13,9 @@
 mod body;
 mod budget;
 pub mod cache;
-mod command;
 mod connection;
 pub(crate) mod events;
+pub use events::CommandReply;
 pub(crate) mod limits;
 mod listen;
 pub(crate) mod memory;
@@ -39,7 +39,6 @@ use tokio::net::TcpListener;
 use tokio::time::timeout;
 use tracing::warn;
 
-pub use command::{Command, parse_command};
 pub use limits::{ConnectionLimits, RequestLimits};
 pub use metrics::{DeliveryOutcome, JobOutcome, Metrics, QueueSnapshot};
 
@@ -56,6 +55,9 @@ const DATABASE_CHECK_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// Called with an installation id when the App is uninstalled or suspended there.
 pub type InstallationHook = Arc<dyn Fn(u64) + Send + Sync>;
+
+/// Called with the usage reply to a malformed `/redline` command (posting it is up to the hook).
+pub type CommandReplyHook = Arc<dyn Fn(CommandReply) + Send + Sync>;
 
 /// Behaviour switches of the server.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -77,6 +79,8 @@ pub struct AppState {
     pub config: ServerConfig,
     /// Invalidates cached App tokens of an installation that was deleted or suspended.
     pub on_installation_removed: Option<InstallationHook>,
+    /// Answers malformed `/redline` commands.
+    pub on_command_reply: Option<CommandReplyHook>,
     /// Bounds on reading request bodies (set with [`AppState::with_limits`]).
     pub(crate) limits: RequestLimits,
     /// Bytes unverified bodies may hold at once, shared by all requests.
@@ -93,6 +97,7 @@ impl AppState {
             metrics: Arc::new(Metrics::new()),
             config: ServerConfig::default(),
             on_installation_removed: None,
+            on_command_reply: None,
             unverified: UnverifiedBudget::new(limits.max_unverified_bytes, limits.unverified_wait),
             limits,
         }

@@ -1,30 +1,30 @@
 //! The job runner of `redline serve`: one queued review becomes a checkout of the
-//! pull request's commits into a bare mirror, a review by the engine, and one
-//! idempotent publication through the shared publishing code.
+//! pull request's commits into a bare mirror, the repository's settings (its
+//! `.redline.toml` at the base commit, through [`crate::config::settings::resolve`],
+//! bounded by the server's), a review by the engine, and one idempotent publication
+//! through the shared publishing code. A broken repository config is not reviewed: the
+//! pull request gets one notice naming the key and the error.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use async_trait::async_trait;
 use tokio_util::sync::CancellationToken;
 
-use crate::agent::strategy::StrategyChoice;
-use crate::agent::{AgentConfig, AgentError, Orchestrator};
-use crate::config::limits::{LimitCeilings, repository_limits};
-use crate::config::{FileConfig, ModelSettings};
-use crate::github::checkout::mirror;
+use crate::agent::AgentError;
+use crate::config::limits::LimitCeilings;
+use crate::config::settings::{self, Scope, SettingFlags, Settings, SettingsInput};
+use crate::config::{CONFIG_FILE, ConfigError, ConfigSource, ModelSettings};
 use crate::github::{
-    AppAuth, GitHubClient, GitHubError, PublishConfig, PublishError, PublishRequest,
-    has_write_access, last_reviewed_sha, path_segment, publish_review,
+    AppAuth, GitHubClient, GitHubError, PublishConfig, PublishError, PullInfo, fetch_pull,
+    has_write_access, last_reviewed_sha, path_segment, post_notice_once,
 };
-use crate::llm::{ChatModel, Secret};
+use crate::llm::ChatModel;
 use crate::queue::{Job, JobError, JobRunner, ReviewTrigger, RunOutcome};
-use crate::repo::{RepoView, ResolvedRange, load_change};
-use crate::review::report::ReviewReport;
-use crate::tools::Workspace;
+use crate::review_flow::{self, CommitSource, FlowError, PullCommits, PullTarget};
 
-/// Builds the model client for a job (one per job, so retries are reported per job).
-pub type ModelFactory = Arc<dyn Fn() -> Arc<dyn ChatModel> + Send + Sync>;
+/// Builds the model client for a job's settings (one per job, so retries are reported per job).
+pub type ModelFactory = Arc<dyn Fn(&ModelSettings) -> Arc<dyn ChatModel> + Send + Sync>;
 
 /// Runs review jobs for a GitHub App.
 pub struct ReviewRunner {
@@ -34,9 +34,9 @@ pub struct ReviewRunner {
     pub cache_dir: PathBuf,
     /// The model to use.
     pub model: ModelFactory,
-    /// Model settings (name) for the agent.
+    /// The server's model settings: they win over every repository's file.
     pub settings: ModelSettings,
-    /// Publishing settings.
+    /// Publishing settings (a repository's `max_comments` and `request_changes` replace those).
     pub publish: PublishConfig,
     /// Metrics for model tokens and review durations.
     pub metrics: Arc<crate::server::Metrics>,
@@ -46,13 +46,6 @@ pub struct ReviewRunner {
     pub failure_notice: bool,
     /// What a repository's `max_cost` and `timeout` may be at most.
     pub ceilings: LimitCeilings,
-}
-
-/// What the API says about the pull request.
-struct PullRequest {
-    base_sha: String,
-    head_sha: String,
-    clone_url: String,
 }
 
 #[async_trait]
@@ -98,50 +91,41 @@ impl ReviewRunner {
             )));
         };
         let client = self.auth.installation_client(job.installation_id);
-        if let Ok(ReviewTrigger::Command { commenter, .. }) =
-            serde_json::from_value::<ReviewTrigger>(job.payload.clone())
-        {
-            if !send(has_write_access(&client, owner, repo, &commenter))
-                .await
-                .map_err(github_error)?
-            {
-                tracing::info!(job = %job.id, %commenter, "review requested without write access; ignored");
-                return Ok(RunOutcome::Completed);
-            }
+        if !send(may_request(job, &client, owner, repo)).await? {
+            return Ok(RunOutcome::Completed);
         }
-        let pull = send(fetch_pull_request(&client, owner, repo, job.pr_number)).await?;
+        let pull = send(fetch_pull(&client, owner, repo, job.pr_number))
+            .await
+            .map_err(github_error)?;
         let last = send(last_reviewed_sha(&client, owner, repo, job.pr_number))
             .await
             .map_err(github_error)?;
         if last.as_deref() == Some(pull.head_sha.as_str()) {
             return Ok(RunOutcome::Completed);
         }
-        let token = send(self.auth.installation_token(job.installation_id))
-            .await
-            .map_err(github_error)?;
-        let mirror_path = self
-            .cache_dir
-            .join(path_segment(owner))
-            .join(format!("{}.git", path_segment(repo)));
-        let checkout = {
-            let (path, url, base, head, token) = (
-                mirror_path.clone(),
-                pull.clone_url.clone(),
-                pull.base_sha.clone(),
-                pull.head_sha.clone(),
-                token.clone(),
-            );
-            tokio::task::spawn_blocking(move || {
-                prepare(&path, &url, &base, &head, last.as_deref(), &token)
-            })
-        };
-        let prepared = checkout
-            .await
-            .map_err(|e| JobError::Retryable(e.to_string()))??;
+        let commits = send(self.checkout(job, owner, repo, &pull, last)).await?;
         if cancel.is_cancelled() {
             return Ok(RunOutcome::Cancelled);
         }
-        let report = match send(self.review(job, &prepared, cancel.clone())).await {
+        let settings = match self.repository_settings(job, &commits, &pull.base_sha) {
+            Ok(settings) => settings,
+            Err(error) => {
+                let text = format!("Redline did not review this pull request: {error}");
+                send(post_notice_once(&client, owner, repo, job.pr_number, &text))
+                    .await
+                    .map_err(github_error)?;
+                return Ok(RunOutcome::Completed);
+            }
+        };
+        let model = (self.model)(&settings.model);
+        let report = match send(review_flow::review(
+            model,
+            &settings,
+            &commits,
+            cancel.clone(),
+        ))
+        .await
+        {
             Ok(report) => report,
             Err(AgentError::Cancelled) => return Ok(RunOutcome::Cancelled),
             Err(AgentError::Model(e)) if e.is_retryable() => {
@@ -158,28 +142,15 @@ impl ReviewRunner {
         if let Some(cost) = report.stats.cost_usd {
             self.metrics.add_review_cost(&job.repo_full_name, cost);
         }
-        let view = prepared.view.clone();
-        let head_line_text = move |path: &str, line: u32| {
-            view.read_text(path).ok().and_then(|t| {
-                t.lines()
-                    .nth(line.checked_sub(1)? as usize)
-                    .map(str::to_string)
-            })
-        };
-        let request = PublishRequest {
+        let target = PullTarget {
             owner,
             repo,
-            pr_number: job.pr_number,
+            number: job.pr_number,
             head_sha: &pull.head_sha,
-            findings: &report.findings,
-            summary: &report.summary,
-            stats: Some(&report.stats),
-            changes: &prepared.pr_changes,
-            head_line_text: &head_line_text,
-            config: &self.publish,
-            reviewed_range: Some((prepared.from.clone(), pull.head_sha.clone())),
         };
-        match send(publish_review(&client, request)).await {
+        let published =
+            review_flow::publish(&client, target, &commits, &report, &settings, &self.publish);
+        match send(published).await {
             Ok(_) => Ok(RunOutcome::Completed),
             Err(PublishError::Forbidden { message }) => Err(JobError::Permanent(format!(
                 "GitHub refused the review: {message}"
@@ -187,133 +158,95 @@ impl ReviewRunner {
             Err(PublishError::GitHub(e)) => Err(github_error(e)),
         }
     }
-}
 
-/// The commits and changes a job reviews.
-struct Prepared {
-    view: RepoView,
-    root: PathBuf,
-    /// The whole pull request (anchors are checked against it).
-    pr_changes: crate::review::diff::ChangeSet,
-    /// The commits to review: since the last reviewed head, or the whole pull request.
-    changes: crate::review::diff::ChangeSet,
-    from: String,
-}
-
-fn prepare(
-    path: &std::path::Path,
-    url: &str,
-    base: &str,
-    head: &str,
-    last: Option<&str>,
-    token: &Secret,
-) -> Result<Prepared, JobError> {
-    mirror(path, url, &[base, head], Some(token))
-        .map_err(|e| JobError::Retryable(e.to_string()))?;
-    let repo =
-        git2::Repository::open(path).map_err(|e| JobError::Retryable(e.message().to_string()))?;
-    let oid =
-        |s: &str| git2::Oid::from_str(s).map_err(|e| JobError::Permanent(e.message().to_string()));
-    let merge_base = repo
-        .merge_base(oid(base)?, oid(head)?)
-        .map_err(|e| JobError::Permanent(e.message().to_string()))?
-        .to_string();
-    let from = last
-        .filter(|sha| {
-            git2::Oid::from_str(sha).ok().is_some_and(|a| {
-                repo.graph_descendant_of(oid(head).unwrap_or(a), a)
-                    .unwrap_or(false)
-            })
-        })
-        .map(str::to_string)
-        .unwrap_or_else(|| merge_base.clone());
-    let range = |from: &str| ResolvedRange {
-        base: from.to_string(),
-        head: head.to_string(),
-        base_label: from.to_string(),
-    };
-    let (view, pr_changes) = load_change(path, &range(&merge_base), false)
-        .map_err(|e| JobError::Permanent(e.to_string()))?;
-    let (_, changes) =
-        load_change(path, &range(&from), false).map_err(|e| JobError::Permanent(e.to_string()))?;
-    Ok(Prepared {
-        view,
-        root: path.to_path_buf(),
-        pr_changes,
-        changes,
-        from,
-    })
-}
-
-impl ReviewRunner {
-    async fn review(
+    /// Fetches the pull request's commits into the repository's mirror.
+    async fn checkout(
         &self,
         job: &Job,
-        prepared: &Prepared,
-        cancel: CancellationToken,
-    ) -> Result<ReviewReport, AgentError> {
-        if prepared.changes.files.is_empty() {
-            return Ok(ReviewReport {
-                summary: "No reviewable changes since the last review.".into(),
-                ..ReviewReport::default()
-            });
-        }
-        let base = prepared.pr_changes.base.clone();
-        let file = FileConfig::load_at_commit(&prepared.root, &base).unwrap_or_default();
-        let mut config = AgentConfig::new(self.settings.model.clone());
-        config.instructions = file.instructions.clone();
-        config.exclude = file.exclude.clone();
-        config.review_limits =
-            repository_limits(&file, &self.ceilings, config.price, &config.model)
-                .map_err(|e| AgentError::Tool(e.to_string()))?;
-        config.strategy = job
-            .kind
-            .strategy()
-            .or(file.strategy.as_deref())
-            .and_then(|s| s.parse().ok())
-            .unwrap_or(StrategyChoice::Auto);
-        let workspace = Workspace {
-            repo: Arc::new(prepared.view.clone()),
-            changes: Arc::new(prepared.changes.clone()),
-        };
-        Orchestrator::new((self.model)(), workspace, config)
-            .with_cancel(cancel)
-            .review()
+        owner: &str,
+        repo: &str,
+        pull: &PullInfo,
+        last: Option<String>,
+    ) -> Result<PullCommits, JobError> {
+        let clone_url = pull.clone_url.clone().ok_or_else(|| {
+            JobError::Permanent(format!(
+                "pull request {owner}/{repo}#{} has no clone URL",
+                job.pr_number
+            ))
+        })?;
+        let token = send(self.auth.installation_token(job.installation_id))
             .await
+            .map_err(github_error)?;
+        let mirror_path = self
+            .cache_dir
+            .join(path_segment(owner))
+            .join(format!("{}.git", path_segment(repo)));
+        let (base, head) = (pull.base_sha.clone(), pull.head_sha.clone());
+        let loaded = tokio::task::spawn_blocking(move || {
+            let source = CommitSource::Mirror {
+                path: &mirror_path,
+                clone_url: &clone_url,
+            };
+            review_flow::load_commits(source, &base, &head, last.as_deref(), Some(&token))
+        })
+        .await
+        .map_err(|e| JobError::Retryable(e.to_string()))?;
+        loaded.map_err(|e| match e {
+            FlowError::Fetch(message) => JobError::Retryable(message),
+            FlowError::Commits(message) => JobError::Permanent(message),
+        })
+    }
+
+    /// The settings of this job: the repository's file at the base commit (as the Action
+    /// reads it), the `/redline` command's strategy, bounded by the server's settings.
+    fn repository_settings(
+        &self,
+        job: &Job,
+        commits: &PullCommits,
+        base_sha: &str,
+    ) -> Result<Settings, ConfigError> {
+        let repository =
+            ConfigSource::read_at_commit(&commits.root, base_sha, Path::new(CONFIG_FILE))?;
+        if let Some(source) = &repository {
+            for warning in source.warnings() {
+                tracing::warn!(job = %job.id, "{warning}");
+            }
+        }
+        let flags = SettingFlags {
+            strategy: job.kind.strategy().map(str::to_string),
+            ..SettingFlags::default()
+        };
+        settings::resolve(SettingsInput {
+            flags,
+            flags_origin: "/redline command",
+            env: &|_| None,
+            user: None,
+            repository,
+            scope: Scope::Server {
+                model: self.settings.clone(),
+                ceilings: self.ceilings,
+            },
+        })
     }
 }
 
-async fn fetch_pull_request(
+/// Whether the job may run: a `/redline review` comment needs a commenter with write access.
+async fn may_request(
+    job: &Job,
     client: &GitHubClient,
     owner: &str,
     repo: &str,
-    number: u64,
-) -> Result<PullRequest, JobError> {
-    let path = format!(
-        "/repos/{}/{}/pulls/{number}",
-        path_segment(owner),
-        path_segment(repo)
-    );
-    let pull = client.get_json(&path).await.map_err(github_error)?;
-    let text = |ptr: &str| {
-        pull.pointer(ptr)
-            .and_then(|v| v.as_str())
-            .map(str::to_string)
+) -> Result<bool, JobError> {
+    let Ok(ReviewTrigger::Command { commenter, .. }) = job.trigger() else {
+        return Ok(true);
     };
-    match (
-        text("/base/sha"),
-        text("/head/sha"),
-        text("/base/repo/clone_url"),
-    ) {
-        (Some(base_sha), Some(head_sha), Some(clone_url)) => Ok(PullRequest {
-            base_sha,
-            head_sha,
-            clone_url,
-        }),
-        _ => Err(JobError::Permanent(format!(
-            "pull request {owner}/{repo}#{number} lacks its base, head or clone URL"
-        ))),
+    let allowed = has_write_access(client, owner, repo, &commenter)
+        .await
+        .map_err(github_error)?;
+    if !allowed {
+        tracing::info!(job = %job.id, %commenter, "review requested without write access; ignored");
     }
+    Ok(allowed)
 }
 
 fn github_error(e: GitHubError) -> JobError {
@@ -329,4 +262,28 @@ fn send<'a, T>(
     future: impl std::future::Future<Output = T> + Send + 'a,
 ) -> std::pin::Pin<Box<dyn std::future::Future<Output = T> + Send + 'a>> {
     Box::pin(future)
+}
+
+/// Posts the usage reply to a malformed `/redline` command, in the background, when the
+/// commenter has write access (as a review request needs); once per text and pull request.
+pub fn command_reply_hook(auth: AppAuth) -> crate::server::CommandReplyHook {
+    Arc::new(move |reply: crate::server::CommandReply| {
+        let auth = auth.clone();
+        tokio::spawn(async move {
+            let Some((owner, repo)) = reply.repo_full_name.split_once('/') else {
+                return;
+            };
+            let client = auth.installation_client(reply.installation_id);
+            let posted = match has_write_access(&client, owner, repo, &reply.commenter).await {
+                Ok(true) => post_notice_once(&client, owner, repo, reply.pr_number, &reply.text)
+                    .await
+                    .map(|_| ()),
+                Ok(false) => Ok(()),
+                Err(e) => Err(e),
+            };
+            if let Err(error) = posted {
+                tracing::warn!(%error, "could not reply to a malformed /redline command");
+            }
+        });
+    })
 }

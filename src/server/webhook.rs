@@ -14,7 +14,7 @@ use tracing::{error, info, warn};
 
 use super::AppState;
 use super::body::{BodyError, read_verified};
-use super::events::{Classified, Decision, InstallationChange, classify};
+use super::events::{Classified, CommandReply, Decision, InstallationChange, classify};
 use super::metrics::DeliveryOutcome;
 use super::signature::SignatureCheck;
 use crate::queue::{Accepted, NewDelivery};
@@ -174,6 +174,7 @@ async fn accept(
                 json!({"status": "acknowledged"}),
             )
         }
+        (Accepted::Recorded, Some(Decision::Reply(reply))) => answer_command(state, reply),
         (Accepted::Recorded, Some(Decision::Pong)) => {
             info!(delivery = delivery_id, "ping");
             (
@@ -199,6 +200,20 @@ async fn accept(
         }
     };
     Ok(answer)
+}
+
+/// Hands a malformed command's usage reply to the hook that posts it (not queued: it is
+/// no review and must not replace one).
+fn answer_command(state: &AppState, reply: CommandReply) -> Answer {
+    info!(repository = %reply.repo_full_name, pr = reply.pr_number, "malformed /redline command");
+    if let Some(hook) = &state.on_command_reply {
+        hook(reply);
+    }
+    (
+        DeliveryOutcome::Ignored,
+        StatusCode::ACCEPTED,
+        json!({"status": "ignored", "reason": "malformed /redline command; usage replied"}),
+    )
 }
 
 fn acknowledge_installation(state: &AppState, event: &str, change: &InstallationChange) {

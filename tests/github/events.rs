@@ -99,7 +99,20 @@ fn issue_comment_and_other_events() {
         &fixture("issue_comment/created.on-pull-request.no-command.json"),
         &opts,
     );
-    assert!(skip_reason(chatter).contains("/redline review"));
+    assert!(skip_reason(chatter).contains("/redline"));
+    let mut bogus = fixture("issue_comment/created.on-pull-request.redline-command.json");
+    bogus["comment"]["body"] = Value::from("/redline review --bogus");
+    let Trigger::Usage {
+        pr_number,
+        requested_by,
+        reply,
+        ..
+    } = parse_action_event("issue_comment", &bogus, &opts)
+    else {
+        panic!("a malformed command gets the usage");
+    };
+    assert_eq!((pr_number, requested_by.as_str()), (1, "Codertocat"));
+    assert!(reply.contains("--bogus") && reply.contains(redline::github::USAGE));
     let plain_issue = parse_action_event(
         "issue_comment",
         &fixture("issue_comment/created.payload.json"),

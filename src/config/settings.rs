@@ -1,0 +1,345 @@
+//! One settings resolution for every entry point (`redline review`, `redline action`,
+//! `redline serve`): flags (with their environment variables), the repository's file,
+//! the user's file and defaults become one typed, validated [`Settings`], built by
+//! [`resolve`] and nothing else.
+//!
+//! Invariants: every value is parsed and checked here, once (enums for strategy, tool
+//! mode and severities; durations; globs compiled); an error names the key and where
+//! its value came from (flag, file and line, or default). Under [`Scope::Server`] the
+//! server's model settings (provider, endpoint, model, key) always win over the
+//! repository's file, a repository's `[pricing]` is not used, and its limits are
+//! bounded by the server's ceilings.
+
+use globset::{Glob, GlobSet, GlobSetBuilder};
+
+use super::limits::{self, LimitCeilings, LimitFlags};
+use super::{ConfigError, ConfigSource, FileConfig, ModelFlags, ModelSettings};
+use crate::agent::AgentConfig;
+use crate::llm::tokens::ModelLimits;
+use crate::prompts::Prompts;
+use crate::review::diff::ChangeSet;
+use crate::review::finding::Severity;
+use crate::review::report::FailOn;
+
+/// Inline comments per review when nothing says otherwise.
+pub const DEFAULT_MAX_COMMENTS: usize = 25;
+
+/// What a command line (or a `/redline` command) sets; `None` leaves the key to the files.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SettingFlags {
+    /// `--provider`, `--model`, `--base-url`.
+    pub model: ModelFlags,
+    /// `--max-cost`, `--max-tokens`, `--timeout`.
+    pub limits: LimitFlags,
+    /// `--max-steps`.
+    pub max_steps: Option<u32>,
+    /// `--strategy`.
+    pub strategy: Option<String>,
+    /// `--tool-mode`.
+    pub tool_mode: Option<String>,
+    /// `--parallel`.
+    pub parallel: Option<usize>,
+    /// `--fail-on`.
+    pub fail_on: Option<String>,
+    /// `--max-comments`.
+    pub max_comments: Option<usize>,
+}
+
+/// Who runs the review, which decides what the files may set.
+#[derive(Debug, Clone)]
+pub enum Scope {
+    /// `redline review` and `redline action`: the user's own run.
+    Local,
+    /// `redline serve`: the server's model settings win and its ceilings bound the limits.
+    Server {
+        /// The server's model settings (from its flags and environment).
+        model: ModelSettings,
+        /// What a repository's `max_cost` and `timeout` may be at most.
+        ceilings: LimitCeilings,
+    },
+}
+
+/// Everything [`resolve`] reads.
+pub struct SettingsInput<'a> {
+    /// Flags (clap has applied their environment variables).
+    pub flags: SettingFlags,
+    /// How errors name a flag's origin, e.g. `"flag"` or `"/redline command"`.
+    pub flags_origin: &'a str,
+    /// The process environment (API keys).
+    pub env: &'a dyn Fn(&str) -> Option<String>,
+    /// The user's config file.
+    pub user: Option<ConfigSource>,
+    /// The repository's config file (user-only keys already dropped).
+    pub repository: Option<ConfigSource>,
+    /// Local run or server.
+    pub scope: Scope,
+}
+
+/// The resolved settings of one review.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    /// The model to call.
+    pub model: ModelSettings,
+    /// The engine's settings (strategy, steps, prompts, window, limits, ...).
+    pub agent: AgentConfig,
+    /// Which findings fail the command.
+    pub fail_on: FailOn,
+    /// Which changed files are reviewed (`include`).
+    pub include: PathFilter,
+    /// On GitHub, inline comments at most per review.
+    pub max_comments: usize,
+    /// On GitHub, request changes when a new finding is at least this severe.
+    pub request_changes_at: Option<Severity>,
+}
+
+/// The changed files the `include` globs select (all when there are none).
+#[derive(Debug, Clone)]
+pub struct PathFilter {
+    include: GlobSet,
+    any: bool,
+}
+
+impl PathFilter {
+    /// Compiles `patterns` (from `key`); a bad glob is an error naming it.
+    pub fn new(patterns: &[String], key: &str) -> Result<Self, ConfigError> {
+        Ok(PathFilter {
+            include: glob_set(patterns, key)?,
+            any: patterns.is_empty(),
+        })
+    }
+
+    /// Keeps the selected files in `changes`; returns the paths of the others.
+    pub fn apply(&self, changes: &mut ChangeSet) -> Vec<String> {
+        let mut skipped = Vec::new();
+        changes.files.retain(|f| {
+            let keep = self.any || self.include.is_match(&f.path);
+            if !keep {
+                skipped.push(f.path.clone());
+            }
+            keep
+        });
+        skipped
+    }
+}
+
+fn glob_set(patterns: &[String], key: &str) -> Result<GlobSet, ConfigError> {
+    let bad = |message: String| ConfigError::BadValue {
+        key: key.to_string(),
+        message,
+    };
+    let mut builder = GlobSetBuilder::new();
+    for pattern in patterns {
+        builder.add(Glob::new(pattern).map_err(|e| bad(format!("bad glob `{pattern}`: {e}")))?);
+    }
+    builder.build().map_err(|e| bad(e.to_string()))
+}
+
+/// Builds the settings of one review; the one resolution every entry point uses.
+pub fn resolve(input: SettingsInput<'_>) -> Result<Settings, ConfigError> {
+    let origins = Origins {
+        flags: &input.flags,
+        flags_origin: input.flags_origin,
+        sources: [input.repository.as_ref(), input.user.as_ref()],
+    };
+    resolve_unlocated(&input).map_err(|e| origins.locate(e))
+}
+
+fn resolve_unlocated(input: &SettingsInput<'_>) -> Result<Settings, ConfigError> {
+    let mut file = super::merge_sources(input.user.as_ref(), input.repository.as_ref())?;
+    let flags = &input.flags;
+    let model = match &input.scope {
+        Scope::Local => super::resolve_model(&flags.model, &file, input.env)?,
+        Scope::Server { model, .. } => {
+            // The server's model and prices: the file changes only how long a call may wait.
+            for (key, set) in [
+                ("model", file.model.is_some()),
+                ("pricing", !file.pricing.is_empty()),
+            ] {
+                if set {
+                    tracing::info!(
+                        key,
+                        "the repository's config sets a key the server decides; ignored"
+                    );
+                }
+            }
+            file.model = None;
+            file.pricing.clear();
+            ModelSettings {
+                timeouts: super::resolve_timeouts(&file)?,
+                ..model.clone()
+            }
+        }
+    };
+    let mut agent = agent_config(flags, &file, &model)?;
+    match &input.scope {
+        Scope::Local => limits::apply_to_agent(&mut agent, &flags.limits, &file)?,
+        Scope::Server { ceilings, .. } => {
+            agent.review_limits =
+                limits::repository_limits(&file, ceilings, agent.price, &agent.model)?
+        }
+    }
+    let fail_on = pick(&flags.fail_on, &file.fail_on, "never")
+        .parse()
+        .map_err(|message| bad_value("fail_on", message))?;
+    let request_changes_at = file
+        .request_changes
+        .as_deref()
+        .map(|level| level.parse::<Severity>())
+        .transpose()
+        .map_err(|message| bad_value("request_changes", message))?;
+    Ok(Settings {
+        model,
+        agent,
+        fail_on,
+        include: PathFilter::new(&file.include, "include")?,
+        max_comments: flags
+            .max_comments
+            .or(file.max_comments)
+            .unwrap_or(DEFAULT_MAX_COMMENTS),
+        request_changes_at,
+    })
+}
+
+fn bad_value(key: &str, message: impl ToString) -> ConfigError {
+    ConfigError::BadValue {
+        key: key.to_string(),
+        message: message.to_string(),
+    }
+}
+
+fn pick(flag: &Option<String>, file: &Option<String>, default: &str) -> String {
+    flag.clone()
+        .or_else(|| file.clone())
+        .unwrap_or_else(|| default.to_string())
+}
+
+/// The engine's settings: flags > file > defaults, each value checked.
+fn agent_config(
+    flags: &SettingFlags,
+    file: &FileConfig,
+    model: &ModelSettings,
+) -> Result<AgentConfig, ConfigError> {
+    let mut agent = AgentConfig::new(model.model.clone());
+    agent.max_steps = super::check_max_steps(
+        flags
+            .max_steps
+            .or(file.max_steps)
+            .unwrap_or(super::DEFAULT_MAX_STEPS),
+    )?;
+    agent.temperature = file.temperature;
+    agent.instructions = file.instructions.clone();
+    agent.prompts = Prompts::with_overrides(&file.prompts);
+    agent.strategy = pick(&flags.strategy, &file.strategy, "auto")
+        .parse()
+        .map_err(|message: String| bad_value("strategy", message))?;
+    agent.tool_mode = pick(&flags.tool_mode, &file.tool_mode, "auto")
+        .parse()
+        .map_err(|message: String| bad_value("tool_mode", message))?;
+    agent.auto = file.auto.clone();
+    // Checked here so a bad glob is the user's error, not a note to the model.
+    glob_set(&file.exclude, "exclude")?;
+    agent.exclude = file.exclude.clone();
+    let table = ModelLimits::for_model(&model.model);
+    agent.limits = ModelLimits {
+        context_window: file.context_window.unwrap_or(table.context_window),
+        max_output_tokens: file.max_output_tokens.unwrap_or(table.max_output_tokens),
+    };
+    super::check_limits(agent.limits)?;
+    agent.max_reply_tokens = agent.limits.max_output_tokens.min(8192);
+    if let Some(keep) = file.keep_tool_results {
+        agent.keep_tool_results = keep;
+    }
+    if let Some(threshold) = file.summary_threshold {
+        if !(0.1..=0.95).contains(&threshold) {
+            return Err(bad_value(
+                "summary_threshold",
+                format!("{threshold} is not between 0.1 and 0.95"),
+            ));
+        }
+        agent.summary_threshold = threshold;
+    }
+    agent.task_budget = checked_task_budget(file.task_budget)?;
+    agent.reflection = file.reflection.clone();
+    agent.parallel = flags.parallel.or(file.parallel).unwrap_or(4);
+    if !(1..=32).contains(&agent.parallel) {
+        return Err(bad_value(
+            "parallel",
+            format!("{} is not between 1 and 32", agent.parallel),
+        ));
+    }
+    if !(1..=10).contains(&agent.reflection.max_rounds) {
+        return Err(bad_value(
+            "reflection.max_rounds",
+            format!("{} is not between 1 and 10", agent.reflection.max_rounds),
+        ));
+    }
+    Ok(agent)
+}
+
+fn checked_task_budget(budget: Option<usize>) -> Result<Option<usize>, ConfigError> {
+    let min = crate::context::STAGE1_MIN_BUDGET;
+    match budget {
+        Some(budget) if budget < min => Err(bad_value(
+            "task_budget",
+            format!("{budget} is below the smallest first-message budget ({min})"),
+        )),
+        other => Ok(other),
+    }
+}
+
+/// Where each key's value came from, to name it in errors.
+struct Origins<'a> {
+    flags: &'a SettingFlags,
+    flags_origin: &'a str,
+    /// Highest precedence first.
+    sources: [Option<&'a ConfigSource>; 2],
+}
+
+impl Origins<'_> {
+    /// A [`ConfigError::BadValue`] with the origin of its key added.
+    fn locate(&self, error: ConfigError) -> ConfigError {
+        match error {
+            ConfigError::BadValue { key, message } => match self.origin_of(&key) {
+                Some(origin) => ConfigError::Setting {
+                    key,
+                    origin,
+                    message,
+                },
+                None => ConfigError::BadValue { key, message },
+            },
+            other => other,
+        }
+    }
+
+    fn origin_of(&self, key: &str) -> Option<String> {
+        if let Some(flag) = self.flag_of(key) {
+            return Some(format!("{} {flag}", self.flags_origin));
+        }
+        let source = self.sources.iter().flatten().find(|s| s.has_key(key))?;
+        Some(match source.line_of(key) {
+            Some(line) => format!("{} line {line}", source.origin()),
+            None => source.origin().to_string(),
+        })
+    }
+
+    fn flag_of(&self, key: &str) -> Option<&'static str> {
+        let f = self.flags;
+        let (set, flag) = match key {
+            "provider" => (f.model.provider.is_some(), "--provider"),
+            "model" => (f.model.model.is_some(), "--model"),
+            "base_url" => (f.model.base_url.is_some(), "--base-url"),
+            "max_steps" => (f.max_steps.is_some(), "--max-steps"),
+            "strategy" => (f.strategy.is_some(), "--strategy"),
+            "tool_mode" => (f.tool_mode.is_some(), "--tool-mode"),
+            "parallel" => (f.parallel.is_some(), "--parallel"),
+            "fail_on" => (f.fail_on.is_some(), "--fail-on"),
+            "max_comments" => (f.max_comments.is_some(), "--max-comments"),
+            _ => (false, ""),
+        };
+        set.then_some(flag)
+    }
+}
+
+#[cfg(test)]
+#[path = "settings_tests.rs"]
+mod tests;

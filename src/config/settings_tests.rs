@@ -1,0 +1,140 @@
+use super::*;
+use crate::config::Owner;
+use crate::llm::{CallTimeouts, Provider};
+
+fn no_env(_: &str) -> Option<String> {
+    None
+}
+
+fn repo(text: &str) -> Option<ConfigSource> {
+    Some(ConfigSource::parse(text, ".redline.toml", Owner::Repository).unwrap())
+}
+
+fn local(flags: SettingFlags, repository: Option<ConfigSource>) -> Result<Settings, ConfigError> {
+    let flags = SettingFlags {
+        model: ModelFlags {
+            base_url: Some("http://localhost:1/v1".into()),
+            ..flags.model.clone()
+        },
+        ..flags
+    };
+    resolve(SettingsInput {
+        flags,
+        flags_origin: "flag",
+        env: &no_env,
+        user: None,
+        repository,
+        scope: Scope::Local,
+    })
+}
+
+fn server_model() -> ModelSettings {
+    ModelSettings {
+        provider: Provider::OpenAi,
+        model: "gpt-4.1-mini".into(),
+        base_url: "http://localhost:1/v1".into(),
+        api_key: None,
+        timeouts: CallTimeouts::default(),
+    }
+}
+
+#[test]
+fn every_kind_of_value_is_typed_once() {
+    let text = "strategy = \"reflect\"\ntool_mode = \"text\"\nfail_on = \"major\"\nrequest_changes = \"minor\"\nmax_comments = 3\ninclude = [\"src/**\"]\nconnect_timeout = \"5s\"\n";
+    let settings = local(SettingFlags::default(), repo(text)).unwrap();
+    assert_eq!(settings.agent.strategy, "reflect".parse().unwrap());
+    assert_eq!(settings.agent.tool_mode, "text".parse().unwrap());
+    assert_eq!(settings.fail_on, "major".parse().unwrap());
+    assert_eq!(settings.request_changes_at, Some(Severity::Minor));
+    assert_eq!(settings.max_comments, 3);
+    assert_eq!(
+        settings.model.timeouts.connect,
+        std::time::Duration::from_secs(5)
+    );
+    let flags = SettingFlags {
+        strategy: Some("react".into()),
+        max_comments: Some(9),
+        ..SettingFlags::default()
+    };
+    let settings = local(flags, repo(text)).unwrap();
+    assert_eq!(settings.agent.strategy, "react".parse().unwrap());
+    assert_eq!(settings.max_comments, 9);
+}
+
+#[test]
+fn a_bad_file_value_names_the_key_the_file_and_the_line() {
+    for (text, key, line) in [
+        ("model = \"m\"\n\nstrategy = \"fastest\"\n", "strategy", 3),
+        ("tool_mode = \"psychic\"\n", "tool_mode", 1),
+        ("# x\nrequest_changes = \"huge\"\n", "request_changes", 2),
+        ("include = [\"src/[\"]\n", "include", 1),
+        ("exclude = [\"{a\"]\n", "exclude", 1),
+        ("summary_threshold = 0.01\n", "summary_threshold", 1),
+        ("task_budget = 5\n", "task_budget", 1),
+        (
+            "\n[reflection]\nmax_rounds = 50\n",
+            "reflection.max_rounds",
+            3,
+        ),
+        (
+            "stream_idle_timeout = \"forever\"\n",
+            "stream_idle_timeout",
+            1,
+        ),
+        ("timeout = \"0s\"\n", "timeout", 1),
+    ] {
+        let err = local(SettingFlags::default(), repo(text))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains(&format!("`{key}`"))
+                && err.contains(".redline.toml")
+                && err.contains(&format!("line {line}")),
+            "{text}: {err}"
+        );
+    }
+}
+
+#[test]
+fn a_bad_flag_value_names_the_flag() {
+    let flags = SettingFlags {
+        strategy: Some("fastest".into()),
+        ..SettingFlags::default()
+    };
+    let err = local(flags, repo("strategy = \"react\"\n"))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("`strategy`") && err.contains("flag --strategy"),
+        "{err}"
+    );
+    assert!(!err.contains(".redline.toml"), "{err}");
+}
+
+#[test]
+fn the_server_keeps_its_model_and_prices_and_bounds_the_limits() {
+    let text =
+        "model = \"gpt-4.1\"\nmax_cost = 5\n[pricing.\"gpt-4.1-mini\"]\ninput = 0\noutput = 0\n";
+    let settings = resolve(SettingsInput {
+        flags: SettingFlags::default(),
+        flags_origin: "/redline command",
+        env: &no_env,
+        user: None,
+        repository: repo(text),
+        scope: Scope::Server {
+            model: server_model(),
+            ceilings: LimitCeilings {
+                max_cost_usd: Some(0.5),
+                timeout: None,
+            },
+        },
+    })
+    .unwrap();
+    assert_eq!(settings.model.model, "gpt-4.1-mini");
+    assert_eq!(settings.agent.model, "gpt-4.1-mini");
+    assert_eq!(settings.agent.review_limits.max_cost_usd, Some(0.5));
+    assert_eq!(
+        settings.agent.price,
+        crate::llm::pricing::builtin_price("gpt-4.1-mini")
+    );
+}

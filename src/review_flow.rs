@@ -1,0 +1,216 @@
+//! One pull-request review flow for `redline action` and `redline serve`: get the
+//! commits (the Action's checkout, deepened until base and head meet; the App's bare
+//! mirror), work out what is new since the last reviewed commit, review it with the
+//! resolved [`Settings`], and publish one review through [`crate::github::publish_review`].
+//!
+//! Invariants: anchors are checked against the whole pull request (merge base to head);
+//! only the commits since the last reviewed head are reviewed, and only when that head is
+//! an ancestor of the new one (after a force-push the whole pull request is reviewed);
+//! both entry points label and filter the change the same way, so the same pull request
+//! gets the same model requests and the same published review.
+//! Layering: used by `cli` and `server`; uses `agent`, `config`, `github`, `repo`.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use tokio_util::sync::CancellationToken;
+
+use crate::agent::{AgentError, Orchestrator};
+use crate::config::settings::Settings;
+use crate::github::checkout::{ensure_merge_base, mirror};
+use crate::github::{
+    GitHubClient, PublishConfig, PublishError, PublishOutcome, PublishRequest, publish_review,
+};
+use crate::llm::{ChatModel, Secret};
+use crate::repo::{RepoView, ResolvedRange, load_change};
+use crate::review::diff::ChangeSet;
+use crate::review::report::ReviewReport;
+use crate::tools::Workspace;
+
+/// The summary of a run with nothing new to review.
+const NOTHING_NEW: &str = "No reviewable changes since the last review.";
+
+/// Where a pull request's commits come from.
+#[derive(Debug, Clone, Copy)]
+pub enum CommitSource<'a> {
+    /// The Action's checkout (possibly shallow), fetched from `remote`.
+    Checkout {
+        /// The work tree.
+        root: &'a Path,
+        /// The remote to deepen from (`origin`).
+        remote: &'a str,
+    },
+    /// The App's bare mirror of the repository, fetched from `clone_url`.
+    Mirror {
+        /// The mirror.
+        path: &'a Path,
+        /// Where GitHub says the repository is.
+        clone_url: &'a str,
+    },
+}
+
+/// Why the commits could not be had.
+#[derive(Debug, thiserror::Error)]
+pub enum FlowError {
+    /// Fetching failed (a later attempt may succeed).
+    #[error("fetching the pull request's commits failed: {0}")]
+    Fetch(String),
+    /// The commits are there but cannot be reviewed.
+    #[error("{0}")]
+    Commits(String),
+}
+
+/// A pull request's commits, ready to review.
+#[derive(Debug, Clone)]
+pub struct PullCommits {
+    /// The repository they are in.
+    pub root: PathBuf,
+    /// The head's files.
+    pub view: RepoView,
+    /// The whole pull request: merge base to head (anchors are checked against it).
+    pub pr_changes: ChangeSet,
+    /// What is reviewed: from the last reviewed head, else the merge base, to head.
+    pub changes: ChangeSet,
+    /// The first commit of what is reviewed (exclusive).
+    pub from: String,
+}
+
+/// Gets the commits of `base..head` and the change since `last` (blocking: git).
+pub fn load_commits(
+    source: CommitSource<'_>,
+    base: &str,
+    head: &str,
+    last: Option<&str>,
+    token: Option<&Secret>,
+) -> Result<PullCommits, FlowError> {
+    let fetch = |e: crate::github::checkout::CheckoutError| FlowError::Fetch(e.to_string());
+    let (root, merge_base) = match source {
+        CommitSource::Checkout { root, remote } => (
+            root.to_path_buf(),
+            ensure_merge_base(root, remote, base, head, token).map_err(fetch)?,
+        ),
+        CommitSource::Mirror { path, clone_url } => {
+            mirror(path, clone_url, &[base, head], token).map_err(fetch)?;
+            (path.to_path_buf(), merge_base_of(path, base, head)?)
+        }
+    };
+    let from = last
+        .filter(|sha| is_ancestor(&root, sha, head))
+        .map_or_else(|| merge_base.clone(), str::to_string);
+    let range = |from: &str| ResolvedRange {
+        base: from.to_string(),
+        head: head.to_string(),
+        base_label: format!("{}..{}", short(from), short(head)),
+    };
+    let commits_error = |e: crate::repo::RepoError| FlowError::Commits(e.to_string());
+    let (view, pr_changes) =
+        load_change(&root, &range(&merge_base), false).map_err(commits_error)?;
+    let (_, changes) = load_change(&root, &range(&from), false).map_err(commits_error)?;
+    Ok(PullCommits {
+        root,
+        view,
+        pr_changes,
+        changes,
+        from,
+    })
+}
+
+fn merge_base_of(root: &Path, base: &str, head: &str) -> Result<String, FlowError> {
+    let commits = |e: git2::Error| FlowError::Commits(e.message().to_string());
+    let repo = git2::Repository::open(root).map_err(commits)?;
+    let oid = |s: &str| git2::Oid::from_str(s).map_err(commits);
+    Ok(repo
+        .merge_base(oid(base)?, oid(head)?)
+        .map_err(commits)?
+        .to_string())
+}
+
+fn is_ancestor(root: &Path, ancestor: &str, head: &str) -> bool {
+    let Ok(repo) = git2::Repository::open(root) else {
+        return false;
+    };
+    match (git2::Oid::from_str(ancestor), git2::Oid::from_str(head)) {
+        (Ok(a), Ok(h)) => repo.graph_descendant_of(h, a).unwrap_or(false),
+        _ => false,
+    }
+}
+
+/// The first 7 characters of a commit id.
+pub fn short(sha: &str) -> &str {
+    sha.get(..7).unwrap_or(sha)
+}
+
+/// Reviews what is new (the `include` globs applied); nothing new is no model call.
+pub async fn review(
+    model: Arc<dyn ChatModel>,
+    settings: &Settings,
+    commits: &PullCommits,
+    cancel: CancellationToken,
+) -> Result<ReviewReport, AgentError> {
+    let mut changes = commits.changes.clone();
+    settings.include.apply(&mut changes);
+    if changes.files.is_empty() {
+        return Ok(ReviewReport {
+            summary: NOTHING_NEW.into(),
+            ..ReviewReport::default()
+        });
+    }
+    let workspace = Workspace {
+        repo: Arc::new(commits.view.clone()),
+        changes: Arc::new(changes),
+    };
+    Orchestrator::new(model, workspace, settings.agent.clone())
+        .with_cancel(cancel)
+        .review()
+        .await
+}
+
+/// The pull request a review is published on.
+#[derive(Debug, Clone, Copy)]
+pub struct PullTarget<'a> {
+    /// Repository owner.
+    pub owner: &'a str,
+    /// Repository name.
+    pub repo: &'a str,
+    /// Pull request number.
+    pub number: u64,
+    /// The reviewed head.
+    pub head_sha: &'a str,
+}
+
+/// Publishes `report` with the settings' `max_comments` and `request_changes` over `base`.
+pub async fn publish(
+    client: &GitHubClient,
+    target: PullTarget<'_>,
+    commits: &PullCommits,
+    report: &ReviewReport,
+    settings: &Settings,
+    base: &PublishConfig,
+) -> Result<PublishOutcome, PublishError> {
+    let config = PublishConfig {
+        max_comments: settings.max_comments,
+        request_changes_at: settings.request_changes_at,
+        ..base.clone()
+    };
+    let view = commits.view.clone();
+    let head_line_text = move |path: &str, line: u32| {
+        let text = view.read_text(path).ok()?;
+        text.lines()
+            .nth(line.checked_sub(1)? as usize)
+            .map(str::to_string)
+    };
+    let request = PublishRequest {
+        owner: target.owner,
+        repo: target.repo,
+        pr_number: target.number,
+        head_sha: target.head_sha,
+        findings: &report.findings,
+        summary: &report.summary,
+        stats: Some(&report.stats),
+        changes: &commits.pr_changes,
+        head_line_text: &head_line_text,
+        config: &config,
+        reviewed_range: Some((commits.from.clone(), target.head_sha.to_string())),
+    };
+    publish_review(client, request).await
+}

@@ -1,0 +1,7 @@
+//! One settings resolution for every entry point: every key of the README's
+//! configuration table changes what `redline serve` does, and a broken repository
+//! config is reported (a comment from the App, an annotation and exit 2 from the Action).
+
+mod broken_config;
+mod serve_keys;
+pub mod support;
