@@ -67,7 +67,7 @@ async fn main() -> anyhow::Result<()> {
             shutdown_timeout: Duration::from_secs(2),
             ..WorkerConfig::default()
         },
-        Arc::clone(&state.metrics),
+        state.metrics.clone(),
     );
     let listener = tokio::net::TcpListener::bind(&address)
         .await

@@ -25,8 +25,7 @@ pub mod limits;
 /// Name of the per-repository config file.
 pub const CONFIG_FILE: &str = ".redline.toml";
 
-/// Default step budget of a ReAct run.
-pub const DEFAULT_MAX_STEPS: u32 = 10;
+pub use crate::agent::DEFAULT_MAX_STEPS;
 
 /// Errors in configuration. Messages name the setting at fault.
 #[derive(Debug, thiserror::Error)]

@@ -45,6 +45,9 @@ use strategy::{AutoThresholds, Decision, Strategy, StrategyChoice};
 pub use finish::SUBMIT_REVIEW;
 pub use react::ToolMode;
 
+/// Model turns of one ReAct run before its final turn, unless configured.
+pub const DEFAULT_MAX_STEPS: u32 = 10;
+
 /// How a review runs.
 #[derive(Debug, Clone)]
 pub struct AgentConfig {
@@ -100,7 +103,7 @@ impl AgentConfig {
             keep_tool_results: crate::context::Pruner::default().keep_recent,
             summary_threshold: crate::context::DEFAULT_SUMMARY_THRESHOLD,
             model,
-            max_steps: crate::config::DEFAULT_MAX_STEPS,
+            max_steps: DEFAULT_MAX_STEPS,
             max_reply_tokens: 4096,
             temperature: None,
             instructions: None,

@@ -15,7 +15,43 @@ use tracing::{debug, error, info, warn};
 use super::error::QueueError;
 use super::store::Queue;
 use super::types::{FailOutcome, Job, RetryDecision};
-use crate::server::metrics::{JobOutcome, Metrics};
+
+/// How a worker's run of a job ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum JobOutcome {
+    /// The runner finished.
+    Succeeded,
+    /// Stopped for a newer job of the same PR.
+    Cancelled,
+    /// Failed and queued again.
+    Retried,
+    /// Failed for good.
+    Failed,
+    /// The lease was lost to another worker; the result was discarded.
+    LeaseLost,
+    /// The queue could not record the result; the job will be re-run after its lease expires.
+    Unrecorded,
+}
+
+impl JobOutcome {
+    /// The label value.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            JobOutcome::Succeeded => "succeeded",
+            JobOutcome::Cancelled => "cancelled",
+            JobOutcome::Retried => "retried",
+            JobOutcome::Failed => "failed",
+            JobOutcome::LeaseLost => "lease_lost",
+            JobOutcome::Unrecorded => "unrecorded",
+        }
+    }
+}
+
+/// Told of every job a worker finished, however it ended (the server counts them in its metrics).
+pub trait JobObserver: Send + Sync {
+    /// `outcome` of a run that took `duration`.
+    fn job_finished(&self, outcome: JobOutcome, duration: std::time::Duration);
+}
 
 /// Runs one job. The real implementation (the review engine) lives elsewhere.
 #[async_trait]
@@ -114,7 +150,7 @@ impl WorkerPool {
         queue: Queue,
         runner: Arc<dyn JobRunner>,
         config: WorkerConfig,
-        metrics: Arc<Metrics>,
+        metrics: Arc<dyn JobObserver>,
     ) -> WorkerPool {
         let stop = CancellationToken::new();
         let mut tasks = JoinSet::new();
@@ -212,7 +248,7 @@ struct Worker {
     queue: Queue,
     runner: Arc<dyn JobRunner>,
     settings: Settings,
-    metrics: Arc<Metrics>,
+    metrics: Arc<dyn JobObserver>,
     stop: CancellationToken,
 }
 
@@ -256,7 +292,7 @@ impl Worker {
             self.settle(&job, result).await
         };
         info!(worker = %self.id, job = %job.id, outcome = outcome.as_str(), "job finished");
-        self.metrics.record_job(outcome, started.elapsed());
+        self.metrics.job_finished(outcome, started.elapsed());
     }
 
     /// Runs the job while renewing its lease. Returns the run's result and whether the lease

@@ -6,7 +6,7 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use crate::queue::JobState;
+use crate::queue::{JobObserver, JobOutcome, JobState};
 
 /// Upper bounds (seconds) of the review duration histogram buckets.
 const DURATION_BUCKETS: [f64; 10] = [0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0, 600.0];
@@ -71,34 +71,9 @@ impl DeliveryOutcome {
     }
 }
 
-/// How a worker's run of a job ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub enum JobOutcome {
-    /// The runner finished.
-    Succeeded,
-    /// Stopped for a newer job of the same PR.
-    Cancelled,
-    /// Failed and queued again.
-    Retried,
-    /// Failed for good.
-    Failed,
-    /// The lease was lost to another worker; the result was discarded.
-    LeaseLost,
-    /// The queue could not record the result; the job will be re-run after its lease expires.
-    Unrecorded,
-}
-
-impl JobOutcome {
-    /// The label value.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            JobOutcome::Succeeded => "succeeded",
-            JobOutcome::Cancelled => "cancelled",
-            JobOutcome::Retried => "retried",
-            JobOutcome::Failed => "failed",
-            JobOutcome::LeaseLost => "lease_lost",
-            JobOutcome::Unrecorded => "unrecorded",
-        }
+impl JobObserver for Metrics {
+    fn job_finished(&self, outcome: JobOutcome, duration: Duration) {
+        self.record_job(outcome, duration);
     }
 }
 

@@ -39,8 +39,9 @@ use tokio::net::TcpListener;
 use tokio::time::timeout;
 use tracing::warn;
 
+pub use crate::queue::JobOutcome;
 pub use limits::{ConnectionLimits, RequestLimits};
-pub use metrics::{DeliveryOutcome, JobOutcome, Metrics, QueueSnapshot};
+pub use metrics::{DeliveryOutcome, Metrics, QueueSnapshot};
 
 use budget::UnverifiedBudget;
 

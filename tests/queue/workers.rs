@@ -175,7 +175,12 @@ async fn runs_jobs_and_counts_outcomes(db: &TestDb) {
 async fn a_newer_push_cancels_the_running_job(db: &TestDb) {
     let queue = db.queue().await;
     let runner = FakeRunner::new(Script::WaitForCancel);
-    let pool = WorkerPool::start(queue.clone(), runner.clone(), config(2), Arc::default());
+    let pool = WorkerPool::start(
+        queue.clone(),
+        runner.clone(),
+        config(2),
+        Arc::new(Metrics::new()),
+    );
     let first = enqueue(&queue, 1).await;
     wait_for_state(&queue, first, JobState::Running).await;
     let second = enqueue(&queue, 1).await;
@@ -194,7 +199,12 @@ async fn a_newer_push_cancels_the_running_job(db: &TestDb) {
 async fn retryable_errors_are_retried(db: &TestDb) {
     let queue = db.queue().await;
     let runner = FakeRunner::new(Script::FailOnce);
-    let pool = WorkerPool::start(queue.clone(), runner.clone(), config(1), Arc::default());
+    let pool = WorkerPool::start(
+        queue.clone(),
+        runner.clone(),
+        config(1),
+        Arc::new(Metrics::new()),
+    );
     let id = enqueue(&queue, 1).await;
     wait_for_state(&queue, id, JobState::Succeeded).await;
     let job = queue.job(id).await.unwrap().unwrap();
@@ -207,7 +217,12 @@ async fn retryable_errors_are_retried(db: &TestDb) {
 async fn a_panicking_runner_does_not_kill_the_worker(db: &TestDb) {
     let queue = db.queue().await;
     let runner = FakeRunner::new(Script::PanicOnce);
-    let pool = WorkerPool::start(queue.clone(), runner.clone(), config(1), Arc::default());
+    let pool = WorkerPool::start(
+        queue.clone(),
+        runner.clone(),
+        config(1),
+        Arc::new(Metrics::new()),
+    );
     let id = enqueue(&queue, 1).await;
     wait_for_state(&queue, id, JobState::Succeeded).await;
     assert_eq!(queue.job(id).await.unwrap().unwrap().attempts, 2);
@@ -219,7 +234,12 @@ async fn graceful_shutdown_lets_running_jobs_finish(db: &TestDb) {
     let runner = FakeRunner::new(Script::WaitForCancel);
     let mut config = config(1);
     config.shutdown_timeout = Duration::from_millis(100);
-    let pool = WorkerPool::start(queue.clone(), runner.clone(), config, Arc::default());
+    let pool = WorkerPool::start(
+        queue.clone(),
+        runner.clone(),
+        config,
+        Arc::new(Metrics::new()),
+    );
     let id = enqueue(&queue, 1).await;
     wait_for_state(&queue, id, JobState::Running).await;
     // The runner waits for a cancellation that shutdown must not send.
@@ -232,7 +252,7 @@ async fn graceful_shutdown_lets_running_jobs_finish(db: &TestDb) {
         queue.clone(),
         runner.clone(),
         self::config(1),
-        Arc::default(),
+        Arc::new(Metrics::new()),
     );
     let id = enqueue(&queue, 2).await;
     // Usually caught mid-run (the run takes 200 ms); a slow machine may see it finished.
@@ -248,7 +268,12 @@ async fn graceful_shutdown_lets_running_jobs_finish(db: &TestDb) {
 async fn kill_and_restart_reruns_the_job_exactly_once(db: &TestDb) {
     let queue = db.queue().await;
     let doomed = FakeRunner::new(Script::Hang);
-    let pool = WorkerPool::start(queue.clone(), doomed.clone(), config(1), Arc::default());
+    let pool = WorkerPool::start(
+        queue.clone(),
+        doomed.clone(),
+        config(1),
+        Arc::new(Metrics::new()),
+    );
     let id = enqueue(&queue, 1).await;
     eventually("the job starts", || async {
         doomed.started.load(Ordering::SeqCst) == 1
@@ -262,7 +287,12 @@ async fn kill_and_restart_reruns_the_job_exactly_once(db: &TestDb) {
     let queue = db.queue().await;
     assert_eq!(state(&queue, id).await, JobState::Running);
     let survivor = FakeRunner::new(Script::Complete);
-    let pool = WorkerPool::start(queue.clone(), survivor.clone(), config(2), Arc::default());
+    let pool = WorkerPool::start(
+        queue.clone(),
+        survivor.clone(),
+        config(2),
+        Arc::new(Metrics::new()),
+    );
     wait_for_state(&queue, id, JobState::Succeeded).await;
     assert_eq!(pool.shutdown().await, ShutdownOutcome::Drained);
     assert_eq!(doomed.total_completions() + survivor.total_completions(), 1);
@@ -274,8 +304,18 @@ async fn two_queues_compete_without_running_a_job_twice(db: &TestDb) {
     let (left, right) = (db.queue().await, db.queue().await);
     let runner = FakeRunner::new(Script::Complete);
     let pools = [
-        WorkerPool::start(left.clone(), runner.clone(), config(3), Arc::default()),
-        WorkerPool::start(right.clone(), runner.clone(), config(3), Arc::default()),
+        WorkerPool::start(
+            left.clone(),
+            runner.clone(),
+            config(3),
+            Arc::new(Metrics::new()),
+        ),
+        WorkerPool::start(
+            right.clone(),
+            runner.clone(),
+            config(3),
+            Arc::new(Metrics::new()),
+        ),
     ];
     let mut ids = Vec::new();
     for pr in 1..=30 {
@@ -302,8 +342,18 @@ async fn concurrent_pushes_to_one_pr_never_run_together(db: &TestDb) {
     let (left, right) = (db.queue().await, db.queue().await);
     let runner = FakeRunner::new(Script::Sleep(20));
     let pools = [
-        WorkerPool::start(left.clone(), runner.clone(), config(3), Arc::default()),
-        WorkerPool::start(right.clone(), runner.clone(), config(3), Arc::default()),
+        WorkerPool::start(
+            left.clone(),
+            runner.clone(),
+            config(3),
+            Arc::new(Metrics::new()),
+        ),
+        WorkerPool::start(
+            right.clone(),
+            runner.clone(),
+            config(3),
+            Arc::new(Metrics::new()),
+        ),
     ];
     let mut pushes = tokio::task::JoinSet::new();
     for push in 0..24u64 {
