@@ -22,7 +22,9 @@ use tokio_util::sync::CancellationToken;
 
 use std::sync::Mutex;
 
-use crate::context::{ShapeOptions, ShapeStatus, ShapedContext, shape_change, stage1_budget};
+use crate::context::{
+    Packing, ShapeOptions, ShapeStatus, ShapedContext, shape_change, stage1_budget,
+};
 use crate::llm::pricing::{Price, builtin_price};
 use crate::llm::tokens::{ModelLimits, TokenCounter};
 use crate::llm::{ChatModel, LlmError, Message};
@@ -337,6 +339,12 @@ impl Orchestrator {
             }
             Strategy::PlanExecute => {
                 let overview = self.overview();
+                // Chosen by `auto` for size: tasks are packed for cost. A plan a person
+                // gave, or a strategy the user chose, runs with its grouping as it is.
+                let packing = match (&plan, self.config.strategy) {
+                    (None, StrategyChoice::Auto) => Packing::Shared,
+                    _ => Packing::PerGroup,
+                };
                 let plan = match plan {
                     Some((plan, planning)) => {
                         stats.absorb(&planning);
@@ -350,7 +358,8 @@ impl Orchestrator {
                         plan
                     }
                 };
-                plan_execute::execute(&ctx, &plan, &overview, self.config.parallel, stats).await
+                plan_execute::execute(&ctx, &plan, &overview, self.config.parallel, packing, stats)
+                    .await
             }
         }
     }

@@ -15,7 +15,7 @@ use super::events::{Stats, TaskStat};
 use super::finish::{PlanFinisher, ReviewFinisher};
 use super::plan::{Plan, PlanTask};
 use super::react::{ReactRun, RunContext};
-use crate::context::{Slice, partition, stage1_budget};
+use crate::context::{Packing, Slice, partition, stage1_budget};
 use crate::llm::Message;
 use crate::prompts::{PLANNER, TASK_FOCUS, fill};
 use crate::review::diff::ChangeSet;
@@ -96,9 +96,10 @@ pub(crate) async fn execute(
     plan: &Plan,
     overview: &str,
     parallel: usize,
+    packing: Packing,
     stats: &mut Stats,
 ) -> Result<Submission, AgentError> {
-    let runs = task_runs(ctx, plan, overview);
+    let runs = task_runs(ctx, plan, overview, packing);
     // Futures are built first: a lazy `map` inside the stream would keep its closure,
     // whose lifetimes stop the whole review from being `Send` in a spawned task.
     let futures: Vec<_> = runs
@@ -231,49 +232,85 @@ const FILES_NAMED: usize = 20;
 /// Tokens set aside for that line.
 const FILES_LINE_TOKENS: usize = 600;
 
-/// The plan's tasks cut into slices of the stage-1 sections, each with its first message.
-fn task_runs(ctx: &RunContext<'_>, plan: &Plan, overview: &str) -> Vec<TaskRun> {
+/// What every task message of a review shares.
+struct TaskFrame {
+    overview: String,
+    instructions: String,
+}
+
+/// The plan's tasks cut into slices of the stage-1 sections, each with its first
+/// message of at most the task budget (the room for the diff shrinks until every
+/// message fits, the planner's words included).
+fn task_runs(ctx: &RunContext<'_>, plan: &Plan, overview: &str, packing: Packing) -> Vec<TaskRun> {
     let budget = task_budget(ctx);
-    let overview = bounded_overview(overview, budget, ctx);
-    let instructions = ctx
-        .config
-        .instructions
-        .as_deref()
-        .map(|i| format!("Additional review instructions from the repository's maintainers:\n{i}"))
-        .unwrap_or_default();
+    let frame = TaskFrame {
+        overview: bounded_overview(overview, budget, ctx),
+        instructions: ctx
+            .config
+            .instructions
+            .as_deref()
+            .map(|i| {
+                format!("Additional review instructions from the repository's maintainers:\n{i}")
+            })
+            .unwrap_or_default(),
+    };
     let fixed = ctx.counter.count(&fill(
         TASK_FOCUS,
-        &[("{overview}", &overview), ("{instructions}", &instructions)],
+        &[
+            ("{overview}", &frame.overview),
+            ("{instructions}", &frame.instructions),
+        ],
     ));
-    // The planner writes titles and focus: bounded, and counted before the diff gets the rest.
-    let words = plan
-        .tasks
-        .iter()
-        .map(|t| ctx.counter.count(title_of(t)) + ctx.counter.count(focus_of(t)))
-        .max()
-        .unwrap_or(0);
-    let room = budget.saturating_sub(fixed + words + FILES_LINE_TOKENS);
     let groups: Vec<Vec<String>> = plan.tasks.iter().map(|t| t.files.clone()).collect();
-    let slices = partition(&groups, &ctx.shaped.sections, room, ctx.counter);
+    let mut room = budget.saturating_sub(fixed + FILES_LINE_TOKENS);
+    loop {
+        let slices = partition(&groups, &ctx.shaped.sections, room, ctx.counter, packing);
+        let runs = name_runs(plan, slices, &frame);
+        let over = runs
+            .iter()
+            .map(|r| ctx.counter.count(&r.message).saturating_sub(budget))
+            .max()
+            .unwrap_or(0);
+        if over == 0 || room <= MIN_ROOM {
+            return runs;
+        }
+        room = room.saturating_sub(over + 64).max(MIN_ROOM);
+    }
+}
+
+/// The least room a task's diff gets, however much the planner wrote.
+const MIN_ROOM: usize = 1_000;
+
+/// Ids, titles and first messages of the slices.
+fn name_runs(plan: &Plan, slices: Vec<Slice>, frame: &TaskFrame) -> Vec<TaskRun> {
     let mut per_group = vec![0usize; plan.tasks.len() + 1];
     for slice in &slices {
-        per_group[slice.group] += 1;
+        for g in &slice.groups {
+            per_group[*g] += 1;
+        }
     }
     let mut seen = vec![0usize; plan.tasks.len() + 1];
+    let task = |g: usize| plan.tasks.get(g).unwrap_or(&LEFTOVER);
     slices
         .into_iter()
         .map(|slice| {
-            let task = plan.tasks.get(slice.group).unwrap_or(&LEFTOVER);
-            seen[slice.group] += 1;
-            let of = per_group[slice.group];
-            let (id, title) = match of {
-                1 => (task.id.clone(), title_of(task).to_string()),
-                _ => (
-                    format!("{}.{}", task.id, seen[slice.group]),
-                    format!("{} ({}/{of})", title_of(task), seen[slice.group]),
+            for g in &slice.groups {
+                seen[*g] += 1;
+            }
+            let (id, title, focus) = match slice.groups.as_slice() {
+                [g] if per_group[*g] == 1 => (
+                    task(*g).id.clone(),
+                    title_of(task(*g)).to_string(),
+                    focus_of(task(*g)).to_string(),
                 ),
+                [g] => (
+                    format!("{}.{}", task(*g).id, seen[*g]),
+                    format!("{} ({}/{})", title_of(task(*g)), seen[*g], per_group[*g]),
+                    focus_of(task(*g)).to_string(),
+                ),
+                many => merged_names(many.iter().map(|g| task(*g)).collect()),
             };
-            let message = task_message(task, &id, &title, &slice, &overview, &instructions);
+            let message = task_message(&id, &title, &focus, &slice, frame);
             TaskRun {
                 id,
                 title,
@@ -284,6 +321,33 @@ fn task_runs(ctx: &RunContext<'_>, plan: &Plan, overview: &str) -> Vec<TaskRun> 
         })
         .collect()
 }
+
+/// Id, title and focus of a slice that holds several planned tasks.
+fn merged_names(tasks: Vec<&PlanTask>) -> (String, String, String) {
+    let id = tasks
+        .iter()
+        .map(|t| t.id.as_str())
+        .collect::<Vec<_>>()
+        .join("+");
+    let title = format!(
+        "{} and {} more planned task(s)",
+        title_of(tasks[0]),
+        tasks.len() - 1
+    );
+    let mut focus = String::from("This part of the review covers several planned tasks:");
+    for t in &tasks {
+        let what = crate::text::prefix_at_char_boundary(focus_of(t), MERGED_FOCUS_BYTES);
+        focus.push_str(&format!(
+            "\n- {} ({}): {what}",
+            title_of(t),
+            t.files.join(", ")
+        ));
+    }
+    (id, title, focus)
+}
+
+/// Focus kept of each planned task when several share a slice.
+const MERGED_FOCUS_BYTES: usize = 400;
 
 /// Longest task title and focus taken from a plan, in bytes.
 const TITLE_BYTES: usize = 200;
@@ -306,14 +370,7 @@ static LEFTOVER: PlanTask = PlanTask {
 };
 
 /// The task's first message: what to check, the change in outline, and its slice of the diff.
-fn task_message(
-    task: &PlanTask,
-    id: &str,
-    title: &str,
-    slice: &Slice,
-    overview: &str,
-    instructions: &str,
-) -> String {
+fn task_message(id: &str, title: &str, focus: &str, slice: &Slice, frame: &TaskFrame) -> String {
     let mut files = slice
         .files
         .iter()
@@ -327,7 +384,7 @@ fn task_message(
             slice.files.len() - FILES_NAMED
         ));
     }
-    let focus = match focus_of(task) {
+    let focus = match focus {
         "" => "Review these changed files for correctness, security and tests.",
         focus => focus,
     };
@@ -338,17 +395,17 @@ fn task_message(
             ("{title}", title),
             ("{focus}", focus),
             ("{files}", &files),
-            ("{overview}", overview),
-            ("{instructions}", instructions),
+            ("{overview}", &frame.overview),
+            ("{instructions}", &frame.instructions),
             ("{diff}", &slice.text),
         ],
     )
 }
 
-/// The change's overview, cut to a quarter of the budget: a change of
+/// The change's overview, cut to an eighth of the budget: a change of
 /// thousands of files must not fill every task's message with its file list.
 fn bounded_overview(overview: &str, budget: usize, ctx: &RunContext<'_>) -> String {
-    let cap = budget / 4;
+    let cap = budget / 8;
     if ctx.counter.count(overview) <= cap {
         return overview.to_string();
     }

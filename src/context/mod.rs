@@ -38,7 +38,7 @@ mod shown;
 mod summarize;
 
 pub use noise::{ExcludeGlobError, NoiseKind, compile_excludes};
-pub use partition::{Slice, partition};
+pub use partition::{Packing, Slice, partition};
 pub use prune::{
     DEFAULT_KEEP_RECENT, DEFAULT_MAX_OBSERVATION_TOKENS, DEFAULT_PRUNE_BATCH, FINDINGS_TOOLS,
     PruneStats, Pruner,

@@ -19,11 +19,21 @@ use super::shape::Section;
 /// Tokens set aside in every part for its "part k of n" line.
 const PART_NOTE_TOKENS: usize = 96;
 
+/// Whether groups share slices.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Packing {
+    /// Every group gets slices of its own (a person's or the user's chosen grouping).
+    PerGroup,
+    /// Consecutive groups share a slice while it fits: fewer, fuller tasks, each
+    /// paying the fixed part of a first message (system prompt, tools, outline) once.
+    Shared,
+}
+
 /// One slice: the diff text of one review task's first message.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Slice {
-    /// Index of the plan group it belongs to (`groups.len()` for files no group named).
-    pub group: usize,
+    /// Indexes of the plan groups it holds, in order (`groups.len()` for files no group named).
+    pub groups: Vec<usize>,
     /// Its files, as shown to the model (`PATH (part k of n)` for parts).
     pub files: Vec<String>,
     /// The numbered diff sections, in review order.
@@ -51,19 +61,26 @@ pub fn partition(
     sections: &[Section],
     budget: usize,
     counter: &TokenCounter,
+    packing: Packing,
 ) -> Vec<Slice> {
     let budget = budget.max(2 * PART_NOTE_TOKENS);
     let owner = owners(groups, sections);
     let mut slices = Vec::new();
+    let mut current: Option<Slice> = None;
     for group in 0..=groups.len() {
-        let units: Vec<Unit> = sections
+        if packing == Packing::PerGroup {
+            slices.extend(current.take());
+        }
+        let units = sections
             .iter()
             .zip(&owner)
             .filter(|(_, o)| **o == group)
-            .flat_map(|(section, _)| units_of(section, budget, counter))
-            .collect();
-        pack_group(group, units, budget, &mut slices);
+            .flat_map(|(section, _)| units_of(section, budget, counter));
+        for unit in units {
+            add_unit(group, unit, budget, &mut current, &mut slices);
+        }
     }
+    slices.extend(current);
     slices
 }
 
@@ -81,26 +98,31 @@ fn owners(groups: &[Vec<String>], sections: &[Section]) -> Vec<usize> {
         .collect()
 }
 
-/// Fills slices with the group's units in order, starting a new slice when the next one does not fit.
-fn pack_group(group: usize, units: Vec<Unit>, budget: usize, slices: &mut Vec<Slice>) {
-    let mut current: Option<Slice> = None;
-    for unit in units {
-        if let Some(slice) = current.take_if(|s| s.tokens + unit.tokens > budget) {
-            slices.push(slice);
-        }
-        let slice = current.get_or_insert_with(|| Slice {
-            group,
-            files: Vec::new(),
-            text: String::new(),
-            tokens: 0,
-            lines: Vec::new(),
-        });
-        slice.files.push(unit.label);
-        slice.text.push_str(&unit.text);
-        slice.tokens += unit.tokens;
-        slice.lines.push((unit.path, unit.added));
+/// Adds a unit of `group` to the current slice, first closing it when the unit does not fit.
+fn add_unit(
+    group: usize,
+    unit: Unit,
+    budget: usize,
+    current: &mut Option<Slice>,
+    slices: &mut Vec<Slice>,
+) {
+    if let Some(full) = current.take_if(|s| s.tokens + unit.tokens > budget) {
+        slices.push(full);
     }
-    slices.extend(current);
+    let slice = current.get_or_insert_with(|| Slice {
+        groups: Vec::new(),
+        files: Vec::new(),
+        text: String::new(),
+        tokens: 0,
+        lines: Vec::new(),
+    });
+    if slice.groups.last() != Some(&group) {
+        slice.groups.push(group);
+    }
+    slice.files.push(unit.label);
+    slice.text.push_str(&unit.text);
+    slice.tokens += unit.tokens;
+    slice.lines.push((unit.path, unit.added));
 }
 
 /// The section whole when it fits, else its parts.
@@ -376,7 +398,7 @@ mod tests {
             vec!["src/small.rs".to_string()],
         ];
         let budget = 3_000;
-        let slices = partition(&groups, &sections, budget, &c);
+        let slices = partition(&groups, &sections, budget, &c, Packing::PerGroup);
         assert_eq!(sliced_added(&slices), all_added(&sections));
         for slice in &slices {
             assert!(
@@ -390,16 +412,34 @@ mod tests {
         let small = slices
             .iter()
             .find(|s| s.files.contains(&"src/small.rs".to_string()));
-        assert_eq!(small.map(|s| s.group), Some(0));
-        assert!(slices.iter().filter(|s| s.group == 2).count() >= 2);
-        assert!(slices.iter().all(|s| s.group != 1));
+        assert_eq!(small.map(|s| s.groups.clone()), Some(vec![0]));
+        assert!(slices.iter().filter(|s| s.groups == [2]).count() >= 2);
+        assert!(slices.iter().all(|s| !s.groups.contains(&1)));
+        // Shared packing fills slices across groups and still shows every line once.
+        let shared = partition(&groups, &sections, budget, &c, Packing::Shared);
+        assert_eq!(sliced_added(&shared), all_added(&sections));
+        assert!(shared.len() <= slices.len());
+        assert!(shared.iter().all(|s| c.count(&s.text) <= budget));
+    }
+
+    #[test]
+    fn shared_packing_puts_small_groups_together_and_per_group_keeps_them_apart() {
+        let c = counter();
+        let sections: Vec<Section> = (0..6).map(|i| section(&format!("f{i}.rs"), 1, 4)).collect();
+        let groups: Vec<Vec<String>> = (0..6).map(|i| vec![format!("f{i}.rs")]).collect();
+        let apart = partition(&groups, &sections, 24_000, &c, Packing::PerGroup);
+        assert_eq!(apart.len(), 6);
+        let together = partition(&groups, &sections, 24_000, &c, Packing::Shared);
+        assert_eq!(together.len(), 1);
+        assert_eq!(together[0].groups, vec![0, 1, 2, 3, 4, 5]);
+        assert_eq!(sliced_added(&together), all_added(&sections));
     }
 
     #[test]
     fn parts_name_themselves_and_the_others() {
         let c = counter();
         let sections = vec![section("src/big.rs", 4, 200)];
-        let slices = partition(&[], &sections, 2_500, &c);
+        let slices = partition(&[], &sections, 2_500, &c, Packing::Shared);
         assert!(slices.len() >= 3, "{}", slices.len());
         let n = slices.len();
         for (i, slice) in slices.iter().enumerate() {
@@ -423,7 +463,7 @@ mod tests {
             path: "min.js".into(),
             text: format!("--- a/min.js\n+++ b/min.js\n@@ -0,0 +1,1 @@\n    1 +{long}\n"),
         }];
-        let slices = partition(&[], &sections, 1_000, &c);
+        let slices = partition(&[], &sections, 1_000, &c, Packing::Shared);
         assert!(slices.len() > 1);
         for slice in &slices {
             assert!(c.count(&slice.text) <= 1_000);
@@ -436,7 +476,7 @@ mod tests {
     fn small_sections_share_one_slice() {
         let c = counter();
         let sections: Vec<Section> = (0..5).map(|i| section(&format!("f{i}.rs"), 1, 3)).collect();
-        let slices = partition(&[], &sections, 24_000, &c);
+        let slices = partition(&[], &sections, 24_000, &c, Packing::PerGroup);
         assert_eq!(slices.len(), 1);
         assert_eq!(slices[0].files.len(), 5);
     }
