@@ -15,6 +15,7 @@ mod llm_limits;
 mod queue;
 mod review;
 mod review_cli;
+mod runs_cli;
 mod serve_cli;
 mod serve_limits;
 mod serve_logs;

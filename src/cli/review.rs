@@ -8,6 +8,7 @@ use globset::{Glob, GlobSet, GlobSetBuilder};
 
 use super::output::OutputTarget;
 use super::progress::{Verbosity, spawn_event_consumers};
+use super::runs::RunTranscript;
 use super::signals::StopSignals;
 use super::{EXIT_ERROR, EXIT_FINDINGS, EXIT_OK, ReviewArgs};
 use crate::agent::events::{EventKind, EventSink, Stats};
@@ -36,17 +37,17 @@ pub async fn run(args: ReviewArgs) -> i32 {
 }
 
 /// Everything resolved from flags, environment, config and git before any model call.
-struct Prepared {
+pub(crate) struct Prepared {
     format: Format,
     fail_on: FailOn,
-    settings: ModelSettings,
-    agent: AgentConfig,
-    workspace: Workspace,
+    pub(crate) settings: ModelSettings,
+    pub(crate) agent: AgentConfig,
+    pub(crate) workspace: Workspace,
     base_label: String,
     skipped: Vec<String>,
 }
 
-fn prepare(args: &ReviewArgs) -> Result<Prepared, String> {
+pub(crate) fn prepare(args: &ReviewArgs) -> Result<Prepared, String> {
     let start = match &args.repo {
         Some(path) => path.clone(),
         None => std::env::current_dir()
@@ -249,7 +250,11 @@ async fn review(args: ReviewArgs) -> Result<i32, String> {
     };
     // Both files are opened before any model call: a bad path must not cost a review.
     let output = OutputTarget::open(args.output.as_deref())?;
+    // The run's transcript (`--runs-dir`, `--resume`): see `runs.rs`.
+    let has_changes = !prepared.workspace.changes.files.is_empty();
+    let transcript = RunTranscript::open(&args, &prepared.settings, &prepared.agent, has_changes)?;
     let (events, rx) = EventSink::channel();
+    let events = transcript.events(events);
     let consumer = spawn_event_consumers(rx, verbosity, args.events.as_deref()).map_err(|e| {
         format!(
             "cannot write --events {}: {e}",
@@ -265,15 +270,20 @@ async fn review(args: ReviewArgs) -> Result<i32, String> {
                 &prepared.skipped,
             )));
         }
-        let model = model_client(&prepared.settings, &events);
-        let orchestrator =
-            Orchestrator::new(model, prepared.workspace.clone(), prepared.agent.clone())
-                .with_events(events.clone());
+        let model = transcript.model(model_client(&prepared.settings, &events));
+        let orchestrator = transcript
+            .orchestrator(Orchestrator::new(
+                model,
+                prepared.workspace.clone(),
+                prepared.agent.clone(),
+            ))
+            .with_events(events.clone());
         drive(&orchestrator, &args, plan_file).await
     };
     let outcome = tokio::select! {
         outcome = run => outcome,
         stop = signals.recv() => {
+            transcript.cancelled(stop.name());
             if let Some(mut log) = consumer.finish().await {
                 log.cancelled(stop.name());
             }
@@ -284,6 +294,10 @@ async fn review(args: ReviewArgs) -> Result<i32, String> {
     drop(events);
     // Every event is in the log before the process reports.
     let _ = consumer.finish().await;
+    transcript.end(match &outcome {
+        Ok(_) => Ok(()),
+        Err(error) => Err(error.to_string()),
+    });
     match outcome {
         Ok(outcome) => deliver(outcome, &prepared, output),
         Err(error) => {
@@ -293,7 +307,7 @@ async fn review(args: ReviewArgs) -> Result<i32, String> {
     }
 }
 
-fn read_plan(path: Option<&Path>) -> Result<Option<Plan>, String> {
+pub(crate) fn read_plan(path: Option<&Path>) -> Result<Option<Plan>, String> {
     let Some(path) = path else {
         return Ok(None);
     };
