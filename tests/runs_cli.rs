@@ -316,7 +316,7 @@ async fn a_transcript_of_another_head_is_refused() {
     let file = transcripts(runs.path()).remove(0);
     let old_head = repo.head();
     cut_transcript(&file);
-    repo.write("src/calc.rs", &format!("{HEAD_CALC}// more\n"));
+    repo.write("src/calc.rs", format!("{HEAD_CALC}// more\n"));
     repo.commit("more");
     let before = server.requests().len();
     let refused = review(repo.path(), &server, runs.path(), &["--resume", "latest"]).await;
