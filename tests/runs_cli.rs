@@ -332,3 +332,80 @@ async fn a_transcript_of_another_head_is_refused() {
         "nothing was sent to the model"
     );
 }
+
+#[tokio::test]
+async fn a_plan_run_with_parallel_tasks_replays_identically() {
+    use crate::strategies::{first_user_text, is_planner, submit};
+    let repo = TempRepo::new();
+    for (path, text) in [("src/a.rs", "a"), ("src/b.rs", "b"), ("lib/c.rs", "c")] {
+        repo.write(path, format!("pub fn {text}() {{}}\n"));
+    }
+    repo.commit("base");
+    repo.checkout_new_branch("feature");
+    for (path, text) in [("src/a.rs", "a"), ("src/b.rs", "b"), ("lib/c.rs", "c")] {
+        repo.write(path, format!("pub fn {text}() {{\n    todo!()\n}}\n"));
+    }
+    repo.commit("change");
+    let server = ModelServer::start_with(Wire::OpenAi, |req, _| {
+        if is_planner(req) {
+            return Reply::tool(
+                "p",
+                "submit_plan",
+                json!({"tasks": [
+                    {"title": "a", "files": ["src/a.rs"], "focus": "x"},
+                    {"title": "b", "files": ["src/b.rs"], "focus": "x"},
+                    {"title": "c", "files": ["lib/c.rs"], "focus": "x"}
+                ]}),
+            );
+        }
+        let user = first_user_text(req);
+        let path = ["src/a.rs", "src/b.rs", "lib/c.rs"]
+            .into_iter()
+            .find(|p| user.contains(&format!("Files of this task: {p}")))
+            .unwrap_or("src/a.rs");
+        // The tasks' turns finish in a different order than they started.
+        let delay = match path {
+            "src/a.rs" => 300,
+            "src/b.rs" => 100,
+            _ => 0,
+        };
+        match turns(req) {
+            0 => Reply::tool("r1", "read_file", json!({"path": path}))
+                .delayed(Duration::from_millis(delay)),
+            _ => submit(
+                vec![
+                    json!({"path": path, "line": 2, "severity": "major", "category": "bug",
+                    "title": format!("todo in {path}"), "body": "Panics."}),
+                ],
+                &format!("reviewed {path}"),
+            ),
+        }
+    })
+    .await;
+    let runs = tempfile::tempdir().unwrap();
+    let run = review(
+        repo.path(),
+        &server,
+        runs.path(),
+        &["--strategy", "plan", "--parallel", "3"],
+    )
+    .await;
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(
+        run.json()["findings"].as_array().map(Vec::len),
+        Some(3),
+        "{}",
+        run.stdout
+    );
+    drop(server);
+    let file = &transcripts(runs.path())[0];
+    let conversations: std::collections::HashSet<String> = records(file)
+        .iter()
+        .filter(|r| r["record"] == "model_call")
+        .map(|r| r["conversation"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(conversations.len(), 4, "the planner and three tasks");
+    let replayed = replay(file, &["--format", "json"]).await;
+    assert_eq!(replayed.code, 0, "{}", replayed.stderr);
+    assert_eq!(replayed.stdout, run.stdout);
+}
