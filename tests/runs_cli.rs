@@ -409,3 +409,38 @@ async fn a_plan_run_with_parallel_tasks_replays_identically() {
     assert_eq!(replayed.code, 0, "{}", replayed.stderr);
     assert_eq!(replayed.stdout, run.stdout);
 }
+
+#[tokio::test]
+async fn a_fallback_to_text_mode_is_recorded_and_replayed() {
+    let repo = repo();
+    let server = ModelServer::start_with(Wire::OpenAi, |req, _| {
+        if req.body.get("tools").is_some() {
+            return Reply::api_error(
+                Wire::OpenAi,
+                400,
+                "invalid_request_error",
+                "tools is not supported for this model",
+            );
+        }
+        let answer = json!({"summary": "Adds ratio.", "findings": [{"path": "src/calc.rs",
+            "line": 7, "severity": "critical", "category": "bug",
+            "title": "Division by zero", "body": "`b` may be 0."}]});
+        Reply::text(format!("Thought: done.\nFinal Answer: {answer}"))
+    })
+    .await;
+    let runs = tempfile::tempdir().unwrap();
+    let run = review(repo.path(), &server, runs.path(), &["--strategy", "react"]).await;
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(run.json()["findings"].as_array().map(Vec::len), Some(1));
+    drop(server);
+    let file = &transcripts(runs.path())[0];
+    let errors: Vec<Value> = records(file)
+        .into_iter()
+        .filter(|r| r["record"] == "model_error")
+        .collect();
+    assert_eq!(errors.len(), 1, "the rejected native call is recorded");
+    assert_eq!(errors[0]["error"]["kind"], "tools_unsupported");
+    let replayed = replay(file, &["--format", "json"]).await;
+    assert_eq!(replayed.code, 0, "{}", replayed.stderr);
+    assert_eq!(replayed.stdout, run.stdout);
+}

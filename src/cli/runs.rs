@@ -353,3 +353,48 @@ pub(crate) fn prune(dir: &Path, args: &RunsArgs, keep: &Path) -> usize {
     }
     removed
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn write(dir: &Path, name: &str, bytes: usize, age_days: u64) -> PathBuf {
+        let path = dir.join(name);
+        std::fs::write(&path, vec![b'x'; bytes]).unwrap();
+        let modified = SystemTime::now() - Duration::from_secs(age_days * 86_400 + 60);
+        let file = std::fs::File::options().write(true).open(&path).unwrap();
+        file.set_modified(modified).unwrap();
+        path
+    }
+
+    #[test]
+    fn prunes_by_age_then_oldest_first_by_size_and_keeps_the_current_run() {
+        let dir = tempfile::tempdir().unwrap();
+        let old = write(dir.path(), "old.jsonl", 10, 40);
+        let older_big = write(dir.path(), "a.jsonl", 600 * 1024, 5);
+        let newer_big = write(dir.path(), "b.jsonl", 600 * 1024, 1);
+        let current = write(dir.path(), "current.jsonl", 10, 90);
+        let other = write(dir.path(), "notes.txt", 10, 90);
+        let args = RunsArgs {
+            runs_max_age: 30,
+            runs_max_size: 1,
+            ..RunsArgs::default()
+        };
+        assert_eq!(prune(dir.path(), &args, &current), 2);
+        assert!(!old.exists(), "older than --runs-max-age");
+        assert!(
+            !older_big.exists(),
+            "the oldest goes first while over the size"
+        );
+        assert!(newer_big.exists() && current.exists() && other.exists());
+    }
+
+    #[test]
+    fn the_runs_dir_flag_wins() {
+        let args = RunsArgs {
+            runs_dir: Some(PathBuf::from("/tmp/r")),
+            ..RunsArgs::default()
+        };
+        assert_eq!(runs_dir(&args).unwrap(), PathBuf::from("/tmp/r"));
+    }
+}

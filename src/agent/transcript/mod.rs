@@ -18,7 +18,7 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use super::events::EventKind;
-use crate::llm::{ChatRequest, ChatResponse, Message, StopReason, ToolCall, Usage};
+use crate::llm::{ChatRequest, ChatResponse, LlmError, Message, StopReason, ToolCall, Usage};
 
 pub use read::{DecodedCall, Transcript, TranscriptError};
 pub use write::{Recorder, RecordingModel};
@@ -107,6 +107,18 @@ pub enum Record {
     Header(Header),
     /// One answered model call.
     ModelCall(ModelCallRecord),
+    /// A model call that failed in a way the orchestrator answers (it drops old
+    /// turns after a context-length error, or falls back to text mode).
+    ModelError {
+        /// The conversation.
+        conversation: String,
+        /// The call's number within it.
+        seq: u32,
+        /// Digest of the request.
+        key: String,
+        /// The error.
+        error: RecordedError,
+    },
     /// One tool call the orchestrator ran, with its observation.
     ToolResult(ToolResultRecord),
     /// An event worth keeping: compression, plan, evaluation, finding, limit, error, start, finish.
@@ -203,6 +215,51 @@ impl RecordedReply {
             tool_calls: self.tool_calls.clone(),
             usage: self.usage,
             stop: self.stop,
+        }
+    }
+}
+
+/// A model error the orchestrator reacts to, as recorded.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum RecordedError {
+    /// The request did not fit the model's window.
+    ContextLengthExceeded {
+        /// The provider's message.
+        message: String,
+    },
+    /// The endpoint rejected native tool calling.
+    ToolsUnsupported {
+        /// The provider's message.
+        message: String,
+    },
+}
+
+impl RecordedError {
+    /// The recorded form of `error`, when the orchestrator reacts to it (other errors end a run).
+    pub fn of(error: &LlmError) -> Option<Self> {
+        match error {
+            LlmError::ContextLengthExceeded { message } => {
+                Some(RecordedError::ContextLengthExceeded {
+                    message: message.clone(),
+                })
+            }
+            LlmError::ToolsUnsupported { message } => Some(RecordedError::ToolsUnsupported {
+                message: message.clone(),
+            }),
+            _ => None,
+        }
+    }
+
+    /// The error as the model client returns it.
+    pub fn to_error(&self) -> LlmError {
+        match self {
+            RecordedError::ContextLengthExceeded { message } => LlmError::ContextLengthExceeded {
+                message: message.clone(),
+            },
+            RecordedError::ToolsUnsupported { message } => LlmError::ToolsUnsupported {
+                message: message.clone(),
+            },
         }
     }
 }

@@ -16,8 +16,8 @@ use async_trait::async_trait;
 
 use super::read::Transcript;
 use super::{
-    EndStatus, Header, ModelCallRecord, Record, RecordedReply, ToolResultRecord, conversation_of,
-    delta, request_key, tool_key,
+    EndStatus, Header, ModelCallRecord, Record, RecordedError, RecordedReply, ToolResultRecord,
+    conversation_of, delta, request_key, tool_key,
 };
 use crate::agent::events::{EventKind, EventTap};
 use crate::llm::{ChatModel, ChatRequest, ChatResponse, LlmError, Message, Secret, ToolCall};
@@ -56,10 +56,16 @@ struct Writer {
     broken: bool,
 }
 
+/// One recorded answer: the reply, or the error the orchestrator reacted to.
+struct BookCall {
+    answer: Result<RecordedReply, RecordedError>,
+    used: bool,
+}
+
 /// Recorded replies and tool results, each used at most once.
 #[derive(Default)]
 struct Book {
-    calls: Vec<(String, String, u32, RecordedReply, bool)>,
+    calls: Vec<BookCall>,
     by_key: HashMap<String, VecDeque<usize>>,
     by_position: HashMap<(String, u32), usize>,
     tools: HashMap<String, VecDeque<(String, bool)>>,
@@ -70,22 +76,18 @@ impl Book {
         let mut book = Book::default();
         for record in &transcript.records {
             match record {
-                Record::ModelCall(call) => {
-                    let index = book.calls.len();
-                    book.calls.push((
-                        call.key.clone(),
-                        call.conversation.clone(),
-                        call.seq,
-                        call.reply.clone(),
-                        false,
-                    ));
-                    book.by_key
-                        .entry(call.key.clone())
-                        .or_default()
-                        .push_back(index);
-                    book.by_position
-                        .insert((call.conversation.clone(), call.seq), index);
-                }
+                Record::ModelCall(call) => book.add(
+                    &call.key,
+                    &call.conversation,
+                    call.seq,
+                    Ok(call.reply.clone()),
+                ),
+                Record::ModelError {
+                    conversation,
+                    seq,
+                    key,
+                    error,
+                } => book.add(key, conversation, *seq, Err(error.clone())),
                 Record::ToolResult(result) => book
                     .tools
                     .entry(result.key.clone())
@@ -97,10 +99,34 @@ impl Book {
         book
     }
 
-    fn take(&mut self, key: &str, position: Option<(String, u32)>) -> Option<RecordedReply> {
+    fn add(
+        &mut self,
+        key: &str,
+        conversation: &str,
+        seq: u32,
+        answer: Result<RecordedReply, RecordedError>,
+    ) {
+        let index = self.calls.len();
+        self.calls.push(BookCall {
+            answer,
+            used: false,
+        });
+        self.by_key
+            .entry(key.to_string())
+            .or_default()
+            .push_back(index);
+        self.by_position
+            .insert((conversation.to_string(), seq), index);
+    }
+
+    fn take(
+        &mut self,
+        key: &str,
+        position: Option<(String, u32)>,
+    ) -> Option<Result<RecordedReply, RecordedError>> {
         let exact = self.by_key.get_mut(key).and_then(|queue| {
             while let Some(index) = queue.pop_front() {
-                if !self.calls[index].4 {
+                if !self.calls[index].used {
                     return Some(index);
                 }
             }
@@ -109,10 +135,10 @@ impl Book {
         let index = exact.or_else(|| {
             position
                 .and_then(|p| self.by_position.get(&p).copied())
-                .filter(|i| !self.calls[*i].4)
+                .filter(|i| !self.calls[*i].used)
         })?;
-        self.calls[index].4 = true;
-        Some(self.calls[index].3.clone())
+        self.calls[index].used = true;
+        Some(self.calls[index].answer.clone())
     }
 }
 
@@ -267,11 +293,31 @@ impl Recorder {
         *seq
     }
 
-    fn answer(&self, key: &str, conversation: &str, seq: u32) -> Option<ChatResponse> {
+    fn answer(
+        &self,
+        key: &str,
+        conversation: &str,
+        seq: u32,
+    ) -> Option<Result<ChatResponse, LlmError>> {
         let position = self.by_position.then(|| (conversation.to_string(), seq));
-        let reply = self.book.lock().ok()?.take(key, position)?;
+        let answer = self.book.lock().ok()?.take(key, position)?;
         self.replayed_calls.fetch_add(1, Ordering::Relaxed);
-        Some(reply.to_response())
+        Some(
+            answer
+                .map(|reply| reply.to_response())
+                .map_err(|error| error.to_error()),
+        )
+    }
+
+    fn model_error(&self, conversation: String, seq: u32, key: String, error: &LlmError) {
+        if let Some(error) = RecordedError::of(error) {
+            self.write(&Record::ModelError {
+                conversation,
+                seq,
+                key,
+                error,
+            });
+        }
     }
 
     fn model_call(
@@ -365,10 +411,16 @@ impl ChatModel for RecordingModel {
         let conversation = conversation_of(&request.messages);
         let seq = self.recorder.next_seq(&conversation);
         let key = request_key(request);
-        if let Some(reply) = self.recorder.answer(&key, &conversation, seq) {
-            return Ok(reply);
+        if let Some(answer) = self.recorder.answer(&key, &conversation, seq) {
+            return answer;
         }
-        let reply = self.inner.complete(request).await?;
+        let reply = match self.inner.complete(request).await {
+            Ok(reply) => reply,
+            Err(error) => {
+                self.recorder.model_error(conversation, seq, key, &error);
+                return Err(error);
+            }
+        };
         self.recorder.live_calls.fetch_add(1, Ordering::Relaxed);
         self.recorder
             .model_call(conversation, seq, key, request, &reply);
