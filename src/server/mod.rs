@@ -16,6 +16,7 @@ pub mod cache;
 mod command;
 mod connection;
 pub(crate) mod events;
+mod job_transcript;
 pub(crate) mod limits;
 mod listen;
 pub(crate) mod memory;

@@ -59,6 +59,10 @@ struct PullRequest {
 impl JobRunner for ReviewRunner {
     async fn run(&self, job: &Job, cancel: CancellationToken) -> Result<RunOutcome, JobError> {
         let result = send(self.run_job(job, cancel)).await;
+        // A retryable failure is tried again from the job's transcript; otherwise the job is done.
+        if !matches!(result, Err(JobError::Retryable(_))) {
+            super::job_transcript::remove(&self.cache_dir, job);
+        }
         let last_attempt = job.attempts >= job.max_attempts;
         if let Err(error) = &result
             && self.failure_notice
@@ -276,10 +280,24 @@ impl ReviewRunner {
             repo: Arc::new(prepared.view.clone()),
             changes: Arc::new(prepared.changes.clone()),
         };
-        Orchestrator::new((self.model)(), workspace, config)
-            .with_cancel(cancel)
-            .review()
-            .await
+        // The job's transcript: a job taken over after a dead worker continues from it.
+        let attempt = super::job_transcript::Attempt {
+            job,
+            base: &prepared.changes.base,
+            head: prepared.changes.head.as_deref().unwrap_or_default(),
+            config: &config,
+            settings: &self.settings,
+        };
+        let recorder = super::job_transcript::open(&self.cache_dir, &attempt);
+        let model = super::job_transcript::wrap((self.model)(), recorder.as_ref());
+        let mut orchestrator = Orchestrator::new(model, workspace, config).with_cancel(cancel);
+        if let Some(recorder) = &recorder {
+            orchestrator = orchestrator.with_recorder(Arc::clone(recorder));
+        }
+        let result = orchestrator.review().await;
+        let error = result.as_ref().err().map(ToString::to_string);
+        super::job_transcript::end(recorder.as_ref(), error);
+        result
     }
 }
 
