@@ -444,3 +444,45 @@ async fn a_fallback_to_text_mode_is_recorded_and_replayed() {
     assert_eq!(replayed.code, 0, "{}", replayed.stderr);
     assert_eq!(replayed.stdout, run.stdout);
 }
+
+#[tokio::test]
+async fn a_tool_call_pending_at_the_crash_is_run_once_on_resume() {
+    let repo = repo();
+    let runs = tempfile::tempdir().unwrap();
+    let server = ModelServer::start_with(Wire::OpenAi, scripted_model(Duration::ZERO)).await;
+    let first = review(repo.path(), &server, runs.path(), &[]).await;
+    assert_eq!(first.code, 0, "{}", first.stderr);
+    let file = transcripts(runs.path()).remove(0);
+    // The crash came after the first reply (asking for read_file) was recorded,
+    // in the middle of writing that call's result.
+    let text = std::fs::read_to_string(&file).unwrap();
+    let mut kept = String::new();
+    for line in text.split_inclusive('\n') {
+        if line.contains("\"record\":\"tool_result\"") {
+            kept.push_str(&line[..line.len() / 2]);
+            break;
+        }
+        kept.push_str(line);
+    }
+    std::fs::write(&file, &kept).unwrap();
+    let before = server.requests().len();
+    let resumed = review(repo.path(), &server, runs.path(), &["--resume", "latest"]).await;
+    assert_eq!(resumed.code, 0, "{}", resumed.stderr);
+    assert_eq!(resumed.json()["findings"], first.json()["findings"]);
+    assert_eq!(
+        server.requests().len() - before,
+        2,
+        "the first reply came from the transcript"
+    );
+    let results: Vec<Value> = records(&file)
+        .into_iter()
+        .filter(|r| r["record"] == "tool_result" && r["id"] == "call_1")
+        .collect();
+    assert_eq!(results.len(), 1, "the pending read_file ran once");
+    assert!(
+        results[0]["content"]
+            .as_str()
+            .unwrap()
+            .contains("pub fn ratio")
+    );
+}
