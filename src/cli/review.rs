@@ -248,11 +248,12 @@ async fn review(args: ReviewArgs) -> Result<i32, String> {
         (_, true) => Verbosity::Verbose,
         _ => Verbosity::Normal,
     };
-    // Both files are opened before any model call: a bad path must not cost a review.
-    let output = OutputTarget::open(args.output.as_deref())?;
-    // The run's transcript (`--runs-dir`, `--resume`): see `runs.rs`.
+    // The run's transcript (`--runs-dir`, `--resume`): see `runs.rs`. A refused resume
+    // stops here, before any output file is created.
     let has_changes = !prepared.workspace.changes.files.is_empty();
     let transcript = RunTranscript::open(&args, &prepared.settings, &prepared.agent, has_changes)?;
+    // Both files are opened before any model call: a bad path must not cost a review.
+    let output = OutputTarget::open(args.output.as_deref())?;
     let (events, rx) = EventSink::channel();
     let events = transcript.events(events);
     let consumer = spawn_event_consumers(rx, verbosity, args.events.as_deref()).map_err(|e| {
