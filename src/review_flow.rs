@@ -141,11 +141,13 @@ pub fn short(sha: &str) -> &str {
 }
 
 /// Reviews what is new (the `include` globs applied); nothing new is no model call.
+/// With a `recorder`, the run is written to (and continued from) its transcript.
 pub async fn review(
     model: Arc<dyn ChatModel>,
     settings: &Settings,
     commits: &PullCommits,
     cancel: CancellationToken,
+    recorder: Option<Arc<crate::agent::transcript::Recorder>>,
 ) -> Result<ReviewReport, AgentError> {
     let mut changes = commits.changes.clone();
     settings.include.apply(&mut changes);
@@ -159,10 +161,12 @@ pub async fn review(
         repo: Arc::new(commits.view.clone()),
         changes: Arc::new(changes),
     };
-    Orchestrator::new(model, workspace, settings.agent.clone())
-        .with_cancel(cancel)
-        .review()
-        .await
+    let mut orchestrator =
+        Orchestrator::new(model, workspace, settings.agent.clone()).with_cancel(cancel);
+    if let Some(recorder) = recorder {
+        orchestrator = orchestrator.with_recorder(recorder);
+    }
+    orchestrator.review().await
 }
 
 /// The pull request a review is published on.

@@ -17,6 +17,7 @@ mod pr_flow;
 mod queue;
 mod review;
 mod review_cli;
+mod runs_cli;
 mod serve_cli;
 mod serve_limits;
 mod serve_logs;

@@ -560,6 +560,77 @@ async fn a_killed_server_finishes_the_job_after_restart_exactly_once() {
     drop(restarted);
 }
 
+#[tokio::test]
+async fn a_job_taken_over_after_its_lease_continues_from_its_transcript() {
+    let (repo, base, head1, _) = two_push_repo();
+    let gh = GitHubMock::start().await;
+    gh.add_pull(
+        "octo",
+        "demo",
+        7,
+        PullSpec::new(&base, &head1).with_clone_url(&repo.path().display().to_string()),
+    );
+    let turns = |req: &crate::common::model_server::RecordedRequest| {
+        req.body["messages"]
+            .as_array()
+            .map(|m| m.iter().filter(|m| m["role"] == "assistant").count())
+            .unwrap_or(0)
+    };
+    // The second call of the first attempt hangs; the server is killed during it.
+    let hung = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let model = ModelServer::start_with(Wire::OpenAi, move |req, _| match turns(req) {
+        0 => Reply::tool("r", "read_file", json!({"path": "src/calc.rs"})),
+        _ if !hung.swap(true, std::sync::atomic::Ordering::SeqCst) => {
+            Reply::Delay(Duration::from_secs(30), Box::new(finding_at(6)))
+        }
+        _ => finding_at(6),
+    })
+    .await;
+    let flags = ["--heartbeat-secs", "1", "--lease-secs", "2"];
+    let mut server = Server::start_with(&gh, &model, &flags).await;
+    let body = pull_request_payload(&base, &head1);
+    assert_eq!(
+        server
+            .deliver_signed("pull_request", "transcript-1", &body)
+            .await
+            .0,
+        202
+    );
+    wait_until(|| model.requests().len() >= 2, 300, 50).await;
+    assert_eq!(model.requests().len(), 2, "the second call is in flight");
+    server.child.start_kill().expect("kill");
+    let _ = server.child.wait().await;
+    let restarted = Server::start_in(server.dir.clone(), &gh, &model, &flags).await;
+    wait_for_reviews(&gh, 1).await;
+    assert_eq!(gh.reviews().len(), 1);
+    let requests = model.requests();
+    assert_eq!(
+        requests.len(),
+        3,
+        "only the call cut off by the kill is made again"
+    );
+    assert_eq!(
+        requests.iter().filter(|r| turns(r) == 0).count(),
+        1,
+        "the answered first call came from the transcript"
+    );
+    wait_until(
+        || {
+            std::fs::read_dir(server.dir.path().join("cache/.runs"))
+                .map(|d| d.count() == 0)
+                .unwrap_or(true)
+        },
+        100,
+        50,
+    )
+    .await;
+    let left = std::fs::read_dir(server.dir.path().join("cache/.runs"))
+        .map(|d| d.count())
+        .unwrap_or(0);
+    assert_eq!(left, 0, "the transcript is removed once the job is done");
+    drop(restarted);
+}
+
 /// Polls `done` up to `tries` times, `pause_ms` apart (bounded; asserts come after).
 pub(crate) async fn wait_until(done: impl Fn() -> bool, tries: u32, pause_ms: u64) {
     for _ in 0..tries {

@@ -16,6 +16,9 @@ pub enum EventKind {
     RunStarted {
         /// Strategy name.
         strategy: String,
+        /// The run's id (its transcript's name), when the run keeps a transcript.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        run_id: Option<String>,
         /// Why this strategy was chosen.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         reason: Option<String>,
@@ -133,26 +136,57 @@ pub struct Event {
     pub kind: EventKind,
 }
 
+/// Hears every event synchronously as it is emitted (the transcript keeps some of them).
+pub type EventTap = std::sync::Arc<dyn Fn(&EventKind) + Send + Sync>;
+
 /// Where a run sends its events. Cheap to clone; sending never blocks and never fails the run.
-#[derive(Debug, Clone, Default)]
+#[derive(Clone, Default)]
 pub struct EventSink {
     tx: Option<mpsc::UnboundedSender<Event>>,
+    tap: Option<EventTap>,
+}
+
+impl std::fmt::Debug for EventSink {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EventSink")
+            .field("tx", &self.tx)
+            .field("tap", &self.tap.is_some())
+            .finish()
+    }
 }
 
 impl EventSink {
     /// A sink and the receiving end of its channel.
     pub fn channel() -> (Self, mpsc::UnboundedReceiver<Event>) {
         let (tx, rx) = mpsc::unbounded_channel();
-        (EventSink { tx: Some(tx) }, rx)
+        (
+            EventSink {
+                tx: Some(tx),
+                tap: None,
+            },
+            rx,
+        )
+    }
+
+    /// The same sink, also calling `tap` with every event before it is sent.
+    pub fn with_tap(mut self, tap: EventTap) -> Self {
+        self.tap = Some(tap);
+        self
     }
 
     /// A sink that drops everything.
     pub fn discard() -> Self {
-        EventSink { tx: None }
+        EventSink {
+            tx: None,
+            tap: None,
+        }
     }
 
     /// Sends an event stamped with the current time.
     pub fn emit(&self, kind: EventKind) {
+        if let Some(tap) = &self.tap {
+            tap(&kind);
+        }
         if let Some(tx) = &self.tx {
             let ts = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
             // A closed receiver only means nobody listens any more.
@@ -164,7 +198,9 @@ impl EventSink {
 /// One line of human progress for an event, or `None` for events not worth a line.
 pub fn progress_line(event: &Event, verbose: bool) -> Option<String> {
     match &event.kind {
-        EventKind::RunStarted { strategy, reason } => Some(match reason {
+        EventKind::RunStarted {
+            strategy, reason, ..
+        } => Some(match reason {
             Some(reason) => format!("review started ({strategy}: {reason})"),
             None => format!("review started ({strategy})"),
         }),

@@ -14,6 +14,7 @@ mod react;
 pub mod reflection;
 pub mod strategy;
 pub mod text_mode;
+pub mod transcript;
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -163,6 +164,7 @@ pub struct Orchestrator {
     reviewable: ChangeSet,
     compression: Mutex<CompressionStats>,
     budget: Budget,
+    recorder: Option<Arc<transcript::Recorder>>,
 }
 
 impl Orchestrator {
@@ -198,7 +200,14 @@ impl Orchestrator {
             events: EventSink::discard(),
             config,
             cancel: CancellationToken::new(),
+            recorder: None,
         }
+    }
+
+    /// Keeps a transcript with `recorder` (and answers from it what it already holds).
+    pub fn with_recorder(mut self, recorder: Arc<transcript::Recorder>) -> Self {
+        self.recorder = Some(recorder);
+        self
     }
 
     /// Sends events to `events`.
@@ -270,6 +279,7 @@ impl Orchestrator {
             ..Stats::default()
         };
         self.events.emit(EventKind::RunStarted {
+            run_id: self.recorder.as_ref().map(|r| r.run_id().to_string()),
             strategy: stats.strategy.clone(),
             reason: Some(decision.reason),
         });
@@ -379,6 +389,7 @@ impl Orchestrator {
             compression: &self.compression,
             shaped: &self.shaped,
             budget: &self.budget,
+            recorder: self.recorder.as_deref(),
         }
     }
 

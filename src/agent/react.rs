@@ -98,6 +98,8 @@ pub(crate) struct RunContext<'a> {
     pub shaped: &'a crate::context::ShapedContext,
     /// The review's hard limits, shared by all runs.
     pub budget: &'a Budget,
+    /// The run's transcript, when it keeps one.
+    pub recorder: Option<&'a super::transcript::Recorder>,
 }
 
 /// One ReAct run over a history, ended by `finisher`.
@@ -538,6 +540,10 @@ impl<F: Finisher> ReactRun<'_, F> {
     }
 
     async fn run_tool(&self, call: &ToolCall) -> Result<(Observation, u64), AgentError> {
+        // A resumed or replayed run reuses what the transcript recorded.
+        if let Some(recorded) = self.ctx.recorder.and_then(|r| r.recorded_tool_result(call)) {
+            return Ok((recorded, 0));
+        }
         let started = Instant::now();
         let observation = if self.use_tools {
             self.ctx
@@ -556,6 +562,9 @@ impl<F: Finisher> ReactRun<'_, F> {
         let observation = observation.map_err(|e| match e {
             ToolError::Fatal(message) | ToolError::Model(message) => AgentError::Tool(message),
         })?;
+        if let Some(recorder) = self.ctx.recorder {
+            recorder.tool_result(call, &observation);
+        }
         Ok((observation, started.elapsed().as_millis() as u64))
     }
 

@@ -159,7 +159,7 @@ async fn review_and_publish(
     settings: &Settings,
 ) -> Result<i32, String> {
     let model = model_client(&settings.model, &EventSink::discard());
-    let report = review_flow::review(model, settings, commits, CancellationToken::new())
+    let report = review_flow::review(model, settings, commits, CancellationToken::new(), None)
         .await
         .map_err(|e| e.to_string())?;
     let pull = PullTarget {

@@ -4,7 +4,9 @@ mod action;
 mod context;
 mod output;
 mod progress;
+mod replay;
 mod review;
+mod runs;
 mod serve;
 mod signals;
 
@@ -35,6 +37,8 @@ pub struct Cli {
 }
 
 /// The subcommands.
+// Parsed once per process: the size of the largest variant does not matter.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Review a change in a local repository.
@@ -45,6 +49,25 @@ pub enum Command {
     Action(ActionArgs),
     /// Run as a GitHub App: webhook server, durable queue and review workers.
     Serve(ServeArgs),
+    /// Re-run a recorded review offline from its transcript (no model, no key).
+    Replay(ReplayArgs),
+}
+
+/// `redline replay`.
+#[derive(Debug, Clone, Args)]
+pub struct ReplayArgs {
+    /// The transcript (a `.jsonl` file of the runs directory).
+    #[arg(value_name = "FILE")]
+    pub file: PathBuf,
+    /// Output format.
+    #[arg(long, default_value = "text", value_name = "text|markdown|json|sarif")]
+    pub format: String,
+    /// Print the history the model saw at this model call (1-based, after compression) and stop.
+    #[arg(long, value_name = "STEP")]
+    pub until: Option<usize>,
+    /// The repository, when it is no longer where the transcript says.
+    #[arg(long, value_name = "PATH")]
+    pub repo: Option<PathBuf>,
 }
 
 /// `redline serve` (App credentials come from the environment).
@@ -275,6 +298,29 @@ pub struct ReviewArgs {
     /// Hard limits of the review.
     #[command(flatten)]
     pub limits: LimitArgs,
+    /// Run transcripts: where they are kept, pruning, resuming.
+    #[command(flatten)]
+    pub runs: RunsArgs,
+}
+
+/// Where `redline review` keeps its run transcripts, and which run to resume.
+#[derive(Debug, Clone, Default, Args)]
+pub struct RunsArgs {
+    /// Directory of run transcripts (default: $XDG_STATE_HOME/redline/runs, else ~/.local/state/redline/runs).
+    #[arg(long, env = "REDLINE_RUNS_DIR", value_name = "DIR")]
+    pub runs_dir: Option<PathBuf>,
+    /// Write no transcript for this run.
+    #[arg(long, conflicts_with = "resume")]
+    pub no_transcript: bool,
+    /// Continue a run that did not finish: its id, or `latest` (this repository's newest run).
+    #[arg(long, value_name = "RUN_ID|latest", conflicts_with_all = ["plan_only", "plan"])]
+    pub resume: Option<String>,
+    /// Transcripts older than this many days are deleted when a review starts.
+    #[arg(long, default_value_t = 30, value_name = "DAYS")]
+    pub runs_max_age: u64,
+    /// The oldest transcripts are deleted while all of them take more than this many MiB.
+    #[arg(long, default_value_t = 512, value_name = "MIB")]
+    pub runs_max_size: u64,
 }
 
 /// Runs a parsed command line and returns the process exit code.
@@ -284,5 +330,6 @@ pub async fn run(cli: Cli) -> i32 {
         Command::Context(args) => context::run(args),
         Command::Action(args) => action::run(args).await,
         Command::Serve(args) => serve::run(args).await,
+        Command::Replay(args) => replay::run(args).await,
     }
 }

@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use super::output::OutputTarget;
 use super::progress::{Verbosity, spawn_event_consumers};
+use super::runs::RunTranscript;
 use super::signals::StopSignals;
 use super::{EXIT_ERROR, EXIT_FINDINGS, EXIT_OK, ReviewArgs};
 use crate::agent::events::{EventKind, EventSink, Stats};
@@ -33,17 +34,17 @@ pub async fn run(args: ReviewArgs) -> i32 {
 }
 
 /// Everything resolved from flags, environment, config and git before any model call.
-struct Prepared {
+pub(crate) struct Prepared {
     format: Format,
     fail_on: FailOn,
-    settings: ModelSettings,
-    agent: AgentConfig,
-    workspace: Workspace,
+    pub(crate) settings: ModelSettings,
+    pub(crate) agent: AgentConfig,
+    pub(crate) workspace: Workspace,
     base_label: String,
     skipped: Vec<String>,
 }
 
-fn prepare(args: &ReviewArgs) -> Result<Prepared, String> {
+pub(crate) fn prepare(args: &ReviewArgs) -> Result<Prepared, String> {
     let start = match &args.repo {
         Some(path) => path.clone(),
         None => std::env::current_dir()
@@ -169,9 +170,14 @@ async fn review(args: ReviewArgs) -> Result<i32, String> {
         (_, true) => Verbosity::Verbose,
         _ => Verbosity::Normal,
     };
+    // The run's transcript (`--runs-dir`, `--resume`): see `runs.rs`. A refused resume
+    // stops here, before any output file is created.
+    let has_changes = !prepared.workspace.changes.files.is_empty();
+    let transcript = RunTranscript::open(&args, &prepared.settings, &prepared.agent, has_changes)?;
     // Both files are opened before any model call: a bad path must not cost a review.
     let output = OutputTarget::open(args.output.as_deref())?;
     let (events, rx) = EventSink::channel();
+    let events = transcript.events(events);
     let consumer = spawn_event_consumers(rx, verbosity, args.events.as_deref()).map_err(|e| {
         format!(
             "cannot write --events {}: {e}",
@@ -187,15 +193,20 @@ async fn review(args: ReviewArgs) -> Result<i32, String> {
                 &prepared.skipped,
             )));
         }
-        let model = model_client(&prepared.settings, &events);
-        let orchestrator =
-            Orchestrator::new(model, prepared.workspace.clone(), prepared.agent.clone())
-                .with_events(events.clone());
+        let model = transcript.model(model_client(&prepared.settings, &events));
+        let orchestrator = transcript
+            .orchestrator(Orchestrator::new(
+                model,
+                prepared.workspace.clone(),
+                prepared.agent.clone(),
+            ))
+            .with_events(events.clone());
         drive(&orchestrator, &args, plan_file).await
     };
     let outcome = tokio::select! {
         outcome = run => outcome,
         stop = signals.recv() => {
+            transcript.cancelled(stop.name());
             if let Some(mut log) = consumer.finish().await {
                 log.cancelled(stop.name());
             }
@@ -206,6 +217,10 @@ async fn review(args: ReviewArgs) -> Result<i32, String> {
     drop(events);
     // Every event is in the log before the process reports.
     let _ = consumer.finish().await;
+    transcript.end(match &outcome {
+        Ok(_) => Ok(()),
+        Err(error) => Err(error.to_string()),
+    });
     match outcome {
         Ok(outcome) => deliver(outcome, &prepared, output),
         Err(error) => {
@@ -215,7 +230,7 @@ async fn review(args: ReviewArgs) -> Result<i32, String> {
     }
 }
 
-fn read_plan(path: Option<&Path>) -> Result<Option<Plan>, String> {
+pub(crate) fn read_plan(path: Option<&Path>) -> Result<Option<Plan>, String> {
     let Some(path) = path else {
         return Ok(None);
     };

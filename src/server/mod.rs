@@ -16,6 +16,7 @@ pub mod cache;
 mod connection;
 pub(crate) mod events;
 pub use events::CommandReply;
+mod job_transcript;
 pub(crate) mod limits;
 mod listen;
 pub(crate) mod memory;

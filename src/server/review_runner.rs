@@ -52,6 +52,10 @@ pub struct ReviewRunner {
 impl JobRunner for ReviewRunner {
     async fn run(&self, job: &Job, cancel: CancellationToken) -> Result<RunOutcome, JobError> {
         let result = send(self.run_job(job, cancel)).await;
+        // A retryable failure is tried again from the job's transcript; otherwise the job is done.
+        if !matches!(result, Err(JobError::Retryable(_))) {
+            super::job_transcript::remove(&self.cache_dir, job);
+        }
         let last_attempt = job.attempts >= job.max_attempts;
         if let Err(error) = &result
             && self.failure_notice
@@ -117,15 +121,27 @@ impl ReviewRunner {
                 return Ok(RunOutcome::Completed);
             }
         };
-        let model = (self.model)(&settings.model);
-        let report = match send(review_flow::review(
+        // The job's transcript: a job taken over after a dead worker continues from it.
+        let attempt = super::job_transcript::Attempt {
+            job,
+            base: &commits.changes.base,
+            head: commits.changes.head.as_deref().unwrap_or_default(),
+            config: &settings.agent,
+            settings: &settings.model,
+        };
+        let recorder = super::job_transcript::open(&self.cache_dir, &attempt);
+        let model = super::job_transcript::wrap((self.model)(&settings.model), recorder.as_ref());
+        let result = send(review_flow::review(
             model,
             &settings,
             &commits,
             cancel.clone(),
+            recorder.clone(),
         ))
-        .await
-        {
+        .await;
+        let error = result.as_ref().err().map(ToString::to_string);
+        super::job_transcript::end(recorder.as_ref(), error);
+        let report = match result {
             Ok(report) => report,
             Err(AgentError::Cancelled) => return Ok(RunOutcome::Cancelled),
             Err(AgentError::Model(e)) if e.is_retryable() => {

@@ -130,6 +130,11 @@ pub fn redline_command() -> tokio::process::Command {
         "XDG_CONFIG_HOME",
         std::env::temp_dir().join("redline-tests-no-user-config"),
     );
+    // Run transcripts of tests stay out of the user's state directory.
+    command.env(
+        "XDG_STATE_HOME",
+        std::env::temp_dir().join("redline-tests-state"),
+    );
     command.stdin(std::process::Stdio::null());
     command
 }

@@ -1,0 +1,179 @@
+//! Reading a transcript: complete records only, deltas decoded front to back.
+
+use std::collections::HashMap;
+use std::path::Path;
+
+use super::{EndStatus, Header, Record, RecordedReply, apply_delta};
+use crate::agent::events::{EventKind, Stats};
+use crate::llm::Message;
+use crate::review::finding::Finding;
+
+/// Why a transcript cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum TranscriptError {
+    /// It could not be read.
+    #[error("cannot read the transcript {path}: {error}")]
+    Io {
+        /// The file.
+        path: String,
+        /// Why.
+        error: std::io::Error,
+    },
+    /// It has no complete header line.
+    #[error("the transcript {0} has no header (the run wrote nothing)")]
+    NoHeader(String),
+    /// A line before the last one is not a record.
+    #[error("the transcript {path} is damaged at line {line}: {error}")]
+    Damaged {
+        /// The file.
+        path: String,
+        /// 1-based line number.
+        line: usize,
+        /// What is wrong.
+        error: String,
+    },
+}
+
+/// A transcript as read: its header and every complete record after it.
+#[derive(Debug, Clone)]
+pub struct Transcript {
+    /// The header.
+    pub header: Header,
+    /// The records after the header, in file order.
+    pub records: Vec<Record>,
+    /// Bytes of complete records (a resumed run appends from here).
+    pub valid_len: u64,
+    /// Whether a cut last line was left out.
+    pub cut_line: bool,
+}
+
+/// One model call with its request rebuilt.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DecodedCall {
+    /// The conversation.
+    pub conversation: String,
+    /// The call's place in it.
+    pub seq: u32,
+    /// The messages the model saw (after compression).
+    pub messages: Vec<Message>,
+    /// Tools offered natively.
+    pub tools: Vec<String>,
+    /// The reply.
+    pub reply: RecordedReply,
+}
+
+impl Transcript {
+    /// Reads `path`. A last line without its newline (or not parseable) is a write cut
+    /// by a crash: it is left out and `valid_len` ends before it.
+    pub fn read(path: &Path) -> Result<Transcript, TranscriptError> {
+        let shown = path.display().to_string();
+        let bytes = std::fs::read(path).map_err(|error| TranscriptError::Io {
+            path: shown.clone(),
+            error,
+        })?;
+        let mut records = Vec::new();
+        let mut valid_len = 0usize;
+        let mut cut_line = false;
+        let mut start = 0usize;
+        let mut line_no = 0usize;
+        while start < bytes.len() {
+            line_no += 1;
+            let Some(end) = bytes[start..].iter().position(|b| *b == b'\n') else {
+                cut_line = true;
+                break;
+            };
+            let line = &bytes[start..start + end];
+            let next = start + end + 1;
+            match serde_json::from_slice::<Record>(line) {
+                Ok(record) => records.push(record),
+                Err(_) if next >= bytes.len() => {
+                    cut_line = true;
+                    break;
+                }
+                Err(error) => {
+                    return Err(TranscriptError::Damaged {
+                        path: shown,
+                        line: line_no,
+                        error: error.to_string(),
+                    });
+                }
+            }
+            valid_len = next;
+            start = next;
+        }
+        let mut records = records.into_iter();
+        let Some(Record::Header(header)) = records.next() else {
+            return Err(TranscriptError::NoHeader(shown));
+        };
+        Ok(Transcript {
+            header,
+            records: records.collect(),
+            valid_len: valid_len as u64,
+            cut_line,
+        })
+    }
+
+    /// Every model call with its messages rebuilt, in file order.
+    pub fn decoded_calls(&self) -> Vec<DecodedCall> {
+        let mut last: HashMap<&str, Vec<Message>> = HashMap::new();
+        let mut calls = Vec::new();
+        for record in &self.records {
+            let Record::ModelCall(call) = record else {
+                continue;
+            };
+            let previous = last.get(call.conversation.as_str()).map(Vec::as_slice);
+            // A bad range can only come from an edited file; the call then shows what is known.
+            let messages = apply_delta(previous.unwrap_or(&[]), &call.messages).unwrap_or_default();
+            last.insert(&call.conversation, messages.clone());
+            calls.push(DecodedCall {
+                conversation: call.conversation.clone(),
+                seq: call.seq,
+                messages,
+                tools: call.tools.clone(),
+                reply: call.reply.clone(),
+            });
+        }
+        calls
+    }
+
+    /// How many model calls it records.
+    pub fn model_calls(&self) -> usize {
+        self.records
+            .iter()
+            .filter(|r| matches!(r, Record::ModelCall(_)))
+            .count()
+    }
+
+    /// How the run ended, if it did (the last end record counts).
+    pub fn end(&self) -> Option<EndStatus> {
+        self.records.iter().rev().find_map(|r| match r {
+            Record::End { status, .. } => Some(*status),
+            _ => None,
+        })
+    }
+
+    /// The findings of the last finished run in it.
+    pub fn findings(&self) -> Vec<Finding> {
+        let mut findings = Vec::new();
+        for record in &self.records {
+            match record {
+                Record::Resumed { .. } => findings.clear(),
+                Record::Event {
+                    event: EventKind::Finding(finding),
+                } => findings.push(finding.clone()),
+                _ => {}
+            }
+        }
+        findings
+    }
+
+    /// The counters of the finished run, when it finished.
+    pub fn final_stats(&self) -> Option<Stats> {
+        self.records.iter().rev().find_map(|r| match r {
+            Record::Event {
+                event: EventKind::RunFinished { stats },
+            } => Some(stats.clone()),
+            _ => None,
+        })
+    }
+}

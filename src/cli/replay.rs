@@ -1,0 +1,230 @@
+//! `redline replay FILE`: re-runs a recorded review offline. The orchestrator
+//! runs again over the same change and settings; every model call is answered
+//! from the transcript (no network, no key), recorded tool results are reused,
+//! and the report is printed as `redline review` printed it. Findings that
+//! differ from the recorded ones (a changed prompt, a new check) are shown as a
+//! diff on stderr. `--until STEP` prints the history the model saw at one call.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use clap::Parser;
+
+use super::review::{prepare, read_plan};
+use super::runs::header_for;
+use super::{Cli, Command, EXIT_ERROR, EXIT_FINDINGS, EXIT_OK, ReplayArgs};
+use crate::agent::Orchestrator;
+use crate::agent::events::Stats;
+use crate::agent::transcript::{DecodedCall, Recorder, RecordingModel, Transcript};
+use crate::llm::{ChatModel, ChatRequest, ChatResponse, LlmError, Message};
+use crate::review::finding::Finding;
+use crate::review::render::{Format, render};
+
+/// Runs `redline replay` and returns the exit code: 0 when the findings match the
+/// recording, 1 when they differ, 2 on errors.
+pub async fn run(args: ReplayArgs) -> i32 {
+    match replay(args).await {
+        Ok(code) => code,
+        Err(message) => {
+            eprintln!("error: {message}");
+            EXIT_ERROR
+        }
+    }
+}
+
+/// The model of an offline replay: anything the transcript cannot answer fails.
+struct Offline;
+
+#[async_trait]
+impl ChatModel for Offline {
+    async fn complete(&self, _: &ChatRequest) -> Result<ChatResponse, LlmError> {
+        Err(LlmError::Connect(
+            "replay is offline and the transcript holds no reply for this request".into(),
+        ))
+    }
+}
+
+async fn replay(args: ReplayArgs) -> Result<i32, String> {
+    let format: Format = args.format.parse().map_err(|e| format!("--format: {e}"))?;
+    let transcript = Transcript::read(&args.file).map_err(|e| e.to_string())?;
+    if let Some(step) = args.until {
+        print!("{}", history_at(&transcript, step, format)?);
+        return Ok(EXIT_OK);
+    }
+    let review_args = review_args(&transcript, args.repo)?;
+    let prepared = prepare(&review_args)?;
+    let now = header_for(
+        &review_args,
+        &prepared.settings,
+        &prepared.agent,
+        String::new(),
+    )?;
+    if now.settings_digest != transcript.header.settings_digest {
+        eprintln!(
+            "note: the settings differ from the recording (digest {} now {}); replies are matched by their place in each conversation",
+            transcript.header.settings_digest, now.settings_digest
+        );
+    }
+    let recorder = Arc::new(Recorder::replay(&transcript));
+    let model = Arc::new(RecordingModel::new(
+        Arc::new(Offline),
+        Arc::clone(&recorder),
+    ));
+    let orchestrator = Orchestrator::new(model, prepared.workspace.clone(), prepared.agent.clone())
+        .with_recorder(recorder);
+    let result = match read_plan(review_args.plan.as_deref())? {
+        Some(plan) => orchestrator.review_with_plan(plan, Stats::default()).await,
+        None => orchestrator.review().await,
+    };
+    let mut report = result.map_err(|e| e.to_string())?;
+    // Wall time is the one counter a replay cannot reproduce: the recorded one is shown.
+    if let Some(stats) = transcript.final_stats() {
+        report.stats.duration_ms = stats.duration_ms;
+    }
+    print!("{}", render(&report, format));
+    let recorded = transcript.findings();
+    let diff = findings_diff(&recorded, &report.findings);
+    if diff.is_empty() {
+        eprintln!("replay: {} findings, as recorded", report.findings.len());
+        return Ok(EXIT_OK);
+    }
+    eprintln!("replay: the findings differ from the recording (- recorded, + replayed):");
+    eprint!("{diff}");
+    Ok(EXIT_FINDINGS)
+}
+
+/// The `redline review` arguments of the recorded run, offline: the model's
+/// address is a local one that is never called, so no key is needed.
+fn review_args(
+    transcript: &Transcript,
+    repo: Option<PathBuf>,
+) -> Result<super::ReviewArgs, String> {
+    let header = &transcript.header;
+    let mut argv: Vec<String> = vec!["redline".into(), "review".into()];
+    let mut recorded = header.invocation.iter().cloned();
+    while let Some(arg) = recorded.next() {
+        if arg == "--repo" {
+            let path = recorded.next().unwrap_or_default();
+            argv.push(arg);
+            argv.push(
+                repo.as_ref()
+                    .map(|p| p.display().to_string())
+                    .unwrap_or(path),
+            );
+        } else {
+            argv.push(arg);
+        }
+    }
+    argv.extend(
+        [
+            "--provider",
+            &header.provider,
+            "--model",
+            &header.model,
+            "--base-url",
+            "http://127.0.0.1:9/redline-replay",
+            "--quiet",
+            "--no-transcript",
+        ]
+        .map(String::from),
+    );
+    match Cli::try_parse_from(&argv) {
+        Ok(Cli {
+            command: Command::Review(args),
+        }) => Ok(args),
+        Ok(_) => Err("the transcript's invocation is not a review".into()),
+        Err(error) => Err(format!(
+            "the transcript's invocation cannot be read: {error}"
+        )),
+    }
+}
+
+/// What changed between the recorded findings and the replayed ones, one line each.
+fn findings_diff(recorded: &[Finding], replayed: &[Finding]) -> String {
+    let line =
+        |sign: char, f: &Finding| format!("{sign} {} {} {}\n", f.severity, f.location(), f.title);
+    let mut diff = String::new();
+    for finding in recorded.iter().filter(|f| !replayed.contains(f)) {
+        diff.push_str(&line('-', finding));
+    }
+    for finding in replayed.iter().filter(|f| !recorded.contains(f)) {
+        diff.push_str(&line('+', finding));
+    }
+    diff
+}
+
+/// The history the model saw at model call `step` (1-based), and its reply.
+fn history_at(transcript: &Transcript, step: usize, format: Format) -> Result<String, String> {
+    let calls = transcript.decoded_calls();
+    let Some(call) = step.checked_sub(1).and_then(|i| calls.get(i)) else {
+        return Err(format!(
+            "--until {step}: the transcript has {} model calls (steps 1 to {})",
+            calls.len(),
+            calls.len()
+        ));
+    };
+    if format == Format::Json {
+        let value = serde_json::json!({
+            "step": step,
+            "conversation": call.conversation,
+            "seq": call.seq,
+            "messages": call.messages,
+            "tools": call.tools,
+            "reply": call.reply,
+        });
+        return serde_json::to_string_pretty(&value)
+            .map(|s| s + "\n")
+            .map_err(|e| e.to_string());
+    }
+    Ok(history_text(step, call))
+}
+
+fn history_text(step: usize, call: &DecodedCall) -> String {
+    let mut out = format!(
+        "model call {step} (conversation {}, call {} of it), {} messages, tools: {}\n",
+        call.conversation,
+        call.seq,
+        call.messages.len(),
+        if call.tools.is_empty() {
+            "none".to_string()
+        } else {
+            call.tools.join(", ")
+        }
+    );
+    for message in &call.messages {
+        out.push_str(&message_text(message));
+    }
+    out.push_str("=== reply ===\n");
+    out.push_str(&message_text(&Message::Assistant {
+        content: call.reply.content.clone(),
+        tool_calls: call.reply.tool_calls.clone(),
+    }));
+    out
+}
+
+fn message_text(message: &Message) -> String {
+    let mut out = match message {
+        Message::System { content } => format!("=== system ===\n{content}\n"),
+        Message::User { content } => format!("=== user ===\n{content}\n"),
+        Message::Assistant { content, .. } => format!("=== assistant ===\n{content}\n"),
+        Message::Tool {
+            call_id,
+            name,
+            content,
+            is_error,
+        } => {
+            let failed = if *is_error { ", failed" } else { "" };
+            format!("=== tool {name} ({call_id}{failed}) ===\n{content}\n")
+        }
+    };
+    if let Message::Assistant { tool_calls, .. } = message {
+        for call in tool_calls {
+            out.push_str(&format!(
+                "-> {} {} ({})\n",
+                call.name, call.arguments, call.id
+            ));
+        }
+    }
+    out
+}

@@ -1,0 +1,488 @@
+//! Run transcripts end to end: a review writes one, `redline replay` re-runs it
+//! offline, `redline review --resume` continues a run killed mid-review.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use crate::common::cli::{self, KEY};
+use crate::common::git::TempRepo;
+use crate::common::model_server::{ModelServer, RecordedRequest, Reply, Wire};
+
+const BASE_CALC: &str = "pub fn average(values: &[i32]) -> i32 {\n    let sum: i32 = values.iter().sum();\n    sum / values.len() as i32\n}\n";
+const HEAD_CALC: &str = "pub fn average(values: &[i32]) -> i32 {\n    let sum: i32 = values.iter().sum();\n    sum / values.len() as i32\n}\n\npub fn ratio(a: i32, b: i32) -> i32 {\n    a / b\n}\n";
+
+fn repo() -> TempRepo {
+    let repo = TempRepo::new();
+    repo.write("src/calc.rs", BASE_CALC);
+    repo.commit("base");
+    repo.checkout_new_branch("feature");
+    repo.write("src/calc.rs", HEAD_CALC);
+    repo.commit("add ratio");
+    repo
+}
+
+/// How many model turns a request's history already holds.
+fn turns(request: &RecordedRequest) -> usize {
+    request.body["messages"]
+        .as_array()
+        .map(|m| m.iter().filter(|m| m["role"] == "assistant").count())
+        .unwrap_or(0)
+}
+
+/// A model that reads, searches, then reports; the reply to the second call
+/// waits `slow` the first time it is asked (the window in which a test kills the review).
+fn scripted_model(slow: Duration) -> impl Fn(&RecordedRequest, usize) -> Reply + Send + Sync {
+    let delayed_once = Arc::new(AtomicBool::new(false));
+    move |request, _| match turns(request) {
+        0 => Reply::tool("call_1", "read_file", json!({"path": "src/calc.rs"})),
+        1 => {
+            let reply = Reply::tool("call_2", "search", json!({"pattern": "ratio\\("}));
+            if delayed_once.swap(true, Ordering::SeqCst) {
+                reply
+            } else {
+                reply.delayed(slow)
+            }
+        }
+        _ => Reply::tool(
+            "call_3",
+            "submit_review",
+            json!({"summary": "Adds ratio.", "findings": [{"path": "src/calc.rs", "line": 7,
+                "severity": "critical", "category": "bug", "title": "Division by zero",
+                "body": "`b` may be 0."}]}),
+        ),
+    }
+}
+
+fn transcripts(dir: &Path) -> Vec<PathBuf> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map(|d| d.flatten().map(|e| e.path()).collect())
+        .unwrap_or_default();
+    files.retain(|p| p.extension().is_some_and(|x| x == "jsonl"));
+    files.sort();
+    files
+}
+
+fn records(path: &Path) -> Vec<Value> {
+    std::fs::read_to_string(path)
+        .expect("transcript")
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("every line is a JSON record"))
+        .collect()
+}
+
+async fn review(repo: &Path, server: &ModelServer, runs: &Path, extra: &[&str]) -> cli::Run {
+    let runs = runs.display().to_string();
+    let mut args = vec!["--format", "json", "--runs-dir", &runs];
+    args.extend_from_slice(extra);
+    cli::review(repo, &server.base_url(), "openai", &args).await
+}
+
+async fn replay(file: &Path, extra: &[&str]) -> cli::Run {
+    let output = cli::redline_command()
+        .arg("replay")
+        .arg(file)
+        .args(extra)
+        .output()
+        .await
+        .expect("run redline replay");
+    cli::Run {
+        code: output.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+        events: String::new(),
+    }
+}
+
+#[tokio::test]
+async fn a_review_writes_a_transcript_and_replays_it_offline() {
+    let repo = repo();
+    let runs = tempfile::tempdir().unwrap();
+    let server = ModelServer::start_with(Wire::OpenAi, scripted_model(Duration::ZERO)).await;
+    let run = review(repo.path(), &server, runs.path(), &[]).await;
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    run.assert_no_key();
+    let files = transcripts(runs.path());
+    assert_eq!(files.len(), 1);
+    let file = &files[0];
+    let text = std::fs::read_to_string(file).unwrap();
+    assert!(!text.contains(KEY) && !text.contains("0123456789abcdef"));
+    let records = records(file);
+    let kinds: Vec<&str> = records
+        .iter()
+        .map(|r| r["record"].as_str().unwrap())
+        .collect();
+    assert_eq!(kinds[0], "header");
+    assert_eq!(kinds.iter().filter(|k| **k == "model_call").count(), 3);
+    assert_eq!(kinds.iter().filter(|k| **k == "tool_result").count(), 2);
+    assert_eq!(kinds.last(), Some(&"end"));
+    let header = &records[0];
+    assert_eq!(header["head"], repo.head());
+    assert_eq!(header["model"], "test-model");
+    assert_eq!(header["provider"], "openai");
+    let run_id = header["run_id"].as_str().unwrap();
+    assert_eq!(file.file_stem().unwrap().to_str(), Some(run_id));
+    let started = run
+        .events()
+        .into_iter()
+        .find(|e| e["type"] == "run_started")
+        .unwrap();
+    assert_eq!(started["run_id"], run_id);
+    // Later calls carry only what is new: the system prompt is written once.
+    assert_eq!(text.matches("\"role\":\"system\"").count(), 1, "{text}");
+
+    // With the model server gone, the replay prints the same report.
+    drop(server);
+    let replayed = replay(file, &["--format", "json"]).await;
+    assert_eq!(replayed.code, 0, "{}", replayed.stderr);
+    assert_eq!(replayed.stdout, run.stdout);
+
+    // The history of the second call, as the model saw it: the file it had read.
+    let until = replay(file, &["--until", "2"]).await;
+    assert_eq!(until.code, 0, "{}", until.stderr);
+    assert!(
+        until.stdout.contains("=== tool read_file (call_1) ==="),
+        "{}",
+        until.stdout
+    );
+    assert!(until.stdout.contains("pub fn ratio"), "{}", until.stdout);
+    assert!(until.stdout.contains("-> search"), "{}", until.stdout);
+    let beyond = replay(file, &["--until", "9"]).await;
+    assert_eq!(beyond.code, 2);
+    assert!(beyond.stderr.contains("3 model calls"), "{}", beyond.stderr);
+}
+
+#[tokio::test]
+async fn replay_shows_changed_findings_as_a_diff() {
+    let repo = repo();
+    let runs = tempfile::tempdir().unwrap();
+    let server = ModelServer::start_with(Wire::OpenAi, scripted_model(Duration::ZERO)).await;
+    let run = review(repo.path(), &server, runs.path(), &[]).await;
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let file = &transcripts(runs.path())[0];
+    // The recording says another finding was made than the replay will make.
+    let text = std::fs::read_to_string(file).unwrap();
+    let edited: Vec<String> = text
+        .lines()
+        .map(|l| match l.contains("\"type\":\"finding\"") {
+            true => l.replace("Division by zero", "Overflow"),
+            false => l.to_string(),
+        })
+        .collect();
+    std::fs::write(file, edited.join("\n") + "\n").unwrap();
+    let replayed = replay(file, &["--format", "json"]).await;
+    assert_eq!(replayed.code, 1, "{}", replayed.stderr);
+    assert!(
+        replayed
+            .stderr
+            .contains("- critical src/calc.rs:7 Overflow"),
+        "{}",
+        replayed.stderr
+    );
+    assert!(
+        replayed
+            .stderr
+            .contains("+ critical src/calc.rs:7 Division by zero"),
+        "{}",
+        replayed.stderr
+    );
+}
+
+#[tokio::test]
+async fn a_killed_review_resumes_with_fewer_model_calls_and_the_same_findings() {
+    let repo = repo();
+    // The uninterrupted run, for comparison.
+    let fresh_runs = tempfile::tempdir().unwrap();
+    let fresh_server = ModelServer::start_with(Wire::OpenAi, scripted_model(Duration::ZERO)).await;
+    let fresh = review(repo.path(), &fresh_server, fresh_runs.path(), &[]).await;
+    assert_eq!(fresh.code, 0, "{}", fresh.stderr);
+    let fresh_calls = fresh_server.requests().len();
+
+    let runs = tempfile::tempdir().unwrap();
+    let server =
+        ModelServer::start_with(Wire::OpenAi, scripted_model(Duration::from_secs(60))).await;
+    let mut child = cli::redline_command()
+        .args(["review", "--repo"])
+        .arg(repo.path())
+        .args(["--base", "main", "--provider", "openai", "--base-url"])
+        .arg(server.base_url())
+        .args(["--model", "test-model", "--format", "json", "--runs-dir"])
+        .arg(runs.path())
+        .env("REDLINE_API_KEY", KEY)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("start redline");
+    // Kill -9 while the second model call waits for its reply.
+    let waited = tokio::time::timeout(Duration::from_secs(30), async {
+        while server.requests().len() < 2 {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    })
+    .await;
+    assert!(waited.is_ok(), "the review never made its second call");
+    child.kill().await.expect("kill -9");
+    let before = server.requests().len();
+
+    let resumed = review(repo.path(), &server, runs.path(), &["--resume", "latest"]).await;
+    assert_eq!(resumed.code, 0, "{}", resumed.stderr);
+    resumed.assert_no_key();
+    let live = server.requests().len() - before;
+    assert!(
+        live < fresh_calls,
+        "{live} live calls on resume, {fresh_calls} in a fresh run"
+    );
+    assert_eq!(resumed.json()["findings"], fresh.json()["findings"]);
+    assert!(
+        resumed
+            .stderr
+            .contains("1 model calls answered from the transcript"),
+        "{}",
+        resumed.stderr
+    );
+    // One transcript, continued; the finished run cannot be resumed again.
+    let files = transcripts(runs.path());
+    assert_eq!(files.len(), 1);
+    let kinds: Vec<String> = records(&files[0])
+        .iter()
+        .map(|r| r["record"].as_str().unwrap().to_string())
+        .collect();
+    assert!(kinds.contains(&"resumed".to_string()), "{kinds:?}");
+    let again = review(repo.path(), &server, runs.path(), &["--resume", "latest"]).await;
+    assert_eq!(again.code, 2);
+    assert!(
+        again.stderr.contains("already finished"),
+        "{}",
+        again.stderr
+    );
+}
+
+/// A finished run's transcript cut after its first model call, mid-way through the next line.
+fn cut_transcript(file: &Path) -> String {
+    let text = std::fs::read_to_string(file).unwrap();
+    let mut kept = String::new();
+    let mut calls = 0;
+    for line in text.split_inclusive('\n') {
+        if line.contains("\"record\":\"model_call\"") {
+            calls += 1;
+            if calls == 2 {
+                kept.push_str(&line[..line.len() / 2]);
+                break;
+            }
+        }
+        kept.push_str(line);
+    }
+    std::fs::write(file, &kept).unwrap();
+    kept
+}
+
+#[tokio::test]
+async fn a_transcript_cut_mid_line_resumes_from_its_last_complete_record() {
+    let repo = repo();
+    let runs = tempfile::tempdir().unwrap();
+    let server = ModelServer::start_with(Wire::OpenAi, scripted_model(Duration::ZERO)).await;
+    let first = review(repo.path(), &server, runs.path(), &[]).await;
+    assert_eq!(first.code, 0, "{}", first.stderr);
+    let file = transcripts(runs.path()).remove(0);
+    cut_transcript(&file);
+    let id = file.file_stem().unwrap().to_str().unwrap().to_string();
+    let before = server.requests().len();
+    let resumed = review(repo.path(), &server, runs.path(), &["--resume", &id]).await;
+    assert_eq!(resumed.code, 0, "{}", resumed.stderr);
+    assert_eq!(resumed.json()["findings"], first.json()["findings"]);
+    assert_eq!(
+        server.requests().len() - before,
+        2,
+        "the first call is answered from the transcript"
+    );
+    // The cut line is gone: every line of the continued transcript is a record.
+    let kinds: Vec<String> = records(&file)
+        .iter()
+        .map(|r| r["record"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(kinds.last().map(String::as_str), Some("end"));
+}
+
+#[tokio::test]
+async fn a_transcript_of_another_head_is_refused() {
+    let repo = repo();
+    let runs = tempfile::tempdir().unwrap();
+    let server = ModelServer::start_with(Wire::OpenAi, scripted_model(Duration::ZERO)).await;
+    let first = review(repo.path(), &server, runs.path(), &[]).await;
+    assert_eq!(first.code, 0, "{}", first.stderr);
+    let file = transcripts(runs.path()).remove(0);
+    let old_head = repo.head();
+    cut_transcript(&file);
+    repo.write("src/calc.rs", format!("{HEAD_CALC}// more\n"));
+    repo.commit("more");
+    let before = server.requests().len();
+    let refused = review(repo.path(), &server, runs.path(), &["--resume", "latest"]).await;
+    assert_eq!(refused.code, 2, "{}", refused.stderr);
+    assert!(
+        refused.stderr.contains(&format!("head commit {old_head}")),
+        "{}",
+        refused.stderr
+    );
+    assert_eq!(
+        server.requests().len(),
+        before,
+        "nothing was sent to the model"
+    );
+}
+
+#[tokio::test]
+async fn a_plan_run_with_parallel_tasks_replays_identically() {
+    use crate::strategies::{first_user_text, is_planner, submit};
+    let repo = TempRepo::new();
+    for (path, text) in [("src/a.rs", "a"), ("src/b.rs", "b"), ("lib/c.rs", "c")] {
+        repo.write(path, format!("pub fn {text}() {{}}\n"));
+    }
+    repo.commit("base");
+    repo.checkout_new_branch("feature");
+    for (path, text) in [("src/a.rs", "a"), ("src/b.rs", "b"), ("lib/c.rs", "c")] {
+        repo.write(path, format!("pub fn {text}() {{\n    todo!()\n}}\n"));
+    }
+    repo.commit("change");
+    let server = ModelServer::start_with(Wire::OpenAi, |req, _| {
+        if is_planner(req) {
+            return Reply::tool(
+                "p",
+                "submit_plan",
+                json!({"tasks": [
+                    {"title": "a", "files": ["src/a.rs"], "focus": "x"},
+                    {"title": "b", "files": ["src/b.rs"], "focus": "x"},
+                    {"title": "c", "files": ["lib/c.rs"], "focus": "x"}
+                ]}),
+            );
+        }
+        let user = first_user_text(req);
+        let path = ["src/a.rs", "src/b.rs", "lib/c.rs"]
+            .into_iter()
+            .find(|p| user.contains(&format!("Files of this task: {p}")))
+            .unwrap_or("src/a.rs");
+        // The tasks' turns finish in a different order than they started.
+        let delay = match path {
+            "src/a.rs" => 300,
+            "src/b.rs" => 100,
+            _ => 0,
+        };
+        match turns(req) {
+            0 => Reply::tool("r1", "read_file", json!({"path": path}))
+                .delayed(Duration::from_millis(delay)),
+            _ => submit(
+                vec![
+                    json!({"path": path, "line": 2, "severity": "major", "category": "bug",
+                    "title": format!("todo in {path}"), "body": "Panics."}),
+                ],
+                &format!("reviewed {path}"),
+            ),
+        }
+    })
+    .await;
+    let runs = tempfile::tempdir().unwrap();
+    let run = review(
+        repo.path(),
+        &server,
+        runs.path(),
+        &["--strategy", "plan", "--parallel", "3"],
+    )
+    .await;
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(
+        run.json()["findings"].as_array().map(Vec::len),
+        Some(3),
+        "{}",
+        run.stdout
+    );
+    drop(server);
+    let file = &transcripts(runs.path())[0];
+    let conversations: std::collections::HashSet<String> = records(file)
+        .iter()
+        .filter(|r| r["record"] == "model_call")
+        .map(|r| r["conversation"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(conversations.len(), 4, "the planner and three tasks");
+    let replayed = replay(file, &["--format", "json"]).await;
+    assert_eq!(replayed.code, 0, "{}", replayed.stderr);
+    assert_eq!(replayed.stdout, run.stdout);
+}
+
+#[tokio::test]
+async fn a_fallback_to_text_mode_is_recorded_and_replayed() {
+    let repo = repo();
+    let server = ModelServer::start_with(Wire::OpenAi, |req, _| {
+        if req.body.get("tools").is_some() {
+            return Reply::api_error(
+                Wire::OpenAi,
+                400,
+                "invalid_request_error",
+                "tools is not supported for this model",
+            );
+        }
+        let answer = json!({"summary": "Adds ratio.", "findings": [{"path": "src/calc.rs",
+            "line": 7, "severity": "critical", "category": "bug",
+            "title": "Division by zero", "body": "`b` may be 0."}]});
+        Reply::text(format!("Thought: done.\nFinal Answer: {answer}"))
+    })
+    .await;
+    let runs = tempfile::tempdir().unwrap();
+    let run = review(repo.path(), &server, runs.path(), &["--strategy", "react"]).await;
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(run.json()["findings"].as_array().map(Vec::len), Some(1));
+    drop(server);
+    let file = &transcripts(runs.path())[0];
+    let errors: Vec<Value> = records(file)
+        .into_iter()
+        .filter(|r| r["record"] == "model_error")
+        .collect();
+    assert_eq!(errors.len(), 1, "the rejected native call is recorded");
+    assert_eq!(errors[0]["error"]["kind"], "tools_unsupported");
+    let replayed = replay(file, &["--format", "json"]).await;
+    assert_eq!(replayed.code, 0, "{}", replayed.stderr);
+    assert_eq!(replayed.stdout, run.stdout);
+}
+
+#[tokio::test]
+async fn a_tool_call_pending_at_the_crash_is_run_once_on_resume() {
+    let repo = repo();
+    let runs = tempfile::tempdir().unwrap();
+    let server = ModelServer::start_with(Wire::OpenAi, scripted_model(Duration::ZERO)).await;
+    let first = review(repo.path(), &server, runs.path(), &[]).await;
+    assert_eq!(first.code, 0, "{}", first.stderr);
+    let file = transcripts(runs.path()).remove(0);
+    // The crash came after the first reply (asking for read_file) was recorded,
+    // in the middle of writing that call's result.
+    let text = std::fs::read_to_string(&file).unwrap();
+    let mut kept = String::new();
+    for line in text.split_inclusive('\n') {
+        if line.contains("\"record\":\"tool_result\"") {
+            kept.push_str(&line[..line.len() / 2]);
+            break;
+        }
+        kept.push_str(line);
+    }
+    std::fs::write(&file, &kept).unwrap();
+    let before = server.requests().len();
+    let resumed = review(repo.path(), &server, runs.path(), &["--resume", "latest"]).await;
+    assert_eq!(resumed.code, 0, "{}", resumed.stderr);
+    assert_eq!(resumed.json()["findings"], first.json()["findings"]);
+    assert_eq!(
+        server.requests().len() - before,
+        2,
+        "the first reply came from the transcript"
+    );
+    let results: Vec<Value> = records(&file)
+        .into_iter()
+        .filter(|r| r["record"] == "tool_result" && r["id"] == "call_1")
+        .collect();
+    assert_eq!(results.len(), 1, "the pending read_file ran once");
+    assert!(
+        results[0]["content"]
+            .as_str()
+            .unwrap()
+            .contains("pub fn ratio")
+    );
+}
