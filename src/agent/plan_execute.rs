@@ -402,10 +402,11 @@ fn task_message(id: &str, title: &str, focus: &str, slice: &Slice, frame: &TaskF
     )
 }
 
-/// The change's overview, cut to an eighth of the budget: a change of
-/// thousands of files must not fill every task's message with its file list.
+/// The change's overview, cut to a sixteenth of the budget: every task pays for
+/// it again, and a change of thousands of files must not fill every task's
+/// message with its file list.
 fn bounded_overview(overview: &str, budget: usize, ctx: &RunContext<'_>) -> String {
-    let cap = budget / 8;
+    let cap = budget / 16;
     if ctx.counter.count(overview) <= cap {
         return overview.to_string();
     }
