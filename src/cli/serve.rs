@@ -10,7 +10,7 @@ use super::review::model_client;
 use super::{EXIT_ERROR, EXIT_OK, ServeArgs};
 use crate::agent::events::EventSink;
 use crate::config::limits::{self, LimitCeilings};
-use crate::config::{self, FileConfig};
+use crate::config::{self, FileConfig, ModelSettings};
 use crate::github::{AppAuth, GitHubError, PublishConfig, api_url_from_env};
 use crate::llm::Secret;
 use crate::llm::pricing::builtin_price;
@@ -137,21 +137,7 @@ async fn serve_app(args: ServeArgs) -> Result<(), String> {
         .map_err(|e| format!("--listen {}: {e}", args.listen))?;
 
     let metrics = Arc::new(Metrics::new());
-    let model: ModelFactory = Arc::new(|settings| model_client(settings, &EventSink::discard()));
-    let runner = ReviewRunner {
-        auth: auth.clone(),
-        cache_dir: args
-            .cache_dir
-            .clone()
-            .unwrap_or_else(|| PathBuf::from("redline-cache")),
-        model,
-        settings,
-        publish: PublishConfig::default(),
-        metrics: metrics.clone(),
-        cache_budget_bytes: args.cache_budget_mb.saturating_mul(1024 * 1024),
-        failure_notice: args.failure_notice,
-        ceilings,
-    };
+    let runner = review_runner(&args, &auth, settings, ceilings, &metrics);
     let workers = WorkerConfig {
         workers: args.workers.max(1),
         lease: std::time::Duration::from_secs(args.lease_secs.max(1)),
@@ -189,6 +175,31 @@ async fn serve_app(args: ServeArgs) -> Result<(), String> {
     // Stop taking jobs; running ones reach a safe point or finish.
     pool.shutdown().await;
     Ok(())
+}
+
+/// The App's review runner: the server's model settings and ceilings, the cache, publishing.
+fn review_runner(
+    args: &ServeArgs,
+    auth: &AppAuth,
+    settings: ModelSettings,
+    ceilings: LimitCeilings,
+    metrics: &Arc<Metrics>,
+) -> ReviewRunner {
+    let model: ModelFactory = Arc::new(|settings| model_client(settings, &EventSink::discard()));
+    ReviewRunner {
+        auth: auth.clone(),
+        cache_dir: args
+            .cache_dir
+            .clone()
+            .unwrap_or_else(|| PathBuf::from("redline-cache")),
+        model,
+        settings,
+        publish: PublishConfig::default(),
+        metrics: metrics.clone(),
+        cache_budget_bytes: args.cache_budget_mb.saturating_mul(1024 * 1024),
+        failure_notice: args.failure_notice,
+        ceilings,
+    }
 }
 
 /// `--max-cost-ceiling` and `--timeout-ceiling`; a cost ceiling needs the model's built-in price.

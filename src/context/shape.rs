@@ -200,16 +200,7 @@ pub fn shape_change(
         before: opts.context_before,
         after: opts.context_after,
     };
-    // Reading is sequential (the reader need not be thread-safe); the rest runs on all cores.
-    let heads: Vec<Option<String>> = changes
-        .files
-        .iter()
-        .map(|file| match file.status {
-            FileStatus::Deleted => None,
-            _ if file.binary => None,
-            _ => head_text(&file.path),
-        })
-        .collect();
+    let heads = read_heads(changes, head_text);
     let pairs: Vec<(&FileChange, Option<&str>)> = changes
         .files
         .iter()
@@ -257,18 +248,40 @@ pub fn shape_change(
             .map(|p| p.changed)
             .sum(),
         changed_lines_shown,
-        sections: prepared
-            .iter_mut()
-            .filter(|p| p.role == Role::Candidate)
-            .filter_map(|p| {
-                p.section.take().map(|s| Section {
-                    path: p.file.path.clone(),
-                    text: s.text,
-                })
-            })
-            .collect(),
+        sections: take_sections(&mut prepared),
         message,
     }
+}
+
+/// Every file's head text. Reading is sequential (the reader need not be
+/// thread-safe); the rest of the shaping runs on all cores.
+fn read_heads(
+    changes: &ChangeSet,
+    head_text: &dyn Fn(&str) -> Option<String>,
+) -> Vec<Option<String>> {
+    changes
+        .files
+        .iter()
+        .map(|file| match file.status {
+            FileStatus::Deleted => None,
+            _ if file.binary => None,
+            _ => head_text(&file.path),
+        })
+        .collect()
+}
+
+/// The reviewable files' sections, in review order, moved out of `prepared`.
+fn take_sections(prepared: &mut [Prepared<'_>]) -> Vec<Section> {
+    prepared
+        .iter_mut()
+        .filter(|p| p.role == Role::Candidate)
+        .filter_map(|p| {
+            p.section.take().map(|s| Section {
+                path: p.file.path.clone(),
+                text: s.text,
+            })
+        })
+        .collect()
 }
 
 fn role_of(file: &FileChange, head: Option<&str>, exclude: &globset::GlobSet) -> Role {

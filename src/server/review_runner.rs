@@ -21,6 +21,7 @@ use crate::github::{
 };
 use crate::llm::ChatModel;
 use crate::queue::{Job, JobError, JobRunner, ReviewTrigger, RunOutcome};
+use crate::review::report::ReviewReport;
 use crate::review_flow::{self, CommitSource, FlowError, PullCommits, PullTarget};
 
 /// Builds the model client for a job's settings (one per job, so retries are reported per job).
@@ -121,33 +122,9 @@ impl ReviewRunner {
                 return Ok(RunOutcome::Completed);
             }
         };
-        // The job's transcript: a job taken over after a dead worker continues from it.
-        let attempt = super::job_transcript::Attempt {
-            job,
-            base: &commits.changes.base,
-            head: commits.changes.head.as_deref().unwrap_or_default(),
-            config: &settings.agent,
-            settings: &settings.model,
-        };
-        let recorder = super::job_transcript::open(&self.cache_dir, &attempt);
-        let model = super::job_transcript::wrap((self.model)(&settings.model), recorder.as_ref());
-        let result = send(review_flow::review(
-            model,
-            &settings,
-            &commits,
-            cancel.clone(),
-            recorder.clone(),
-        ))
-        .await;
-        let error = result.as_ref().err().map(ToString::to_string);
-        super::job_transcript::end(recorder.as_ref(), error);
-        let report = match result {
-            Ok(report) => report,
-            Err(AgentError::Cancelled) => return Ok(RunOutcome::Cancelled),
-            Err(AgentError::Model(e)) if e.is_retryable() => {
-                return Err(JobError::Retryable(e.to_string()));
-            }
-            Err(other) => return Err(JobError::Permanent(other.to_string())),
+        let Some(report) = send(self.review_recorded(job, &settings, &commits, &cancel)).await?
+        else {
+            return Ok(RunOutcome::Cancelled);
         };
         // The last safe point: a cancelled review publishes nothing.
         if cancel.is_cancelled() {
@@ -172,6 +149,38 @@ impl ReviewRunner {
                 "GitHub refused the review: {message}"
             ))),
             Err(PublishError::GitHub(e)) => Err(github_error(e)),
+        }
+    }
+
+    /// Reviews with the job's transcript (a job taken over after a dead worker
+    /// continues from it); `Ok(None)` when the review was cancelled.
+    async fn review_recorded(
+        &self,
+        job: &Job,
+        settings: &Settings,
+        commits: &PullCommits,
+        cancel: &CancellationToken,
+    ) -> Result<Option<ReviewReport>, JobError> {
+        let attempt = super::job_transcript::Attempt {
+            job,
+            base: &commits.changes.base,
+            head: commits.changes.head.as_deref().unwrap_or_default(),
+            config: &settings.agent,
+            settings: &settings.model,
+        };
+        let recorder = super::job_transcript::open(&self.cache_dir, &attempt);
+        let model = super::job_transcript::wrap((self.model)(&settings.model), recorder.as_ref());
+        let result =
+            review_flow::review(model, settings, commits, cancel.clone(), recorder.clone()).await;
+        let error = result.as_ref().err().map(ToString::to_string);
+        super::job_transcript::end(recorder.as_ref(), error);
+        match result {
+            Ok(report) => Ok(Some(report)),
+            Err(AgentError::Cancelled) => Ok(None),
+            Err(AgentError::Model(e)) if e.is_retryable() => {
+                Err(JobError::Retryable(e.to_string()))
+            }
+            Err(other) => Err(JobError::Permanent(other.to_string())),
         }
     }
 

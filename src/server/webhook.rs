@@ -144,7 +144,26 @@ async fn accept(
                 "the queue is unavailable; retry the delivery".to_string(),
             )
         })?;
-    let answer = match (accepted, decision) {
+    Ok(answer(
+        state,
+        event,
+        delivery_id,
+        &action,
+        accepted,
+        decision,
+    ))
+}
+
+/// The answer to a stored delivery, by what the queue did with it and what it asked for.
+fn answer(
+    state: &AppState,
+    event: &str,
+    delivery_id: &str,
+    action: &Option<String>,
+    accepted: Accepted,
+    decision: Option<Decision>,
+) -> Answer {
+    match (accepted, decision) {
         (Accepted::Duplicate, _) => (
             DeliveryOutcome::Duplicate,
             StatusCode::OK,
@@ -198,8 +217,7 @@ async fn accept(
                 json!({"status": "ignored", "reason": reason}),
             )
         }
-    };
-    Ok(answer)
+    }
 }
 
 /// Hands a malformed command's usage reply to the hook that posts it (not queued: it is
