@@ -130,7 +130,10 @@ async fn action(args: ActionArgs) -> Result<i32, String> {
             "::notice::Redline: {} was already reviewed",
             short(&target.head_sha)
         );
-        write_outputs(0, None, None, Some(0.0))?;
+        write_outputs(&Outputs {
+            cost_usd: Some(0.0),
+            ..Outputs::default()
+        })?;
         return Ok(EXIT_OK);
     }
     let pr_range = ResolvedRange {
@@ -169,6 +172,8 @@ async fn action(args: ActionArgs) -> Result<i32, String> {
             .map_err(|e| e.to_string())?
     };
 
+    // Written before publishing, so that a workflow can upload it whatever happens next.
+    let sarif_file = write_sarif(&report)?;
     let head_line_text = |path: &str, line: u32| line_text(&view, path, line);
     let request_changes_at = match &file.request_changes {
         Some(level) => Some(
@@ -217,12 +222,13 @@ async fn action(args: ActionArgs) -> Result<i32, String> {
         0 => Some(0.0),
         _ => report.stats.cost_usd,
     };
-    write_outputs(
-        report.findings.len(),
-        review_url.as_deref(),
-        report.highest_severity(),
-        cost,
-    )?;
+    write_outputs(&Outputs {
+        findings: report.findings.len(),
+        review_url: review_url.as_deref(),
+        highest: report.highest_severity(),
+        cost_usd: cost,
+        sarif_file: Some(&sarif_file),
+    })?;
     Ok(if report.fails(fail_on) {
         EXIT_FINDINGS
     } else {
@@ -329,22 +335,49 @@ fn annotate(findings: &[Finding]) {
     }
 }
 
-fn write_outputs(
+/// The step's outputs (`GITHUB_OUTPUT`).
+#[derive(Default)]
+struct Outputs<'a> {
     findings: usize,
-    review_url: Option<&str>,
+    review_url: Option<&'a str>,
     highest: Option<Severity>,
     cost_usd: Option<f64>,
-) -> Result<(), String> {
+    /// Empty when no review ran (the head was already reviewed).
+    sarif_file: Option<&'a Path>,
+}
+
+fn write_outputs(outputs: &Outputs<'_>) -> Result<(), String> {
     let Ok(path) = std::env::var("GITHUB_OUTPUT") else {
         return Ok(());
     };
     let text = format!(
-        "findings={findings}\nreview-url={}\nhighest-severity={}\ncost-usd={}\n",
-        review_url.unwrap_or_default(),
-        highest.map(|s| s.as_str()).unwrap_or("none"),
-        cost_usd.map(|c| format!("{c:.6}")).unwrap_or_default()
+        "findings={}\nreview-url={}\nhighest-severity={}\ncost-usd={}\nsarif-file={}\n",
+        outputs.findings,
+        outputs.review_url.unwrap_or_default(),
+        outputs.highest.map(|s| s.as_str()).unwrap_or("none"),
+        outputs
+            .cost_usd
+            .map(|c| format!("{c:.6}"))
+            .unwrap_or_default(),
+        outputs
+            .sarif_file
+            .map(|p| p.display().to_string())
+            .unwrap_or_default()
     );
     append(&path, &text)
+}
+
+/// Writes the run's findings as SARIF to `redline.sarif` in `RUNNER_TEMP` (the job's
+/// scratch directory; the system's temporary directory outside Actions) and returns its path.
+fn write_sarif(report: &ReviewReport) -> Result<PathBuf, String> {
+    let dir = std::env::var_os("RUNNER_TEMP")
+        .filter(|d| !d.is_empty())
+        .map(PathBuf::from)
+        .unwrap_or_else(std::env::temp_dir);
+    let path = dir.join("redline.sarif");
+    std::fs::write(&path, render(report, Format::Sarif))
+        .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+    Ok(path)
 }
 
 fn append(path: &str, text: &str) -> Result<(), String> {
