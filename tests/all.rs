@@ -9,6 +9,7 @@ mod context;
 mod coverage;
 mod events_cli;
 mod github;
+mod init_cli;
 mod limits_cli;
 mod llm;
 mod llm_limits;

@@ -1,7 +1,9 @@
-//! The command line: `redline review`, `redline context`, `redline action`, `redline serve`.
+//! The command line: `redline review`, `redline context`, `redline action`, `redline serve`,
+//! `redline init`, `redline check`.
 
 mod action;
 mod context;
+mod init;
 mod output;
 mod progress;
 mod review;
@@ -45,6 +47,22 @@ pub enum Command {
     Action(ActionArgs),
     /// Run as a GitHub App: webhook server, durable queue and review workers.
     Serve(ServeArgs),
+    /// Write a commented .redline.toml (and with --action the GitHub workflow) and say what to do next.
+    Init(InitArgs),
+}
+
+/// `redline init`.
+#[derive(Debug, Clone, Args)]
+pub struct InitArgs {
+    /// The directory to write into (default: the root of the repository containing the current directory, else the current directory).
+    #[arg(long, value_name = "PATH")]
+    pub repo: Option<PathBuf>,
+    /// Also write .github/workflows/redline.yml, the workflow that runs the Redline action.
+    #[arg(long)]
+    pub action: bool,
+    /// Overwrite files that exist.
+    #[arg(long)]
+    pub force: bool,
 }
 
 /// `redline serve` (App credentials come from the environment).
@@ -284,5 +302,6 @@ pub async fn run(cli: Cli) -> i32 {
         Command::Context(args) => context::run(args),
         Command::Action(args) => action::run(args).await,
         Command::Serve(args) => serve::run(args).await,
+        Command::Init(args) => init::run(args),
     }
 }
