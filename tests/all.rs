@@ -7,6 +7,7 @@ mod compression_cli;
 mod config_cli;
 mod context;
 mod coverage;
+mod discovery_cli;
 mod events_cli;
 mod github;
 mod init_cli;

@@ -61,8 +61,11 @@ fn prepare(args: &ReviewArgs) -> Result<Prepared, String> {
     let fail_on: FailOn = pick(&args.fail_on, &file.fail_on, "never")
         .parse()
         .map_err(|e| format!("--fail-on: {e}"))?;
-    let settings = config::resolve_model(&args.model.flags(), &file, &|k| std::env::var(k).ok())
-        .map_err(|e| e.to_string())?;
+    // Issue 13 hook: with no key and no endpoint chosen, a local model server is looked for.
+    let settings = crate::llm::discovery::resolve_or_discover(&args.model.flags(), &file, &|k| {
+        std::env::var(k).ok()
+    })
+    .map_err(|e| e.to_string())?;
     let mut agent = agent_config(&AgentOverrides::from(args), &file, &settings)?;
     config::limits::apply_to_agent(&mut agent, &args.limits.flags(), &file)
         .map_err(|e| e.to_string())?;

@@ -5,6 +5,7 @@
 
 pub mod anthropic;
 mod budget;
+pub mod discovery;
 mod http;
 pub mod openai;
 pub mod pricing;

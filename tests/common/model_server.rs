@@ -18,7 +18,8 @@
 //! Usage is deterministic: prompt tokens = request body bytes / 4, completion
 //! tokens = characters of the reply (text, tool names, raw arguments) / 4.
 //! When the script runs out, the server answers HTTP 500 with the body
-//! [`SCRIPT_EXHAUSTED`].
+//! [`SCRIPT_EXHAUSTED`]. `GET /v1/models` lists [`ModelServer::with_models`]'s ids
+//! (default `scripted-model`), as Ollama, llama.cpp and vLLM do; it is recorded, not numbered.
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
@@ -250,6 +251,7 @@ struct ServerState {
     requests: Mutex<Vec<RecordedRequest>>,
     answered: AtomicUsize,
     report_usage: AtomicBool,
+    models: Mutex<Vec<String>>,
 }
 
 /// A running scripted model server; it stops when dropped.
@@ -284,6 +286,7 @@ impl ModelServer {
             requests: Mutex::new(Vec::new()),
             answered: AtomicUsize::new(0),
             report_usage: AtomicBool::new(true),
+            models: Mutex::new(vec!["scripted-model".to_string()]),
         });
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
             .await
@@ -308,6 +311,18 @@ impl ModelServer {
     pub fn without_usage(self) -> ModelServer {
         self.state.report_usage.store(false, Ordering::SeqCst);
         self
+    }
+
+    /// The model ids `GET /v1/models` lists, in order.
+    pub fn with_models(self, models: &[&str]) -> ModelServer {
+        *self.state.models.lock().expect("models lock") =
+            models.iter().map(|m| m.to_string()).collect();
+        self
+    }
+
+    /// The port the server listens on.
+    pub fn port(&self) -> u16 {
+        self.addr.port()
     }
 
     /// The base URL a client is configured with: `http://127.0.0.1:PORT/v1`
@@ -363,6 +378,20 @@ async fn handle(
         .lock()
         .expect("requests lock")
         .push(recorded.clone());
+    if method == Method::GET && recorded.path == "/v1/models" {
+        let models = state.models.lock().expect("models lock").clone();
+        let data: Vec<Value> = models
+            .iter()
+            .map(|id| json!({"id": id, "object": "model", "owned_by": "scripted"}))
+            .collect();
+        return Response::builder()
+            .status(StatusCode::OK)
+            .header("content-type", "application/json")
+            .body(Body::from(
+                json!({"object": "list", "data": data}).to_string(),
+            ))
+            .expect("models response");
+    }
     if method != Method::POST || recorded.path != state.wire.path() {
         let message = format!(
             "scripted model server: no route for {method} {}",
