@@ -2,6 +2,7 @@
 //! helpers live in `tests/common/`.
 
 mod action_cli;
+mod check_cli;
 mod common;
 mod compression_cli;
 mod config_cli;

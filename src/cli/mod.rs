@@ -2,6 +2,7 @@
 //! `redline init`, `redline check`.
 
 mod action;
+mod check;
 mod context;
 mod init;
 mod output;
@@ -49,6 +50,19 @@ pub enum Command {
     Serve(ServeArgs),
     /// Write a commented .redline.toml (and with --action the GitHub workflow) and say what to do next.
     Init(InitArgs),
+    /// Verify the settings without reviewing: the model answers, the App key, the webhook secret, the database.
+    Check(CheckArgs),
+}
+
+/// `redline check` (App settings come from the environment, as for `redline serve`).
+#[derive(Debug, Clone, Args)]
+pub struct CheckArgs {
+    /// Model settings.
+    #[command(flatten)]
+    pub model: ModelArgs,
+    /// Check the App settings even when none is set in the environment.
+    #[arg(long)]
+    pub app: bool,
 }
 
 /// `redline init`.
@@ -303,5 +317,6 @@ pub async fn run(cli: Cli) -> i32 {
         Command::Action(args) => action::run(args).await,
         Command::Serve(args) => serve::run(args).await,
         Command::Init(args) => init::run(args),
+        Command::Check(args) => check::run(args).await,
     }
 }
