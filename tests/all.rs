@@ -12,6 +12,7 @@ mod discovery_cli;
 mod events_cli;
 mod github;
 mod init_cli;
+mod install_script;
 mod limits_cli;
 mod llm;
 mod llm_limits;
