@@ -172,8 +172,11 @@ async fn action(args: ActionArgs) -> Result<i32, String> {
             .map_err(|e| e.to_string())?
     };
 
-    // Written before publishing, so that a workflow can upload it whatever happens next.
-    let sarif_file = write_sarif(&report)?;
+    // Written before publishing, so that a workflow can upload it whatever happens next; a
+    // file that cannot be written costs the output, not the review.
+    let sarif_file = write_sarif(&report)
+        .inspect_err(|e| println!("::warning::Redline: {}", escape_data(e)))
+        .ok();
     let head_line_text = |path: &str, line: u32| line_text(&view, path, line);
     let request_changes_at = match &file.request_changes {
         Some(level) => Some(
@@ -227,7 +230,7 @@ async fn action(args: ActionArgs) -> Result<i32, String> {
         review_url: review_url.as_deref(),
         highest: report.highest_severity(),
         cost_usd: cost,
-        sarif_file: Some(&sarif_file),
+        sarif_file: sarif_file.as_deref(),
     })?;
     Ok(if report.fails(fail_on) {
         EXIT_FINDINGS
@@ -342,7 +345,7 @@ struct Outputs<'a> {
     review_url: Option<&'a str>,
     highest: Option<Severity>,
     cost_usd: Option<f64>,
-    /// Empty when no review ran (the head was already reviewed).
+    /// Empty when no review ran (the head was already reviewed) or the file could not be written.
     sarif_file: Option<&'a Path>,
 }
 

@@ -11,6 +11,9 @@
 //!   bounded by [`PROBE_TIMEOUT`]; candidates are tried in their fixed order and the
 //!   first that answers 200 with a model list wins (not the fastest).
 //! - What was chosen is always said on stderr.
+//!
+//! The probes use blocking std sockets: they run once, before any other work of the
+//! command, and this keeps the settings hook a plain function call.
 
 use std::io::{Read, Write};
 use std::net::{Ipv4Addr, SocketAddr, TcpStream};
