@@ -7,6 +7,7 @@
 //! `base_url`) is ever taken from a repository's file (see [`sources`]), so a
 //! repository cannot redirect or capture them.
 
+pub mod discovery;
 pub mod settings;
 pub mod sources;
 

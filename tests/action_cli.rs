@@ -68,6 +68,8 @@ struct ActionRun {
     stderr: String,
     outputs: String,
     summary: String,
+    /// The file the `sarif-file` output names, when it names one.
+    sarif: Option<Value>,
 }
 
 /// Runs `redline action` like the composite step does.
@@ -93,6 +95,7 @@ async fn run_action(
         .env("GITHUB_WORKSPACE", workspace)
         .env("GITHUB_OUTPUT", &outputs)
         .env("GITHUB_STEP_SUMMARY", &summary)
+        .env("RUNNER_TEMP", dir.path())
         .env("REDLINE_BASE_URL", model.base_url())
         .env("REDLINE_MODEL", "test-model")
         .env("REDLINE_API_KEY", KEY)
@@ -100,12 +103,26 @@ async fn run_action(
         .output()
         .await
         .expect("run redline action");
+    let outputs = std::fs::read_to_string(&outputs).unwrap_or_default();
+    let sarif = outputs
+        .lines()
+        .find_map(|l| l.strip_prefix("sarif-file="))
+        .filter(|path| !path.is_empty())
+        .map(|path| {
+            assert!(
+                Path::new(path).starts_with(dir.path()),
+                "the SARIF file is in RUNNER_TEMP: {path}"
+            );
+            serde_json::from_str(&std::fs::read_to_string(path).expect("sarif-file exists"))
+                .expect("sarif-file is JSON")
+        });
     let run = ActionRun {
         code: output.status.code().unwrap_or(-1),
         stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
         stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
-        outputs: std::fs::read_to_string(&outputs).unwrap_or_default(),
+        outputs,
         summary: std::fs::read_to_string(&summary).unwrap_or_default(),
+        sarif,
     };
     for text in [&run.stdout, &run.stderr, &run.outputs, &run.summary] {
         assert!(
@@ -156,11 +173,25 @@ async fn opened_then_rerun_then_synchronize() {
         "{}",
         run.summary
     );
+    // The `sarif-file` output names a SARIF log of this run's anchored findings.
+    let sarif = run.sarif.expect("a sarif-file output");
+    let results = sarif["runs"][0]["results"].as_array().expect("results");
+    assert_eq!(results.len(), 1, "{sarif}");
+    assert_eq!(results[0]["ruleId"], "redline/bug");
+    assert_eq!(
+        results[0]["locations"][0]["physicalLocation"]["artifactLocation"]["uri"],
+        "src/calc.rs"
+    );
 
     // The same job again on the same head: nothing is posted, the model is not asked.
     let writes = gh.writes().len();
     let run = run_action(pr.repo.path(), "pull_request", &event, &gh, &model).await;
     assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(
+        run.outputs.contains("sarif-file=\n") && run.sarif.is_none(),
+        "no review ran, no SARIF file: {}",
+        run.outputs
+    );
     assert_eq!(gh.writes().len(), writes, "a rerun posts nothing");
     assert_eq!(model.requests().len(), 1);
 
@@ -699,7 +730,8 @@ fn composite_step(
         .env("GITHUB_EVENT_PATH", event_path)
         .env("GITHUB_API_URL", gh.url())
         .env("GITHUB_WORKSPACE", workspace)
-        .env("GITHUB_OUTPUT", dir.join("out"));
+        .env("GITHUB_OUTPUT", dir.join("out"))
+        .env("RUNNER_TEMP", dir);
     for (var, input) in mapping {
         let value = inputs
             .iter()

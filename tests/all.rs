@@ -2,13 +2,17 @@
 //! helpers live in `tests/common/`.
 
 mod action_cli;
+mod check_cli;
 mod common;
 mod compression_cli;
 mod config_cli;
 mod context;
 mod coverage;
+mod discovery_cli;
 mod events_cli;
 mod github;
+mod init_cli;
+mod install_script;
 mod limits_cli;
 mod llm;
 mod llm_limits;

@@ -89,7 +89,10 @@ async fn action(args: ActionArgs) -> Result<i32, String> {
             "::notice::Redline: {} was already reviewed",
             short(&target.head_sha)
         );
-        write_outputs(0, None, None, Some(0.0))?;
+        write_outputs(&Outputs {
+            cost_usd: Some(0.0),
+            ..Outputs::default()
+        })?;
         return Ok(EXIT_OK);
     }
     let workspace_dir = std::env::var("GITHUB_WORKSPACE")
@@ -162,6 +165,11 @@ async fn review_and_publish(
     let report = review_flow::review(model, settings, commits, CancellationToken::new(), None)
         .await
         .map_err(|e| e.to_string())?;
+    // Written before publishing, so that a workflow can upload it whatever happens next; a
+    // file that cannot be written costs the output, not the review.
+    let sarif_file = write_sarif(&report)
+        .inspect_err(|e| println!("::warning::Redline: {}", escape_data(e)))
+        .ok();
     let pull = PullTarget {
         owner: &target.owner,
         repo: &target.repo,
@@ -197,12 +205,13 @@ async fn review_and_publish(
         0 => Some(0.0),
         _ => report.stats.cost_usd,
     };
-    write_outputs(
-        report.findings.len(),
-        review_url.as_deref(),
-        report.highest_severity(),
-        cost,
-    )?;
+    write_outputs(&Outputs {
+        findings: report.findings.len(),
+        review_url: review_url.as_deref(),
+        highest: report.highest_severity(),
+        cost_usd: cost,
+        sarif_file: sarif_file.as_deref(),
+    })?;
     Ok(if report.fails(settings.fail_on) {
         EXIT_FINDINGS
     } else {
@@ -306,22 +315,49 @@ fn annotate(findings: &[Finding]) {
     }
 }
 
-fn write_outputs(
+/// The step's outputs (`GITHUB_OUTPUT`).
+#[derive(Default)]
+struct Outputs<'a> {
     findings: usize,
-    review_url: Option<&str>,
+    review_url: Option<&'a str>,
     highest: Option<Severity>,
     cost_usd: Option<f64>,
-) -> Result<(), String> {
+    /// Empty when no review ran (the head was already reviewed) or the file could not be written.
+    sarif_file: Option<&'a Path>,
+}
+
+fn write_outputs(outputs: &Outputs<'_>) -> Result<(), String> {
     let Ok(path) = std::env::var("GITHUB_OUTPUT") else {
         return Ok(());
     };
     let text = format!(
-        "findings={findings}\nreview-url={}\nhighest-severity={}\ncost-usd={}\n",
-        review_url.unwrap_or_default(),
-        highest.map(|s| s.as_str()).unwrap_or("none"),
-        cost_usd.map(|c| format!("{c:.6}")).unwrap_or_default()
+        "findings={}\nreview-url={}\nhighest-severity={}\ncost-usd={}\nsarif-file={}\n",
+        outputs.findings,
+        outputs.review_url.unwrap_or_default(),
+        outputs.highest.map(|s| s.as_str()).unwrap_or("none"),
+        outputs
+            .cost_usd
+            .map(|c| format!("{c:.6}"))
+            .unwrap_or_default(),
+        outputs
+            .sarif_file
+            .map(|p| p.display().to_string())
+            .unwrap_or_default()
     );
     append(&path, &text)
+}
+
+/// Writes the run's findings as SARIF to `redline.sarif` in `RUNNER_TEMP` (the job's
+/// scratch directory; the system's temporary directory outside Actions) and returns its path.
+fn write_sarif(report: &ReviewReport) -> Result<PathBuf, String> {
+    let dir = std::env::var_os("RUNNER_TEMP")
+        .filter(|d| !d.is_empty())
+        .map(PathBuf::from)
+        .unwrap_or_else(std::env::temp_dir);
+    let path = dir.join("redline.sarif");
+    std::fs::write(&path, render(report, Format::Sarif))
+        .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+    Ok(path)
 }
 
 fn append(path: &str, text: &str) -> Result<(), String> {

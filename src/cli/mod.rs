@@ -1,7 +1,10 @@
-//! The command line: `redline review`, `redline context`, `redline action`, `redline serve`.
+//! The command line: `redline review`, `redline context`, `redline action`, `redline serve`,
+//! `redline init`, `redline check`.
 
 mod action;
+mod check;
 mod context;
+mod init;
 mod output;
 mod progress;
 mod replay;
@@ -51,6 +54,35 @@ pub enum Command {
     Serve(ServeArgs),
     /// Re-run a recorded review offline from its transcript (no model, no key).
     Replay(ReplayArgs),
+    /// Write a commented .redline.toml (and with --action the GitHub workflow) and say what to do next.
+    Init(InitArgs),
+    /// Verify the settings without reviewing: the model answers, the App key, the webhook secret, the database.
+    Check(CheckArgs),
+}
+
+/// `redline check` (App settings come from the environment, as for `redline serve`).
+#[derive(Debug, Clone, Args)]
+pub struct CheckArgs {
+    /// Model settings.
+    #[command(flatten)]
+    pub model: ModelArgs,
+    /// Check the App settings even when none is set in the environment.
+    #[arg(long)]
+    pub app: bool,
+}
+
+/// `redline init`.
+#[derive(Debug, Clone, Args)]
+pub struct InitArgs {
+    /// The directory to write into (default: the root of the repository containing the current directory, else the current directory).
+    #[arg(long, value_name = "PATH")]
+    pub repo: Option<PathBuf>,
+    /// Also write .github/workflows/redline.yml, the workflow that runs the Redline action.
+    #[arg(long)]
+    pub action: bool,
+    /// Overwrite files that exist.
+    #[arg(long)]
+    pub force: bool,
 }
 
 /// `redline replay`.
@@ -331,5 +363,7 @@ pub async fn run(cli: Cli) -> i32 {
         Command::Action(args) => action::run(args).await,
         Command::Serve(args) => serve::run(args).await,
         Command::Replay(args) => replay::run(args).await,
+        Command::Init(args) => init::run(args),
+        Command::Check(args) => check::run(args).await,
     }
 }

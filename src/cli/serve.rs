@@ -84,7 +84,7 @@ pub async fn run(args: ServeArgs) -> i32 {
 }
 
 /// A required setting from the environment; the error names it.
-fn required(name: &str) -> Result<String, String> {
+pub(super) fn required(name: &str) -> Result<String, String> {
     std::env::var(name)
         .ok()
         .filter(|v| !v.trim().is_empty())
@@ -92,7 +92,7 @@ fn required(name: &str) -> Result<String, String> {
 }
 
 /// The App's private key, from `GITHUB_APP_PRIVATE_KEY` or the file named by `GITHUB_APP_PRIVATE_KEY_PATH`.
-fn private_key() -> Result<Secret, String> {
+pub(super) fn private_key() -> Result<Secret, String> {
     if let Ok(pem) = required("GITHUB_APP_PRIVATE_KEY") {
         // Platforms that cannot hold newlines in variables pass them escaped.
         return Ok(Secret::new(pem.replace("\\n", "\n")));
@@ -105,6 +105,11 @@ fn private_key() -> Result<Secret, String> {
         .map_err(|e| format!("GITHUB_APP_PRIVATE_KEY_PATH: cannot read {path}: {e}"))
 }
 
+/// `REDLINE_DATABASE_URL`, else the SQLite file `redline.db` in the working directory.
+pub(super) fn database_url() -> String {
+    std::env::var("REDLINE_DATABASE_URL").unwrap_or_else(|_| "sqlite://redline.db".into())
+}
+
 async fn serve_app(args: ServeArgs) -> Result<(), String> {
     // Before anything large is allocated (see server::memory).
     memory::keep_large_buffers_mapped();
@@ -113,8 +118,7 @@ async fn serve_app(args: ServeArgs) -> Result<(), String> {
         .map_err(|_| "GITHUB_APP_ID (or GITHUB_APP_CLIENT_ID) is not set".to_string())?;
     let key = private_key()?;
     let secret = Secret::new(required("GITHUB_WEBHOOK_SECRET")?);
-    let database_url =
-        std::env::var("REDLINE_DATABASE_URL").unwrap_or_else(|_| "sqlite://redline.db".into());
+    let database_url = database_url();
     let settings = config::resolve_model(&args.model.flags(), &FileConfig::default(), &|k| {
         std::env::var(k).ok()
     })

@@ -148,7 +148,8 @@ fn resolve_unlocated(input: &SettingsInput<'_>) -> Result<Settings, ConfigError>
     let mut file = super::merge_sources(input.user.as_ref(), input.repository.as_ref())?;
     let flags = &input.flags;
     let model = match &input.scope {
-        Scope::Local => super::resolve_model(&flags.model, &file, input.env)?,
+        // With no key and no endpoint chosen, a model server on this machine is looked for.
+        Scope::Local => super::discovery::resolve_or_discover(&flags.model, &file, input.env)?,
         Scope::Server { model, .. } => {
             // The server's model and prices: the file changes only how long a call may wait.
             for (key, set) in [

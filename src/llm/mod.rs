@@ -5,6 +5,7 @@
 
 pub mod anthropic;
 mod budget;
+
 mod http;
 pub mod openai;
 pub mod pricing;

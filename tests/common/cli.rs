@@ -125,6 +125,9 @@ pub fn redline_command() -> tokio::process::Command {
     ] {
         command.env_remove(var);
     }
+    // A model server running on this machine must not change a test either; discovery
+    // tests remove this.
+    command.env("REDLINE_NO_DISCOVERY", "1");
     // The user's own config file must not change a test; tests that need one set their own.
     command.env(
         "XDG_CONFIG_HOME",

@@ -25,6 +25,8 @@
 //! - `GET|POST /repos/{o}/{r}/issues/{n}/comments` (paginated list / create)
 //! - `PATCH /repos/{o}/{r}/issues/comments/{id}`
 //! - `GET /repos/{o}/{r}/collaborators/{user}/permission`
+//! - `GET /app` (needs a `Bearer` RS256 JWT that the TEST-ONLY App public key verifies,
+//!   unexpired, with `iss` = [`GitHubMock::set_app_id`]'s id, `12345` by default)
 //! - `POST /app/installations/{id}/access_tokens` (needs a `Bearer` JWT; hands out
 //!   `ghs_mock_<id>_<n>` tokens expiring after the configured lifetime, 1 h by default)
 
@@ -106,6 +108,7 @@ struct MockState {
     fail_next: Option<(u16, String)>,
     token_ttl: Option<chrono::Duration>,
     tokens_issued: u64,
+    app_id: String,
 }
 
 /// The mock server. Dropping it stops the server.
@@ -121,6 +124,7 @@ impl GitHubMock {
         let state = Arc::new(Mutex::new(MockState {
             base_url: server.uri(),
             next_id: 1000,
+            app_id: "12345".into(),
             ..MockState::default()
         }));
         Mock::given(any())
@@ -192,6 +196,11 @@ impl GitHubMock {
     /// Lifetime of the installation tokens handed out from now on.
     pub fn set_token_ttl(&self, ttl: chrono::Duration) {
         self.state().token_ttl = Some(ttl);
+    }
+
+    /// The App id `GET /app` expects as the JWT's `iss`.
+    pub fn set_app_id(&self, id: &str) {
+        self.state().app_id = id.into();
     }
 
     /// Every request received, in order.
@@ -301,6 +310,7 @@ impl MockState {
         }
         let segments: Vec<&str> = req.path.trim_matches('/').split('/').collect();
         match (req.method.as_str(), segments.as_slice()) {
+            ("GET", ["app"]) => self.app(req),
             ("POST", ["app", "installations", id, "access_tokens"]) => self.issue_token(req, id),
             ("GET", ["repos", o, r, "pulls", n]) => match self.pulls.get(&key(o, r, n)) {
                 Some(pull) => ResponseTemplate::new(200).set_body_json(pull),
@@ -345,6 +355,36 @@ impl MockState {
     fn next_id(&mut self) -> u64 {
         self.next_id += 1;
         self.next_id
+    }
+
+    /// `GET /app`: the App, when the JWT is signed by its key and names it.
+    fn app(&self, req: &RecordedRequest) -> ResponseTemplate {
+        const PUBLIC_KEY: &str = include_str!("../fixtures/github/TEST-ONLY-app-public-key.pem");
+        let Some(jwt) = req
+            .authorization
+            .as_deref()
+            .and_then(|a| a.strip_prefix("Bearer "))
+        else {
+            return error(401, "A JSON web token could not be decoded");
+        };
+        let Ok(key) = jsonwebtoken::DecodingKey::from_rsa_pem(PUBLIC_KEY.as_bytes()) else {
+            return error(500, "the mock's public key does not parse");
+        };
+        let mut validation = jsonwebtoken::Validation::new(jsonwebtoken::Algorithm::RS256);
+        validation.set_required_spec_claims(&["exp", "iat", "iss"]);
+        let Ok(token) = jsonwebtoken::decode::<Value>(jwt, &key, &validation) else {
+            return error(401, "A JSON web token could not be decoded");
+        };
+        let iss = token.claims["iss"].as_str().unwrap_or_default();
+        if iss != self.app_id {
+            return error(401, "'Issuer' claim ('iss') must be an Integer");
+        }
+        ResponseTemplate::new(200).set_body_json(json!({
+            "id": self.app_id.parse::<u64>().unwrap_or(0),
+            "slug": "redline-test",
+            "name": "Redline Test",
+            "owner": { "login": "octo" },
+        }))
     }
 
     fn issue_token(&mut self, req: &RecordedRequest, installation: &str) -> ResponseTemplate {

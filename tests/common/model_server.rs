@@ -18,7 +18,8 @@
 //! Usage is deterministic: prompt tokens = request body bytes / 4, completion
 //! tokens = characters of the reply (text, tool names, raw arguments) / 4.
 //! When the script runs out, the server answers HTTP 500 with the body
-//! [`SCRIPT_EXHAUSTED`].
+//! [`SCRIPT_EXHAUSTED`]. `GET /v1/models` lists [`ModelServer::with_models`]'s ids
+//! (default `scripted-model`), as Ollama, llama.cpp and vLLM do; it is recorded, not numbered.
 //!
 //! With [`ModelServer::with_prompt_cache`] the server counts prompt tokens with
 //! the model's real tokenizer and simulates OpenAI's prompt cache (see
@@ -272,6 +273,7 @@ struct ServerState {
     report_usage: AtomicBool,
     prompt_cache: Mutex<Option<PromptCache>>,
     served: Mutex<Vec<ServedUsage>>,
+    models: Mutex<Vec<String>>,
 }
 
 /// A running scripted model server; it stops when dropped.
@@ -308,6 +310,7 @@ impl ModelServer {
             report_usage: AtomicBool::new(true),
             prompt_cache: Mutex::new(None),
             served: Mutex::new(Vec::new()),
+            models: Mutex::new(vec!["scripted-model".to_string()]),
         });
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
             .await
@@ -345,6 +348,18 @@ impl ModelServer {
     /// The usage reported for each answered request, in the order answered.
     pub fn served_usage(&self) -> Vec<ServedUsage> {
         self.state.served.lock().expect("served lock").clone()
+    }
+
+    /// The model ids `GET /v1/models` lists, in order.
+    pub fn with_models(self, models: &[&str]) -> ModelServer {
+        *self.state.models.lock().expect("models lock") =
+            models.iter().map(|m| m.to_string()).collect();
+        self
+    }
+
+    /// The port the server listens on.
+    pub fn port(&self) -> u16 {
+        self.addr.port()
     }
 
     /// The base URL a client is configured with: `http://127.0.0.1:PORT/v1`
@@ -400,6 +415,20 @@ async fn handle(
         requests.push(recorded.clone());
         requests.len() - 1
     };
+    if method == Method::GET && recorded.path == "/v1/models" {
+        let models = state.models.lock().expect("models lock").clone();
+        let data: Vec<Value> = models
+            .iter()
+            .map(|id| json!({"id": id, "object": "model", "owned_by": "scripted"}))
+            .collect();
+        return Response::builder()
+            .status(StatusCode::OK)
+            .header("content-type", "application/json")
+            .body(Body::from(
+                json!({"object": "list", "data": data}).to_string(),
+            ))
+            .expect("models response");
+    }
     if method != Method::POST || recorded.path != state.wire.path() {
         let message = format!(
             "scripted model server: no route for {method} {}",

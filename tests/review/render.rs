@@ -88,6 +88,56 @@ fn sarif() -> Value {
     serde_json::from_str(&render(&report(), Format::Sarif)).unwrap()
 }
 
+/// What GitHub code scanning requires of each rule (`fullDescription`, `help`), for every
+/// category, and an absolute `informationUri` whenever the build knows one.
+#[test]
+fn sarif_rules_carry_what_code_scanning_requires() {
+    let all = [
+        Category::Bug,
+        Category::Security,
+        Category::Performance,
+        Category::Maintainability,
+        Category::Style,
+        Category::Test,
+    ];
+    let findings = all
+        .iter()
+        .enumerate()
+        .map(|(i, category)| Finding {
+            category: *category,
+            ..finding("src/lib.rs", 10 + i as u32, "A finding")
+        })
+        .collect();
+    let report = ReviewReport {
+        findings,
+        ..report()
+    };
+    let log: Value = serde_json::from_str(&render(&report, Format::Sarif)).unwrap();
+    let driver = &log["runs"][0]["tool"]["driver"];
+    let rules = driver["rules"].as_array().unwrap();
+    assert_eq!(rules.len(), all.len());
+    let text = |value: &Value| value.as_str().is_some_and(|t| !t.trim().is_empty());
+    for rule in rules {
+        assert!(text(&rule["name"]), "{rule}");
+        assert!(text(&rule["shortDescription"]["text"]), "{rule}");
+        assert!(text(&rule["fullDescription"]["text"]), "{rule}");
+        assert_ne!(
+            rule["fullDescription"]["text"], rule["shortDescription"]["text"],
+            "the full description says more: {rule}"
+        );
+        assert!(text(&rule["help"]["text"]), "{rule}");
+        assert!(text(&rule["help"]["markdown"]), "{rule}");
+    }
+    match redline::review::render::sarif::information_uri() {
+        Some(uri) => assert_eq!(driver["informationUri"], uri),
+        None => assert!(driver.get("informationUri").is_none()),
+    }
+    if let Some(uri) = driver.get("informationUri") {
+        let parsed = url::Url::parse(uri.as_str().unwrap()).unwrap();
+        assert!(["http", "https"].contains(&parsed.scheme()), "{uri}");
+    }
+}
+
 #[test]
 fn sarif_has_the_required_structure() {
     let log = sarif();

@@ -87,33 +87,81 @@ fn driver(categories: &[Category]) -> Value {
     Value::Object(driver)
 }
 
-/// The package's repository or home page; SARIF requires an absolute URI, so none when
-/// Cargo.toml gives neither.
-fn information_uri() -> Option<&'static str> {
-    [env!("CARGO_PKG_REPOSITORY"), env!("CARGO_PKG_HOMEPAGE")]
-        .into_iter()
-        .find(|uri| uri.starts_with("https://") || uri.starts_with("http://"))
+/// Where to learn about the tool: the repository URL baked in at build time
+/// (`REDLINE_REPOSITORY_URL`, set by `scripts/dist.sh` and the release workflow), else
+/// Cargo.toml's `repository` or `homepage`. SARIF requires an absolute URI, so none
+/// when no http(s) URL is known.
+pub fn information_uri() -> Option<&'static str> {
+    [
+        option_env!("REDLINE_REPOSITORY_URL").unwrap_or_default(),
+        env!("CARGO_PKG_REPOSITORY"),
+        env!("CARGO_PKG_HOMEPAGE"),
+    ]
+    .into_iter()
+    .find(|uri| uri.starts_with("https://") || uri.starts_with("http://"))
+}
+
+/// What a rule says about itself: name, one-line description, and the longer text
+/// GitHub code scanning shows (it requires `fullDescription` and `help`).
+struct RuleText {
+    name: &'static str,
+    short: &'static str,
+    full: &'static str,
+    help: &'static str,
+}
+
+fn rule_text(category: Category) -> RuleText {
+    match category {
+        Category::Bug => RuleText {
+            name: "Bug",
+            short: "Wrong behaviour",
+            full: "The changed code does not do what it is meant to: wrong results, unhandled cases, crashes or data loss.",
+            help: "Read the finding's explanation, check the behaviour it describes with a test, and fix the logic; the message may carry suggested code.",
+        },
+        Category::Security => RuleText {
+            name: "Security",
+            short: "A vulnerability or unsafe handling of data or secrets",
+            full: "The changed code opens a vulnerability (injection, missing authorisation, unsafe deserialisation, ...) or handles untrusted data or secrets unsafely.",
+            help: "Treat it as a possible vulnerability: validate or escape untrusted input, check authorisation, and keep secrets out of logs and output.",
+        },
+        Category::Performance => RuleText {
+            name: "Performance",
+            short: "Needless cost in time or memory",
+            full: "The changed code spends time or memory it does not need to: repeated work, quadratic loops, large copies, blocking calls on hot paths.",
+            help: "Measure if in doubt; avoid the repeated or unbounded work the finding points at.",
+        },
+        Category::Maintainability => RuleText {
+            name: "Maintainability",
+            short: "Code that is harder to read, change or reason about",
+            full: "The changed code works but is harder than needed to read, change or reason about: duplication, unclear names, hidden coupling, misleading comments.",
+            help: "Simplify or restructure as the finding suggests so the next change is safer.",
+        },
+        Category::Style => RuleText {
+            name: "Style",
+            short: "Formatting and naming",
+            full: "The changed code departs from the project's formatting or naming conventions.",
+            help: "Follow the project's conventions (formatter, linter, naming).",
+        },
+        Category::Test => RuleText {
+            name: "Test",
+            short: "Missing or wrong tests",
+            full: "The change lacks a test for the behaviour it adds or changes, or a test does not check what it claims to.",
+            help: "Add or fix a test that would fail if the behaviour broke.",
+        },
+    }
 }
 
 fn rule(category: Category) -> Value {
-    let (name, description) = match category {
-        Category::Bug => ("Bug", "Wrong behaviour"),
-        Category::Security => (
-            "Security",
-            "A vulnerability or unsafe handling of data or secrets",
-        ),
-        Category::Performance => ("Performance", "Needless cost in time or memory"),
-        Category::Maintainability => (
-            "Maintainability",
-            "Code that is harder to read, change or reason about",
-        ),
-        Category::Style => ("Style", "Formatting and naming"),
-        Category::Test => ("Test", "Missing or wrong tests"),
-    };
+    let text = rule_text(category);
     json!({
         "id": rule_id(category),
-        "name": name,
-        "shortDescription": { "text": description },
+        "name": text.name,
+        "shortDescription": { "text": text.short },
+        "fullDescription": { "text": text.full },
+        "help": {
+            "text": text.help,
+            "markdown": format!("**{}**: {}", text.name, text.help),
+        },
         "properties": { "tags": ["redline", category.as_str()] }
     })
 }

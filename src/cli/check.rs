@@ -1,0 +1,280 @@
+//! `redline check`: verifies the settings without reviewing anything and prints one line
+//! per check (`ok`, `FAIL` with what to fix, or `skip`).
+//!
+//! Checks: the model answers one tiny call (settings as `redline serve` resolves them:
+//! flags and environment); and, when App settings are present or `--app` is given, the
+//! App key signs a JWT that `GET /app` accepts, the webhook secret is set, and the
+//! database migrates. Invariant: no secret (key, token, webhook secret, database
+//! password) appears in the output.
+
+use std::fmt;
+use std::time::Duration;
+
+use super::serve::{database_url, private_key, required};
+use super::{CheckArgs, EXIT_ERROR, EXIT_OK};
+use crate::config::{self, FileConfig, ModelSettings};
+use crate::github::{AppAuth, GitHubError, api_url_from_env};
+use crate::llm::{ChatRequest, Message, ProviderSettings, RetryPolicy, build_client};
+use crate::queue::Queue;
+
+/// Variables whose presence means this machine is set up as the App.
+const APP_VARS: [&str; 6] = [
+    "GITHUB_APP_ID",
+    "GITHUB_APP_CLIENT_ID",
+    "GITHUB_APP_PRIVATE_KEY",
+    "GITHUB_APP_PRIVATE_KEY_PATH",
+    "GITHUB_WEBHOOK_SECRET",
+    "REDLINE_DATABASE_URL",
+];
+
+/// The reply budget of the model check: enough for "OK", small enough to cost nothing.
+const CHECK_REPLY_TOKENS: u32 = 16;
+
+/// The result of one check.
+enum Outcome {
+    Ok(String),
+    Fail { problem: String, fix: String },
+    Skip(String),
+}
+
+/// One printed line.
+struct Line {
+    name: &'static str,
+    outcome: Outcome,
+}
+
+impl fmt::Display for Line {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.outcome {
+            Outcome::Ok(text) => write!(f, "ok    {}: {text}", self.name),
+            Outcome::Fail { problem, fix } => {
+                write!(f, "FAIL  {}: {problem}; fix: {fix}", self.name)
+            }
+            Outcome::Skip(text) => write!(f, "skip  {}: {text}", self.name),
+        }
+    }
+}
+
+fn fail(problem: impl Into<String>, fix: impl Into<String>) -> Outcome {
+    Outcome::Fail {
+        problem: problem.into(),
+        fix: fix.into(),
+    }
+}
+
+/// Runs `redline check` and returns the exit code: 0 when nothing failed, 2 otherwise.
+pub async fn run(args: CheckArgs) -> i32 {
+    let mut lines = vec![Line {
+        name: "model",
+        outcome: check_model(&args).await,
+    }];
+    let app_configured = APP_VARS.iter().any(|var| required(var).is_ok());
+    if args.app || app_configured {
+        lines.push(Line {
+            name: "app key",
+            outcome: check_app_key().await,
+        });
+        lines.push(Line {
+            name: "webhook secret",
+            outcome: check_webhook_secret(),
+        });
+        lines.push(Line {
+            name: "database",
+            outcome: check_database().await,
+        });
+    } else {
+        let why = "no App settings in the environment (needed by `redline serve` only; pass --app to check them)";
+        for name in ["app key", "webhook secret", "database"] {
+            lines.push(Line {
+                name,
+                outcome: Outcome::Skip(why.into()),
+            });
+        }
+    }
+    let mut failed = false;
+    for line in &lines {
+        failed |= matches!(line.outcome, Outcome::Fail { .. });
+        println!("{line}");
+    }
+    if failed { EXIT_ERROR } else { EXIT_OK }
+}
+
+async fn check_model(args: &CheckArgs) -> Outcome {
+    let settings = match config::resolve_model(&args.model.flags(), &FileConfig::default(), &|k| {
+        std::env::var(k).ok()
+    }) {
+        Ok(settings) => settings,
+        Err(e) => {
+            return fail(
+                e.to_string(),
+                "set the model flags or REDLINE_* variables as for `redline serve`",
+            );
+        }
+    };
+    let where_ = format!(
+        "`{}` at {}",
+        settings.model,
+        without_password(&settings.base_url)
+    );
+    let client = build_client(check_provider_settings(&settings), None);
+    let request = ChatRequest {
+        model: settings.model.clone(),
+        messages: vec![Message::user("Reply with the single word OK.")],
+        tools: Vec::new(),
+        max_tokens: CHECK_REPLY_TOKENS,
+        temperature: None,
+    };
+    match client.complete(&request).await {
+        Ok(reply) => Outcome::Ok(format!(
+            "{where_} answered ({} prompt + {} completion tokens)",
+            reply.usage.prompt_tokens, reply.usage.completion_tokens
+        )),
+        Err(e) => fail(
+            format!("{where_}: {e}"),
+            "check the key, --model / REDLINE_MODEL and that --base-url / REDLINE_BASE_URL is reachable from here",
+        ),
+    }
+}
+
+/// The resolved settings with one retry at most: a check should answer soon.
+fn check_provider_settings(settings: &ModelSettings) -> ProviderSettings {
+    ProviderSettings {
+        provider: settings.provider,
+        base_url: settings.base_url.clone(),
+        api_key: settings.api_key.clone(),
+        timeouts: settings.timeouts,
+        timeout: Duration::from_secs(120),
+        retry: RetryPolicy {
+            max_retries: 1,
+            ..RetryPolicy::default()
+        },
+    }
+}
+
+async fn check_app_key() -> Outcome {
+    let Ok(app_id) = required("GITHUB_APP_ID").or_else(|_| required("GITHUB_APP_CLIENT_ID")) else {
+        return fail(
+            "GITHUB_APP_ID (or GITHUB_APP_CLIENT_ID) is not set",
+            "set it to the App's id from its settings page",
+        );
+    };
+    let key = match private_key() {
+        Ok(key) => key,
+        Err(problem) => {
+            return fail(
+                problem,
+                "set GITHUB_APP_PRIVATE_KEY_PATH to the App's .pem file (or the PEM itself in GITHUB_APP_PRIVATE_KEY)",
+            );
+        }
+    };
+    let api_url = api_url_from_env();
+    let auth = match AppAuth::new(&api_url, &app_id, key) {
+        Ok(auth) => auth,
+        Err(GitHubError::Credentials(problem)) => {
+            return fail(
+                problem,
+                "use the private key GitHub generated for the App (a PEM file starting with -----BEGIN RSA PRIVATE KEY-----)",
+            );
+        }
+        Err(e) => {
+            return fail(
+                format!("GITHUB_API_URL {api_url}: {e}"),
+                "fix GITHUB_API_URL",
+            );
+        }
+    };
+    match auth.app_client().get_json("/app").await {
+        Ok(app) => {
+            let slug = app["slug"].as_str().unwrap_or("?");
+            Outcome::Ok(format!(
+                "GitHub accepted the App JWT (GET /app at {api_url}: `{slug}`)"
+            ))
+        }
+        Err(e @ GitHubError::Api { status: 401, .. }) => fail(
+            format!("GitHub refused the App JWT: {e}"),
+            "check that GITHUB_APP_ID is this App's id and the key is one of its current private keys, and that this machine's clock is right",
+        ),
+        Err(e) => fail(
+            format!("GET /app at {api_url}: {e}"),
+            "check that GITHUB_API_URL is GitHub's API root (https://api.github.com, or https://HOST/api/v3 on GitHub Enterprise Server) and reachable",
+        ),
+    }
+}
+
+fn check_webhook_secret() -> Outcome {
+    match required("GITHUB_WEBHOOK_SECRET") {
+        Ok(_) => Outcome::Ok("GITHUB_WEBHOOK_SECRET is set".into()),
+        Err(problem) => fail(
+            problem,
+            "set GITHUB_WEBHOOK_SECRET to the secret entered in the App's webhook settings",
+        ),
+    }
+}
+
+async fn check_database() -> Outcome {
+    let url = database_url();
+    let shown = without_password(&url);
+    match Queue::connect(&url).await {
+        Ok(queue) => {
+            let outcome = match queue.ping().await {
+                Ok(()) => Outcome::Ok(format!(
+                    "{shown} migrated and answering ({})",
+                    queue.backend()
+                )),
+                Err(e) => fail(
+                    format!("{shown}: {e}"),
+                    "check that the database server is up",
+                ),
+            };
+            queue.close().await;
+            outcome
+        }
+        Err(e) => fail(
+            format!("REDLINE_DATABASE_URL {shown}: {e}"),
+            "set REDLINE_DATABASE_URL to sqlite://PATH (a writable place) or postgres://USER@HOST/DB that this user may create tables in",
+        ),
+    }
+}
+
+/// A URL for display: any password replaced by `***`.
+fn without_password(text: &str) -> String {
+    match url::Url::parse(text) {
+        Ok(mut url) if url.password().is_some() => {
+            let _ = url.set_password(Some("***"));
+            url.to_string()
+        }
+        Ok(_) => text.to_string(),
+        // Not a URL: show only the scheme-like prefix, it may hold anything.
+        Err(_) => text.split(':').next().unwrap_or_default().to_string() + ":…",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn passwords_are_hidden_in_urls() {
+        assert_eq!(
+            without_password("postgres://app:hunter2@db:5432/redline"),
+            "postgres://app:***@db:5432/redline"
+        );
+        assert_eq!(
+            without_password("sqlite://redline.db"),
+            "sqlite://redline.db"
+        );
+        assert!(!without_password("postgres//app:hunter2@x").contains("hunter2"));
+    }
+
+    #[test]
+    fn lines_say_what_to_fix() {
+        let line = Line {
+            name: "webhook secret",
+            outcome: fail("GITHUB_WEBHOOK_SECRET is not set", "set it"),
+        };
+        assert_eq!(
+            line.to_string(),
+            "FAIL  webhook secret: GITHUB_WEBHOOK_SECRET is not set; fix: set it"
+        );
+    }
+}

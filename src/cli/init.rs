@@ -1,0 +1,299 @@
+//! `redline init`: writes a commented `.redline.toml` with the defaults and, with
+//! `--action`, the GitHub workflow of the README, then prints what to do next.
+//!
+//! Invariant: an existing file is never overwritten without `--force`; when any target
+//! exists (and no `--force`), nothing at all is written.
+
+use std::path::{Path, PathBuf};
+
+use super::{EXIT_ERROR, EXIT_OK, InitArgs};
+use crate::config::CONFIG_FILE;
+
+/// Where `--action` writes the workflow, relative to the repository root.
+pub(crate) const WORKFLOW_FILE: &str = ".github/workflows/redline.yml";
+
+/// The action reference written when the build does not know where Redline is published.
+const PLACEHOLDER_OWNER: &str = "OWNER/redline";
+
+/// The commented config: every `# key = value` line is a setting at its default
+/// (a unit test uncomments them all and checks them against the code's defaults).
+const CONFIG_TEMPLATE: &str = r#"# Redline review settings for this repository (written by `redline init`).
+# Every setting is commented out at its default: uncomment a line to change it.
+# The file is read from the base commit of a change, so a change cannot alter its own review.
+# Where your API key goes (`provider`, `base_url`) is never read from this file: use flags,
+# REDLINE_* variables or your own ~/.config/redline/config.toml.
+
+# Model name (the default of the openai provider; any name your endpoint serves).
+# model = "gpt-4.1-mini"
+
+# Review strategy: auto, react, plan or reflect.
+# strategy = "auto"
+
+# Model turns of a ReAct run (1 to 200).
+# max_steps = 10
+
+# Exit 1 (`redline review`) or fail the Action step when a finding is at or above:
+# critical, major, minor, nit or never.
+# fail_on = "never"
+
+# Only changed files matching one of these globs are reviewed (empty: all).
+# include = []
+
+# Changed files matching one of these globs are listed by name, not reviewed,
+# for example ["docs/**", "**/*.snap"].
+# exclude = []
+
+# Extra review instructions, for example "We target Rust 1.85; flag any use of unsafe."
+
+# Native tool calling, text-mode ReAct, or native falling back to text: native, text, auto.
+# tool_mode = "auto"
+
+# Plan-and-execute tasks run at once.
+# parallel = 4
+
+# On GitHub: inline comments at most per review; the rest go to the summary comment.
+# max_comments = 25
+
+# On GitHub: post REQUEST_CHANGES when a new finding is at or above a severity, for example "major"
+# (default: always COMMENT).
+
+# Hard limits per review, none by default: `max_cost` (USD at the price table),
+# `max_tokens` (prompt + completion over all calls), `timeout` (for example "10m").
+
+# Model call timeouts.
+# connect_timeout = "10s"
+# first_byte_timeout = "90s"
+# stream_idle_timeout = "60s"
+"#;
+
+/// The workflow of the README's "GitHub Action" section; `{action}` is the action reference.
+const WORKFLOW_TEMPLATE: &str = r#"name: redline
+on:
+  pull_request:
+    types: [opened, synchronize, reopened, ready_for_review]
+  issue_comment:
+    types: [created]          # `/redline review` (optionally `--strategy plan`) on a pull request
+permissions:
+  contents: read
+  pull-requests: write
+jobs:
+  review:
+    if: github.event_name == 'pull_request' || (github.event.issue.pull_request && startsWith(github.event.comment.body, '/redline review'))
+    runs-on: ubuntu-latest
+    steps:
+      - uses: actions/checkout@v4
+        with:
+          fetch-depth: 0
+      # A release tag downloads a prebuilt binary; any other ref builds one with cargo
+      # (then add `- uses: dtolnay/rust-toolchain@stable` before this step).
+      - uses: {action}
+        with:
+          api-key: ${{ secrets.OPENAI_API_KEY }}
+          model: gpt-4.1-mini
+          fail-on: critical
+"#;
+
+/// Runs `redline init` and returns the exit code.
+pub fn run(args: InitArgs) -> i32 {
+    match init(&args) {
+        Ok(()) => EXIT_OK,
+        Err(message) => {
+            eprintln!("error: {message}");
+            EXIT_ERROR
+        }
+    }
+}
+
+/// The `.redline.toml` that `redline init` writes.
+pub(crate) fn config_text() -> &'static str {
+    CONFIG_TEMPLATE
+}
+
+/// The workflow that `redline init --action` writes, using the action at `action`
+/// (`owner/name@ref`).
+pub(crate) fn workflow_text(action: &str) -> String {
+    WORKFLOW_TEMPLATE.replace("{action}", action)
+}
+
+/// `owner/name@vVERSION`: this release of the repository the binary was built from
+/// when that is on github.com, else `OWNER/redline@vVERSION` for the user to fill in.
+pub(crate) fn action_reference() -> String {
+    let repository = crate::review::render::sarif::information_uri()
+        .and_then(|uri| uri.strip_prefix("https://github.com/"))
+        .map(|path| path.trim_end_matches('/').trim_end_matches(".git"))
+        .filter(|path| path.split('/').count() == 2 && !path.contains(' '))
+        .unwrap_or(PLACEHOLDER_OWNER);
+    format!("{repository}@v{}", env!("CARGO_PKG_VERSION"))
+}
+
+fn init(args: &InitArgs) -> Result<(), String> {
+    let root = match &args.repo {
+        Some(path) => path.clone(),
+        None => {
+            let cwd = std::env::current_dir()
+                .map_err(|e| format!("cannot read the current directory: {e}"))?;
+            // The repository's root when inside one, so the files land where Redline reads them.
+            crate::repo::discover(&cwd).unwrap_or(cwd)
+        }
+    };
+    if !root.is_dir() {
+        return Err(format!("{} is not a directory", root.display()));
+    }
+    let action = action_reference();
+    let mut files: Vec<(PathBuf, String)> = vec![(root.join(CONFIG_FILE), config_text().into())];
+    if args.action {
+        files.push((root.join(WORKFLOW_FILE), workflow_text(&action)));
+    }
+    if !args.force {
+        let existing: Vec<String> = files
+            .iter()
+            .filter(|(path, _)| path.symlink_metadata().is_ok())
+            .map(|(path, _)| path.display().to_string())
+            .collect();
+        if !existing.is_empty() {
+            return Err(format!(
+                "{} already exists; nothing was written (pass --force to overwrite)",
+                existing.join(" and ")
+            ));
+        }
+    }
+    for (path, text) in &files {
+        write_file(path, text)?;
+        println!("wrote {}", path.display());
+    }
+    println!();
+    print!("{}", next_steps(args.action, &action));
+    Ok(())
+}
+
+fn write_file(path: &Path, text: &str) -> Result<(), String> {
+    if let Some(parent) = path.parent() {
+        std::fs::create_dir_all(parent)
+            .map_err(|e| format!("cannot create {}: {e}", parent.display()))?;
+    }
+    std::fs::write(path, text).map_err(|e| format!("cannot write {}: {e}", path.display()))
+}
+
+/// What to do after `init`: the secret, the model, a first review.
+fn next_steps(action: bool, action_ref: &str) -> String {
+    let mut steps = vec![
+        "Choose the model: `model` in .redline.toml (default gpt-4.1-mini; any model your endpoint serves).".to_string(),
+        "Review locally: set OPENAI_API_KEY (or ANTHROPIC_API_KEY with --provider anthropic), or run a local Ollama, llama.cpp, LM Studio or vLLM server, which `redline review` finds by itself; then run `redline review`.".to_string(),
+    ];
+    if action {
+        steps.insert(
+            0,
+            "Add the model's API key as a repository secret named OPENAI_API_KEY (Settings > Secrets and variables > Actions, or `gh secret set OPENAI_API_KEY`); for Anthropic set `provider: anthropic` in the workflow and pass the Anthropic key.".to_string(),
+        );
+        if action_ref.starts_with(PLACEHOLDER_OWNER) {
+            steps.push(format!(
+                "In {WORKFLOW_FILE}, replace OWNER with the account that publishes Redline."
+            ));
+        }
+        steps.push(format!(
+            "Commit {CONFIG_FILE} and {WORKFLOW_FILE}; the next pull request gets a review."
+        ));
+    } else {
+        steps.push(format!(
+            "Commit {CONFIG_FILE}; `redline init --action` also writes the GitHub workflow."
+        ));
+    }
+    let mut text = String::from("Next steps:\n");
+    for (i, step) in steps.iter().enumerate() {
+        text.push_str(&format!("  {}. {step}\n", i + 1));
+    }
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::{FileConfig, default_model, parse_timeout};
+    use crate::llm::{CallTimeouts, Provider};
+
+    /// The template with every `# key = value` line uncommented.
+    fn uncommented() -> String {
+        CONFIG_TEMPLATE
+            .lines()
+            .filter_map(|line| line.strip_prefix("# "))
+            .filter(|rest| {
+                rest.split_once(" = ").is_some_and(|(key, _)| {
+                    !key.is_empty() && key.chars().all(|c| c.is_ascii_lowercase() || c == '_')
+                })
+            })
+            .map(|line| format!("{line}\n"))
+            .collect()
+    }
+
+    #[test]
+    fn the_template_parses_and_its_commented_values_are_the_defaults() {
+        assert_eq!(
+            FileConfig::parse(CONFIG_TEMPLATE, "template").unwrap(),
+            FileConfig::default(),
+            "as written, the file changes nothing"
+        );
+        let text = uncommented();
+        assert!(text.lines().count() >= 12, "{text}");
+        let file = FileConfig::parse(&text, "uncommented template").unwrap();
+        file.check_ranges().unwrap();
+        assert_eq!(file.model.as_deref(), Some(default_model(Provider::OpenAi)));
+        assert_eq!(file.max_steps, Some(crate::config::DEFAULT_MAX_STEPS));
+        assert_eq!(file.strategy.as_deref(), Some("auto"));
+        assert_eq!(file.fail_on.as_deref(), Some("never"));
+        assert_eq!(file.tool_mode.as_deref(), Some("auto"));
+        assert!(file.include.is_empty() && file.exclude.is_empty());
+        let defaults = CallTimeouts::default();
+        let timeout =
+            |value: &Option<String>| parse_timeout("t", value.as_deref().unwrap()).unwrap();
+        assert_eq!(timeout(&file.connect_timeout), defaults.connect);
+        assert_eq!(timeout(&file.first_byte_timeout), defaults.first_byte);
+        assert_eq!(timeout(&file.stream_idle_timeout), defaults.stream_idle);
+    }
+
+    #[test]
+    fn the_workflow_uses_a_release_of_the_action() {
+        let action = action_reference();
+        assert!(
+            action.ends_with(&format!("@v{}", env!("CARGO_PKG_VERSION"))),
+            "{action}"
+        );
+        let text = workflow_text(&action);
+        assert!(
+            text.contains(&format!("      - uses: {action}\n")),
+            "{text}"
+        );
+        assert!(!text.contains("{action}"));
+    }
+
+    #[test]
+    fn the_readme_shows_the_workflow_init_writes() {
+        let readme = include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md"));
+        let section = readme
+            .split("## GitHub Action")
+            .nth(1)
+            .expect("a GitHub Action section");
+        let block = section
+            .split("```yaml\n")
+            .nth(1)
+            .and_then(|rest| rest.split("```").next())
+            .expect("a yaml block");
+        let expected = workflow_text(&format!(
+            "{PLACEHOLDER_OWNER}@v{}",
+            env!("CARGO_PKG_VERSION")
+        ));
+        assert_eq!(block, expected);
+    }
+
+    #[test]
+    fn next_steps_name_the_secret_only_with_the_workflow() {
+        let with = next_steps(true, "OWNER/redline@v1.0.0");
+        assert!(
+            with.contains("OPENAI_API_KEY") && with.contains("replace OWNER"),
+            "{with}"
+        );
+        assert!(with.contains(WORKFLOW_FILE), "{with}");
+        let without = next_steps(false, "OWNER/redline@v1.0.0");
+        assert!(!without.contains("secret"), "{without}");
+        assert!(without.contains("redline init --action"), "{without}");
+    }
+}

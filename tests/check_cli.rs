@@ -1,0 +1,202 @@
+//! `redline check` against the scripted model server and the mock GitHub: one line per
+//! check, `FAIL` lines saying what to fix, no secret in the output.
+
+use std::path::Path;
+
+use crate::common::cli::{KEY, redline_command};
+use crate::common::github_mock::GitHubMock;
+use crate::common::model_server::{ModelServer, Reply, Wire};
+
+const WEBHOOK_SECRET: &str = "whsec-CHECK-0123456789";
+
+struct Run {
+    code: i32,
+    stdout: String,
+    stderr: String,
+}
+
+impl Run {
+    /// The line of check `name`.
+    fn line(&self, name: &str) -> &str {
+        let prefix = format!("{name}: ");
+        self.stdout
+            .lines()
+            .find(|l| l.get(6..).is_some_and(|rest| rest.starts_with(&prefix)))
+            .unwrap_or_else(|| panic!("no `{name}` line in: {}", self.stdout))
+    }
+}
+
+fn key_path() -> std::path::PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/github/TEST-ONLY-app-private-key.pem")
+}
+
+async fn check(model: &ModelServer, env: &[(&str, String)], extra: &[&str]) -> Run {
+    // The default database is `redline.db` in the working directory: keep it out of the checkout.
+    let cwd = tempfile::tempdir().expect("tmp");
+    let mut command = redline_command();
+    command
+        .current_dir(cwd.path())
+        .arg("check")
+        .args(["--base-url", &model.base_url(), "--model", "test-model"])
+        .args(extra)
+        .env("REDLINE_API_KEY", KEY);
+    for var in [
+        "GITHUB_APP_ID",
+        "GITHUB_APP_CLIENT_ID",
+        "GITHUB_APP_PRIVATE_KEY",
+        "GITHUB_APP_PRIVATE_KEY_PATH",
+        "GITHUB_WEBHOOK_SECRET",
+        "REDLINE_DATABASE_URL",
+        "GITHUB_API_URL",
+    ] {
+        command.env_remove(var);
+    }
+    for (name, value) in env {
+        command.env(name, value);
+    }
+    let output = command.output().await.expect("run redline check");
+    let run = Run {
+        code: output.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+    };
+    let pem = std::fs::read_to_string(key_path()).expect("key");
+    let pem_body = pem.lines().nth(1).expect("a PEM line");
+    for text in [&run.stdout, &run.stderr] {
+        assert!(
+            !text.contains(KEY) && !text.contains(WEBHOOK_SECRET) && !text.contains(pem_body),
+            "a secret leaked: {text}"
+        );
+    }
+    run
+}
+
+#[tokio::test]
+async fn every_check_passes_with_good_settings() {
+    let model = ModelServer::start(Wire::OpenAi, vec![Reply::text("OK")]).await;
+    let gh = GitHubMock::start().await;
+    let dir = tempfile::tempdir().expect("tmp");
+    let db = dir.path().join("queue.db");
+    let env = [
+        ("GITHUB_APP_ID", "12345".to_string()),
+        (
+            "GITHUB_APP_PRIVATE_KEY_PATH",
+            key_path().display().to_string(),
+        ),
+        ("GITHUB_WEBHOOK_SECRET", WEBHOOK_SECRET.to_string()),
+        ("GITHUB_API_URL", gh.url()),
+        ("REDLINE_DATABASE_URL", format!("sqlite://{}", db.display())),
+    ];
+    let run = check(&model, &env, &[]).await;
+    assert_eq!(run.code, 0, "{}\n{}", run.stdout, run.stderr);
+    assert_eq!(run.stdout.lines().count(), 4, "{}", run.stdout);
+    for name in ["model", "app key", "webhook secret", "database"] {
+        assert!(run.line(name).starts_with("ok "), "{}", run.stdout);
+    }
+    assert!(
+        run.line("app key").contains("redline-test"),
+        "{}",
+        run.stdout
+    );
+    // One tiny model call.
+    let requests = model.requests();
+    assert_eq!(requests.len(), 1);
+    assert!(
+        requests[0].body["max_tokens"]
+            .as_u64()
+            .is_some_and(|n| n <= 64)
+            || requests[0].body["max_completion_tokens"]
+                .as_u64()
+                .is_some_and(|n| n <= 64),
+        "{}",
+        requests[0].body
+    );
+    // The App's JWT reached GET /app, and the database was migrated.
+    let app_calls: Vec<_> = gh
+        .requests()
+        .into_iter()
+        .filter(|r| r.path == "/app")
+        .collect();
+    assert_eq!(app_calls.len(), 1);
+    assert!(
+        app_calls[0]
+            .authorization
+            .as_deref()
+            .is_some_and(|a| a.starts_with("Bearer "))
+    );
+    assert!(db.is_file(), "the SQLite database was created");
+}
+
+#[tokio::test]
+async fn each_failing_check_says_what_to_fix() {
+    let model = ModelServer::start(
+        Wire::OpenAi,
+        vec![Reply::api_error(
+            Wire::OpenAi,
+            401,
+            "invalid_api_key",
+            "Incorrect API key provided",
+        )],
+    )
+    .await;
+    let gh = GitHubMock::start().await;
+    let dir = tempfile::tempdir().expect("tmp");
+    let blocker = dir.path().join("a-file");
+    std::fs::write(&blocker, "not a directory").expect("write");
+    let env = [
+        // Not this App's id: GitHub refuses the JWT.
+        ("GITHUB_APP_ID", "999".to_string()),
+        (
+            "GITHUB_APP_PRIVATE_KEY_PATH",
+            key_path().display().to_string(),
+        ),
+        ("GITHUB_API_URL", gh.url()),
+        // A database under a file cannot be created.
+        (
+            "REDLINE_DATABASE_URL",
+            format!("sqlite://{}/queue.db", blocker.display()),
+        ),
+    ];
+    let run = check(&model, &env, &[]).await;
+    assert_eq!(run.code, 2, "{}\n{}", run.stdout, run.stderr);
+    assert_eq!(run.stdout.lines().count(), 4, "{}", run.stdout);
+    for name in ["model", "app key", "webhook secret", "database"] {
+        let line = run.line(name);
+        assert!(
+            line.starts_with("FAIL ") && line.contains("; fix: "),
+            "{line}"
+        );
+    }
+    assert!(run.line("model").contains("401"), "{}", run.stdout);
+    assert!(
+        run.line("app key").contains("GITHUB_APP_ID"),
+        "{}",
+        run.stdout
+    );
+    assert!(
+        run.line("webhook secret").contains("GITHUB_WEBHOOK_SECRET"),
+        "{}",
+        run.stdout
+    );
+    assert!(
+        run.line("database").contains("REDLINE_DATABASE_URL"),
+        "{}",
+        run.stdout
+    );
+}
+
+#[tokio::test]
+async fn without_app_settings_only_the_model_is_checked_unless_asked() {
+    let model = ModelServer::start(Wire::OpenAi, vec![Reply::text("OK")]).await;
+    let run = check(&model, &[], &[]).await;
+    assert_eq!(run.code, 0, "{}\n{}", run.stdout, run.stderr);
+    assert!(run.line("model").starts_with("ok "));
+    for name in ["app key", "webhook secret", "database"] {
+        assert!(run.line(name).starts_with("skip "), "{}", run.stdout);
+    }
+    let model = ModelServer::start(Wire::OpenAi, vec![Reply::text("OK")]).await;
+    let run = check(&model, &[], &["--app"]).await;
+    assert_eq!(run.code, 2, "{}", run.stdout);
+    assert!(run.line("app key").starts_with("FAIL "), "{}", run.stdout);
+}
