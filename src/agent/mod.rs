@@ -14,6 +14,7 @@ mod react;
 pub mod reflection;
 pub mod strategy;
 pub mod text_mode;
+mod tool_mode;
 pub mod transcript;
 
 use std::sync::Arc;
@@ -40,13 +41,14 @@ use coverage::Coverage;
 use events::{CompressionStats, EventKind, EventSink, Stats};
 use finish::ReviewFinisher;
 use plan::Plan;
-use react::{ModeState, ReactRun, RunContext};
+use react::{ReactRun, RunContext};
 use reflection::ReflectionConfig;
 use strategy::Fit;
 use strategy::{AutoThresholds, Decision, Strategy, StrategyChoice};
+use tool_mode::ModeState;
 
 pub use finish::SUBMIT_REVIEW;
-pub use react::ToolMode;
+pub use tool_mode::ToolMode;
 
 /// Model turns of one ReAct run before its final turn, unless configured.
 pub const DEFAULT_MAX_STEPS: u32 = 10;

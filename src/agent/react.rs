@@ -2,8 +2,7 @@
 //! and answers each call by its id, until the model hands in its result through
 //! the run's finishing tool. Works with native tool calling and in text mode.
 
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 use std::time::Instant;
 
 use futures::future::join_all;
@@ -14,6 +13,7 @@ use super::coverage::Coverage;
 use super::events::{CompressionStats, EventKind, EventSink, Stats};
 use super::finish::Finisher;
 use super::text_mode::{self, TextStep};
+use super::tool_mode::ModeState;
 use super::{AgentConfig, AgentError};
 use crate::context::{
     FirstMessageIndex, Pruner, ReadTracker, compact, drop_oldest_turns, needs_summary,
@@ -23,61 +23,6 @@ use crate::llm::tokens::TokenCounter;
 use crate::llm::{ChatModel, ChatRequest, ChatResponse, LlmError, Message, ToolCall, ToolSpec};
 use crate::review::diff::ChangeSet;
 use crate::tools::{Observation, ToolError, ToolRegistry, Workspace};
-
-/// `--tool-mode`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum ToolMode {
-    /// Native tool calling.
-    Native,
-    /// Tools described in the prompt, `Action:` / `Action Input:` replies.
-    Text,
-    /// Native, falling back to text when the server rejects the `tools` parameter.
-    #[default]
-    Auto,
-}
-
-impl std::str::FromStr for ToolMode {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        match s.trim().to_ascii_lowercase().as_str() {
-            "native" => Ok(ToolMode::Native),
-            "text" => Ok(ToolMode::Text),
-            "auto" => Ok(ToolMode::Auto),
-            other => Err(format!(
-                "unknown tool mode `{other}` (expected native, text or auto)"
-            )),
-        }
-    }
-}
-
-/// Whether runs of a review talk in text mode; shared so that one fallback serves all.
-#[derive(Debug, Clone)]
-pub(crate) struct ModeState {
-    configured: ToolMode,
-    text: Arc<AtomicBool>,
-}
-
-impl ModeState {
-    pub fn new(configured: ToolMode) -> Self {
-        ModeState {
-            configured,
-            text: Arc::new(AtomicBool::new(configured == ToolMode::Text)),
-        }
-    }
-
-    fn is_text(&self) -> bool {
-        self.text.load(Ordering::Relaxed)
-    }
-
-    /// Switches to text mode after a rejection, when `auto` allows it.
-    fn fall_back(&self) -> bool {
-        if self.configured == ToolMode::Auto && !self.is_text() {
-            self.text.store(true, Ordering::Relaxed);
-            return true;
-        }
-        false
-    }
-}
 
 /// Everything a run shares with the other runs of a review.
 pub(crate) struct RunContext<'a> {

@@ -315,6 +315,21 @@ async fn post_review<'f>(
         Err(error) => return Err(PublishError::from_github(error)),
     }
 
+    post_summary_only(client, req, &path, plan, summary_url, event, outcome).await
+}
+
+/// After GitHub refused the inline comments: every finding moves to the summary and
+/// the review is posted again without comments.
+async fn post_summary_only<'f>(
+    client: &GitHubClient,
+    req: &PublishRequest<'f>,
+    path: &str,
+    plan: &mut Plan<'f>,
+    summary_url: Option<&str>,
+    event: &str,
+    outcome: &mut PublishOutcome,
+) -> Result<(), PublishError> {
+    let interval = req.config.min_write_interval;
     outcome.fell_back_to_summary_only = true;
     let moved = plan.inline.drain(..).map(|(finding, fp)| SummaryEntry {
         finding,
@@ -332,7 +347,7 @@ async fn post_review<'f>(
         "comments": [],
     });
     match client
-        .write_json(Method::POST, &path, &fallback, interval)
+        .write_json(Method::POST, path, &fallback, interval)
         .await
     {
         Ok(posted) => outcome.review_url = html_url(&posted),
