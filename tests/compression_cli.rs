@@ -263,3 +263,48 @@ async fn context_command_reports_shaping_without_a_model() {
             && out["tokens"]["shaped"].as_u64().unwrap_or(0) > 0
     );
 }
+
+#[tokio::test]
+async fn context_names_a_renamed_files_old_path_and_shows_the_message() {
+    let repo = TempRepo::new();
+    let body: String = (0..40)
+        .map(|n| format!("def step_{n}():\n    return {n}\n"))
+        .collect();
+    repo.write("scaffold.py", &body);
+    repo.commit("base");
+    repo.checkout_new_branch("feature");
+    repo.remove("scaffold.py");
+    repo.write(
+        "pkg/scaffold.py",
+        format!("{body}def added():\n    return 'new line'\n"),
+    );
+    repo.commit("move into a package");
+    let run = |extra: &[&str]| {
+        let mut args = vec![
+            "context".to_string(),
+            "--repo".into(),
+            repo.path().display().to_string(),
+            "--base".into(),
+            "main".into(),
+        ];
+        args.extend(extra.iter().map(|s| s.to_string()));
+        cli::redline_command().args(args).output()
+    };
+    let json = run(&["--format", "json"]).await.expect("run");
+    let out: Value = serde_json::from_slice(&json.stdout).expect("JSON");
+    let files = out["files"].as_array().cloned().unwrap_or_default();
+    let moved = files.iter().find(|f| f["path"] == "pkg/scaffold.py");
+    assert_eq!(
+        moved.map(|f| f["old_path"].clone()),
+        Some(json!("scaffold.py")),
+        "{out}"
+    );
+    // The rename is one file, its one added line counted once.
+    assert_eq!(files.len(), 1, "{out}");
+    assert_eq!(out["changed_lines"]["total"], 2, "{out}");
+    let text = run(&["--show"]).await.expect("run");
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert!(text.contains("renamed from scaffold.py"), "{text}");
+    assert!(text.contains("as the model would see it"), "{text}");
+    assert!(text.contains("+def added():"), "{text}");
+}

@@ -51,6 +51,11 @@ fn context(args: &ContextArgs) -> Result<String, String> {
             "{}\n",
             shaped.to_json(&model, counter.encoding().name(), budget)
         ),
+        "text" if args.show => format!(
+            "{}\n--- the first message, as the model would see it ---\n{}",
+            shaped.render_text(),
+            shaped.message
+        ),
         "text" => shaped.render_text(),
         other => {
             return Err(format!(
@@ -75,6 +80,7 @@ mod tests {
             head,
             model: Some("gpt-4o".into()),
             format: "json".into(),
+            show: false,
         };
         let before = opened::on_this_thread();
         let output = context(&args).unwrap();

@@ -239,6 +239,9 @@ pub struct ContextArgs {
     /// Output format.
     #[arg(long, default_value = "text", value_name = "text|json")]
     pub format: String,
+    /// Also print the shaped first message itself (text format), after the summary.
+    #[arg(long)]
+    pub show: bool,
 }
 
 /// Model selection, shared by every command that talks to a model.

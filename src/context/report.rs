@@ -7,19 +7,24 @@ use super::thousands;
 
 impl ShapedContext {
     /// The machine-readable report (version 1):
-    /// `{"version":1,"model":…,"encoding":…,"budget":…,"files":[{"path","status","reason","tokens"}],
+    /// `{"version":1,"model":…,"encoding":…,"budget":…,"files":[{"path","old_path"?,"status","reason","tokens"}],
     /// "tokens":{"naive","shaped"},"changed_lines":{"total","shown"}}`.
     pub fn to_json(&self, model: &str, encoding: &str, budget: usize) -> serde_json::Value {
         let files: Vec<serde_json::Value> = self
             .files
             .iter()
             .map(|f| {
-                json!({
+                let mut entry = json!({
                     "path": f.path,
                     "status": f.status.as_str(),
                     "reason": f.reason,
                     "tokens": f.tokens,
-                })
+                });
+                // A renamed file names where it came from.
+                if let (Some(old), Some(fields)) = (&f.old_path, entry.as_object_mut()) {
+                    fields.insert("old_path".into(), json!(old));
+                }
+                entry
             })
             .collect();
         json!({
@@ -69,8 +74,13 @@ impl ShapedContext {
             .max()
             .unwrap_or(0);
         for file in &self.files {
+            let renamed = file
+                .old_path
+                .as_deref()
+                .map(|old| format!("  (renamed from {old})"))
+                .unwrap_or_default();
             out.push_str(&format!(
-                "  {:<8} {:<width$} {:>9} tokens{}\n",
+                "  {:<8} {:<width$} {:>9} tokens{}{renamed}\n",
                 file.status.as_str(),
                 file.path,
                 thousands(file.tokens),

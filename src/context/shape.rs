@@ -65,6 +65,8 @@ impl ShapeStatus {
 pub struct FileEntry {
     /// Head path (base path for deletions).
     pub path: String,
+    /// The base path of a renamed file.
+    pub old_path: Option<String>,
     /// Shown, listed or excluded.
     pub status: ShapeStatus,
     /// Why it is not shown (`lockfile`, `over budget`, `deleted`, ...); `None` when shown.
@@ -358,6 +360,7 @@ fn entries(prepared: &[Prepared<'_>], shown: &[bool]) -> Vec<FileEntry> {
             };
             FileEntry {
                 path: p.file.path.clone(),
+                old_path: p.file.old_path.clone(),
                 status,
                 reason: reason.map(str::to_string),
                 tokens: tokens.tokens,
