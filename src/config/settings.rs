@@ -10,7 +10,7 @@
 //! repository's file, a repository's `[pricing]` is not used, and its limits are
 //! bounded by the server's ceilings.
 
-use globset::{Glob, GlobSet, GlobSetBuilder};
+use globset::GlobSet;
 
 use super::limits::{self, LimitCeilings, LimitFlags};
 use super::{ConfigError, ConfigSource, FileConfig, ModelFlags, ModelSettings};
@@ -123,15 +123,10 @@ impl PathFilter {
 }
 
 fn glob_set(patterns: &[String], key: &str) -> Result<GlobSet, ConfigError> {
-    let bad = |message: String| ConfigError::BadValue {
+    crate::repo::glob::compile_set(patterns).map_err(|(pattern, e)| ConfigError::BadValue {
         key: key.to_string(),
-        message,
-    };
-    let mut builder = GlobSetBuilder::new();
-    for pattern in patterns {
-        builder.add(Glob::new(pattern).map_err(|e| bad(format!("bad glob `{pattern}`: {e}")))?);
-    }
-    builder.build().map_err(|e| bad(e.to_string()))
+        message: format!("bad glob `{pattern}`: {}", e.kind()),
+    })
 }
 
 /// Builds the settings of one review; the one resolution every entry point uses.

@@ -5,7 +5,7 @@
 
 use std::sync::LazyLock;
 
-use globset::{Glob, GlobBuilder, GlobSet, GlobSetBuilder};
+use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
 
 use crate::review::diff::{FileChange, LineKind};
 
@@ -157,16 +157,8 @@ pub struct ExcludeGlobError {
 /// Compiles the config's `exclude` globs. A glob without a `/` matches at any depth
 /// (`*.md` matches `docs/a.md`), as in `.gitignore`.
 pub fn compile_excludes(globs: &[String]) -> Result<GlobSet, ExcludeGlobError> {
-    let mut builder = GlobSetBuilder::new();
-    for glob in globs {
-        let compiled = Glob::new(glob).map_err(|e| ExcludeGlobError {
-            glob: glob.clone(),
-            message: e.kind().to_string(),
-        })?;
-        builder.add(compiled);
-    }
-    builder.build().map_err(|e| ExcludeGlobError {
-        glob: globs.join(", "),
+    crate::repo::glob::compile_set(globs).map_err(|(glob, e)| ExcludeGlobError {
+        glob,
         message: e.kind().to_string(),
     })
 }

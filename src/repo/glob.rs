@@ -1,7 +1,30 @@
-//! [`PathFilter`]: which files a glob selects, the same way for `search` and
-//! `list_files`, in both revision modes.
+//! Redline's one meaning of a glob, for the `search` and `list_files` tools and
+//! for the config's `include` and `exclude`: a glob without `/` is matched
+//! against file names at any depth (`*.rs`, `Cargo.toml`); one with `/` against
+//! the whole path from the repository root (`src/**/*.rs`). `*` never crosses
+//! `/`; `**` does. A leading `./` is ignored.
 
-use globset::{GlobBuilder, GlobMatcher};
+use globset::{Glob, GlobBuilder, GlobMatcher, GlobSet, GlobSetBuilder};
+
+/// Compiles one glob with Redline's meaning, to be matched against whole paths.
+pub fn compile(pattern: &str) -> Result<Glob, globset::Error> {
+    let pattern = pattern.trim();
+    let pattern = pattern.strip_prefix("./").unwrap_or(pattern);
+    let whole = match pattern.contains('/') {
+        true => pattern.to_string(),
+        false => format!("**/{pattern}"),
+    };
+    GlobBuilder::new(&whole).literal_separator(true).build()
+}
+
+/// Compiles globs into one set; the error names the glob at fault.
+pub fn compile_set(patterns: &[String]) -> Result<GlobSet, (String, globset::Error)> {
+    let mut builder = GlobSetBuilder::new();
+    for pattern in patterns {
+        builder.add(compile(pattern).map_err(|e| (pattern.clone(), e))?);
+    }
+    builder.build().map_err(|e| (patterns.join(", "), e))
+}
 
 /// A file filter built from an optional glob.
 ///
@@ -11,7 +34,6 @@ use globset::{GlobBuilder, GlobMatcher};
 #[derive(Debug, Clone, Default)]
 pub struct PathFilter {
     glob: Option<GlobMatcher>,
-    whole_path: bool,
 }
 
 impl PathFilter {
@@ -20,27 +42,15 @@ impl PathFilter {
         let Some(glob) = glob.map(str::trim).filter(|g| !g.is_empty()) else {
             return Ok(PathFilter::default());
         };
-        let glob = glob.strip_prefix("./").unwrap_or(glob);
-        let matcher = GlobBuilder::new(glob)
-            .literal_separator(true)
-            .build()?
-            .compile_matcher();
+        let matcher = compile(glob)?.compile_matcher();
         Ok(PathFilter {
             glob: Some(matcher),
-            whole_path: glob.contains('/'),
         })
     }
 
     /// Whether the file at `path` (relative, `/`-separated) is selected.
     pub fn matches(&self, path: &str) -> bool {
-        let Some(glob) = &self.glob else {
-            return true;
-        };
-        if self.whole_path {
-            glob.is_match(path)
-        } else {
-            glob.is_match(path.rsplit('/').next().unwrap_or(path))
-        }
+        self.glob.as_ref().is_none_or(|glob| glob.is_match(path))
     }
 
     /// Whether every file is selected.
@@ -52,6 +62,29 @@ impl PathFilter {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn sets_and_filters_give_a_glob_one_meaning() {
+        let patterns = ["*.snap", "src/*.rs", "./docs/**"];
+        let set = compile_set(&patterns.map(String::from)).unwrap();
+        for path in [
+            "a/b/c.snap",
+            "x.snap",
+            "src/a.rs",
+            "src/x/a.rs",
+            "docs/a/b.md",
+            "lib/docs/a.md",
+        ] {
+            let by_filter = patterns
+                .iter()
+                .any(|p| PathFilter::new(Some(p)).unwrap().matches(path));
+            assert_eq!(set.is_match(path), by_filter, "{path}");
+        }
+        assert!(set.is_match("a/b/c.snap") && set.is_match("src/a.rs"));
+        assert!(!set.is_match("src/x/a.rs") && !set.is_match("lib/docs/a.md"));
+        let bad = compile_set(&["src/[".to_string()]).unwrap_err();
+        assert_eq!(bad.0, "src/[");
+    }
 
     #[test]
     fn names_match_at_any_depth_and_paths_from_the_root() {
