@@ -17,7 +17,10 @@ use crate::llm::tokens::TokenCounter;
 use super::shape::Section;
 
 /// Tokens set aside in every part for its "part k of n" line.
-const PART_NOTE_TOKENS: usize = 96;
+const PART_NOTE_TOKENS: usize = 160;
+
+/// Other parts named one by one in a part's note; the rest are counted.
+const PARTS_NAMED: usize = 4;
 
 /// Whether groups share slices.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -175,12 +178,16 @@ fn label_parts(path: &str, header: &str, parts: Vec<Piece>, counter: &TokenCount
         .into_iter()
         .enumerate()
         .map(|(i, part)| {
-            let others: Vec<String> = spans
+            let mut others: Vec<String> = spans
                 .iter()
                 .enumerate()
                 .filter(|(j, _)| *j != i)
+                .take(PARTS_NAMED)
                 .map(|(j, (a, b))| format!("{} (lines {a}-{b})", j + 1))
                 .collect();
+            if n - 1 > PARTS_NAMED {
+                others.push(format!("and {} more", n - 1 - PARTS_NAMED));
+            }
             let (a, b) = spans[i];
             let note = format!(
                 "[part {} of {n} of {path}: head lines {a}-{b}; the other parts ({}) are reviewed in other tasks]\n",
@@ -452,6 +459,27 @@ mod tests {
             );
             assert!(slice.text.contains("are reviewed in other tasks"));
         }
+        assert_eq!(sliced_added(&slices), all_added(&sections));
+    }
+
+    #[test]
+    fn a_file_in_many_parts_keeps_every_part_within_the_budget() {
+        let c = counter();
+        let sections = vec![section(
+            "src/a/very/long/path/to/a/generated_table_of_things.rs",
+            40,
+            60,
+        )];
+        let slices = partition(&[], &sections, 1_200, &c, Packing::Shared);
+        assert!(slices.len() > 20, "{}", slices.len());
+        for slice in &slices {
+            assert!(c.count(&slice.text) <= 1_200, "{}", c.count(&slice.text));
+        }
+        assert!(
+            slices[0]
+                .text
+                .contains(" more) are reviewed in other tasks")
+        );
         assert_eq!(sliced_added(&slices), all_added(&sections));
     }
 
