@@ -100,6 +100,8 @@ pub struct ShapedContext {
     pub changed_lines_shown: usize,
     /// The numbered section of every reviewable file with changes, in review
     /// order, whether or not it fitted the message: what plan-and-execute slices.
+    /// When the message does not hold every file they carry less context
+    /// ([`TASK_CONTEXT`]), since each task pays for it.
     pub sections: Vec<Section>,
 }
 
@@ -164,6 +166,8 @@ pub(crate) enum Role {
 pub(crate) struct Prepared<'a> {
     /// The change.
     pub file: &'a FileChange,
+    /// Its head text, when read.
+    pub head: Option<&'a str>,
     /// What becomes of it.
     pub role: Role,
     /// Its numbered excerpt, for candidates.
@@ -212,6 +216,7 @@ pub fn shape_change(
         let role = role_of(file, head, &exclude);
         Prepared {
             file,
+            head,
             role,
             section: (role == Role::Candidate).then(|| excerpt::render_file(file, head, context)),
             section_tokens: Measured::default(),
@@ -222,7 +227,6 @@ pub fn shape_change(
     drop(pairs);
     let plains: Vec<String> = super::parallel_map(&prepared, |p| plain_diff(p.file));
     let (naive_tokens, naive_exact) = measure_files(&mut prepared, &plains, &heads, counter);
-    drop(heads);
     drop(plains);
     prepared.sort_by_cached_key(|p| order::review_order_key(p.file));
     let facts = Facts {
@@ -250,7 +254,7 @@ pub fn shape_change(
             .map(|p| p.changed)
             .sum(),
         changed_lines_shown,
-        sections: take_sections(&mut prepared),
+        sections: sections_for_tasks(&mut prepared, &shown, context),
         message,
     }
 }
@@ -272,15 +276,47 @@ fn read_heads(
         .collect()
 }
 
-/// The reviewable files' sections, in review order, moved out of `prepared`.
-fn take_sections(prepared: &mut [Prepared<'_>]) -> Vec<Section> {
-    prepared
+/// Context of the sections plan-and-execute slices when the change does not fit
+/// one message: git's three lines before a change and one after, still widened to
+/// the enclosing definition. Every task pays for its context, so it is kept lean.
+pub(crate) const TASK_CONTEXT: ContextLines = ContextLines {
+    before: 3,
+    after: 1,
+};
+
+/// The reviewable files' sections, in review order: those of the message when it
+/// holds every file, else rendered again with [`TASK_CONTEXT`] (or fewer lines,
+/// when the message's own context is smaller).
+fn sections_for_tasks(
+    prepared: &mut [Prepared<'_>],
+    shown: &[bool],
+    context: ContextLines,
+) -> Vec<Section> {
+    let fits = prepared
+        .iter()
+        .zip(shown)
+        .all(|(p, shown)| *shown || p.role != Role::Candidate);
+    let lean = ContextLines {
+        before: context.before.min(TASK_CONTEXT.before),
+        after: context.after.min(TASK_CONTEXT.after),
+    };
+    let candidates: Vec<&mut Prepared<'_>> = prepared
         .iter_mut()
         .filter(|p| p.role == Role::Candidate)
-        .filter_map(|p| {
-            p.section.take().map(|s| Section {
+        .collect();
+    let render = |p: &&mut Prepared<'_>| match fits {
+        true => None,
+        false => Some(excerpt::render_file(p.file, p.head, lean).text),
+    };
+    let lean_texts = super::parallel_map(&candidates, render);
+    candidates
+        .into_iter()
+        .zip(lean_texts)
+        .filter_map(|(p, lean)| {
+            let text = lean.or_else(|| p.section.take().map(|s| s.text))?;
+            Some(Section {
                 path: p.file.path.clone(),
-                text: s.text,
+                text,
             })
         })
         .collect()

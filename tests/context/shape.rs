@@ -286,3 +286,52 @@ fn renames_without_content_changes_are_listed() {
         ShapeStatus::Listed
     );
 }
+
+#[test]
+fn sections_for_plan_tasks_carry_lean_context_only_when_the_change_does_not_fit() {
+    // Plain statements (no definitions nearby), one changed line in the middle.
+    let old: String = (1..=80).map(|n| format!("value_{n} = {n}\n")).collect();
+    let new = old.replace("value_40 = 40\n", "value_40 = 4000\n");
+    let big: String = (1..=3000).map(|n| format!("row_{n} = {n}\n")).collect();
+    let change = Change::default()
+        .file("mid.py", &old, &new)
+        .file("big.py", "", &big);
+    let context_before = |shaped: &redline::context::ShapedContext| {
+        let section = &shaped
+            .sections
+            .iter()
+            .find(|s| s.path == "mid.py")
+            .unwrap()
+            .text;
+        // Numbered context lines (`   38  text`) before the change.
+        section
+            .lines()
+            .take_while(|l| !l.contains("4000"))
+            .filter(|l| {
+                let rest = l
+                    .trim_start()
+                    .trim_start_matches(|c: char| c.is_ascii_digit());
+                l.trim_start().starts_with(|c: char| c.is_ascii_digit()) && rest.starts_with("  ")
+            })
+            .count()
+    };
+    let roomy = change.shape(&ShapeOptions {
+        budget_tokens: 100_000,
+        ..ShapeOptions::default()
+    });
+    assert_eq!(
+        context_before(&roomy),
+        6,
+        "the message's own context when it fits"
+    );
+    let tight = change.shape(&ShapeOptions {
+        budget_tokens: 3_000,
+        ..ShapeOptions::default()
+    });
+    assert!(!tight.fits_whole());
+    assert_eq!(
+        context_before(&tight),
+        3,
+        "git's three lines for plan tasks"
+    );
+}
