@@ -5,10 +5,11 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
+use anyhow::{Context, anyhow};
 use tokio_util::sync::CancellationToken;
 
 use super::review::{local_settings, model_client};
-use super::{ActionArgs, EXIT_ERROR, EXIT_FINDINGS, EXIT_OK};
+use super::{ActionArgs, EXIT_ERROR, EXIT_FINDINGS, EXIT_OK, error_message};
 use crate::agent::events::EventSink;
 use crate::agent::strategy::StrategyChoice;
 use crate::config::settings::{SettingFlags, Settings};
@@ -28,7 +29,8 @@ use crate::review_flow::{self, CommitSource, PullCommits, PullTarget, load_commi
 pub async fn run(args: ActionArgs) -> i32 {
     match action(args).await {
         Ok(code) => code,
-        Err(message) => {
+        Err(error) => {
+            let message = error_message(&error);
             println!("::error::Redline: {}", escape_data(&message));
             eprintln!("error: {message}");
             EXIT_ERROR
@@ -46,23 +48,22 @@ struct Target {
     strategy: Option<String>,
 }
 
-fn env(name: &str) -> Result<String, String> {
+fn env(name: &str) -> anyhow::Result<String> {
     std::env::var(name)
         .ok()
         .filter(|v| !v.trim().is_empty())
-        .ok_or_else(|| format!("{name} is not set (is this running in a GitHub Actions job?)"))
+        .ok_or_else(|| anyhow!("{name} is not set (is this running in a GitHub Actions job?)"))
 }
 
-async fn action(args: ActionArgs) -> Result<i32, String> {
+async fn action(args: ActionArgs) -> anyhow::Result<i32> {
     let event_name = env("GITHUB_EVENT_NAME")?;
     let event_path = env("GITHUB_EVENT_PATH")?;
-    let payload: serde_json::Value = std::fs::read_to_string(&event_path)
-        .map_err(|e| format!("cannot read GITHUB_EVENT_PATH {event_path}: {e}"))
-        .and_then(|text| {
-            serde_json::from_str(&text).map_err(|e| format!("GITHUB_EVENT_PATH is not JSON: {e}"))
-        })?;
+    let text = std::fs::read_to_string(&event_path)
+        .with_context(|| format!("cannot read GITHUB_EVENT_PATH {event_path}"))?;
+    let payload: serde_json::Value =
+        serde_json::from_str(&text).context("GITHUB_EVENT_PATH is not JSON")?;
     check_action_event(&event_name, &payload).map_err(|e| {
-        format!("GITHUB_EVENT_PATH {event_path} is not a `{event_name}` event: {e}")
+        anyhow!("GITHUB_EVENT_PATH {event_path} is not a `{event_name}` event: {e}")
     })?;
     let trigger = parse_action_event(
         &event_name,
@@ -76,14 +77,11 @@ async fn action(args: ActionArgs) -> Result<i32, String> {
         return Ok(EXIT_OK);
     }
     let token = Secret::new(env("GITHUB_TOKEN")?);
-    let client =
-        GitHubClient::with_token(&api_url_from_env(), token.clone()).map_err(|e| e.to_string())?;
+    let client = GitHubClient::with_token(&api_url_from_env(), token.clone())?;
     let Some(target) = resolve_target(&client, trigger).await? else {
         return Ok(EXIT_OK);
     };
-    let last = last_reviewed_sha(&client, &target.owner, &target.repo, target.number)
-        .await
-        .map_err(|e| e.to_string())?;
+    let last = last_reviewed_sha(&client, &target.owner, &target.repo, target.number).await?;
     if last.as_deref() == Some(target.head_sha.as_str()) {
         println!(
             "::notice::Redline: {} was already reviewed",
@@ -97,9 +95,8 @@ async fn action(args: ActionArgs) -> Result<i32, String> {
     }
     let workspace_dir = std::env::var("GITHUB_WORKSPACE")
         .map(PathBuf::from)
-        .or_else(|_| std::env::current_dir())
-        .map_err(|e| e.to_string())?;
-    let root = crate::repo::discover(&workspace_dir).map_err(|e| e.to_string())?;
+        .or_else(|_| std::env::current_dir())?;
+    let root = crate::repo::discover(&workspace_dir)?;
     // A shallow checkout is deepened until the history joining base and head is there.
     let source = CommitSource::Checkout {
         root: &root,
@@ -111,8 +108,7 @@ async fn action(args: ActionArgs) -> Result<i32, String> {
         &target.head_sha,
         last.as_deref(),
         Some(&token),
-    )
-    .map_err(|e| e.to_string())?;
+    )?;
     let settings = action_settings(&args, &target, &commits)?;
     review_and_publish(&client, &target, &commits, &settings).await
 }
@@ -124,10 +120,9 @@ fn action_settings(
     args: &ActionArgs,
     target: &Target,
     commits: &PullCommits,
-) -> Result<Settings, String> {
+) -> anyhow::Result<Settings> {
     let config_path = args.config.as_deref().unwrap_or(Path::new(CONFIG_FILE));
-    let repository = ConfigSource::read_at_commit(&commits.root, &target.base_sha, config_path)
-        .map_err(|e| e.to_string())?;
+    let repository = ConfigSource::read_at_commit(&commits.root, &target.base_sha, config_path)?;
     if let Some(source) = &repository {
         // `local_settings` repeats them on stderr.
         for warning in source.warnings() {
@@ -137,7 +132,7 @@ fn action_settings(
     if let Some(name) = &target.strategy {
         // Checked here so the error names the comment, not the workflow's input.
         name.parse::<StrategyChoice>().map_err(|e| {
-            format!("invalid value for `strategy` (/redline review --strategy): {e}")
+            anyhow!("invalid value for `strategy` (/redline review --strategy): {e}")
         })?;
     }
     let flags = SettingFlags {
@@ -160,15 +155,14 @@ async fn review_and_publish(
     target: &Target,
     commits: &PullCommits,
     settings: &Settings,
-) -> Result<i32, String> {
+) -> anyhow::Result<i32> {
     let model = model_client(&settings.model, &EventSink::discard());
-    let report = review_flow::review(model, settings, commits, CancellationToken::new(), None)
-        .await
-        .map_err(|e| e.to_string())?;
+    let report =
+        review_flow::review(model, settings, commits, CancellationToken::new(), None).await?;
     // Written before publishing, so that a workflow can upload it whatever happens next; a
     // file that cannot be written costs the output, not the review.
     let sarif_file = write_sarif(&report)
-        .inspect_err(|e| println!("::warning::Redline: {}", escape_data(e)))
+        .inspect_err(|e| println!("::warning::Redline: {}", escape_data(&error_message(e))))
         .ok();
     let pull = PullTarget {
         owner: &target.owner,
@@ -197,7 +191,7 @@ async fn review_and_publish(
         }
         Err(other) => {
             annotate(&report.findings);
-            return Err(format!("publishing the review failed: {other}"));
+            return Err(other).context("publishing the review failed");
         }
     };
     // No model call, no cost; otherwise the cost at the price table (empty when unknown).
@@ -220,7 +214,7 @@ async fn review_and_publish(
 }
 
 /// The pull request a trigger names; `None` when the commenter may not ask for a review.
-async fn resolve_target(client: &GitHubClient, trigger: Trigger) -> Result<Option<Target>, String> {
+async fn resolve_target(client: &GitHubClient, trigger: Trigger) -> anyhow::Result<Option<Target>> {
     match trigger {
         Trigger::Review {
             owner,
@@ -245,18 +239,13 @@ async fn resolve_target(client: &GitHubClient, trigger: Trigger) -> Result<Optio
             strategy,
             requested_by,
         } => {
-            if !has_write_access(client, &owner, &repo, &requested_by)
-                .await
-                .map_err(|e| e.to_string())?
-            {
+            if !has_write_access(client, &owner, &repo, &requested_by).await? {
                 println!(
                     "::notice::Redline: {requested_by} has no write access; review request ignored"
                 );
                 return Ok(None);
             }
-            let pull = fetch_pull(client, &owner, &repo, pr_number)
-                .await
-                .map_err(|e| e.to_string())?;
+            let pull = fetch_pull(client, &owner, &repo, pr_number).await?;
             Ok(Some(Target {
                 owner,
                 repo,
@@ -273,13 +262,8 @@ async fn resolve_target(client: &GitHubClient, trigger: Trigger) -> Result<Optio
             requested_by,
             reply,
         } => {
-            if has_write_access(client, &owner, &repo, &requested_by)
-                .await
-                .map_err(|e| e.to_string())?
-            {
-                post_notice_once(client, &owner, &repo, pr_number, &reply)
-                    .await
-                    .map_err(|e| e.to_string())?;
+            if has_write_access(client, &owner, &repo, &requested_by).await? {
+                post_notice_once(client, &owner, &repo, pr_number, &reply).await?;
             }
             println!("::notice::Redline: malformed /redline command; replied with the usage");
             Ok(None)
@@ -289,7 +273,7 @@ async fn resolve_target(client: &GitHubClient, trigger: Trigger) -> Result<Optio
 }
 
 /// Appends the review, as Markdown, to the job summary.
-fn write_job_summary(report: &ReviewReport) -> Result<(), String> {
+fn write_job_summary(report: &ReviewReport) -> anyhow::Result<()> {
     let Ok(path) = std::env::var("GITHUB_STEP_SUMMARY") else {
         return Ok(());
     };
@@ -326,7 +310,7 @@ struct Outputs<'a> {
     sarif_file: Option<&'a Path>,
 }
 
-fn write_outputs(outputs: &Outputs<'_>) -> Result<(), String> {
+fn write_outputs(outputs: &Outputs<'_>) -> anyhow::Result<()> {
     let Ok(path) = std::env::var("GITHUB_OUTPUT") else {
         return Ok(());
     };
@@ -349,25 +333,25 @@ fn write_outputs(outputs: &Outputs<'_>) -> Result<(), String> {
 
 /// Writes the run's findings as SARIF to `redline.sarif` in `RUNNER_TEMP` (the job's
 /// scratch directory; the system's temporary directory outside Actions) and returns its path.
-fn write_sarif(report: &ReviewReport) -> Result<PathBuf, String> {
+fn write_sarif(report: &ReviewReport) -> anyhow::Result<PathBuf> {
     let dir = std::env::var_os("RUNNER_TEMP")
         .filter(|d| !d.is_empty())
         .map(PathBuf::from)
         .unwrap_or_else(std::env::temp_dir);
     let path = dir.join("redline.sarif");
     std::fs::write(&path, render(report, Format::Sarif))
-        .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+        .with_context(|| format!("cannot write {}", path.display()))?;
     Ok(path)
 }
 
-fn append(path: &str, text: &str) -> Result<(), String> {
+fn append(path: &str, text: &str) -> anyhow::Result<()> {
     let mut file = std::fs::OpenOptions::new()
         .create(true)
         .append(true)
         .open(path)
-        .map_err(|e| format!("cannot write {path}: {e}"))?;
+        .with_context(|| format!("cannot write {path}"))?;
     file.write_all(text.as_bytes())
-        .map_err(|e| format!("cannot write {path}: {e}"))
+        .with_context(|| format!("cannot write {path}"))
 }
 
 /// Workflow-command escaping of a message.

@@ -162,7 +162,7 @@ async fn check_app_key() -> Outcome {
         Ok(key) => key,
         Err(problem) => {
             return fail(
-                problem,
+                super::error_message(&problem),
                 "set GITHUB_APP_PRIVATE_KEY_PATH to the App's .pem file (or the PEM itself in GITHUB_APP_PRIVATE_KEY)",
             );
         }
@@ -205,7 +205,7 @@ fn check_webhook_secret() -> Outcome {
     match required("GITHUB_WEBHOOK_SECRET") {
         Ok(_) => Outcome::Ok("GITHUB_WEBHOOK_SECRET is set".into()),
         Err(problem) => fail(
-            problem,
+            problem.to_string(),
             "set GITHUB_WEBHOOK_SECRET to the secret entered in the App's webhook settings",
         ),
     }

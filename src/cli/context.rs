@@ -1,7 +1,9 @@
 //! `redline context`: stage 1 of context shaping without any model — what the
 //! model would see first, and its size.
 
-use super::{ContextArgs, EXIT_ERROR, EXIT_OK};
+use anyhow::{Context, bail};
+
+use super::{ContextArgs, EXIT_ERROR, EXIT_OK, error_message};
 use crate::config::FileConfig;
 use crate::context::{ShapeOptions, shape_change, stage1_budget};
 use crate::llm::tokens::{ModelLimits, TokenCounter};
@@ -13,30 +15,27 @@ pub fn run(args: ContextArgs) -> i32 {
             print!("{text}");
             EXIT_OK
         }
-        Err(message) => {
-            eprintln!("error: {message}");
+        Err(error) => {
+            eprintln!("error: {}", error_message(&error));
             EXIT_ERROR
         }
     }
 }
 
-fn context(args: &ContextArgs) -> Result<String, String> {
+fn context(args: &ContextArgs) -> anyhow::Result<String> {
     let start = match &args.repo {
         Some(path) => path.clone(),
-        None => std::env::current_dir()
-            .map_err(|e| format!("cannot read the current directory: {e}"))?,
+        None => std::env::current_dir().context("cannot read the current directory")?,
     };
-    let root = crate::repo::discover(&start).map_err(|e| e.to_string())?;
-    let file = FileConfig::load_worktree(&root).map_err(|e| e.to_string())?;
+    let root = crate::repo::discover(&start)?;
+    let file = FileConfig::load_worktree(&root)?;
     let model = args
         .model
         .clone()
         .or(file.model.clone())
         .unwrap_or_else(|| "gpt-4o".to_string());
-    let range = crate::repo::resolve_range(&root, args.base.as_deref(), &args.head)
-        .map_err(|e| e.to_string())?;
-    let (view, changes) =
-        crate::repo::load_change(&root, &range, false).map_err(|e| e.to_string())?;
+    let range = crate::repo::resolve_range(&root, args.base.as_deref(), &args.head)?;
+    let (view, changes) = crate::repo::load_change(&root, &range, false)?;
     let counter = TokenCounter::for_model(&model);
     let budget = stage1_budget(ModelLimits::for_model(&model));
     let options = ShapeOptions {
@@ -58,9 +57,7 @@ fn context(args: &ContextArgs) -> Result<String, String> {
         ),
         "text" => shaped.render_text(),
         other => {
-            return Err(format!(
-                "--format: unknown format `{other}` (expected text or json)"
-            ));
+            bail!("--format: unknown format `{other}` (expected text or json)");
         }
     })
 }

@@ -6,6 +6,8 @@
 
 use std::path::{Path, PathBuf};
 
+use anyhow::{Context, bail};
+
 use super::{EXIT_ERROR, EXIT_OK, InitArgs};
 use crate::config::CONFIG_FILE;
 
@@ -97,8 +99,8 @@ jobs:
 pub fn run(args: InitArgs) -> i32 {
     match init(&args) {
         Ok(()) => EXIT_OK,
-        Err(message) => {
-            eprintln!("error: {message}");
+        Err(error) => {
+            eprintln!("error: {}", super::error_message(&error));
             EXIT_ERROR
         }
     }
@@ -126,18 +128,17 @@ pub(crate) fn action_reference() -> String {
     format!("{repository}@v{}", env!("CARGO_PKG_VERSION"))
 }
 
-fn init(args: &InitArgs) -> Result<(), String> {
+fn init(args: &InitArgs) -> anyhow::Result<()> {
     let root = match &args.repo {
         Some(path) => path.clone(),
         None => {
-            let cwd = std::env::current_dir()
-                .map_err(|e| format!("cannot read the current directory: {e}"))?;
+            let cwd = std::env::current_dir().context("cannot read the current directory")?;
             // The repository's root when inside one, so the files land where Redline reads them.
             crate::repo::discover(&cwd).unwrap_or(cwd)
         }
     };
     if !root.is_dir() {
-        return Err(format!("{} is not a directory", root.display()));
+        bail!("{} is not a directory", root.display());
     }
     let action = action_reference();
     let mut files: Vec<(PathBuf, String)> = vec![(root.join(CONFIG_FILE), config_text().into())];
@@ -151,10 +152,10 @@ fn init(args: &InitArgs) -> Result<(), String> {
             .map(|(path, _)| path.display().to_string())
             .collect();
         if !existing.is_empty() {
-            return Err(format!(
+            bail!(
                 "{} already exists; nothing was written (pass --force to overwrite)",
                 existing.join(" and ")
-            ));
+            );
         }
     }
     for (path, text) in &files {
@@ -166,12 +167,12 @@ fn init(args: &InitArgs) -> Result<(), String> {
     Ok(())
 }
 
-fn write_file(path: &Path, text: &str) -> Result<(), String> {
+fn write_file(path: &Path, text: &str) -> anyhow::Result<()> {
     if let Some(parent) = path.parent() {
         std::fs::create_dir_all(parent)
-            .map_err(|e| format!("cannot create {}: {e}", parent.display()))?;
+            .with_context(|| format!("cannot create {}", parent.display()))?;
     }
-    std::fs::write(path, text).map_err(|e| format!("cannot write {}: {e}", path.display()))
+    std::fs::write(path, text).with_context(|| format!("cannot write {}", path.display()))
 }
 
 /// What to do after `init`: the secret, the model, a first review.

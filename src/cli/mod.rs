@@ -358,6 +358,25 @@ pub struct RunsArgs {
     pub runs_max_size: u64,
 }
 
+/// The message of a command's error for the user: the error, then each cause that the
+/// message before it does not already contain, joined by `: ` (as `{:#}` prints an
+/// `anyhow::Error`, without repeating a cause a library error already shows in its own text).
+pub(crate) fn error_message(error: &anyhow::Error) -> String {
+    let mut text = String::new();
+    let mut previous = String::new();
+    for cause in error.chain() {
+        let current = cause.to_string();
+        if text.is_empty() {
+            text.clone_from(&current);
+        } else if !previous.contains(&current) {
+            text.push_str(": ");
+            text.push_str(&current);
+        }
+        previous = current;
+    }
+    text
+}
+
 /// Runs a parsed command line and returns the process exit code.
 pub async fn run(cli: Cli) -> i32 {
     match cli.command {
@@ -368,5 +387,42 @@ pub async fn run(cli: Cli) -> i32 {
         Command::Replay(args) => replay::run(args).await,
         Command::Init(args) => init::run(args),
         Command::Check(args) => check::run(args).await,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::error_message;
+    use anyhow::Context;
+
+    #[derive(Debug, thiserror::Error)]
+    enum Inner {
+        #[error("disk full")]
+        Full,
+    }
+
+    #[derive(Debug, thiserror::Error)]
+    enum Outer {
+        #[error("saving failed: {0}")]
+        Save(#[from] Inner),
+    }
+
+    #[test]
+    fn a_context_is_joined_to_its_cause() {
+        let error = Err::<(), _>(Inner::Full)
+            .context("cannot write out.txt")
+            .unwrap_err();
+        assert_eq!(error_message(&error), "cannot write out.txt: disk full");
+    }
+
+    #[test]
+    fn a_cause_the_error_already_shows_is_not_repeated() {
+        let error = Err::<(), _>(Outer::from(Inner::Full))
+            .context("--output x")
+            .unwrap_err();
+        assert_eq!(
+            error_message(&error),
+            "--output x: saving failed: disk full"
+        );
     }
 }

@@ -9,6 +9,8 @@ use std::fs::{File, OpenOptions};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
+use anyhow::Context;
+
 /// The opened destination of the result.
 #[derive(Debug)]
 pub struct OutputTarget {
@@ -24,7 +26,7 @@ struct OpenedFile {
 
 impl OutputTarget {
     /// Opens `path` for writing, or stdout without one.
-    pub fn open(path: Option<&Path>) -> Result<Self, String> {
+    pub fn open(path: Option<&Path>) -> anyhow::Result<Self> {
         let Some(path) = path else {
             return Ok(OutputTarget { file: None });
         };
@@ -34,7 +36,7 @@ impl OutputTarget {
             .create(true)
             .truncate(false)
             .open(path)
-            .map_err(|e| format!("cannot write --output {}: {e}", path.display()))?;
+            .with_context(|| format!("cannot write --output {}", path.display()))?;
         Ok(OutputTarget {
             file: Some(OpenedFile {
                 path: path.to_path_buf(),
@@ -45,7 +47,7 @@ impl OutputTarget {
     }
 
     /// Writes the result, replacing what the file held.
-    pub fn write(self, text: &str) -> Result<(), String> {
+    pub fn write(self, text: &str) -> anyhow::Result<()> {
         match self.file {
             Some(mut opened) => {
                 let is_regular = opened.file.metadata().is_ok_and(|m| m.is_file());
@@ -57,14 +59,14 @@ impl OutputTarget {
                 truncate
                     .and_then(|_| opened.file.write_all(text.as_bytes()))
                     .and_then(|_| opened.file.flush())
-                    .map_err(|e| format!("cannot write {}: {e}", opened.path.display()))
+                    .with_context(|| format!("cannot write {}", opened.path.display()))
             }
             None => {
                 let mut stdout = std::io::stdout().lock();
                 stdout
                     .write_all(text.as_bytes())
                     .and_then(|_| stdout.flush())
-                    .map_err(|e| format!("cannot write to stdout: {e}"))
+                    .context("cannot write to stdout")
             }
         }
     }

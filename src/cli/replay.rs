@@ -8,6 +8,7 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use anyhow::{Context, bail};
 use async_trait::async_trait;
 use clap::Parser;
 
@@ -26,8 +27,8 @@ use crate::review::render::{Format, render};
 pub async fn run(args: ReplayArgs) -> i32 {
     match replay(args).await {
         Ok(code) => code,
-        Err(message) => {
-            eprintln!("error: {message}");
+        Err(error) => {
+            eprintln!("error: {}", super::error_message(&error));
             EXIT_ERROR
         }
     }
@@ -45,9 +46,9 @@ impl ChatModel for Offline {
     }
 }
 
-async fn replay(args: ReplayArgs) -> Result<i32, String> {
-    let format: Format = args.format.parse().map_err(|e| format!("--format: {e}"))?;
-    let transcript = Transcript::read(&args.file).map_err(|e| e.to_string())?;
+async fn replay(args: ReplayArgs) -> anyhow::Result<i32> {
+    let format: Format = args.format.parse().context("--format")?;
+    let transcript = Transcript::read(&args.file)?;
     if let Some(step) = args.until {
         print!("{}", history_at(&transcript, step, format)?);
         return Ok(EXIT_OK);
@@ -77,7 +78,7 @@ async fn replay(args: ReplayArgs) -> Result<i32, String> {
         Some(plan) => orchestrator.review_with_plan(plan, Stats::default()).await,
         None => orchestrator.review().await,
     };
-    let mut report = result.map_err(|e| e.to_string())?;
+    let mut report = result?;
     // Wall time is the one counter a replay cannot reproduce: the recorded one is shown.
     if let Some(stats) = transcript.final_stats() {
         report.stats.duration_ms = stats.duration_ms;
@@ -99,7 +100,7 @@ async fn replay(args: ReplayArgs) -> Result<i32, String> {
 fn review_args(
     transcript: &Transcript,
     repo: Option<PathBuf>,
-) -> Result<super::ReviewArgs, String> {
+) -> anyhow::Result<super::ReviewArgs> {
     let header = &transcript.header;
     let mut argv: Vec<String> = vec!["redline".into(), "review".into()];
     let mut recorded = header.invocation.iter().cloned();
@@ -133,10 +134,8 @@ fn review_args(
         Ok(Cli {
             command: Command::Review(args),
         }) => Ok(args),
-        Ok(_) => Err("the transcript's invocation is not a review".into()),
-        Err(error) => Err(format!(
-            "the transcript's invocation cannot be read: {error}"
-        )),
+        Ok(_) => bail!("the transcript's invocation is not a review"),
+        Err(error) => Err(error).context("the transcript's invocation cannot be read"),
     }
 }
 
@@ -155,14 +154,14 @@ fn findings_diff(recorded: &[Finding], replayed: &[Finding]) -> String {
 }
 
 /// The history the model saw at model call `step` (1-based), and its reply.
-fn history_at(transcript: &Transcript, step: usize, format: Format) -> Result<String, String> {
+fn history_at(transcript: &Transcript, step: usize, format: Format) -> anyhow::Result<String> {
     let calls = transcript.decoded_calls();
     let Some(call) = step.checked_sub(1).and_then(|i| calls.get(i)) else {
-        return Err(format!(
+        bail!(
             "--until {step}: the transcript has {} model calls (steps 1 to {})",
             calls.len(),
             calls.len()
-        ));
+        );
     };
     if format == Format::Json {
         let value = serde_json::json!({
@@ -173,9 +172,7 @@ fn history_at(transcript: &Transcript, step: usize, format: Format) -> Result<St
             "tools": call.tools,
             "reply": call.reply,
         });
-        return serde_json::to_string_pretty(&value)
-            .map(|s| s + "\n")
-            .map_err(|e| e.to_string());
+        return Ok(serde_json::to_string_pretty(&value).map(|s| s + "\n")?);
     }
     Ok(history_text(step, call))
 }

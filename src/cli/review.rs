@@ -4,11 +4,13 @@ use std::io::IsTerminal;
 use std::path::Path;
 use std::sync::Arc;
 
+use anyhow::Context;
+
 use super::output::OutputTarget;
 use super::progress::{Verbosity, spawn_event_consumers};
 use super::runs::RunTranscript;
 use super::signals::StopSignals;
-use super::{EXIT_ERROR, EXIT_FINDINGS, EXIT_OK, ReviewArgs};
+use super::{EXIT_ERROR, EXIT_FINDINGS, EXIT_OK, ReviewArgs, error_message};
 use crate::agent::events::{EventKind, EventSink, Stats};
 use crate::agent::plan::Plan;
 use crate::agent::strategy::Strategy;
@@ -26,8 +28,8 @@ use crate::tools::Workspace;
 pub async fn run(args: ReviewArgs) -> i32 {
     match review(args).await {
         Ok(code) => code,
-        Err(message) => {
-            eprintln!("error: {message}");
+        Err(error) => {
+            eprintln!("error: {}", error_message(&error));
             EXIT_ERROR
         }
     }
@@ -44,21 +46,18 @@ pub(crate) struct Prepared {
     skipped: Vec<String>,
 }
 
-pub(crate) fn prepare(args: &ReviewArgs) -> Result<Prepared, String> {
+pub(crate) fn prepare(args: &ReviewArgs) -> anyhow::Result<Prepared> {
     let start = match &args.repo {
         Some(path) => path.clone(),
-        None => std::env::current_dir()
-            .map_err(|e| format!("cannot read the current directory: {e}"))?,
+        None => std::env::current_dir().context("cannot read the current directory")?,
     };
-    let root = crate::repo::discover(&start).map_err(|e| e.to_string())?;
-    let range = crate::repo::resolve_range(&root, args.base.as_deref(), &args.head)
-        .map_err(|e| e.to_string())?;
-    let format: Format = args.format.parse().map_err(|e| format!("--format: {e}"))?;
+    let root = crate::repo::discover(&start)?;
+    let range = crate::repo::resolve_range(&root, args.base.as_deref(), &args.head)?;
+    let format: Format = args.format.parse().context("--format")?;
     let repository = repository_config(&root, args, &range.base)?;
     let settings = local_settings(review_flags(args), "flag", repository)?;
 
-    let (view, mut changes) =
-        crate::repo::load_change(&root, &range, args.uncommitted).map_err(|e| e.to_string())?;
+    let (view, mut changes) = crate::repo::load_change(&root, &range, args.uncommitted)?;
     // `exclude` keeps files in the change but lists them as noise (stage 1); `include` narrows the change.
     let skipped = settings.include.apply(&mut changes);
     Ok(Prepared {
@@ -95,23 +94,22 @@ pub(crate) fn local_settings(
     flags: SettingFlags,
     flags_origin: &str,
     repository: Option<ConfigSource>,
-) -> Result<Settings, String> {
+) -> anyhow::Result<Settings> {
     if let Some(source) = &repository {
         for warning in source.warnings() {
             eprintln!("warning: {warning}");
         }
     }
     let env = |k: &str| std::env::var(k).ok();
-    let user = ConfigSource::read_user(&env).map_err(|e| e.to_string())?;
-    settings::resolve(SettingsInput {
+    let user = ConfigSource::read_user(&env)?;
+    Ok(settings::resolve(SettingsInput {
         flags,
         flags_origin,
         env: &env,
         user,
         repository,
         scope: Scope::Local,
-    })
-    .map_err(|e| e.to_string())
+    })?)
 }
 
 /// The repository's config for a local review: `--config FILE`, else `.redline.toml` of the
@@ -121,7 +119,7 @@ fn repository_config(
     root: &Path,
     args: &ReviewArgs,
     base: &str,
-) -> Result<Option<ConfigSource>, String> {
+) -> anyhow::Result<Option<ConfigSource>> {
     let quiet = args.quiet;
     let note = |text: String| {
         if !quiet {
@@ -133,13 +131,11 @@ fn repository_config(
             "using the config file {} (--config)",
             path.display()
         ));
-        return ConfigSource::read_file(path, Owner::Repository)
-            .map(Some)
-            .map_err(|e| e.to_string());
+        return Ok(ConfigSource::read_file(path, Owner::Repository).map(Some)?);
     }
     let worktree = ConfigSource::read_worktree(root);
     if args.uncommitted {
-        let worktree = worktree.map_err(|e| e.to_string())?;
+        let worktree = worktree?;
         if worktree.is_some() {
             note(format!(
                 "using {CONFIG_FILE} from the work tree (--uncommitted)"
@@ -147,8 +143,7 @@ fn repository_config(
         }
         return Ok(worktree);
     }
-    let at_base = ConfigSource::read_at_commit(root, base, Path::new(CONFIG_FILE))
-        .map_err(|e| e.to_string())?;
+    let at_base = ConfigSource::read_at_commit(root, base, Path::new(CONFIG_FILE))?;
     let differs = match &worktree {
         Ok(Some(w)) => at_base.as_ref().is_none_or(|b| !b.same_settings(w)),
         Ok(None) => false,
@@ -162,7 +157,7 @@ fn repository_config(
     Ok(at_base)
 }
 
-async fn review(args: ReviewArgs) -> Result<i32, String> {
+async fn review(args: ReviewArgs) -> anyhow::Result<i32> {
     let prepared = prepare(&args)?;
     let plan_file = read_plan(args.plan.as_deref())?;
     let verbosity = match (args.quiet, args.verbose) {
@@ -178,12 +173,13 @@ async fn review(args: ReviewArgs) -> Result<i32, String> {
     let output = OutputTarget::open(args.output.as_deref())?;
     let (events, rx) = EventSink::channel();
     let events = transcript.events(events);
-    let consumer = spawn_event_consumers(rx, verbosity, args.events.as_deref()).map_err(|e| {
-        format!(
-            "cannot write --events {}: {e}",
-            args.events.as_deref().unwrap_or(Path::new("")).display()
-        )
-    })?;
+    let consumer =
+        spawn_event_consumers(rx, verbosity, args.events.as_deref()).with_context(|| {
+            format!(
+                "cannot write --events {}",
+                args.events.as_deref().unwrap_or(Path::new("")).display()
+            )
+        })?;
     let mut signals = StopSignals::install();
 
     let run = async {
@@ -217,32 +213,29 @@ async fn review(args: ReviewArgs) -> Result<i32, String> {
     drop(events);
     // Every event is in the log before the process reports.
     let _ = consumer.finish().await;
-    transcript.end(match &outcome {
-        Ok(_) => Ok(()),
-        Err(error) => Err(error.to_string()),
-    });
+    transcript.end(outcome.as_ref().err());
     match outcome {
         Ok(outcome) => deliver(outcome, &prepared, output),
         Err(error) => {
             output.abandon();
-            Err(error.to_string())
+            Err(error.into())
         }
     }
 }
 
-pub(crate) fn read_plan(path: Option<&Path>) -> Result<Option<Plan>, String> {
+pub(crate) fn read_plan(path: Option<&Path>) -> anyhow::Result<Option<Plan>> {
     let Some(path) = path else {
         return Ok(None);
     };
     let text = std::fs::read_to_string(path)
-        .map_err(|e| format!("cannot read the plan {}: {e}", path.display()))?;
+        .with_context(|| format!("cannot read the plan {}", path.display()))?;
     Plan::from_json(&text)
         .map(Some)
-        .map_err(|e| format!("--plan {}: {e}", path.display()))
+        .map_err(|e| anyhow::anyhow!("--plan {}: {e}", path.display()))
 }
 
 /// Writes what the run produced and picks the exit code.
-fn deliver(outcome: Outcome, prepared: &Prepared, output: OutputTarget) -> Result<i32, String> {
+fn deliver(outcome: Outcome, prepared: &Prepared, output: OutputTarget) -> anyhow::Result<i32> {
     match outcome {
         Outcome::Plan(plan) => {
             let text = if prepared.format == Format::Json {

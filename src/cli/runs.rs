@@ -9,6 +9,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
+use anyhow::{Context, anyhow, bail};
+
 use super::{ReviewArgs, RunsArgs};
 use crate::agent::events::EventSink;
 use crate::agent::strategy::StrategyChoice;
@@ -16,7 +18,7 @@ use crate::agent::transcript::{
     EndStatus, FORMAT_VERSION, Header, Recorder, RecordingModel, RepositoryIdentity, Transcript,
     new_run_id, settings_digest,
 };
-use crate::agent::{AgentConfig, Orchestrator};
+use crate::agent::{AgentConfig, AgentError, Orchestrator};
 use crate::config::ModelSettings;
 use crate::llm::ChatModel;
 
@@ -37,7 +39,7 @@ impl RunTranscript {
         settings: &ModelSettings,
         agent: &AgentConfig,
         has_changes: bool,
-    ) -> Result<RunTranscript, String> {
+    ) -> anyhow::Result<RunTranscript> {
         let disabled = RunTranscript {
             recorder: None,
             resumed_from: None,
@@ -49,21 +51,21 @@ impl RunTranscript {
         }
         let dir = runs_dir(&args.runs)?;
         std::fs::create_dir_all(&dir)
-            .map_err(|e| format!("cannot create the runs directory {}: {e}", dir.display()))?;
+            .with_context(|| format!("cannot create the runs directory {}", dir.display()))?;
         let header = header_for(args, settings, agent, new_run_id())?;
         let secret = settings.api_key.clone();
         let (recorder, path, resumed_from) = match &args.runs.resume {
             Some(wanted) => {
                 let (path, transcript) = resumable(&dir, wanted, &header)?;
-                let recorder = Recorder::resume(&path, &transcript, secret).map_err(|e| {
-                    format!("cannot continue the transcript {}: {e}", path.display())
+                let recorder = Recorder::resume(&path, &transcript, secret).with_context(|| {
+                    format!("cannot continue the transcript {}", path.display())
                 })?;
                 (recorder, path, Some(transcript.model_calls()))
             }
             None => {
                 let path = dir.join(format!("{}.{EXTENSION}", header.run_id));
                 let recorder = Recorder::create(&path, &header, secret)
-                    .map_err(|e| format!("cannot write the transcript {}: {e}", path.display()))?;
+                    .with_context(|| format!("cannot write the transcript {}", path.display()))?;
                 (recorder, path, None)
             }
         };
@@ -118,14 +120,14 @@ impl RunTranscript {
         }
     }
 
-    /// Ends the transcript: `Ok` when the run produced its output, else its error.
-    pub fn end(&self, outcome: Result<(), String>) {
+    /// Ends the transcript: `None` when the run produced its output, else its error.
+    pub fn end(&self, error: Option<&AgentError>) {
         let Some(recorder) = &self.recorder else {
             return;
         };
-        match outcome {
-            Ok(()) => recorder.end(EndStatus::Finished, None),
-            Err(error) => recorder.end(EndStatus::Failed, Some(error)),
+        match error {
+            None => recorder.end(EndStatus::Finished, None),
+            Some(error) => recorder.end(EndStatus::Failed, Some(error.to_string())),
         }
         if self.resumed_from.is_some() {
             self.note(&format!(
@@ -148,7 +150,7 @@ impl RunTranscript {
 }
 
 /// `--runs-dir`, else `$XDG_STATE_HOME/redline/runs`, else `~/.local/state/redline/runs`.
-pub(crate) fn runs_dir(args: &RunsArgs) -> Result<PathBuf, String> {
+pub(crate) fn runs_dir(args: &RunsArgs) -> anyhow::Result<PathBuf> {
     if let Some(dir) = &args.runs_dir {
         return Ok(dir.clone());
     }
@@ -162,9 +164,8 @@ pub(crate) fn runs_dir(args: &RunsArgs) -> Result<PathBuf, String> {
     }
     match absolute("HOME") {
         Some(home) => Ok(home.join(".local/state/redline/runs")),
-        None => Err(
+        None => bail!(
             "no runs directory: set --runs-dir, XDG_STATE_HOME or HOME (or pass --no-transcript)"
-                .into(),
         ),
     }
 }
@@ -175,15 +176,13 @@ pub(crate) fn header_for(
     settings: &ModelSettings,
     agent: &AgentConfig,
     run_id: String,
-) -> Result<Header, String> {
+) -> anyhow::Result<Header> {
     let start = match &args.repo {
         Some(path) => path.clone(),
-        None => std::env::current_dir()
-            .map_err(|e| format!("cannot read the current directory: {e}"))?,
+        None => std::env::current_dir().context("cannot read the current directory")?,
     };
-    let root = crate::repo::discover(&start).map_err(|e| e.to_string())?;
-    let range = crate::repo::resolve_range(&root, args.base.as_deref(), &args.head)
-        .map_err(|e| e.to_string())?;
+    let root = crate::repo::discover(&start)?;
+    let range = crate::repo::resolve_range(&root, args.base.as_deref(), &args.head)?;
     let strategy = match agent.strategy {
         StrategyChoice::Auto => "auto".to_string(),
         StrategyChoice::Fixed(strategy) => strategy.name().to_string(),
@@ -266,31 +265,29 @@ fn invocation(args: &ReviewArgs, root: &Path, base: &str, head: &str) -> Vec<Str
 }
 
 /// The transcript `wanted` names (`latest`: this repository's newest), checked against `current`.
-fn resumable(dir: &Path, wanted: &str, current: &Header) -> Result<(PathBuf, Transcript), String> {
+fn resumable(dir: &Path, wanted: &str, current: &Header) -> anyhow::Result<(PathBuf, Transcript)> {
     let path = match wanted {
         "latest" => latest_of(dir, &current.repository.root).ok_or_else(|| {
-            format!(
+            anyhow!(
                 "--resume latest: no transcript of {} in {}",
                 current.repository.root,
                 dir.display()
             )
         })?,
         id if crate::agent::transcript::is_run_id(id) => dir.join(format!("{id}.{EXTENSION}")),
-        other => return Err(format!("--resume: `{other}` is not a run id or `latest`")),
+        other => bail!("--resume: `{other}` is not a run id or `latest`"),
     };
-    let transcript = Transcript::read(&path).map_err(|e| e.to_string())?;
+    let transcript = Transcript::read(&path)?;
     let id = &transcript.header.run_id;
     if transcript.end() == Some(EndStatus::Finished) {
-        return Err(format!(
-            "run {id} already finished; there is nothing to resume"
-        ));
+        bail!("run {id} already finished; there is nothing to resume");
     }
     let differs = transcript.header.differences(current);
     if !differs.is_empty() {
-        return Err(format!(
+        bail!(
             "cannot resume run {id}: its transcript differs from this review: {}",
             differs.join("; ")
-        ));
+        );
     }
     Ok((path, transcript))
 }

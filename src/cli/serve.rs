@@ -4,6 +4,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
+use anyhow::{Context, anyhow, bail};
 use clap::Args;
 
 use super::review::model_client;
@@ -76,33 +77,33 @@ impl ServeLimitArgs {
 pub async fn run(args: ServeArgs) -> i32 {
     match serve_app(args).await {
         Ok(()) => EXIT_OK,
-        Err(message) => {
-            eprintln!("error: {message}");
+        Err(error) => {
+            eprintln!("error: {}", super::error_message(&error));
             EXIT_ERROR
         }
     }
 }
 
 /// A required setting from the environment; the error names it.
-pub(super) fn required(name: &str) -> Result<String, String> {
+pub(super) fn required(name: &str) -> anyhow::Result<String> {
     std::env::var(name)
         .ok()
         .filter(|v| !v.trim().is_empty())
-        .ok_or_else(|| format!("{name} is not set"))
+        .ok_or_else(|| anyhow!("{name} is not set"))
 }
 
 /// The App's private key, from `GITHUB_APP_PRIVATE_KEY` or the file named by `GITHUB_APP_PRIVATE_KEY_PATH`.
-pub(super) fn private_key() -> Result<Secret, String> {
+pub(super) fn private_key() -> anyhow::Result<Secret> {
     if let Ok(pem) = required("GITHUB_APP_PRIVATE_KEY") {
         // Platforms that cannot hold newlines in variables pass them escaped.
         return Ok(Secret::new(pem.replace("\\n", "\n")));
     }
     let path = required("GITHUB_APP_PRIVATE_KEY_PATH").map_err(|_| {
-        "neither GITHUB_APP_PRIVATE_KEY nor GITHUB_APP_PRIVATE_KEY_PATH is set".to_string()
+        anyhow!("neither GITHUB_APP_PRIVATE_KEY nor GITHUB_APP_PRIVATE_KEY_PATH is set")
     })?;
     std::fs::read_to_string(&path)
         .map(Secret::new)
-        .map_err(|e| format!("GITHUB_APP_PRIVATE_KEY_PATH: cannot read {path}: {e}"))
+        .with_context(|| format!("GITHUB_APP_PRIVATE_KEY_PATH: cannot read {path}"))
 }
 
 /// `REDLINE_DATABASE_URL`, else the SQLite file `redline.db` in the working directory.
@@ -110,27 +111,29 @@ pub(super) fn database_url() -> String {
     std::env::var("REDLINE_DATABASE_URL").unwrap_or_else(|_| "sqlite://redline.db".into())
 }
 
-async fn serve_app(args: ServeArgs) -> Result<(), String> {
+async fn serve_app(args: ServeArgs) -> anyhow::Result<()> {
     // Before anything large is allocated (see server::memory).
     memory::keep_large_buffers_mapped();
     let app_id = required("GITHUB_APP_ID")
         .or_else(|_| required("GITHUB_APP_CLIENT_ID"))
-        .map_err(|_| "GITHUB_APP_ID (or GITHUB_APP_CLIENT_ID) is not set".to_string())?;
+        .map_err(|_| anyhow!("GITHUB_APP_ID (or GITHUB_APP_CLIENT_ID) is not set"))?;
     let key = private_key()?;
     let secret = Secret::new(required("GITHUB_WEBHOOK_SECRET")?);
     let database_url = database_url();
     let settings = config::resolve_model(&args.model.flags(), &FileConfig::default(), &|k| {
         std::env::var(k).ok()
-    })
-    .map_err(|e| e.to_string())?;
+    })?;
     let ceilings = ceilings(&args, &settings.model)?;
-    let auth = AppAuth::new(&api_url_from_env(), &app_id, key).map_err(|e| match e {
-        GitHubError::Credentials(_) => format!("GITHUB_APP_PRIVATE_KEY: {e}"),
-        other => format!("GITHUB_API_URL: {other}"),
+    let auth = AppAuth::new(&api_url_from_env(), &app_id, key).map_err(|e| {
+        let setting = match e {
+            GitHubError::Credentials(_) => "GITHUB_APP_PRIVATE_KEY",
+            _ => "GITHUB_API_URL",
+        };
+        anyhow::Error::new(e).context(setting)
     })?;
     let queue = Queue::connect(&database_url)
         .await
-        .map_err(|e| format!("REDLINE_DATABASE_URL: {e}"))?;
+        .context("REDLINE_DATABASE_URL")?;
     if let Ok(limits) = std::fs::read_to_string("/proc/self/limits")
         && let Some(warning) = descriptor_warning(&limits, args.limits.max_connections)
     {
@@ -138,7 +141,7 @@ async fn serve_app(args: ServeArgs) -> Result<(), String> {
     }
     let listener = tokio::net::TcpListener::bind(&args.listen)
         .await
-        .map_err(|e| format!("--listen {}: {e}", args.listen))?;
+        .with_context(|| format!("--listen {}", args.listen))?;
 
     let metrics = Arc::new(Metrics::new());
     let runner = review_runner(&args, &auth, settings, ceilings, &metrics);
@@ -173,8 +176,7 @@ async fn serve_app(args: ServeArgs) -> Result<(), String> {
         args.limits.connection_limits(),
         shutdown_signal(),
     )
-    .await
-    .map_err(|e| e.to_string())?;
+    .await?;
     pruner.abort();
     // Stop taking jobs; running ones reach a safe point or finish.
     pool.shutdown().await;
@@ -207,13 +209,13 @@ fn review_runner(
 }
 
 /// `--max-cost-ceiling` and `--timeout-ceiling`; a cost ceiling needs the model's built-in price.
-fn ceilings(args: &ServeArgs, model: &str) -> Result<LimitCeilings, String> {
+fn ceilings(args: &ServeArgs, model: &str) -> anyhow::Result<LimitCeilings> {
     let max_cost_usd = args
         .max_cost_ceiling
         .as_deref()
         .map(|text| {
             limits::parse_cost(text)
-                .map_err(|e| format!("invalid value for `--max-cost-ceiling`: {e}"))
+                .map_err(|e| anyhow!("invalid value for `--max-cost-ceiling`: {e}"))
         })
         .transpose()?;
     let timeout = args
@@ -221,13 +223,13 @@ fn ceilings(args: &ServeArgs, model: &str) -> Result<LimitCeilings, String> {
         .as_deref()
         .map(|text| {
             limits::parse_duration(text)
-                .map_err(|e| format!("invalid value for `--timeout-ceiling`: {e}"))
+                .map_err(|e| anyhow!("invalid value for `--timeout-ceiling`: {e}"))
         })
         .transpose()?;
     if max_cost_usd.is_some() && builtin_price(model).is_none() {
-        return Err(format!(
+        bail!(
             "--max-cost-ceiling: the built-in price table has no price for model `{model}`, so a cost ceiling cannot be kept"
-        ));
+        );
     }
     Ok(LimitCeilings {
         max_cost_usd,
