@@ -62,9 +62,8 @@ async fn action(args: ActionArgs) -> anyhow::Result<i32> {
         .with_context(|| format!("cannot read GITHUB_EVENT_PATH {event_path}"))?;
     let payload: serde_json::Value =
         serde_json::from_str(&text).context("GITHUB_EVENT_PATH is not JSON")?;
-    check_action_event(&event_name, &payload).map_err(|e| {
-        anyhow!("GITHUB_EVENT_PATH {event_path} is not a `{event_name}` event: {e}")
-    })?;
+    check_action_event(&event_name, &payload)
+        .with_context(|| format!("GITHUB_EVENT_PATH {event_path} is not a `{event_name}` event"))?;
     let trigger = parse_action_event(
         &event_name,
         &payload,

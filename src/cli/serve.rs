@@ -213,18 +213,12 @@ fn ceilings(args: &ServeArgs, model: &str) -> anyhow::Result<LimitCeilings> {
     let max_cost_usd = args
         .max_cost_ceiling
         .as_deref()
-        .map(|text| {
-            limits::parse_cost(text)
-                .map_err(|e| anyhow!("invalid value for `--max-cost-ceiling`: {e}"))
-        })
+        .map(|text| limits::parse_cost(text).context("invalid value for `--max-cost-ceiling`"))
         .transpose()?;
     let timeout = args
         .timeout_ceiling
         .as_deref()
-        .map(|text| {
-            limits::parse_duration(text)
-                .map_err(|e| anyhow!("invalid value for `--timeout-ceiling`: {e}"))
-        })
+        .map(|text| limits::parse_duration(text).context("invalid value for `--timeout-ceiling`"))
         .transpose()?;
     if max_cost_usd.is_some() && builtin_price(model).is_none() {
         bail!(

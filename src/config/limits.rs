@@ -158,79 +158,119 @@ pub fn price_table(file: &FileConfig) -> Result<PriceTable, ConfigError> {
     Ok(PriceTable::with_overrides(overrides))
 }
 
-fn bad(key: &str) -> impl Fn(String) -> ConfigError + '_ {
-    move |message| ConfigError::BadValue {
+fn bad(key: &str) -> impl Fn(LimitValueError) -> ConfigError + '_ {
+    move |error| ConfigError::BadValue {
         key: key.to_string(),
-        message,
+        message: error.to_string(),
     }
+}
+
+/// Why a limit or price value is refused; the message names the value, the caller its key.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum LimitValueError {
+    /// A cost that is not a number.
+    #[error("`{0}` is not a number of USD")]
+    NotUsd(String),
+    /// A cost that is zero, negative or not finite.
+    #[error("{0} must be a positive number")]
+    NotPositive(f64),
+    /// A config value of the wrong TOML type.
+    #[error("expected {expected}, found {found}")]
+    WrongType {
+        /// What the key takes.
+        expected: &'static str,
+        /// The TOML type found.
+        found: &'static str,
+    },
+    /// A price that is negative or not finite.
+    #[error("{0} must be a number of USD per million tokens, 0 or more")]
+    BadPrice(f64),
+    /// A token count of zero or less.
+    #[error("{0} must be a positive number of tokens")]
+    TokensNotPositive(i64),
+    /// A token count that is not a whole number.
+    #[error("`{0}` is not a positive whole number of tokens")]
+    NotTokens(String),
+    /// A duration that does not parse.
+    #[error("`{0}` is not a duration (e.g. 90s, 10m, 1h30m)")]
+    NotDuration(String),
+    /// A duration of zero.
+    #[error("`{0}` must be longer than 0")]
+    ZeroDuration(String),
+    /// A number of seconds of zero or less.
+    #[error("{0} must be a positive number of seconds")]
+    SecondsNotPositive(i64),
 }
 
 /// A USD amount: a positive, finite number.
-pub fn parse_cost(text: &str) -> Result<f64, String> {
+pub fn parse_cost(text: &str) -> Result<f64, LimitValueError> {
     let trimmed = text.trim().trim_start_matches('$');
     let value: f64 = trimmed
         .parse()
-        .map_err(|_| format!("`{text}` is not a number of USD"))?;
+        .map_err(|_| LimitValueError::NotUsd(text.to_string()))?;
     positive_finite(value)
 }
 
-fn positive_finite(value: f64) -> Result<f64, String> {
+fn positive_finite(value: f64) -> Result<f64, LimitValueError> {
     if value.is_finite() && value > 0.0 {
         Ok(value)
     } else {
-        Err(format!("{value} must be a positive number"))
+        Err(LimitValueError::NotPositive(value))
     }
 }
 
-fn cost_value(value: &toml::Value) -> Result<f64, String> {
+fn cost_value(value: &toml::Value) -> Result<f64, LimitValueError> {
     match value {
         toml::Value::Float(f) => positive_finite(*f),
         toml::Value::Integer(i) => positive_finite(*i as f64),
-        other => Err(format!(
-            "expected a number of USD, found {}",
-            other.type_str()
-        )),
+        other => Err(LimitValueError::WrongType {
+            expected: "a number of USD",
+            found: other.type_str(),
+        }),
     }
 }
 
-fn price_value(value: &toml::Value) -> Result<f64, String> {
+fn price_value(value: &toml::Value) -> Result<f64, LimitValueError> {
     let number = match value {
         toml::Value::Float(f) => *f,
         toml::Value::Integer(i) => *i as f64,
-        other => return Err(format!("expected a number, found {}", other.type_str())),
+        other => {
+            return Err(LimitValueError::WrongType {
+                expected: "a number",
+                found: other.type_str(),
+            });
+        }
     };
     if number.is_finite() && number >= 0.0 {
         Ok(number)
     } else {
-        Err(format!(
-            "{number} must be a number of USD per million tokens, 0 or more"
-        ))
+        Err(LimitValueError::BadPrice(number))
     }
 }
 
 /// A token count: a positive integer.
-pub fn parse_tokens(text: &str) -> Result<u64, String> {
+pub fn parse_tokens(text: &str) -> Result<u64, LimitValueError> {
     match text.trim().replace('_', "").parse::<u64>() {
-        Ok(0) => Err("0 must be a positive number of tokens".into()),
+        Ok(0) => Err(LimitValueError::TokensNotPositive(0)),
         Ok(n) => Ok(n),
-        Err(_) => Err(format!("`{text}` is not a positive whole number of tokens")),
+        Err(_) => Err(LimitValueError::NotTokens(text.to_string())),
     }
 }
 
-fn tokens_value(value: &toml::Value) -> Result<u64, String> {
+fn tokens_value(value: &toml::Value) -> Result<u64, LimitValueError> {
     match value {
         toml::Value::Integer(i) if *i > 0 => Ok(*i as u64),
-        toml::Value::Integer(i) => Err(format!("{i} must be a positive number of tokens")),
-        other => Err(format!(
-            "expected a whole number, found {}",
-            other.type_str()
-        )),
+        toml::Value::Integer(i) => Err(LimitValueError::TokensNotPositive(*i)),
+        other => Err(LimitValueError::WrongType {
+            expected: "a whole number",
+            found: other.type_str(),
+        }),
     }
 }
 
 /// A duration: `90s`, `10m`, `1h`, `1h30m`, `500ms`, or a bare number of seconds; more than 0.
-pub fn parse_duration(text: &str) -> Result<Duration, String> {
-    let malformed = || format!("`{text}` is not a duration (e.g. 90s, 10m, 1h30m)");
+pub fn parse_duration(text: &str) -> Result<Duration, LimitValueError> {
+    let malformed = || LimitValueError::NotDuration(text.to_string());
     let trimmed = text.trim();
     if let Ok(seconds) = trimmed.parse::<u64>() {
         return nonzero(Duration::from_secs(seconds), text);
@@ -262,23 +302,23 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
     nonzero(total, text)
 }
 
-fn nonzero(duration: Duration, text: &str) -> Result<Duration, String> {
+fn nonzero(duration: Duration, text: &str) -> Result<Duration, LimitValueError> {
     if duration.is_zero() {
-        Err(format!("`{text}` must be longer than 0"))
+        Err(LimitValueError::ZeroDuration(text.to_string()))
     } else {
         Ok(duration)
     }
 }
 
-fn duration_value(value: &toml::Value) -> Result<Duration, String> {
+fn duration_value(value: &toml::Value) -> Result<Duration, LimitValueError> {
     match value {
         toml::Value::String(s) => parse_duration(s),
         toml::Value::Integer(i) if *i > 0 => Ok(Duration::from_secs(*i as u64)),
-        toml::Value::Integer(i) => Err(format!("{i} must be a positive number of seconds")),
-        other => Err(format!(
-            "expected a duration such as \"10m\", found {}",
-            other.type_str()
-        )),
+        toml::Value::Integer(i) => Err(LimitValueError::SecondsNotPositive(*i)),
+        other => Err(LimitValueError::WrongType {
+            expected: "a duration such as \"10m\"",
+            found: other.type_str(),
+        }),
     }
 }
 

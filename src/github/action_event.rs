@@ -86,29 +86,37 @@ pub fn parse_action_event(event_name: &str, payload: &Value, opts: &TriggerOptio
     parsed.unwrap_or_else(|reason| Trigger::Skip { reason })
 }
 
+/// Why an event file does not have the shape GitHub gives its event.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum EventShapeError {
+    /// The file holds JSON that is not an object.
+    #[error("the event is {0}, not a JSON object")]
+    NotAnObject(&'static str),
+    /// A required object is missing.
+    #[error("the event has no `{0}` object")]
+    MissingObject(&'static str),
+    /// The `pull_request` object lacks a commit.
+    #[error("the event's `pull_request` has no `{0}`")]
+    MissingCommit(String),
+}
+
 /// Checks that an event file has the shape GitHub gives the named event: a JSON object;
 /// for `pull_request` / `pull_request_target` one with a `pull_request` object holding
 /// the base and head commits; for `issue_comment` one with an `issue` and a `comment`.
 /// A wrong shape means a broken workflow, not an event to skip.
-pub fn check_action_event(event_name: &str, payload: &Value) -> Result<(), String> {
+pub fn check_action_event(event_name: &str, payload: &Value) -> Result<(), EventShapeError> {
     if !payload.is_object() {
-        return Err(format!(
-            "the event is {}, not a JSON object",
-            json_kind(payload)
-        ));
+        return Err(EventShapeError::NotAnObject(json_kind(payload)));
     }
     match event_name {
         "pull_request" | "pull_request_target" => {
             let pr = payload
                 .get("pull_request")
                 .filter(|pr| pr.is_object())
-                .ok_or("the event has no `pull_request` object")?;
+                .ok_or(EventShapeError::MissingObject("pull_request"))?;
             for field in [["base", "sha"], ["head", "sha"]] {
                 if text(pr, &field).is_none() {
-                    return Err(format!(
-                        "the event's `pull_request` has no `{}`",
-                        field.join(".")
-                    ));
+                    return Err(EventShapeError::MissingCommit(field.join(".")));
                 }
             }
             Ok(())
@@ -116,7 +124,7 @@ pub fn check_action_event(event_name: &str, payload: &Value) -> Result<(), Strin
         "issue_comment" => {
             for field in ["issue", "comment"] {
                 if !payload.get(field).is_some_and(Value::is_object) {
-                    return Err(format!("the event has no `{field}` object"));
+                    return Err(EventShapeError::MissingObject(field));
                 }
             }
             Ok(())
@@ -291,7 +299,7 @@ mod tests {
             ),
         ] {
             let err = check_action_event(event, &payload).unwrap_err();
-            assert!(err.contains(expected), "{payload}: {err}");
+            assert!(err.to_string().contains(expected), "{payload}: {err}");
         }
     }
 

@@ -20,7 +20,8 @@ pub mod ratelimit;
 mod summary;
 
 pub use action_event::{
-    Trigger, TriggerOptions, check_action_event, has_write_access, parse_action_event,
+    EventShapeError, Trigger, TriggerOptions, check_action_event, has_write_access,
+    parse_action_event,
 };
 pub use auth::AppAuth;
 pub use client::{DEFAULT_API_URL, GitHubClient, api_url_from_env, path_segment};

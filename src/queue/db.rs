@@ -225,6 +225,7 @@ where
 {
     let id = JobId(row.try_get::<i64, _>("id")?);
     let corrupt = |reason: String| QueueError::Corrupt { id, reason };
+    let unfit = |error: StoredValueError| corrupt(error.to_string());
     let kind = match row.try_get::<String, _>("kind")?.as_str() {
         "review" => JobKind::Review {
             strategy: row.try_get("strategy")?,
@@ -237,21 +238,21 @@ where
         id,
         delivery_id: row.try_get("delivery_id")?,
         repo_full_name: row.try_get("repo_full_name")?,
-        installation_id: to_u64(row.try_get("installation_id")?).map_err(corrupt)?,
-        pr_number: to_u64(row.try_get("pr_number")?).map_err(corrupt)?,
+        installation_id: to_u64(row.try_get("installation_id")?).map_err(unfit)?,
+        pr_number: to_u64(row.try_get("pr_number")?).map_err(unfit)?,
         head_sha: row.try_get("head_sha")?,
         kind,
         payload: serde_json::from_str(&payload).map_err(|e| corrupt(format!("payload: {e}")))?,
         state: state.parse().map_err(corrupt)?,
-        attempts: to_u32(row.try_get("attempts")?).map_err(corrupt)?,
-        max_attempts: to_u32(row.try_get("max_attempts")?).map_err(corrupt)?,
-        run_at: to_time(row.try_get("run_at")?).map_err(corrupt)?,
+        attempts: to_u32(row.try_get("attempts")?).map_err(unfit)?,
+        max_attempts: to_u32(row.try_get("max_attempts")?).map_err(unfit)?,
+        run_at: to_time(row.try_get("run_at")?).map_err(unfit)?,
         lease_owner: row.try_get("lease_owner")?,
-        lease_until: to_optional_time(row.try_get("lease_until")?).map_err(corrupt)?,
+        lease_until: to_optional_time(row.try_get("lease_until")?).map_err(unfit)?,
         cancel_requested: row.try_get("cancel_requested")?,
         last_error: row.try_get("last_error")?,
-        created_at: to_time(row.try_get("created_at")?).map_err(corrupt)?,
-        finished_at: to_optional_time(row.try_get("finished_at")?).map_err(corrupt)?,
+        created_at: to_time(row.try_get("created_at")?).map_err(unfit)?,
+        finished_at: to_optional_time(row.try_get("finished_at")?).map_err(unfit)?,
     })
 }
 
@@ -273,18 +274,32 @@ pub(crate) fn to_millis(time: DateTime<Utc>) -> i64 {
     time.timestamp_millis()
 }
 
-fn to_time(millis: i64) -> Result<DateTime<Utc>, String> {
-    DateTime::from_timestamp_millis(millis).ok_or_else(|| format!("bad timestamp {millis}"))
+/// A stored number that does not fit its field (the reason of [`QueueError::Corrupt`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+enum StoredValueError {
+    /// Milliseconds outside the range of a date.
+    #[error("bad timestamp {0}")]
+    Timestamp(i64),
+    /// A negative id or number.
+    #[error("negative value {0}")]
+    Negative(i64),
+    /// A count past `u32`.
+    #[error("out-of-range count {0}")]
+    Count(i64),
 }
 
-fn to_optional_time(millis: Option<i64>) -> Result<Option<DateTime<Utc>>, String> {
+fn to_time(millis: i64) -> Result<DateTime<Utc>, StoredValueError> {
+    DateTime::from_timestamp_millis(millis).ok_or(StoredValueError::Timestamp(millis))
+}
+
+fn to_optional_time(millis: Option<i64>) -> Result<Option<DateTime<Utc>>, StoredValueError> {
     millis.map(to_time).transpose()
 }
 
-fn to_u64(value: i64) -> Result<u64, String> {
-    u64::try_from(value).map_err(|_| format!("negative value {value}"))
+fn to_u64(value: i64) -> Result<u64, StoredValueError> {
+    u64::try_from(value).map_err(|_| StoredValueError::Negative(value))
 }
 
-fn to_u32(value: i64) -> Result<u32, String> {
-    u32::try_from(value).map_err(|_| format!("out-of-range count {value}"))
+fn to_u32(value: i64) -> Result<u32, StoredValueError> {
+    u32::try_from(value).map_err(|_| StoredValueError::Count(value))
 }

@@ -105,9 +105,54 @@ pub(crate) fn descriptor_warning(limits_text: &str, max_connections: usize) -> O
     })
 }
 
+/// Why a limit flag's value is refused (clap prints it after the flag's name).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum LimitFlagError {
+    /// Not a number followed by a duration unit.
+    #[error("`{0}` is not a duration (examples: 500ms, 10s, 5m, 2h, 7d)")]
+    NotADuration(String),
+    /// A duration unit that is not one of ms, s, m, h, d.
+    #[error("unknown duration unit `{unit}` in `{text}` (use ms, s, m, h or d)")]
+    DurationUnit {
+        /// The unit as written.
+        unit: String,
+        /// The whole value.
+        text: String,
+    },
+    /// More milliseconds than a `u64` holds.
+    #[error("`{0}` is too long a duration")]
+    DurationTooLong(String),
+    /// A duration of zero.
+    #[error("`{0}`: the duration must be positive")]
+    ZeroDuration(String),
+    /// Not a number followed by a size unit.
+    #[error("`{0}` is not a size (examples: 65536, 64KiB, 64MiB)")]
+    NotASize(String),
+    /// A size unit that is not one of the binary multiples.
+    #[error("unknown size unit `{unit}` in `{text}` (use KiB, MiB or GiB)")]
+    SizeUnit {
+        /// The unit as written.
+        unit: String,
+        /// The whole value.
+        text: String,
+    },
+    /// More bytes than the type holds.
+    #[error("`{0}` is too large")]
+    TooLarge(String),
+    /// A size of zero.
+    #[error("`{0}`: the size must be positive")]
+    ZeroSize(String),
+    /// A count of zero.
+    #[error("the count must be positive")]
+    ZeroCount,
+    /// Not a whole number.
+    #[error("`{0}` is not a count")]
+    NotACount(String),
+}
+
 /// Parses a duration such as `500ms`, `10s`, `5m`, `2h` or `7d` (a bare number is seconds).
 /// Zero is refused: every limit must be finite and positive.
-pub(crate) fn parse_duration(text: &str) -> Result<Duration, String> {
+pub(crate) fn parse_duration(text: &str) -> Result<Duration, LimitFlagError> {
     let text = text.trim();
     let split = text
         .find(|c: char| !c.is_ascii_digit())
@@ -115,7 +160,7 @@ pub(crate) fn parse_duration(text: &str) -> Result<Duration, String> {
     let (number, unit) = text.split_at(split);
     let value: u64 = number
         .parse()
-        .map_err(|_| format!("`{text}` is not a duration (examples: 500ms, 10s, 5m, 2h, 7d)"))?;
+        .map_err(|_| LimitFlagError::NotADuration(text.to_string()))?;
     let millis_per_unit: u64 = match unit.trim() {
         "ms" => 1,
         "" | "s" => 1_000,
@@ -123,23 +168,24 @@ pub(crate) fn parse_duration(text: &str) -> Result<Duration, String> {
         "h" => 3_600_000,
         "d" => 86_400_000,
         other => {
-            return Err(format!(
-                "unknown duration unit `{other}` in `{text}` (use ms, s, m, h or d)"
-            ));
+            return Err(LimitFlagError::DurationUnit {
+                unit: other.to_string(),
+                text: text.to_string(),
+            });
         }
     };
     let millis = value
         .checked_mul(millis_per_unit)
-        .ok_or_else(|| format!("`{text}` is too long a duration"))?;
+        .ok_or_else(|| LimitFlagError::DurationTooLong(text.to_string()))?;
     if millis == 0 {
-        return Err(format!("`{text}`: the duration must be positive"));
+        return Err(LimitFlagError::ZeroDuration(text.to_string()));
     }
     Ok(Duration::from_millis(millis))
 }
 
 /// Parses a byte count such as `65536`, `64KiB`, `64MiB`, `1GiB` (also `K`/`KB`, `M`/`MB`,
 /// `G`/`GB`, all binary multiples). Zero is refused.
-pub(crate) fn parse_bytes(text: &str) -> Result<u64, String> {
+pub(crate) fn parse_bytes(text: &str) -> Result<u64, LimitFlagError> {
     let text = text.trim();
     let split = text
         .find(|c: char| !c.is_ascii_digit())
@@ -147,45 +193,46 @@ pub(crate) fn parse_bytes(text: &str) -> Result<u64, String> {
     let (number, unit) = text.split_at(split);
     let value: u64 = number
         .parse()
-        .map_err(|_| format!("`{text}` is not a size (examples: 65536, 64KiB, 64MiB)"))?;
+        .map_err(|_| LimitFlagError::NotASize(text.to_string()))?;
     let multiple: u64 = match unit.trim().to_ascii_lowercase().as_str() {
         "" | "b" => 1,
         "k" | "kb" | "kib" => 1 << 10,
         "m" | "mb" | "mib" => 1 << 20,
         "g" | "gb" | "gib" => 1 << 30,
         other => {
-            return Err(format!(
-                "unknown size unit `{other}` in `{text}` (use KiB, MiB or GiB)"
-            ));
+            return Err(LimitFlagError::SizeUnit {
+                unit: other.to_string(),
+                text: text.to_string(),
+            });
         }
     };
     let bytes = value
         .checked_mul(multiple)
-        .ok_or_else(|| format!("`{text}` is too large"))?;
+        .ok_or_else(|| LimitFlagError::TooLarge(text.to_string()))?;
     if bytes == 0 {
-        return Err(format!("`{text}`: the size must be positive"));
+        return Err(LimitFlagError::ZeroSize(text.to_string()));
     }
     Ok(bytes)
 }
 
 /// Parses a transfer rate: a size per second, such as `64KiB/s` (the `/s` is optional).
-pub(crate) fn parse_rate(text: &str) -> Result<u64, String> {
+pub(crate) fn parse_rate(text: &str) -> Result<u64, LimitFlagError> {
     let trimmed = text.trim();
     parse_bytes(trimmed.strip_suffix("/s").unwrap_or(trimmed))
 }
 
 /// Parses a byte count that must fit in memory (`usize`).
-pub(crate) fn parse_size(text: &str) -> Result<usize, String> {
+pub(crate) fn parse_size(text: &str) -> Result<usize, LimitFlagError> {
     let bytes = parse_bytes(text)?;
-    usize::try_from(bytes).map_err(|_| format!("`{text}` is too large"))
+    usize::try_from(bytes).map_err(|_| LimitFlagError::TooLarge(text.to_string()))
 }
 
 /// Parses a positive count.
-pub(crate) fn parse_count(text: &str) -> Result<usize, String> {
+pub(crate) fn parse_count(text: &str) -> Result<usize, LimitFlagError> {
     match text.trim().parse::<usize>() {
-        Ok(0) => Err("the count must be positive".to_string()),
+        Ok(0) => Err(LimitFlagError::ZeroCount),
         Ok(count) => Ok(count),
-        Err(_) => Err(format!("`{text}` is not a count")),
+        Err(_) => Err(LimitFlagError::NotACount(text.to_string())),
     }
 }
 
