@@ -30,11 +30,25 @@ pub(crate) struct HeaderSpec {
     pub sensitive: bool,
 }
 
+/// Why an endpoint could not be set up; reported by its first call. Holds no key.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum EndpointSetupError {
+    /// The HTTP client could not be built (the description is redacted).
+    #[error("{0}")]
+    Client(String),
+    /// The API key cannot be an HTTP header value.
+    #[error("the API key contains characters that cannot be sent in an HTTP header")]
+    KeyNotHeaderSafe,
+    /// A fixed header's value cannot be an HTTP header value.
+    #[error("invalid value for header `{0}`")]
+    InvalidHeader(&'static str),
+}
+
 /// A provider URL with its fixed headers, timeouts and the key to scrub from errors.
 pub(crate) struct Endpoint {
-    client: Result<reqwest::Client, String>,
+    client: Result<reqwest::Client, EndpointSetupError>,
     url: String,
-    headers: Result<HeaderMap, String>,
+    headers: Result<HeaderMap, EndpointSetupError>,
     key: Option<Secret>,
     timeout: Duration,
     timeouts: CallTimeouts,
@@ -47,7 +61,9 @@ impl Endpoint {
         let client = reqwest::Client::builder()
             .connect_timeout(settings.timeouts.connect.min(settings.timeout))
             .build()
-            .map_err(|err| describe_transport_error(&err, key.as_ref()));
+            .map_err(|err| {
+                EndpointSetupError::Client(describe_transport_error(&err, key.as_ref()))
+            });
         Endpoint {
             client,
             url,
@@ -86,7 +102,7 @@ impl Endpoint {
             .map_err(|e| LlmError::Connect(format!("could not set up the HTTP client: {e}")))?;
         let headers = self.headers.as_ref().map_err(|e| LlmError::BadRequest {
             status: 0,
-            message: e.clone(),
+            message: e.to_string(),
         })?;
         let first_byte_deadline = Instant::now() + self.timeouts.first_byte;
         let request = client.post(&self.url).headers(headers.clone()).json(body);
@@ -150,16 +166,16 @@ impl Endpoint {
     }
 }
 
-fn build_headers(specs: Vec<HeaderSpec>) -> Result<HeaderMap, String> {
+fn build_headers(specs: Vec<HeaderSpec>) -> Result<HeaderMap, EndpointSetupError> {
     let mut headers = HeaderMap::new();
     headers.insert(ACCEPT, HeaderValue::from_static("text/event-stream"));
     for spec in specs {
         let name = HeaderName::from_static(spec.name);
         let mut value = HeaderValue::from_str(spec.value.trim()).map_err(|_| {
             if spec.sensitive {
-                "the API key contains characters that cannot be sent in an HTTP header".to_string()
+                EndpointSetupError::KeyNotHeaderSafe
             } else {
-                format!("invalid value for header `{}`", spec.name)
+                EndpointSetupError::InvalidHeader(spec.name)
             }
         })?;
         value.set_sensitive(spec.sensitive);
