@@ -34,13 +34,23 @@ pub struct Plan {
     pub tasks: Vec<PlanTask>,
 }
 
+/// Why a plan file cannot be run.
+#[derive(Debug, thiserror::Error)]
+pub enum PlanFileError {
+    /// Not JSON, or not in the plan's shape.
+    #[error("not a Redline plan: {0}")]
+    Invalid(#[source] serde_json::Error),
+    /// A plan format this build does not know.
+    #[error("unsupported plan version {0}")]
+    Version(u32),
+}
+
 impl Plan {
     /// Parses a plan file (the `--plan-only --format json` output, possibly edited).
-    pub fn from_json(text: &str) -> Result<Plan, String> {
-        let plan: Plan =
-            serde_json::from_str(text).map_err(|e| format!("not a Redline plan: {e}"))?;
+    pub fn from_json(text: &str) -> Result<Plan, PlanFileError> {
+        let plan: Plan = serde_json::from_str(text).map_err(PlanFileError::Invalid)?;
         if plan.version != 1 {
-            return Err(format!("unsupported plan version {}", plan.version));
+            return Err(PlanFileError::Version(plan.version));
         }
         Ok(plan)
     }

@@ -231,7 +231,7 @@ pub(crate) fn read_plan(path: Option<&Path>) -> anyhow::Result<Option<Plan>> {
         .with_context(|| format!("cannot read the plan {}", path.display()))?;
     Plan::from_json(&text)
         .map(Some)
-        .map_err(|e| anyhow::anyhow!("--plan {}: {e}", path.display()))
+        .with_context(|| format!("--plan {}", path.display()))
 }
 
 /// Writes what the run produced and picks the exit code.
@@ -374,5 +374,34 @@ fn empty_report(base_label: &str, skipped: &[String]) -> ReviewReport {
             ..Stats::default()
         },
         unanchored: Vec::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cli::error_message;
+
+    #[test]
+    fn a_bad_plan_file_is_named_with_its_cause_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("plan.json");
+        std::fs::write(&path, "{\"version\":2,\"tasks\":[]}").unwrap();
+        let error = read_plan(Some(&path)).err().unwrap();
+        assert_eq!(
+            error_message(&error),
+            format!("--plan {}: unsupported plan version 2", path.display())
+        );
+        std::fs::write(&path, "nope").unwrap();
+        let message = error_message(&read_plan(Some(&path)).err().unwrap());
+        let prefix = format!("--plan {}: not a Redline plan: ", path.display());
+        assert!(message.starts_with(&prefix), "{message}");
+        // The JSON error is shown once, not repeated as its own cause.
+        let cause = &message[prefix.len()..];
+        assert!(
+            !cause.is_empty() && !cause.contains(": not a Redline plan"),
+            "{message}"
+        );
+        assert_eq!(message.matches(cause).count(), 1, "{message}");
     }
 }
