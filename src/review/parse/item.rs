@@ -101,6 +101,8 @@ pub(super) fn parse_finding(value: &Value) -> Result<Finding, String> {
         suggestion: field(map, SUGGESTION_KEYS)
             .and_then(Value::as_str)
             .and_then(suggestion),
+        rule: text_field(map, &["rule", "guideline"])
+            .map(|rule| one_line(&rule).chars().take(200).collect()),
     })
 }
 
