@@ -15,6 +15,7 @@ use crate::agent::strategy::Strategy;
 use crate::agent::{AgentConfig, AgentError, Orchestrator};
 use crate::config::settings::{self, Scope, SettingFlags, Settings, SettingsInput};
 use crate::config::{CONFIG_FILE, ConfigSource, ModelSettings, Owner};
+use crate::guidelines::GuidelineSource;
 use crate::llm::{
     ChatModel, ClientHooks, ProviderSettings, RetryHook, WaitHook, build_client_with_hooks,
 };
@@ -61,11 +62,29 @@ pub(crate) fn prepare(args: &ReviewArgs) -> Result<Prepared, String> {
         crate::repo::load_change(&root, &range, args.uncommitted).map_err(|e| e.to_string())?;
     // `exclude` keeps files in the change but lists them as noise (stage 1); `include` narrows the change.
     let skipped = settings.include.apply(&mut changes);
+    // Guidelines come from where `.redline.toml` does: the base revision, unless `--uncommitted`.
+    let source = match args.uncommitted {
+        true => GuidelineSource::WorkTree(&root),
+        false => GuidelineSource::Commit {
+            root: &root,
+            rev: &range.base,
+        },
+    };
+    let mut agent = settings.agent;
+    let guidelines = crate::guidelines::apply(&settings.guidelines, source, &changes, &mut agent);
+    if !args.quiet {
+        for omitted in &guidelines.omitted {
+            eprintln!(
+                "note: guideline {} not used: {}",
+                omitted.path, omitted.reason
+            );
+        }
+    }
     Ok(Prepared {
         format,
         fail_on: settings.fail_on,
         settings: settings.model,
-        agent: settings.agent,
+        agent,
         workspace: Workspace {
             repo: Arc::new(view),
             changes: Arc::new(changes),
