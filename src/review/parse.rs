@@ -255,6 +255,7 @@ mod tests {
             "title",
             "body",
             "suggestion",
+            "rule",
         ] {
             assert!(item["properties"][key]["description"].is_string(), "{key}");
         }

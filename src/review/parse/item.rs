@@ -280,6 +280,24 @@ mod tests {
     use serde_json::json;
 
     #[test]
+    fn a_rule_is_kept_on_one_line_and_blank_means_none() {
+        let base = json!({"path": "a.rs", "line": 1, "title": "t", "body": "b"});
+        let with = |rule: Value| {
+            let mut item = base.clone();
+            item["rule"] = rule;
+            parse_finding(&item).unwrap().rule
+        };
+        assert_eq!(with(json!("AGENTS.md")), Some("AGENTS.md".into()));
+        assert_eq!(
+            with(json!(" .redline/rules/\n x.md ")),
+            Some(".redline/rules/ x.md".into())
+        );
+        assert_eq!(with(json!("  ")), None);
+        assert_eq!(parse_finding(&base).unwrap().rule, None);
+        assert_eq!(with(json!("r".repeat(500))).map(|r| r.len()), Some(200));
+    }
+
+    #[test]
     fn line_specs_in_many_shapes() {
         assert_eq!(line_spec(&json!(42)), Some((None, 42)));
         assert_eq!(line_spec(&json!(42.0)), Some((None, 42)));
