@@ -205,6 +205,15 @@ fn guidelines_config(file: &FileConfig) -> Result<GuidelinesConfig, ConfigError>
     let defaults = GuidelinesConfig::default();
     let files = file.guidelines_files.clone().unwrap_or(defaults.files);
     glob_set(&files, "guidelines_files")?;
+    if let Some(outside) = files
+        .iter()
+        .find(|f| !crate::guidelines::is_repository_path(f))
+    {
+        return Err(bad_value(
+            "guidelines_files",
+            format!("`{outside}` is not a path inside the repository"),
+        ));
+    }
     Ok(GuidelinesConfig {
         enabled: file.guidelines.unwrap_or(defaults.enabled),
         files,

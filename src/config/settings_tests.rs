@@ -181,4 +181,14 @@ fn guideline_keys_resolve_the_same_for_every_scope_and_a_bad_glob_names_its_key(
         error.contains("guidelines_files") && error.contains(".redline.toml line 1"),
         "{error}"
     );
+    for outside in ["../secrets.md", "/etc/passwd", "docs/../../x.md"] {
+        let text = format!("guidelines_files = [\"{outside}\"]\n");
+        let error = local(SettingFlags::default(), repo(&text))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            error.contains("not a path inside the repository"),
+            "{error}"
+        );
+    }
 }

@@ -198,7 +198,7 @@ pub fn load(
 fn locate(revision: &Revision, entry: &str, changed: &[&str]) -> Vec<(String, Applies)> {
     let entry = entry.trim();
     let entry = entry.strip_prefix("./").unwrap_or(entry);
-    if entry.is_empty() {
+    if !is_repository_path(entry) {
         return Vec::new();
     }
     if !has_glob_chars(entry) {
@@ -251,6 +251,14 @@ fn literal_prefix(glob: &str) -> String {
         .copied()
         .collect();
     literal.join("/")
+}
+
+/// Whether `entry` stays inside the repository: not empty, not absolute, no `..`.
+pub fn is_repository_path(entry: &str) -> bool {
+    !entry.trim().is_empty()
+        && !entry.starts_with('/')
+        && !entry.contains('\\')
+        && !entry.split('/').any(|part| part == "..")
 }
 
 fn has_glob_chars(text: &str) -> bool {

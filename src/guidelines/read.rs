@@ -3,8 +3,8 @@
 //!
 //! Invariant: nothing here reads the head of a pull request unless the caller names it;
 //! a file that is too large, binary or not UTF-8 is reported as unusable, never read
-//! into a prompt. Symlinks are not followed in the work tree (a link could point
-//! outside the repository).
+//! into a prompt. Paths are repository paths (callers drop `..` and absolute ones);
+//! in the work tree a symlink is not read and nothing outside the root is.
 
 use std::path::{Path, PathBuf};
 
@@ -66,7 +66,7 @@ impl Revision {
     pub(crate) fn read(&self, path: &str) -> FileText {
         match self {
             Revision::Commit { repo, tree } => read_blob(repo, *tree, path),
-            Revision::WorkTree(root) => read_disk(&root.join(path)),
+            Revision::WorkTree(root) => read_disk(root, path),
         }
     }
 
@@ -101,12 +101,21 @@ fn read_blob(repo: &git2::Repository, tree: git2::Oid, path: &str) -> FileText {
     }
 }
 
-fn read_disk(path: &Path) -> FileText {
-    match std::fs::symlink_metadata(path) {
+fn read_disk(root: &Path, relative: &str) -> FileText {
+    let path = root.join(relative);
+    match std::fs::symlink_metadata(&path) {
         Ok(meta) if meta.is_file() => {}
         _ => return FileText::Missing,
     }
-    match std::fs::read(path) {
+    // A linked directory on the way could lead out of the repository.
+    let inside = match (path.canonicalize(), root.canonicalize()) {
+        (Ok(path), Ok(root)) => path.starts_with(root),
+        _ => false,
+    };
+    if !inside {
+        return FileText::Missing;
+    }
+    match std::fs::read(&path) {
         Ok(bytes) => text_of(&bytes),
         Err(e) => FileText::Unusable(e.to_string()),
     }

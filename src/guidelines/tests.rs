@@ -146,3 +146,22 @@ fn globs_list_only_under_their_literal_directories() {
     assert_eq!(literal_prefix("*.md"), "");
     assert_eq!(directories_of(&["a/b/c.rs", "d.rs"]), ["", "a", "a/b"]);
 }
+
+#[test]
+fn nothing_outside_the_work_tree_is_read() {
+    let outside = tree(&[("secret.md", b"OUTSIDE-SECRET")]);
+    let dir = tree(&[("AGENTS.md", b"inside")]);
+    #[cfg(unix)]
+    std::os::unix::fs::symlink(outside.path(), dir.path().join("linked")).unwrap();
+    let name = outside.path().file_name().unwrap().to_str().unwrap();
+    let config = GuidelinesConfig {
+        files: vec![
+            format!("../{name}/secret.md"),
+            "linked/secret.md".into(),
+            "linked/*.md".into(),
+        ],
+        ..GuidelinesConfig::default()
+    };
+    let g = load_from(&dir, &config, &["a.rs"]);
+    assert!(g.shown.is_empty() && g.omitted.is_empty(), "{g:?}");
+}
