@@ -164,11 +164,8 @@ pub async fn review(
     // The rules come from the base commit, as `.redline.toml` does: a pull request
     // cannot write its own.
     let mut agent = settings.agent.clone();
-    let source = GuidelineSource::Commit {
-        root: &commits.root,
-        rev: &commits.base,
-    };
-    let guidelines = crate::guidelines::apply(&settings.guidelines, source, &changes, &mut agent);
+    let guidelines = base_guidelines(settings, commits, &changes).await;
+    crate::guidelines::append_section(&guidelines, &mut agent);
     for omitted in &guidelines.omitted {
         tracing::info!(path = %omitted.path, reason = %omitted.reason, "guideline not used");
     }
@@ -181,6 +178,31 @@ pub async fn review(
         orchestrator = orchestrator.with_recorder(recorder);
     }
     orchestrator.review().await
+}
+
+/// The project guidelines at the pull request's base commit for `changes` (git reads
+/// run off the async workers: a glob may walk a large tree).
+async fn base_guidelines(
+    settings: &Settings,
+    commits: &PullCommits,
+    changes: &ChangeSet,
+) -> crate::guidelines::Guidelines {
+    let config = settings.guidelines.clone();
+    let model = settings.agent.model.clone();
+    let (root, base) = (commits.root.clone(), commits.base.clone());
+    let changed: Vec<String> = changes.files.iter().map(|f| f.path.clone()).collect();
+    let read = tokio::task::spawn_blocking(move || {
+        let changed: Vec<&str> = changed.iter().map(String::as_str).collect();
+        let source = GuidelineSource::Commit {
+            root: &root,
+            rev: &base,
+        };
+        crate::guidelines::load_for_model(&config, source, &changed, &model)
+    });
+    read.await.unwrap_or_else(|e| {
+        tracing::warn!("project guidelines not read: {e}");
+        crate::guidelines::Guidelines::default()
+    })
 }
 
 /// The pull request a review is published on.

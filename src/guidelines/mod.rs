@@ -121,19 +121,33 @@ pub fn apply(
     changes: &ChangeSet,
     agent: &mut AgentConfig,
 ) -> Guidelines {
+    let changed: Vec<&str> = changes.files.iter().map(|f| f.path.as_str()).collect();
+    let guidelines = load_for_model(config, source, &changed, &agent.model);
+    append_section(&guidelines, agent);
+    guidelines
+}
+
+/// [`load`] when `config` is enabled, counting tokens as `model` does; nothing when disabled.
+pub fn load_for_model(
+    config: &GuidelinesConfig,
+    source: GuidelineSource<'_>,
+    changed: &[&str],
+    model: &str,
+) -> Guidelines {
     if !config.enabled {
         return Guidelines::default();
     }
-    let changed: Vec<&str> = changes.files.iter().map(|f| f.path.as_str()).collect();
-    let counter = TokenCounter::for_model(&agent.model);
-    let guidelines = load(config, source, &changed, &counter);
+    load(config, source, changed, &TokenCounter::for_model(model))
+}
+
+/// Appends the guidelines' section (if any) to the agent's system prompt.
+pub fn append_section(guidelines: &Guidelines, agent: &mut AgentConfig) {
     if let Some(section) = &guidelines.section {
         let system = &mut agent.prompts.system;
         system.truncate(system.trim_end().len());
         system.push_str("\n\n");
         system.push_str(section);
     }
-    guidelines
 }
 
 /// Reads and selects the guidelines for the `changed` paths, within the budget.
