@@ -56,35 +56,24 @@ pub(crate) fn prepare(args: &ReviewArgs) -> Result<Prepared, String> {
         .map_err(|e| e.to_string())?;
     let format: Format = args.format.parse().map_err(|e| format!("--format: {e}"))?;
     let repository = repository_config(&root, args, &range.base)?;
-    let settings = local_settings(review_flags(args), "flag", repository)?;
+    let mut settings = local_settings(review_flags(args), "flag", repository)?;
 
     let (view, mut changes) =
         crate::repo::load_change(&root, &range, args.uncommitted).map_err(|e| e.to_string())?;
     // `exclude` keeps files in the change but lists them as noise (stage 1); `include` narrows the change.
     let skipped = settings.include.apply(&mut changes);
     // Guidelines come from where `.redline.toml` does: the base revision, unless `--uncommitted`.
-    let source = match args.uncommitted {
-        true => GuidelineSource::WorkTree(&root),
-        false => GuidelineSource::Commit {
-            root: &root,
-            rev: &range.base,
-        },
-    };
-    let mut agent = settings.agent;
-    let guidelines = crate::guidelines::apply(&settings.guidelines, source, &changes, &mut agent);
+    let source = GuidelineSource::of_review(&root, &range.base, args.uncommitted);
+    let rules =
+        crate::guidelines::apply(&settings.guidelines, source, &changes, &mut settings.agent);
     if !args.quiet {
-        for omitted in &guidelines.omitted {
-            eprintln!(
-                "note: guideline {} not used: {}",
-                omitted.path, omitted.reason
-            );
-        }
+        rules.omitted.iter().for_each(|o| eprintln!("note: {o}"));
     }
     Ok(Prepared {
         format,
         fail_on: settings.fail_on,
         settings: settings.model,
-        agent,
+        agent: settings.agent,
         workspace: Workspace {
             repo: Arc::new(view),
             changes: Arc::new(changes),

@@ -102,6 +102,12 @@ pub struct Omitted {
     pub reason: String,
 }
 
+impl std::fmt::Display for Omitted {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "guideline {} not used: {}", self.path, self.reason)
+    }
+}
+
 /// The guidelines of one review.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Guidelines {

@@ -25,6 +25,16 @@ pub enum GuidelineSource<'a> {
     WorkTree(&'a Path),
 }
 
+impl<'a> GuidelineSource<'a> {
+    /// Where `redline review` reads them: the work tree with `--uncommitted`, else `base`.
+    pub fn of_review(root: &'a Path, base: &'a str, uncommitted: bool) -> Self {
+        match uncommitted {
+            true => GuidelineSource::WorkTree(root),
+            false => GuidelineSource::Commit { root, rev: base },
+        }
+    }
+}
+
 /// One file as read.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum FileText {
