@@ -17,6 +17,7 @@ fn finding(path: &str, line: u32, category: Category, severity: Severity) -> Fin
         title: format!("Sample {} finding", category.as_str()),
         body: "Why it matters, and what to do.".into(),
         suggestion: None,
+        rule: None,
     }
 }
 

@@ -101,6 +101,12 @@ pub struct FileConfig {
     pub exclude: Vec<String>,
     /// Extra review instructions added to the task.
     pub instructions: Option<String>,
+    /// Whether the repository's guideline files (`AGENTS.md`, ...) are read (default true).
+    pub guidelines: Option<bool>,
+    /// Replaces the list of guideline files (names, paths or globs).
+    pub guidelines_files: Option<Vec<String>>,
+    /// Tokens of quoted guideline text at most (default 2,000).
+    pub guidelines_budget: Option<usize>,
     /// Default for `--fail-on`.
     pub fail_on: Option<String>,
     /// Prompt overrides.

@@ -17,6 +17,7 @@ pub mod context;
 #[cfg(test)]
 mod fuzzing;
 pub mod github;
+pub mod guidelines;
 pub mod llm;
 pub mod prompts;
 pub mod queue;

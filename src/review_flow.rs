@@ -21,6 +21,7 @@ use crate::github::checkout::{ensure_merge_base, mirror};
 use crate::github::{
     GitHubClient, PublishConfig, PublishError, PublishOutcome, PublishRequest, publish_review,
 };
+use crate::guidelines::GuidelineSource;
 use crate::llm::{ChatModel, Secret};
 use crate::repo::{RepoView, ResolvedRange, load_change};
 use crate::review::diff::ChangeSet;
@@ -73,6 +74,8 @@ pub struct PullCommits {
     pub changes: ChangeSet,
     /// The first commit of what is reviewed (exclusive).
     pub from: String,
+    /// The pull request's base commit: where the project guidelines are read.
+    pub base: String,
 }
 
 /// Gets the commits of `base..head` and the change since `last` (blocking: git).
@@ -112,6 +115,7 @@ pub fn load_commits(
         pr_changes,
         changes,
         from,
+        base: base.to_string(),
     })
 }
 
@@ -157,16 +161,48 @@ pub async fn review(
             ..ReviewReport::default()
         });
     }
+    // The rules come from the base commit, as `.redline.toml` does: a pull request
+    // cannot write its own.
+    let mut agent = settings.agent.clone();
+    let guidelines = base_guidelines(settings, commits, &changes).await;
+    crate::guidelines::append_section(&guidelines, &mut agent);
+    for omitted in &guidelines.omitted {
+        tracing::info!(path = %omitted.path, reason = %omitted.reason, "guideline not used");
+    }
     let workspace = Workspace {
         repo: Arc::new(commits.view.clone()),
         changes: Arc::new(changes),
     };
-    let mut orchestrator =
-        Orchestrator::new(model, workspace, settings.agent.clone()).with_cancel(cancel);
+    let mut orchestrator = Orchestrator::new(model, workspace, agent).with_cancel(cancel);
     if let Some(recorder) = recorder {
         orchestrator = orchestrator.with_recorder(recorder);
     }
     orchestrator.review().await
+}
+
+/// The project guidelines at the pull request's base commit for `changes` (git reads
+/// run off the async workers: a glob may walk a large tree).
+async fn base_guidelines(
+    settings: &Settings,
+    commits: &PullCommits,
+    changes: &ChangeSet,
+) -> crate::guidelines::Guidelines {
+    let config = settings.guidelines.clone();
+    let model = settings.agent.model.clone();
+    let (root, base) = (commits.root.clone(), commits.base.clone());
+    let changed: Vec<String> = changes.files.iter().map(|f| f.path.clone()).collect();
+    let read = tokio::task::spawn_blocking(move || {
+        let changed: Vec<&str> = changed.iter().map(String::as_str).collect();
+        let source = GuidelineSource::Commit {
+            root: &root,
+            rev: &base,
+        };
+        crate::guidelines::load_for_model(&config, source, &changed, &model)
+    });
+    read.await.unwrap_or_else(|e| {
+        tracing::warn!("project guidelines not read: {e}");
+        crate::guidelines::Guidelines::default()
+    })
 }
 
 /// The pull request a review is published on.

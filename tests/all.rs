@@ -11,6 +11,7 @@ mod coverage;
 mod discovery_cli;
 mod events_cli;
 mod github;
+mod guidelines_cli;
 mod init_cli;
 mod install_script;
 mod limits_cli;

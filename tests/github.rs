@@ -96,6 +96,7 @@ fn finding(path: &str, start_line: u32, line: u32, severity: Severity, title: &s
         title: title.into(),
         body: format!("Why {title} matters."),
         suggestion: None,
+        rule: None,
     }
 }
 

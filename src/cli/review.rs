@@ -17,6 +17,7 @@ use crate::agent::strategy::Strategy;
 use crate::agent::{AgentConfig, AgentError, Orchestrator};
 use crate::config::settings::{self, Scope, SettingFlags, Settings, SettingsInput};
 use crate::config::{CONFIG_FILE, ConfigSource, ModelSettings, Owner};
+use crate::guidelines::GuidelineSource;
 use crate::llm::{
     ChatModel, ClientHooks, ProviderSettings, RetryHook, WaitHook, build_client_with_hooks,
 };
@@ -55,11 +56,18 @@ pub(crate) fn prepare(args: &ReviewArgs) -> anyhow::Result<Prepared> {
     let range = crate::repo::resolve_range(&root, args.base.as_deref(), &args.head)?;
     let format: Format = args.format.parse().context("--format")?;
     let repository = repository_config(&root, args, &range.base)?;
-    let settings = local_settings(review_flags(args), "flag", repository)?;
+    let mut settings = local_settings(review_flags(args), "flag", repository)?;
 
     let (view, mut changes) = crate::repo::load_change(&root, &range, args.uncommitted)?;
     // `exclude` keeps files in the change but lists them as noise (stage 1); `include` narrows the change.
     let skipped = settings.include.apply(&mut changes);
+    // Guidelines come from where `.redline.toml` does: the base revision, unless `--uncommitted`.
+    let source = GuidelineSource::of_review(&root, &range.base, args.uncommitted);
+    let rules =
+        crate::guidelines::apply(&settings.guidelines, source, &changes, &mut settings.agent);
+    if !args.quiet {
+        rules.omitted.iter().for_each(|o| eprintln!("note: {o}"));
+    }
     Ok(Prepared {
         format,
         fail_on: settings.fail_on,

@@ -15,6 +15,7 @@ use globset::GlobSet;
 use super::limits::{self, LimitCeilings, LimitFlags};
 use super::{ConfigError, ConfigSource, FileConfig, ModelFlags, ModelSettings};
 use crate::agent::AgentConfig;
+use crate::guidelines::GuidelinesConfig;
 use crate::llm::tokens::ModelLimits;
 use crate::prompts::Prompts;
 use crate::review::diff::ChangeSet;
@@ -90,6 +91,8 @@ pub struct Settings {
     pub max_comments: usize,
     /// On GitHub, request changes when a new finding is at least this severe.
     pub request_changes_at: Option<Severity>,
+    /// Which project guidelines are read (`guidelines`, `guidelines_files`, `guidelines_budget`).
+    pub guidelines: GuidelinesConfig,
 }
 
 /// The changed files the `include` globs select (all when there are none).
@@ -193,6 +196,28 @@ fn resolve_unlocated(input: &SettingsInput<'_>) -> Result<Settings, ConfigError>
             .or(file.max_comments)
             .unwrap_or(DEFAULT_MAX_COMMENTS),
         request_changes_at,
+        guidelines: guidelines_config(&file)?,
+    })
+}
+
+/// `guidelines`, `guidelines_files` (globs checked) and `guidelines_budget`.
+fn guidelines_config(file: &FileConfig) -> Result<GuidelinesConfig, ConfigError> {
+    let defaults = GuidelinesConfig::default();
+    let files = file.guidelines_files.clone().unwrap_or(defaults.files);
+    glob_set(&files, "guidelines_files")?;
+    if let Some(outside) = files
+        .iter()
+        .find(|f| !crate::guidelines::is_repository_path(f))
+    {
+        return Err(bad_value(
+            "guidelines_files",
+            format!("`{outside}` is not a path inside the repository"),
+        ));
+    }
+    Ok(GuidelinesConfig {
+        enabled: file.guidelines.unwrap_or(defaults.enabled),
+        files,
+        budget: file.guidelines_budget.unwrap_or(defaults.budget),
     })
 }
 

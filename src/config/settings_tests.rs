@@ -138,3 +138,57 @@ fn the_server_keeps_its_model_and_prices_and_bounds_the_limits() {
         crate::llm::pricing::builtin_price("gpt-4.1-mini")
     );
 }
+
+#[test]
+fn guideline_keys_resolve_the_same_for_every_scope_and_a_bad_glob_names_its_key() {
+    let text = "guidelines = false\nguidelines_files = [\"docs/*.md\"]\nguidelines_budget = 500\n";
+    let expected = crate::guidelines::GuidelinesConfig {
+        enabled: false,
+        files: vec!["docs/*.md".into()],
+        budget: 500,
+    };
+    let settings = local(SettingFlags::default(), repo(text)).unwrap();
+    assert_eq!(settings.guidelines, expected);
+    let served = resolve(SettingsInput {
+        flags: SettingFlags::default(),
+        flags_origin: "/redline command",
+        env: &no_env,
+        user: None,
+        repository: repo(text),
+        scope: Scope::Server {
+            model: server_model(),
+            ceilings: LimitCeilings {
+                max_cost_usd: None,
+                timeout: None,
+            },
+        },
+    })
+    .unwrap();
+    assert_eq!(served.guidelines, expected);
+    let defaults = local(SettingFlags::default(), None).unwrap();
+    assert_eq!(
+        defaults.guidelines,
+        crate::guidelines::GuidelinesConfig::default()
+    );
+
+    let error = local(
+        SettingFlags::default(),
+        repo("guidelines_files = [\"a/[\"]\n"),
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(
+        error.contains("guidelines_files") && error.contains(".redline.toml line 1"),
+        "{error}"
+    );
+    for outside in ["../secrets.md", "/etc/passwd", "docs/../../x.md"] {
+        let text = format!("guidelines_files = [\"{outside}\"]\n");
+        let error = local(SettingFlags::default(), repo(&text))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            error.contains("not a path inside the repository"),
+            "{error}"
+        );
+    }
+}

@@ -101,6 +101,9 @@ fn inline_body(finding: &Finding, fp: &str) -> String {
         one_line(&finding.title),
         neutralise_markers(finding.body.trim_end()),
     );
+    if let Some(rule) = &finding.rule {
+        body.push_str(&format!("\nRule: `{}`\n", one_line(rule).replace('`', "'")));
+    }
     if let Some(suggestion) = &finding.suggestion
         && finding.side == Side::Right
     {
@@ -196,6 +199,7 @@ mod tests {
             title: "Wrong call".into(),
             body: "Explain.".into(),
             suggestion: Some("    fixed();\n".into()),
+            rule: None,
         }
     }
 

@@ -157,6 +157,9 @@ fn render_entry(entry: &SummaryEntry<'_>) -> String {
     if explanation.len() < f.body.trim().len() {
         details.push_str(" …");
     }
+    if let Some(rule) = &f.rule {
+        details.push_str(&format!("\n\nRule: `{}`", one_line(rule).replace('`', "'")));
+    }
     if let Some(suggestion) = &f.suggestion {
         let fence = fence_for(suggestion);
         details.push_str(&format!(
@@ -220,6 +223,7 @@ mod tests {
             title: title.into(),
             body: "Line one.\n\n- a list item in the body\nLine three.".into(),
             suggestion: Some("x();\n".into()),
+            rule: None,
         }
     }
 

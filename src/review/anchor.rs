@@ -337,6 +337,7 @@ mod tests {
             title: "Overflow".into(),
             body: "Adds without checking.".into(),
             suggestion: None,
+            rule: None,
         };
         let notes = [Note {
             finding,

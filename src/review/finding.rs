@@ -139,6 +139,9 @@ pub struct Finding {
     /// Replacement code for `start_line..=line`, if the fix is mechanical.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub suggestion: Option<String>,
+    /// The project guideline the finding rests on, by its source path (`AGENTS.md`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rule: Option<String>,
 }
 
 impl Finding {

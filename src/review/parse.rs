@@ -118,6 +118,11 @@ fn finding_schema() -> Value {
                 "description": "Only when the fix is mechanical: the exact code that replaces \
                     lines start_line..line of the new version, whole lines with their \
                     indentation, without code fences. Omit otherwise."
+            },
+            "rule": {
+                "type": "string",
+                "description": "When the finding rests on one of the project's guidelines: the \
+                    guideline's source path as given (e.g. `AGENTS.md`). Omit otherwise."
             }
         },
         "required": ["path", "line", "severity", "category", "title", "body"]
@@ -250,6 +255,7 @@ mod tests {
             "title",
             "body",
             "suggestion",
+            "rule",
         ] {
             assert!(item["properties"][key]["description"].is_string(), "{key}");
         }

@@ -105,6 +105,7 @@ mod tests {
             title: "t".into(),
             body: "b".into(),
             suggestion: None,
+            rule: None,
         }
     }
 

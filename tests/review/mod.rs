@@ -89,6 +89,7 @@ pub fn finding(path: &str, line: u32, title: &str) -> Finding {
         title: title.into(),
         body: format!("Body of {title}."),
         suggestion: None,
+        rule: None,
     }
 }
 

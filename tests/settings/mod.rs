@@ -3,5 +3,6 @@
 //! config is reported (a comment from the App, an annotation and exit 2 from the Action).
 
 mod broken_config;
+mod serve_guidelines;
 mod serve_keys;
 pub mod support;

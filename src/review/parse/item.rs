@@ -101,6 +101,8 @@ pub(super) fn parse_finding(value: &Value) -> Result<Finding, String> {
         suggestion: field(map, SUGGESTION_KEYS)
             .and_then(Value::as_str)
             .and_then(suggestion),
+        rule: text_field(map, &["rule", "guideline"])
+            .map(|rule| one_line(&rule).chars().take(200).collect()),
     })
 }
 
@@ -276,6 +278,24 @@ fn suggestion(text: &str) -> Option<String> {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn a_rule_is_kept_on_one_line_and_blank_means_none() {
+        let base = json!({"path": "a.rs", "line": 1, "title": "t", "body": "b"});
+        let with = |rule: Value| {
+            let mut item = base.clone();
+            item["rule"] = rule;
+            parse_finding(&item).unwrap().rule
+        };
+        assert_eq!(with(json!("AGENTS.md")), Some("AGENTS.md".into()));
+        assert_eq!(
+            with(json!(" .redline/rules/\n x.md ")),
+            Some(".redline/rules/ x.md".into())
+        );
+        assert_eq!(with(json!("  ")), None);
+        assert_eq!(parse_finding(&base).unwrap().rule, None);
+        assert_eq!(with(json!("r".repeat(500))).map(|r| r.len()), Some(200));
+    }
 
     #[test]
     fn line_specs_in_many_shapes() {

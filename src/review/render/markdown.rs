@@ -50,6 +50,9 @@ fn finding_section(number: usize, finding: &Finding) -> String {
         out.push_str(finding.body.trim());
         out.push('\n');
     }
+    if let Some(rule) = &finding.rule {
+        out.push_str(&format!("\nRule: `{}`\n", rule.replace('`', "'")));
+    }
     if let Some(code) = &finding.suggestion {
         let fence = fence_for(code);
         out.push_str(&format!(

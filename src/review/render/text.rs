@@ -48,6 +48,9 @@ fn finding_block(finding: &Finding) -> String {
     if !finding.body.trim().is_empty() {
         out.push_str(&indented(finding.body.trim(), INDENT));
     }
+    if let Some(rule) = &finding.rule {
+        out.push_str(&format!("{INDENT}rule: {rule}\n"));
+    }
     if let Some(code) = &finding.suggestion {
         out.push_str(&format!("{INDENT}suggestion:\n"));
         out.push_str(&indented(code.trim_end_matches('\n'), &INDENT.repeat(2)));
