@@ -124,18 +124,9 @@ pub(crate) async fn execute(
         match result {
             Err(AgentError::Cancelled) => return Err(AgentError::Cancelled),
             Err(AgentError::LimitReached(kind)) => {
-                merged.summary.push_str(&format!(
-                    "**{}** ({}): not reviewed: the {kind} limit was reached before this task finished.\n\n",
-                    run.title,
-                    run.files.join(", ")
-                ));
-                stats.tasks.push(TaskStat {
-                    id: run.id.clone(),
-                    title: run.title.clone(),
-                    outcome: "limit_reached".into(),
-                    findings: 0,
-                    error: None,
-                });
+                let why =
+                    format!("not reviewed: the {kind} limit was reached before this task finished");
+                merge_unreviewed(run, &why, "limit_reached", None, &mut merged, stats);
             }
             Ok(submission) => merge_success(run, submission, &mut merged, stats),
             Err(error) => {
@@ -179,17 +170,30 @@ fn merge_success(
 }
 
 fn merge_failure(run: &TaskRun, error: &AgentError, merged: &mut Submission, stats: &mut Stats) {
+    let why = format!("this task failed and was not reviewed: {error}");
+    merge_unreviewed(run, &why, "failed", Some(error.to_string()), merged, stats);
+}
+
+/// A task that handed in nothing: named in the summary with why, and in `stats.tasks`.
+fn merge_unreviewed(
+    run: &TaskRun,
+    why: &str,
+    outcome: &str,
+    error: Option<String>,
+    merged: &mut Submission,
+    stats: &mut Stats,
+) {
     merged.summary.push_str(&format!(
-        "**{}** ({}): this task failed and was not reviewed: {error}\n\n",
+        "**{}** ({}): {why}\n\n",
         run.title,
         run.files.join(", ")
     ));
     stats.tasks.push(TaskStat {
         id: run.id.clone(),
         title: run.title.clone(),
-        outcome: "failed".into(),
+        outcome: outcome.into(),
         findings: 0,
-        error: Some(error.to_string()),
+        error,
     });
 }
 
