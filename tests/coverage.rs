@@ -8,7 +8,7 @@ use serde_json::json;
 use crate::common::cli;
 use crate::common::git::TempRepo;
 use crate::common::model_server::{ModelServer, RecordedRequest, Reply, Wire};
-use crate::strategies::{first_user_text, is_planner, submit};
+use crate::strategies::{is_planner, submit};
 use redline::llm::tokens::TokenCounter;
 
 /// A window small enough that the change below does not fit one message:
@@ -65,7 +65,7 @@ fn module_text(i: usize, changed: bool) -> String {
 fn task_messages(requests: &[RecordedRequest]) -> BTreeMap<String, String> {
     let mut first = BTreeMap::new();
     for req in requests.iter().filter(|r| !is_planner(r)) {
-        let text = first_user_text(req);
+        let text = req.first_user_text();
         first.entry(task_label(&text)).or_insert(text);
     }
     first

@@ -9,6 +9,7 @@ use serde_json::{Value, json};
 use crate::common::cli::{self, Run};
 use crate::common::git::TempRepo;
 use crate::common::model_server::{ModelServer, RecordedRequest, Reply, Wire};
+use crate::strategies::{is_evaluator, is_planner};
 
 /// A change of two files in two areas.
 fn two_file_repo() -> TempRepo {
@@ -27,20 +28,6 @@ fn two_file_repo() -> TempRepo {
     );
     repo.commit("change");
     repo
-}
-
-fn system_text(req: &RecordedRequest) -> String {
-    req.body["messages"][0]["content"]
-        .as_str()
-        .unwrap_or_default()
-        .to_string()
-}
-
-fn first_user_text(req: &RecordedRequest) -> String {
-    req.body["messages"][1]["content"]
-        .as_str()
-        .unwrap_or_default()
-        .to_string()
 }
 
 /// The model that never stops: every reply is one more tool call.
@@ -140,28 +127,30 @@ async fn max_tokens_bounds(wire: Wire, provider: &str) {
     assert_eq!(out["findings"].as_array().map(Vec::len), Some(0));
 }
 
+/// A plan of two tasks: the one about `src/a.rs` submits at once, the other never stops.
+fn a_submits_b_never_stops(req: &RecordedRequest, index: usize) -> Reply {
+    if is_planner(req) {
+        return Reply::tool(
+            "p",
+            "submit_plan",
+            json!({"tasks": [
+                {"title": "A", "files": ["src/a.rs"], "focus": "arithmetic"},
+                {"title": "B", "files": ["lib/b.rs"], "focus": "arithmetic"}
+            ]}),
+        );
+    }
+    if req.first_user_text().contains("+++ b/src/a.rs") {
+        submit_a()
+    } else {
+        another_tool_call(index)
+    }
+}
+
 #[tokio::test]
 async fn plan_tasks_that_finished_keep_their_findings_at_the_token_limit() {
     const LIMIT: u64 = 30_000;
     let repo = two_file_repo();
-    let server = ModelServer::start_with(Wire::OpenAi, |req, index| {
-        if system_text(req).contains("You are planning the review") {
-            return Reply::tool(
-                "p",
-                "submit_plan",
-                json!({"tasks": [
-                    {"title": "A", "files": ["src/a.rs"], "focus": "arithmetic"},
-                    {"title": "B", "files": ["lib/b.rs"], "focus": "arithmetic"}
-                ]}),
-            );
-        }
-        if first_user_text(req).contains("+++ b/src/a.rs") {
-            submit_a()
-        } else {
-            another_tool_call(index)
-        }
-    })
-    .await;
+    let server = ModelServer::start_with(Wire::OpenAi, a_submits_b_never_stops).await;
     let run = cli::review(
         repo.path(),
         &server.base_url(),
@@ -206,24 +195,7 @@ async fn plan_tasks_that_finished_keep_their_findings_at_the_token_limit() {
         "{summary}"
     );
     // `--fail-on` still decides the exit code of a review stopped at a limit.
-    let server2 = ModelServer::start_with(Wire::OpenAi, |req, index| {
-        if system_text(req).contains("You are planning the review") {
-            return Reply::tool(
-                "p",
-                "submit_plan",
-                json!({"tasks": [
-                    {"title": "A", "files": ["src/a.rs"], "focus": "x"},
-                    {"title": "B", "files": ["lib/b.rs"], "focus": "x"}
-                ]}),
-            );
-        }
-        if first_user_text(req).contains("+++ b/src/a.rs") {
-            submit_a()
-        } else {
-            another_tool_call(index)
-        }
-    })
-    .await;
+    let server2 = ModelServer::start_with(Wire::OpenAi, a_submits_b_never_stops).await;
     let failing = cli::review(
         repo.path(),
         &server2.base_url(),
@@ -253,7 +225,7 @@ async fn reflection_keeps_the_actors_findings_when_the_evaluator_is_cut() {
     const LIMIT: u64 = 25_000;
     let repo = two_file_repo();
     let server = ModelServer::start_with(Wire::OpenAi, |req, index| {
-        if system_text(req).contains("You are the evaluator") {
+        if is_evaluator(req) {
             another_tool_call(index)
         } else {
             submit_a()

@@ -335,7 +335,7 @@ async fn a_transcript_of_another_head_is_refused() {
 
 #[tokio::test]
 async fn a_plan_run_with_parallel_tasks_replays_identically() {
-    use crate::strategies::{first_user_text, is_planner, submit};
+    use crate::strategies::{is_planner, submit};
     let repo = TempRepo::new();
     for (path, text) in [("src/a.rs", "a"), ("src/b.rs", "b"), ("lib/c.rs", "c")] {
         repo.write(path, format!("pub fn {text}() {{}}\n"));
@@ -358,7 +358,7 @@ async fn a_plan_run_with_parallel_tasks_replays_identically() {
                 ]}),
             );
         }
-        let user = first_user_text(req);
+        let user = req.first_user_text();
         let path = ["src/a.rs", "src/b.rs", "lib/c.rs"]
             .into_iter()
             .find(|p| user.contains(&format!("Files of this task: {p}")))

@@ -33,20 +33,6 @@ fn three_file_repo() -> TempRepo {
     repo
 }
 
-fn system_text(req: &RecordedRequest) -> String {
-    req.body["messages"][0]["content"]
-        .as_str()
-        .unwrap_or_default()
-        .to_string()
-}
-
-pub(crate) fn first_user_text(req: &RecordedRequest) -> String {
-    req.body["messages"][1]["content"]
-        .as_str()
-        .unwrap_or_default()
-        .to_string()
-}
-
 fn message_count(req: &RecordedRequest) -> usize {
     req.body["messages"].as_array().map(Vec::len).unwrap_or(0)
 }
@@ -64,11 +50,11 @@ pub(crate) fn submit(findings: Vec<Value>, summary: &str) -> Reply {
 }
 
 pub(crate) fn is_planner(req: &RecordedRequest) -> bool {
-    system_text(req).contains("You are planning the review")
+    req.system_text().contains("You are planning the review")
 }
 
 fn task_id(req: &RecordedRequest) -> Option<String> {
-    let user = first_user_text(req);
+    let user = req.first_user_text();
     let at = user.find("as task t")? + "as task ".len();
     Some(
         user[at..]
@@ -126,7 +112,7 @@ async fn plan_execute_adds_forgotten_files_and_survives_a_failing_task() {
         .into_iter()
         .find(|r| task_id(r).as_deref() == Some("t2"))
         .expect("t2 ran");
-    assert!(first_user_text(&t2).contains("+++ b/src/db.rs"));
+    assert!(t2.first_user_text().contains("+++ b/src/db.rs"));
     assert!(run.event_types().iter().any(|t| t == "plan"));
     let started = run
         .events()
@@ -285,12 +271,13 @@ async fn plan_only_prints_the_plan_and_a_given_plan_runs() {
     assert_eq!(out["findings"][0]["path"], "src/db.rs");
 }
 
-fn is_evaluator(req: &RecordedRequest) -> bool {
-    system_text(req).contains("You are the evaluator")
+pub(crate) fn is_evaluator(req: &RecordedRequest) -> bool {
+    req.system_text().contains("You are the evaluator")
 }
 
 fn is_reflector(req: &RecordedRequest) -> bool {
-    first_user_text(req).contains("You are revising a code review")
+    req.first_user_text()
+        .contains("You are revising a code review")
 }
 
 fn evaluation(scores: &[(&str, f64)], overall: f64) -> Reply {
@@ -495,7 +482,7 @@ async fn text_mode_runs_react_without_native_tools() {
         requests[0].body.get("tools").is_none(),
         "text mode sends no tools"
     );
-    assert!(system_text(&requests[0]).contains("read_file"));
+    assert!(requests[0].system_text().contains("read_file"));
     let second = serde_json::to_string(&requests[1].body).expect("body");
     assert!(
         second.contains("Observation:") && second.contains("x / 0"),

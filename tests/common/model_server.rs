@@ -241,6 +241,24 @@ pub struct RecordedRequest {
 }
 
 impl RecordedRequest {
+    /// The text of message `index` of an OpenAI-wire request (empty when absent).
+    pub fn message_text(&self, index: usize) -> String {
+        self.body["messages"][index]["content"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string()
+    }
+
+    /// The system message (OpenAI wire).
+    pub fn system_text(&self) -> String {
+        self.message_text(0)
+    }
+
+    /// The first user message (OpenAI wire): the task a conversation starts from.
+    pub fn first_user_text(&self) -> String {
+        self.message_text(1)
+    }
+
     /// The first value of a header (name case-insensitive).
     pub fn header(&self, name: &str) -> Option<&str> {
         self.headers
