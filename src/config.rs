@@ -393,34 +393,15 @@ pub fn resolve_timeouts(file: &FileConfig) -> Result<CallTimeouts, ConfigError> 
 /// Longest timeout accepted; a longer one is surely a typo.
 const MAX_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(3600);
 
-/// Parses a timeout such as `"30s"`, `"500ms"`, `"2m"` or `"45"` (seconds), between
-/// 1 ms and one hour.
+/// Parses a timeout such as `"30s"`, `"500ms"`, `"2m"` or `"45"` (seconds), with the
+/// one duration syntax ([`limits::parse_duration`]), between 1 ms and one hour.
 pub fn parse_timeout(key: &str, text: &str) -> Result<std::time::Duration, ConfigError> {
     let bad = |message: String| ConfigError::BadValue {
         key: key.to_string(),
         message,
     };
-    let trimmed = text.trim();
-    let split = trimmed
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(trimmed.len());
-    let (number, unit) = trimmed.split_at(split);
-    let scale = match unit.trim() {
-        "ms" => 0.001,
-        "" | "s" => 1.0,
-        "m" => 60.0,
-        _ => {
-            return Err(bad(format!(
-                "`{text}` is not a duration: write a number with `ms`, `s` or `m`, such as \"30s\""
-            )));
-        }
-    };
-    let value: f64 = number
-        .parse()
-        .map_err(|_| bad(format!("`{text}` is not a duration such as \"30s\"")))?;
-    let duration = std::time::Duration::try_from_secs_f64(value * scale)
-        .map_err(|_| bad(format!("`{text}` is out of range")))?;
-    if duration < std::time::Duration::from_millis(1) || duration > MAX_TIMEOUT {
+    let duration = limits::parse_duration(text).map_err(|e| bad(e.to_string()))?;
+    if duration > MAX_TIMEOUT {
         return Err(bad(format!("`{text}` is not between 1ms and 1h")));
     }
     Ok(duration)

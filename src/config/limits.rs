@@ -268,7 +268,8 @@ fn tokens_value(value: &toml::Value) -> Result<u64, LimitValueError> {
     }
 }
 
-/// A duration: `90s`, `10m`, `1h`, `1h30m`, `500ms`, or a bare number of seconds; more than 0.
+/// A duration: `90s`, `10m`, `1h`, `1h30m`, `500ms`, `7d`, or a bare number of seconds;
+/// more than 0. The one duration syntax of every flag and config key.
 pub fn parse_duration(text: &str) -> Result<Duration, LimitValueError> {
     let malformed = || LimitValueError::NotDuration(text.to_string());
     let trimmed = text.trim();
@@ -294,6 +295,7 @@ pub fn parse_duration(text: &str) -> Result<Duration, LimitValueError> {
             "s" => Duration::from_secs(number),
             "m" => Duration::from_secs(number.saturating_mul(60)),
             "h" => Duration::from_secs(number.saturating_mul(3600)),
+            "d" => Duration::from_secs(number.saturating_mul(86_400)),
             _ => return Err(malformed()),
         };
         total = total.saturating_add(part);

@@ -111,17 +111,6 @@ pub(crate) enum LimitFlagError {
     /// Not a number followed by a duration unit.
     #[error("`{0}` is not a duration (examples: 500ms, 10s, 5m, 2h, 7d)")]
     NotADuration(String),
-    /// A duration unit that is not one of ms, s, m, h, d.
-    #[error("unknown duration unit `{unit}` in `{text}` (use ms, s, m, h or d)")]
-    DurationUnit {
-        /// The unit as written.
-        unit: String,
-        /// The whole value.
-        text: String,
-    },
-    /// More milliseconds than a `u64` holds.
-    #[error("`{0}` is too long a duration")]
-    DurationTooLong(String),
     /// A duration of zero.
     #[error("`{0}`: the duration must be positive")]
     ZeroDuration(String),
@@ -150,37 +139,15 @@ pub(crate) enum LimitFlagError {
     NotACount(String),
 }
 
-/// Parses a duration such as `500ms`, `10s`, `5m`, `2h` or `7d` (a bare number is seconds).
+/// Parses a duration such as `500ms`, `10s`, `5m`, `2h` or `7d` (a bare number is seconds),
+/// with the syntax of every other duration ([`crate::config::limits::parse_duration`]).
 /// Zero is refused: every limit must be finite and positive.
 pub(crate) fn parse_duration(text: &str) -> Result<Duration, LimitFlagError> {
-    let text = text.trim();
-    let split = text
-        .find(|c: char| !c.is_ascii_digit())
-        .unwrap_or(text.len());
-    let (number, unit) = text.split_at(split);
-    let value: u64 = number
-        .parse()
-        .map_err(|_| LimitFlagError::NotADuration(text.to_string()))?;
-    let millis_per_unit: u64 = match unit.trim() {
-        "ms" => 1,
-        "" | "s" => 1_000,
-        "m" | "min" => 60_000,
-        "h" => 3_600_000,
-        "d" => 86_400_000,
-        other => {
-            return Err(LimitFlagError::DurationUnit {
-                unit: other.to_string(),
-                text: text.to_string(),
-            });
-        }
-    };
-    let millis = value
-        .checked_mul(millis_per_unit)
-        .ok_or_else(|| LimitFlagError::DurationTooLong(text.to_string()))?;
-    if millis == 0 {
-        return Err(LimitFlagError::ZeroDuration(text.to_string()));
-    }
-    Ok(Duration::from_millis(millis))
+    use crate::config::limits::LimitValueError;
+    crate::config::limits::parse_duration(text).map_err(|e| match e {
+        LimitValueError::ZeroDuration(_) => LimitFlagError::ZeroDuration(text.trim().to_string()),
+        _ => LimitFlagError::NotADuration(text.trim().to_string()),
+    })
 }
 
 /// Parses a byte count such as `65536`, `64KiB`, `64MiB`, `1GiB` (also `K`/`KB`, `M`/`MB`,
