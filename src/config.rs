@@ -306,6 +306,38 @@ pub fn resolve_model(
     file: &FileConfig,
     env: &dyn Fn(&str) -> Option<String>,
 ) -> Result<ModelSettings, ConfigError> {
+    let mut settings = resolve_model_choice(flags, file)?;
+    let provider_var = match settings.provider {
+        Provider::OpenAi => "OPENAI_API_KEY",
+        Provider::Anthropic => "ANTHROPIC_API_KEY",
+    };
+    settings.api_key = env("REDLINE_API_KEY")
+        .or_else(|| env(provider_var))
+        .filter(|k| !k.trim().is_empty())
+        .map(Secret::new);
+    let local = url::Url::parse(&settings.base_url).is_ok_and(|url| is_local_url(&url));
+    if settings.api_key.is_none() && !local {
+        let hint = match settings.provider {
+            Provider::OpenAi => {
+                ", or point --base-url / REDLINE_BASE_URL at a local OpenAI-compatible server such as Ollama (http://localhost:11434/v1), vLLM or llama.cpp"
+            }
+            Provider::Anthropic => " to an Anthropic API key",
+        };
+        return Err(ConfigError::MissingApiKey {
+            provider: settings.provider.to_string(),
+            provider_var: provider_var.into(),
+            hint: hint.into(),
+        });
+    }
+    Ok(settings)
+}
+
+/// The provider, model, endpoint and timeouts the flags and file choose, checked, without
+/// a key: what a command that calls no model (`redline context`) needs to know.
+pub fn resolve_model_choice(
+    flags: &ModelFlags,
+    file: &FileConfig,
+) -> Result<ModelSettings, ConfigError> {
     let provider_name = flags
         .provider
         .clone()
@@ -337,32 +369,11 @@ pub fn resolve_model(
             message: "only http and https URLs".into(),
         });
     }
-    let provider_var = match provider {
-        Provider::OpenAi => "OPENAI_API_KEY",
-        Provider::Anthropic => "ANTHROPIC_API_KEY",
-    };
-    let api_key = env("REDLINE_API_KEY")
-        .or_else(|| env(provider_var))
-        .filter(|k| !k.trim().is_empty())
-        .map(Secret::new);
-    if api_key.is_none() && !is_local_url(&parsed) {
-        let hint = match provider {
-            Provider::OpenAi => {
-                ", or point --base-url / REDLINE_BASE_URL at a local OpenAI-compatible server such as Ollama (http://localhost:11434/v1), vLLM or llama.cpp"
-            }
-            Provider::Anthropic => " to an Anthropic API key",
-        };
-        return Err(ConfigError::MissingApiKey {
-            provider: provider_name,
-            provider_var: provider_var.into(),
-            hint: hint.into(),
-        });
-    }
     Ok(ModelSettings {
         provider,
         model,
         base_url: base_url.trim_end_matches('/').to_string(),
-        api_key,
+        api_key: None,
         timeouts: resolve_timeouts(file)?,
     })
 }

@@ -308,3 +308,68 @@ async fn context_names_a_renamed_files_old_path_and_shows_the_message() {
     assert!(text.contains("as the model would see it"), "{text}");
     assert!(text.contains("+def added():"), "{text}");
 }
+
+#[tokio::test]
+async fn context_reads_the_repository_config_as_review_does() {
+    let repo = TempRepo::new();
+    repo.write(
+        ".redline.toml",
+        "exclude = [\"gen/**\"]\ncontext_window = 16000\nmax_output_tokens = 2000\n",
+    );
+    repo.write("src/lib.rs", "pub fn a() {}\n");
+    repo.write("gen/out.rs", "pub fn g() {}\n");
+    repo.commit("base");
+    repo.checkout_new_branch("feature");
+    // The branch drops the exclusion and the small window: as in `redline review`, the
+    // base revision's file is the one read, without a key and without a model server.
+    repo.write(".redline.toml", "model = \"gpt-4o\"\n");
+    repo.write("src/lib.rs", "pub fn a() {\n    let _ = 1;\n}\n");
+    repo.write("gen/out.rs", "pub fn g() {\n    let _ = 2;\n}\n");
+    repo.commit("change");
+    let run = |extra: &[&str]| {
+        let mut args = vec![
+            "context".to_string(),
+            "--repo".into(),
+            repo.path().display().to_string(),
+            "--base".into(),
+            "main".into(),
+            "--format".into(),
+            "json".into(),
+        ];
+        args.extend(extra.iter().map(|s| s.to_string()));
+        cli::redline_command().args(args).output()
+    };
+    let at_base = run(&[]).await.expect("run");
+    assert_eq!(at_base.status.code(), Some(0), "{at_base:?}");
+    let at_base: Value = serde_json::from_slice(&at_base.stdout).expect("JSON");
+    let status = |out: &Value, path: &str| {
+        out["files"]
+            .as_array()
+            .and_then(|f| f.iter().find(|e| e["path"] == path))
+            .map(|e| e["status"].clone())
+    };
+    assert_eq!(status(&at_base, "gen/out.rs"), Some(json!("excluded")));
+    assert_eq!(status(&at_base, "src/lib.rs"), Some(json!("shown")));
+    // `--config` names another file, read as the repository's would be.
+    let other = repo.path().join("other.toml");
+    std::fs::write(&other, "model = \"gpt-4o\"\n").expect("write");
+    let chosen = run(&["--config", &other.display().to_string()])
+        .await
+        .expect("run");
+    let chosen: Value = serde_json::from_slice(&chosen.stdout).expect("JSON");
+    assert_eq!(status(&chosen, "gen/out.rs"), Some(json!("shown")));
+    assert!(
+        at_base["budget"].as_u64().unwrap_or(u64::MAX) < chosen["budget"].as_u64().unwrap_or(0),
+        "the base file's 16k window must shrink the budget: {at_base} vs {chosen}"
+    );
+    // A broken value is the user's error, named, before any shaping.
+    std::fs::write(&other, "temperature = 9\n").expect("write");
+    let broken = run(&["--config", &other.display().to_string()])
+        .await
+        .expect("run");
+    assert_eq!(broken.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&broken.stderr).contains("temperature"),
+        "{broken:?}"
+    );
+}

@@ -512,8 +512,9 @@ fn limit_summary(summary: &str, kind: LimitKind) -> String {
     }
 }
 
-/// Stage 1: the change shaped into the first message within the model's budget.
-fn shape_first_message(
+/// Stage 1: the change shaped into the first message within the model's budget; what
+/// [`Orchestrator::new`] starts from, and what `redline context` shows.
+pub fn shape_first_message(
     workspace: &Workspace,
     config: &AgentConfig,
     counter: &TokenCounter,

@@ -1,12 +1,23 @@
 //! `redline context`: stage 1 of context shaping without any model — what the
 //! model would see first, and its size.
+//!
+//! The settings are resolved as `redline review` resolves them (flags, the user's file,
+//! the repository's file at the base revision, defaults; no key needed), and the message
+//! is shaped by the engine's own stage-1 function, so what this prints is what a review
+//! of the same change with the same settings starts from.
+
+use std::sync::Arc;
 
 use anyhow::{Context, bail};
 
+use super::review::{ConfigChoice, repository_config, settings_in_scope};
 use super::{ContextArgs, EXIT_ERROR, EXIT_OK, error_message};
-use crate::config::FileConfig;
-use crate::context::{ShapeOptions, shape_change, stage1_budget};
-use crate::llm::tokens::{ModelLimits, TokenCounter};
+use crate::agent::shape_first_message;
+use crate::config::ModelFlags;
+use crate::config::settings::{Scope, SettingFlags};
+use crate::context::stage1_budget;
+use crate::llm::tokens::TokenCounter;
+use crate::tools::Workspace;
 
 /// Runs `redline context` and returns the exit code.
 pub fn run(args: ContextArgs) -> i32 {
@@ -23,42 +34,53 @@ pub fn run(args: ContextArgs) -> i32 {
 }
 
 fn context(args: &ContextArgs) -> anyhow::Result<String> {
+    if !matches!(args.format.as_str(), "text" | "json") {
+        bail!(
+            "--format: unknown format `{}` (expected text or json)",
+            args.format
+        );
+    }
     let start = match &args.repo {
         Some(path) => path.clone(),
         None => std::env::current_dir().context("cannot read the current directory")?,
     };
     let root = crate::repo::discover(&start)?;
-    let file = FileConfig::load_worktree(&root)?;
-    let model = args
-        .model
-        .clone()
-        .or(file.model.clone())
-        .unwrap_or_else(|| "gpt-4o".to_string());
     let range = crate::repo::resolve_range(&root, args.base.as_deref(), &args.head)?;
-    let (view, changes) = crate::repo::load_change(&root, &range, false)?;
-    let counter = TokenCounter::for_model(&model);
-    let budget = stage1_budget(ModelLimits::for_model(&model));
-    let options = ShapeOptions {
-        budget_tokens: budget,
-        exclude: file.exclude.clone(),
-        ..ShapeOptions::default()
+    let choice = ConfigChoice {
+        config: args.config.as_deref(),
+        uncommitted: args.uncommitted,
+        quiet: true,
     };
-    let head_text = |path: &str| view.read_text(path).ok();
-    let shaped = shape_change(&changes, &head_text, &options, &counter);
-    Ok(match args.format.as_str() {
-        "json" => format!(
+    let repository = repository_config(&root, &choice, &range.base)?;
+    let flags = SettingFlags {
+        model: ModelFlags {
+            model: args.model.clone(),
+            ..ModelFlags::default()
+        },
+        ..SettingFlags::default()
+    };
+    let settings = settings_in_scope(flags, "flag", repository, Scope::Offline)?;
+    let (view, mut changes) = crate::repo::load_change(&root, &range, args.uncommitted)?;
+    settings.include.apply(&mut changes);
+    let workspace = Workspace {
+        repo: Arc::new(view),
+        changes: Arc::new(changes),
+    };
+    let agent = &settings.agent;
+    let counter = TokenCounter::for_model(&agent.model);
+    let shaped = shape_first_message(&workspace, agent, &counter);
+    let budget = stage1_budget(agent.limits);
+    Ok(match (args.format.as_str(), args.show) {
+        ("json", _) => format!(
             "{}\n",
-            shaped.to_json(&model, counter.encoding().name(), budget)
+            shaped.to_json(&agent.model, counter.encoding().name(), budget)
         ),
-        "text" if args.show => format!(
+        (_, true) => format!(
             "{}\n--- the first message, as the model would see it ---\n{}",
             shaped.render_text(),
             shaped.message
         ),
-        "text" => shaped.render_text(),
-        other => {
-            bail!("--format: unknown format `{other}` (expected text or json)");
-        }
+        _ => shaped.render_text(),
     })
 }
 
@@ -78,6 +100,8 @@ mod tests {
             model: Some("gpt-4o".into()),
             format: "json".into(),
             show: false,
+            uncommitted: false,
+            config: None,
         };
         let before = opened::on_this_thread();
         let output = context(&args).unwrap();

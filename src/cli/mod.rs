@@ -242,6 +242,13 @@ pub struct ContextArgs {
     /// Also print the shaped first message itself (text format), after the summary.
     #[arg(long)]
     pub show: bool,
+    /// Shape the work tree's uncommitted changes too (and use its .redline.toml).
+    #[arg(long)]
+    pub uncommitted: bool,
+    /// A config file to use instead of the repository's .redline.toml (default: the file
+    /// as it is at the base revision, as `redline review` reads it).
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
 }
 
 /// Model selection, shared by every command that talks to a model.

@@ -55,7 +55,12 @@ pub(crate) fn prepare(args: &ReviewArgs) -> anyhow::Result<Prepared> {
     let root = crate::repo::discover(&start)?;
     let range = crate::repo::resolve_range(&root, args.base.as_deref(), &args.head)?;
     let format: Format = args.format.parse().context("--format")?;
-    let repository = repository_config(&root, args, &range.base)?;
+    let choice = ConfigChoice {
+        config: args.config.as_deref(),
+        uncommitted: args.uncommitted,
+        quiet: args.quiet,
+    };
+    let repository = repository_config(&root, &choice, &range.base)?;
     let mut settings = local_settings(review_flags(args), "flag", repository)?;
 
     let (view, mut changes) = crate::repo::load_change(&root, &range, args.uncommitted)?;
@@ -103,6 +108,16 @@ pub(crate) fn local_settings(
     flags_origin: &str,
     repository: Option<ConfigSource>,
 ) -> anyhow::Result<Settings> {
+    settings_in_scope(flags, flags_origin, repository, Scope::Local)
+}
+
+/// [`local_settings`] in `scope` (`Local`, or `Offline` for a command that calls no model).
+pub(crate) fn settings_in_scope(
+    flags: SettingFlags,
+    flags_origin: &str,
+    repository: Option<ConfigSource>,
+    scope: Scope,
+) -> anyhow::Result<Settings> {
     if let Some(source) = &repository {
         for warning in source.warnings() {
             eprintln!("warning: {warning}");
@@ -116,16 +131,26 @@ pub(crate) fn local_settings(
         env: &env,
         user,
         repository,
-        scope: Scope::Local,
+        scope,
     })?)
+}
+
+/// Which repository config file a local command reads (`--config`, `--uncommitted`).
+pub(crate) struct ConfigChoice<'a> {
+    /// `--config FILE`.
+    pub(crate) config: Option<&'a Path>,
+    /// `--uncommitted`: the work tree's file (and changes).
+    pub(crate) uncommitted: bool,
+    /// `--quiet`: no notes on stderr.
+    pub(crate) quiet: bool,
 }
 
 /// The repository's config for a local review: `--config FILE`, else `.redline.toml` of the
 /// work tree with `--uncommitted`, else `.redline.toml` as it is at the base revision (so a
 /// checked-out branch cannot change its own review rules). Says on stderr which was used.
-fn repository_config(
+pub(crate) fn repository_config(
     root: &Path,
-    args: &ReviewArgs,
+    args: &ConfigChoice<'_>,
     base: &str,
 ) -> anyhow::Result<Option<ConfigSource>> {
     let quiet = args.quiet;
@@ -134,7 +159,7 @@ fn repository_config(
             eprintln!("note: {text}");
         }
     };
-    if let Some(path) = &args.config {
+    if let Some(path) = args.config {
         note(format!(
             "using the config file {} (--config)",
             path.display()

@@ -51,6 +51,9 @@ pub struct SettingFlags {
 pub enum Scope {
     /// `redline review` and `redline action`: the user's own run.
     Local,
+    /// A command that calls no model (`redline context`): resolved as a local run, but
+    /// no key is needed and no model server is looked for.
+    Offline,
     /// `redline serve`: the server's model settings win and its ceilings bound the limits.
     Server {
         /// The server's model settings (from its flags and environment).
@@ -148,6 +151,7 @@ fn resolve_unlocated(input: &SettingsInput<'_>) -> Result<Settings, ConfigError>
     let model = match &input.scope {
         // With no key and no endpoint chosen, a model server on this machine is looked for.
         Scope::Local => super::discovery::resolve_or_discover(&flags.model, &file, input.env)?,
+        Scope::Offline => super::resolve_model_choice(&flags.model, &file)?,
         Scope::Server { model, .. } => {
             // The server's model and prices: the file changes only how long a call may wait.
             for (key, set) in [
@@ -171,7 +175,7 @@ fn resolve_unlocated(input: &SettingsInput<'_>) -> Result<Settings, ConfigError>
     };
     let mut agent = agent_config(flags, &file, &model)?;
     match &input.scope {
-        Scope::Local => limits::apply_to_agent(&mut agent, &flags.limits, &file)?,
+        Scope::Local | Scope::Offline => limits::apply_to_agent(&mut agent, &flags.limits, &file)?,
         Scope::Server { ceilings, .. } => {
             agent.review_limits =
                 limits::repository_limits(&file, ceilings, agent.price, &agent.model)?
