@@ -207,12 +207,19 @@ impl ReviewRunner {
             .join(path_segment(owner))
             .join(format!("{}.git", path_segment(repo)));
         let (base, head) = (pull.base_sha.clone(), pull.head_sha.clone());
+        let (cache_dir, budget) = (self.cache_dir.clone(), self.cache_budget_bytes);
         let loaded = tokio::task::spawn_blocking(move || {
             let source = CommitSource::Mirror {
                 path: &mirror_path,
                 clone_url: &clone_url,
             };
-            review_flow::load_commits(source, &base, &head, last.as_deref(), Some(&token))
+            let loaded =
+                review_flow::load_commits(source, &base, &head, last.as_deref(), Some(&token));
+            // The mirror just fetched is kept; older ones go until the cache fits its budget.
+            for removed in super::cache::enforce_budget(&cache_dir, budget, &mirror_path) {
+                tracing::info!(mirror = %removed.display(), "removed from the mirror cache (--cache-budget-mb)");
+            }
+            loaded
         })
         .await
         .map_err(|e| JobError::Retryable(e.to_string()))?;
@@ -291,7 +298,7 @@ fn send<'a, T>(
 
 /// Posts the usage reply to a malformed `/redline` command, in the background, when the
 /// commenter has write access (as a review request needs); once per text and pull request.
-pub fn command_reply_hook(auth: AppAuth) -> crate::server::CommandReplyHook {
+pub(crate) fn command_reply_hook(auth: AppAuth) -> crate::server::CommandReplyHook {
     Arc::new(move |reply: crate::server::CommandReply| {
         let auth = auth.clone();
         tokio::spawn(async move {

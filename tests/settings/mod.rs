@@ -3,6 +3,7 @@
 //! config is reported (a comment from the App, an annotation and exit 2 from the Action).
 
 mod broken_config;
+mod mirror_cache;
 mod serve_guidelines;
 mod serve_keys;
 pub mod support;

@@ -88,7 +88,7 @@ pub async fn scripted_model() -> ModelServer {
     .await
 }
 
-fn job(pr_number: u64) -> Job {
+pub fn job(pr_number: u64) -> Job {
     let now = chrono::Utc::now();
     let trigger = ReviewTrigger::PullRequest {
         action: "opened".into(),
