@@ -9,24 +9,23 @@
 
 pub mod discovery;
 pub mod settings;
-pub mod sources;
+pub(crate) mod sources;
 
 use serde::Deserialize;
 use std::net::IpAddr;
-use std::path::Path;
 
 use crate::agent::reflection::ReflectionConfig;
 use crate::agent::strategy::AutoThresholds;
 use crate::llm::{CallTimeouts, Provider, Secret};
 use crate::prompts::PromptOverrides;
 
-pub use sources::{ConfigSource, Owner, USER_ONLY_KEYS, merge_sources, user_config_path};
+pub(crate) use sources::{ConfigSource, Owner, merge_sources};
 pub mod limits;
 
 /// Name of the per-repository config file.
-pub const CONFIG_FILE: &str = ".redline.toml";
+pub(crate) const CONFIG_FILE: &str = ".redline.toml";
 
-pub use crate::agent::DEFAULT_MAX_STEPS;
+pub(crate) use crate::agent::DEFAULT_MAX_STEPS;
 
 /// Errors in configuration. Messages name the setting at fault.
 #[derive(Debug, thiserror::Error)]
@@ -165,40 +164,8 @@ impl FileConfig {
         })
     }
 
-    /// Reads a repository config file at an explicit path (it must exist and be a file);
-    /// user-only keys are dropped with a logged warning (see [`sources`]).
-    pub fn load_file(path: &Path) -> Result<Self, ConfigError> {
-        Self::from_repository(Some(ConfigSource::read_file(path, Owner::Repository)?))
-    }
-
-    /// Reads `.redline.toml` from a work tree; a missing file is the default config,
-    /// a directory or an unreadable file is an error.
-    pub fn load_worktree(root: &Path) -> Result<Self, ConfigError> {
-        Self::from_repository(ConfigSource::read_worktree(root)?)
-    }
-
-    /// Reads `.redline.toml` as it is in commit `rev` (used where the head is untrusted:
-    /// a pull request must not change its own review rules).
-    pub fn load_at_commit(root: &Path, rev: &str) -> Result<Self, ConfigError> {
-        Self::load_at_commit_path(root, rev, Path::new(CONFIG_FILE))
-    }
-
-    /// Reads a config file at a repository path as it is in commit `rev`; a missing file is the default config.
-    pub fn load_at_commit_path(root: &Path, rev: &str, path: &Path) -> Result<Self, ConfigError> {
-        Self::from_repository(ConfigSource::read_at_commit(root, rev, path)?)
-    }
-
-    fn from_repository(source: Option<ConfigSource>) -> Result<Self, ConfigError> {
-        if let Some(source) = &source {
-            for warning in source.warnings() {
-                tracing::warn!("{warning}");
-            }
-        }
-        merge_sources(None, source.as_ref())
-    }
-
     /// Checks the ranges of the values set; the error names the key.
-    pub fn check_ranges(&self) -> Result<(), ConfigError> {
+    pub(crate) fn check_ranges(&self) -> Result<(), ConfigError> {
         let bad = |key: &str, message: String| {
             Err(ConfigError::BadValue {
                 key: key.into(),
@@ -244,7 +211,7 @@ impl FileConfig {
 
 /// Checks a model's effective limits: the window must hold the output reserve plus the
 /// smallest stage-1 budget ([`crate::context::STAGE1_MIN_BUDGET`]).
-pub fn check_limits(limits: crate::llm::tokens::ModelLimits) -> Result<(), ConfigError> {
+pub(crate) fn check_limits(limits: crate::llm::tokens::ModelLimits) -> Result<(), ConfigError> {
     let min_budget = crate::context::STAGE1_MIN_BUDGET as u64;
     let needed = u64::from(limits.max_output_tokens) + min_budget;
     if limits.max_output_tokens == 0 {
@@ -292,7 +259,7 @@ pub struct ModelSettings {
 }
 
 /// Default model per provider.
-pub fn default_model(provider: Provider) -> &'static str {
+pub(crate) fn default_model(provider: Provider) -> &'static str {
     match provider {
         Provider::OpenAi => "gpt-4.1-mini",
         Provider::Anthropic => "claude-sonnet-4-5",
@@ -334,7 +301,7 @@ pub fn resolve_model(
 
 /// The provider, model, endpoint and timeouts the flags and file choose, checked, without
 /// a key: what a command that calls no model (`redline context`) needs to know.
-pub fn resolve_model_choice(
+pub(crate) fn resolve_model_choice(
     flags: &ModelFlags,
     file: &FileConfig,
 ) -> Result<ModelSettings, ConfigError> {
@@ -380,7 +347,7 @@ pub fn resolve_model_choice(
 
 /// The model call timeouts: the file's `connect_timeout`, `first_byte_timeout`
 /// and `stream_idle_timeout`, else the defaults.
-pub fn resolve_timeouts(file: &FileConfig) -> Result<CallTimeouts, ConfigError> {
+pub(crate) fn resolve_timeouts(file: &FileConfig) -> Result<CallTimeouts, ConfigError> {
     let defaults = CallTimeouts::default();
     let pick = |key: &str, value: &Option<String>, default| match value {
         Some(text) => parse_timeout(key, text),
@@ -406,7 +373,7 @@ const MAX_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(3600);
 
 /// Parses a timeout such as `"30s"`, `"500ms"`, `"2m"` or `"45"` (seconds), with the
 /// one duration syntax ([`limits::parse_duration`]), between 1 ms and one hour.
-pub fn parse_timeout(key: &str, text: &str) -> Result<std::time::Duration, ConfigError> {
+pub(crate) fn parse_timeout(key: &str, text: &str) -> Result<std::time::Duration, ConfigError> {
     let bad = |message: String| ConfigError::BadValue {
         key: key.to_string(),
         message,
@@ -420,7 +387,7 @@ pub fn parse_timeout(key: &str, text: &str) -> Result<std::time::Duration, Confi
 
 /// Whether a URL points at this machine or a private network, where local model
 /// servers (Ollama, vLLM, llama.cpp) run without keys.
-pub fn is_local_url(url: &url::Url) -> bool {
+pub(crate) fn is_local_url(url: &url::Url) -> bool {
     match url.host() {
         Some(url::Host::Domain(d)) => {
             d == "localhost" || d.ends_with(".localhost") || d.ends_with(".local")
@@ -441,7 +408,7 @@ fn is_local_ip(ip: IpAddr) -> bool {
 }
 
 /// Checks a step budget.
-pub fn check_max_steps(steps: u32) -> Result<u32, ConfigError> {
+pub(crate) fn check_max_steps(steps: u32) -> Result<u32, ConfigError> {
     if (1..=200).contains(&steps) {
         Ok(steps)
     } else {

@@ -11,7 +11,7 @@
 )]
 
 pub mod agent;
-pub mod cli;
+mod cli;
 pub mod config;
 pub mod context;
 #[cfg(test)]
@@ -27,3 +27,6 @@ pub mod review_flow;
 pub mod server;
 pub mod text;
 pub mod tools;
+
+/// The `redline` command line: parse a [`Cli`], then [`run`] it for the exit code.
+pub use cli::{Cli, run};

@@ -14,7 +14,7 @@ async fn main() {
         // Colour only for a person at a terminal; redirected logs stay plain text.
         .with_ansi(std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none())
         .init();
-    let cli = redline::cli::Cli::parse();
-    let code = redline::cli::run(cli).await;
+    let cli = redline::Cli::parse();
+    let code = redline::run(cli).await;
     std::process::exit(code);
 }

@@ -9,13 +9,13 @@ const FINAL_TURN: &str = include_str!("../prompts/final_turn.md");
 const CORRECTIVE: &str = include_str!("../prompts/corrective.md");
 
 /// The planner's instructions (plan-and-execute).
-pub const PLANNER: &str = include_str!("../prompts/planner.md");
+pub(crate) const PLANNER: &str = include_str!("../prompts/planner.md");
 /// The focused task message of one plan-and-execute task.
-pub const TASK_FOCUS: &str = include_str!("../prompts/task_focus.md");
+pub(crate) const TASK_FOCUS: &str = include_str!("../prompts/task_focus.md");
 /// The evaluator's instructions (reflection).
-pub const EVALUATOR: &str = include_str!("../prompts/evaluator.md");
+pub(crate) const EVALUATOR: &str = include_str!("../prompts/evaluator.md");
 /// The reflector's instructions (reflection).
-pub const REFLECTOR: &str = include_str!("../prompts/reflector.md");
+pub(crate) const REFLECTOR: &str = include_str!("../prompts/reflector.md");
 
 /// The prompts a review uses.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -57,7 +57,7 @@ pub struct PromptOverrides {
 
 impl Prompts {
     /// The built-in prompts with the given overrides applied.
-    pub fn with_overrides(overrides: &PromptOverrides) -> Self {
+    pub(crate) fn with_overrides(overrides: &PromptOverrides) -> Self {
         let defaults = Prompts::default();
         Prompts {
             system: overrides.system.clone().unwrap_or(defaults.system),
@@ -68,7 +68,12 @@ impl Prompts {
     }
 
     /// The first user message for a change.
-    pub fn render_task(&self, overview: &str, instructions: Option<&str>, diff: &str) -> String {
+    pub(crate) fn render_task(
+        &self,
+        overview: &str,
+        instructions: Option<&str>,
+        diff: &str,
+    ) -> String {
         let instructions = instructions
             .map(|i| {
                 format!("Additional review instructions from the repository's maintainers:\n{i}")
@@ -87,7 +92,7 @@ impl Prompts {
 }
 
 /// Replaces each placeholder once, scanning the template left to right.
-pub fn fill(template: &str, values: &[(&str, &str)]) -> String {
+pub(crate) fn fill(template: &str, values: &[(&str, &str)]) -> String {
     let mut out = String::with_capacity(template.len());
     let mut rest = template;
     while !rest.is_empty() {

@@ -2,7 +2,7 @@
 
 /// The longest prefix of `text` that is at most `max_bytes` long and ends on a
 /// character boundary (so cutting never splits a UTF-8 character).
-pub fn prefix_at_char_boundary(text: &str, max_bytes: usize) -> &str {
+pub(crate) fn prefix_at_char_boundary(text: &str, max_bytes: usize) -> &str {
     if text.len() <= max_bytes {
         return text;
     }

@@ -22,9 +22,9 @@ use crate::llm::tokens::TokenCounter;
 use crate::llm::{ChatRequest, Usage};
 
 /// The smallest output allowance worth a call: below it a limit counts as reached.
-pub const MIN_REPLY_TOKENS: u32 = 512;
+pub(crate) const MIN_REPLY_TOKENS: u32 = 512;
 
-pub use crate::review::stats::LimitKind;
+pub(crate) use crate::review::stats::LimitKind;
 
 /// The limits a user set for one review; `None` is unlimited.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
@@ -35,13 +35,6 @@ pub struct ReviewLimits {
     pub max_tokens: Option<u64>,
     /// Wall time of the review.
     pub timeout: Option<Duration>,
-}
-
-impl ReviewLimits {
-    /// Whether no limit is set.
-    pub fn is_unlimited(&self) -> bool {
-        self.max_cost_usd.is_none() && self.max_tokens.is_none() && self.timeout.is_none()
-    }
 }
 
 /// Spent and reserved amounts, under the budget's lock.
@@ -116,7 +109,7 @@ impl Budget {
 
     /// The limit reached, the first time it is asked for after it was reached
     /// (so that one run, not every run, announces it).
-    pub fn announce(&self) -> Option<LimitKind> {
+    pub(crate) fn announce(&self) -> Option<LimitKind> {
         let mut ledger = self.lock();
         match (ledger.reached, ledger.announced) {
             (Some(kind), false) => {
@@ -128,7 +121,7 @@ impl Budget {
     }
 
     /// Whether a token or cost limit needs each prompt counted.
-    pub fn counts_tokens(&self) -> bool {
+    pub(crate) fn counts_tokens(&self) -> bool {
         self.limits.max_tokens.is_some()
             || (self.limits.max_cost_usd.is_some() && self.price.is_some())
     }
@@ -244,7 +237,7 @@ impl Budget {
     }
 
     /// Tokens and cost spent by settled calls.
-    pub fn spent(&self) -> (u64, f64) {
+    pub(crate) fn spent(&self) -> (u64, f64) {
         let ledger = self.lock();
         (ledger.used_tokens, ledger.used_cost)
     }
@@ -270,7 +263,7 @@ impl Budget {
 
 impl Reservation<'_> {
     /// Replaces the reservation by the call's reported usage.
-    pub fn settle(mut self, usage: &Usage) {
+    pub(crate) fn settle(mut self, usage: &Usage) {
         self.open = false;
         self.budget.close(self.tokens, self.cost, Some(usage));
     }

@@ -42,21 +42,21 @@ impl Coverage {
     }
 
     /// Every changed line of `path` was shown.
-    pub fn show_file(&self, path: &str) {
+    pub(crate) fn show_file(&self, path: &str) {
         if let Some(lines) = self.changed.get(path) {
             self.mark(path, lines.iter().copied());
         }
     }
 
     /// Changed lines of `path` within `start..=end` were shown.
-    pub fn show_range(&self, path: &str, start: u32, end: u32) {
+    pub(crate) fn show_range(&self, path: &str, start: u32, end: u32) {
         if let Some(lines) = self.changed.get(path) {
             self.mark(path, lines.range(start..=end).copied());
         }
     }
 
     /// These head lines of `path` were shown (those that are not changed lines are ignored).
-    pub fn show_lines(&self, path: &str, lines: &[u32]) {
+    pub(crate) fn show_lines(&self, path: &str, lines: &[u32]) {
         if let Some(changed) = self.changed.get(path) {
             self.mark(path, lines.iter().copied().filter(|n| changed.contains(n)));
         }
@@ -69,7 +69,7 @@ impl Coverage {
     }
 
     /// Learns from a successful tool call what it showed.
-    pub fn observe_tool(&self, name: &str, arguments: &str, content: &str) {
+    pub(crate) fn observe_tool(&self, name: &str, arguments: &str, content: &str) {
         let args: serde_json::Value = serde_json::from_str(arguments).unwrap_or_default();
         let path = args
             .get("path")

@@ -6,7 +6,8 @@ use tokio::sync::mpsc;
 
 use crate::review::finding::Finding;
 
-pub use crate::review::stats::{CompressionStats, Scores, Stats, TaskStat};
+pub use crate::review::stats::Stats;
+pub(crate) use crate::review::stats::{CompressionStats, Scores, TaskStat};
 
 /// What happened, without the timestamp.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -137,11 +138,11 @@ pub struct Event {
 }
 
 /// Hears every event synchronously as it is emitted (the transcript keeps some of them).
-pub type EventTap = std::sync::Arc<dyn Fn(&EventKind) + Send + Sync>;
+pub(crate) type EventTap = std::sync::Arc<dyn Fn(&EventKind) + Send + Sync>;
 
 /// Where a run sends its events. Cheap to clone; sending never blocks and never fails the run.
 #[derive(Clone, Default)]
-pub struct EventSink {
+pub(crate) struct EventSink {
     tx: Option<mpsc::UnboundedSender<Event>>,
     tap: Option<EventTap>,
 }
@@ -169,13 +170,13 @@ impl EventSink {
     }
 
     /// The same sink, also calling `tap` with every event before it is sent.
-    pub fn with_tap(mut self, tap: EventTap) -> Self {
+    pub(crate) fn with_tap(mut self, tap: EventTap) -> Self {
         self.tap = Some(tap);
         self
     }
 
     /// A sink that drops everything.
-    pub fn discard() -> Self {
+    pub(crate) fn discard() -> Self {
         EventSink {
             tx: None,
             tap: None,
@@ -183,7 +184,7 @@ impl EventSink {
     }
 
     /// Sends an event stamped with the current time.
-    pub fn emit(&self, kind: EventKind) {
+    pub(crate) fn emit(&self, kind: EventKind) {
         if let Some(tap) = &self.tap {
             tap(&kind);
         }
@@ -196,7 +197,7 @@ impl EventSink {
 }
 
 /// One line of human progress for an event, or `None` for events not worth a line.
-pub fn progress_line(event: &Event, verbose: bool) -> Option<String> {
+pub(crate) fn progress_line(event: &Event, verbose: bool) -> Option<String> {
     match &event.kind {
         EventKind::RunStarted {
             strategy, reason, ..

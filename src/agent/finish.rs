@@ -31,7 +31,7 @@ pub(crate) trait Finisher: Send + Sync {
 }
 
 /// Name of the tool the model calls to finish a review.
-pub const SUBMIT_REVIEW: &str = "submit_review";
+pub(crate) const SUBMIT_REVIEW: &str = "submit_review";
 
 /// Ends a review run with `submit_review`.
 pub(crate) struct ReviewFinisher;

@@ -47,11 +47,10 @@ use strategy::Fit;
 use strategy::{AutoThresholds, Decision, Strategy, StrategyChoice};
 use tool_mode::ModeState;
 
-pub use finish::SUBMIT_REVIEW;
-pub use tool_mode::ToolMode;
+pub(crate) use tool_mode::ToolMode;
 
 /// Model turns of one ReAct run before its final turn, unless configured.
-pub const DEFAULT_MAX_STEPS: u32 = 10;
+pub(crate) const DEFAULT_MAX_STEPS: u32 = 10;
 
 /// How a review runs.
 #[derive(Debug, Clone)]
@@ -207,25 +206,25 @@ impl Orchestrator {
     }
 
     /// Keeps a transcript with `recorder` (and answers from it what it already holds).
-    pub fn with_recorder(mut self, recorder: Arc<transcript::Recorder>) -> Self {
+    pub(crate) fn with_recorder(mut self, recorder: Arc<transcript::Recorder>) -> Self {
         self.recorder = Some(recorder);
         self
     }
 
     /// Sends events to `events`.
-    pub fn with_events(mut self, events: EventSink) -> Self {
+    pub(crate) fn with_events(mut self, events: EventSink) -> Self {
         self.events = events;
         self
     }
 
     /// Stops the run at its next safe point when `cancel` fires.
-    pub fn with_cancel(mut self, cancel: CancellationToken) -> Self {
+    pub(crate) fn with_cancel(mut self, cancel: CancellationToken) -> Self {
         self.cancel = cancel;
         self
     }
 
     /// The strategy this review would use, and why.
-    pub fn decide(&self) -> Decision {
+    pub(crate) fn decide(&self) -> Decision {
         strategy::decide(
             self.config.strategy,
             &self.workspace.changes,
@@ -256,7 +255,7 @@ impl Orchestrator {
     }
 
     /// Runs plan-and-execute with a given plan (confirmed or edited by a person).
-    pub async fn review_with_plan(
+    pub(crate) async fn review_with_plan(
         &self,
         mut plan: Plan,
         planning: Stats,
@@ -514,7 +513,7 @@ fn limit_summary(summary: &str, kind: LimitKind) -> String {
 
 /// Stage 1: the change shaped into the first message within the model's budget; what
 /// [`Orchestrator::new`] starts from, and what `redline context` shows.
-pub fn shape_first_message(
+pub(crate) fn shape_first_message(
     workspace: &Workspace,
     config: &AgentConfig,
     counter: &TokenCounter,

@@ -9,7 +9,7 @@ use crate::llm::ToolSpec;
 use crate::review::diff::ChangeSet;
 
 /// Name of the tool the planner calls.
-pub const SUBMIT_PLAN: &str = "submit_plan";
+pub(crate) const SUBMIT_PLAN: &str = "submit_plan";
 
 /// One review task: an area of the change and what to check there.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -56,7 +56,7 @@ impl Plan {
     }
 
     /// Reads the planner's `submit_plan` arguments leniently.
-    pub fn from_submission(args: &serde_json::Value) -> Result<Plan, String> {
+    pub(crate) fn from_submission(args: &serde_json::Value) -> Result<Plan, String> {
         let tasks = args
             .get("tasks")
             .and_then(|t| t.as_array())
@@ -156,7 +156,7 @@ impl Plan {
 }
 
 /// The `submit_plan` tool's spec.
-pub fn submit_plan_spec() -> ToolSpec {
+pub(crate) fn submit_plan_spec() -> ToolSpec {
     ToolSpec {
         name: SUBMIT_PLAN.into(),
         description: "Submit the review plan: a list of review tasks, each covering some changed files and saying what to check. Every changed file must be in some task; group files that belong together.".into(),

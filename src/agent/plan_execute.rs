@@ -56,7 +56,7 @@ pub(crate) async fn make_plan(
 }
 
 /// One task per top-level directory: the plan used when the planner fails.
-pub fn plan_by_directory(changes: &ChangeSet) -> Plan {
+pub(crate) fn plan_by_directory(changes: &ChangeSet) -> Plan {
     let mut tasks: Vec<PlanTask> = Vec::new();
     for file in changes.files.iter().filter(|f| !f.binary) {
         let dir = file.path.split_once('/').map(|(d, _)| d).unwrap_or(".");

@@ -14,7 +14,7 @@ use crate::review::finding::Finding;
 use crate::review::parse::Submission;
 
 /// Name of the tool the evaluator calls.
-pub const SUBMIT_EVALUATION: &str = "submit_evaluation";
+pub(crate) const SUBMIT_EVALUATION: &str = "submit_evaluation";
 
 /// Thresholds of the reflection loop (config table `[reflection]`).
 #[derive(Debug, Clone, PartialEq, Deserialize)]
@@ -55,7 +55,7 @@ pub struct FindingScore {
 
 impl FindingScore {
     /// The mean of the three axes.
-    pub fn mean(&self) -> f64 {
+    pub(crate) fn mean(&self) -> f64 {
         (self.correctness + self.evidence + self.actionability) / 3.0
     }
 }
@@ -73,7 +73,7 @@ pub struct Evaluation {
 
 impl Evaluation {
     /// Reads `submit_evaluation` arguments leniently (numbers may come as strings; scores are clamped to 0..=10).
-    pub fn from_submission(args: &serde_json::Value) -> Result<Evaluation, String> {
+    pub(crate) fn from_submission(args: &serde_json::Value) -> Result<Evaluation, String> {
         let number = |v: Option<&serde_json::Value>| -> Option<f64> {
             let v = v?;
             v.as_f64()
@@ -123,7 +123,7 @@ impl Evaluation {
 }
 
 /// The `submit_evaluation` tool's spec.
-pub fn submit_evaluation_spec() -> ToolSpec {
+pub(crate) fn submit_evaluation_spec() -> ToolSpec {
     let score = serde_json::json!({"type": "number", "minimum": 0, "maximum": 10});
     ToolSpec {
         name: SUBMIT_EVALUATION.into(),

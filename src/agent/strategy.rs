@@ -128,7 +128,7 @@ impl Default for AutoThresholds {
 
 /// The strategy chosen and why (shown in the `run_started` event).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Decision {
+pub(crate) struct Decision {
     /// The strategy.
     pub strategy: Strategy,
     /// A short reason, e.g. "38 files, 2 languages".
@@ -137,7 +137,7 @@ pub struct Decision {
 
 /// Whether the shaped change fits the first-message budget whole.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Fit {
+pub(crate) struct Fit {
     /// Every reviewable file's section is in the stage-1 message.
     pub whole: bool,
     /// Tokens of the shaped change (the stage-1 message).
@@ -147,7 +147,7 @@ pub struct Fit {
 }
 
 /// Applies the choice to a change.
-pub fn decide(
+pub(crate) fn decide(
     choice: StrategyChoice,
     changes: &ChangeSet,
     thresholds: &AutoThresholds,
@@ -283,7 +283,7 @@ fn plural(n: usize) -> &'static str {
 }
 
 /// The programming language of a path, by extension; `None` for docs and data.
-pub fn language_of(path: &str) -> Option<&'static str> {
+pub(crate) fn language_of(path: &str) -> Option<&'static str> {
     let ext = path.rsplit_once('.').map(|(_, e)| e.to_ascii_lowercase())?;
     Some(match ext.as_str() {
         "rs" => "rust",

@@ -16,19 +16,18 @@ mod signals;
 use clap::{Args, Parser, Subcommand};
 use std::path::PathBuf;
 
-pub use progress::{EventConsumer, EventLog, Verbosity, spawn_event_consumers};
-pub use serve::ServeLimitArgs;
+pub(crate) use serve::ServeLimitArgs;
 
 /// Exit code: done, nothing at or above `--fail-on`.
-pub const EXIT_OK: i32 = 0;
+pub(crate) const EXIT_OK: i32 = 0;
 /// Exit code: done, and some finding is at or above `--fail-on`.
-pub const EXIT_FINDINGS: i32 = 1;
+pub(crate) const EXIT_FINDINGS: i32 = 1;
 /// Exit code: error (arguments, git, model, config).
-pub const EXIT_ERROR: i32 = 2;
+pub(crate) const EXIT_ERROR: i32 = 2;
 /// Exit code: the review was stopped by SIGINT (Ctrl-C).
-pub const EXIT_SIGINT: i32 = 130;
+pub(crate) const EXIT_SIGINT: i32 = 130;
 /// Exit code: the review was stopped by SIGTERM.
-pub const EXIT_SIGTERM: i32 = 143;
+pub(crate) const EXIT_SIGTERM: i32 = 143;
 
 /// Redline: a code-review agent.
 #[derive(Debug, Parser)]

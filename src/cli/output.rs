@@ -13,7 +13,7 @@ use anyhow::Context;
 
 /// The opened destination of the result.
 #[derive(Debug)]
-pub struct OutputTarget {
+pub(crate) struct OutputTarget {
     file: Option<OpenedFile>,
 }
 
@@ -72,7 +72,7 @@ impl OutputTarget {
     }
 
     /// Ends without a result: a file this run created is removed, an existing one is left as it was.
-    pub fn abandon(self) {
+    pub(crate) fn abandon(self) {
         if let Some(opened) = self.file
             && opened.created
         {

@@ -20,7 +20,7 @@ use crate::review::finding::Finding;
 
 /// How much progress to print on stderr.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Verbosity {
+pub(crate) enum Verbosity {
     /// Nothing.
     Quiet,
     /// Steps, tools and the end.
@@ -31,7 +31,7 @@ pub enum Verbosity {
 
 /// The task writing events as they come; [`EventConsumer::finish`] stops it.
 #[derive(Debug)]
-pub struct EventConsumer {
+pub(crate) struct EventConsumer {
     stop: oneshot::Sender<()>,
     task: JoinHandle<EventLog>,
 }
@@ -47,7 +47,7 @@ impl EventConsumer {
 
 /// Starts the task that consumes events. The events file is created here, before the
 /// run starts, so a bad path fails before any model call.
-pub fn spawn_event_consumers(
+pub(crate) fn spawn_event_consumers(
     mut rx: UnboundedReceiver<Event>,
     verbosity: Verbosity,
     events_file: Option<&Path>,
@@ -87,7 +87,7 @@ pub fn spawn_event_consumers(
 
 /// The events file and stderr progress of one run, and what its events told so far.
 #[derive(Debug)]
-pub struct EventLog {
+pub(crate) struct EventLog {
     file: Option<File>,
     verbosity: Verbosity,
     started: Instant,

@@ -54,7 +54,7 @@ pub struct ServeLimitArgs {
 
 impl ServeLimitArgs {
     /// The connection limits these flags set.
-    pub fn connection_limits(&self) -> ConnectionLimits {
+    pub(crate) fn connection_limits(&self) -> ConnectionLimits {
         ConnectionLimits {
             header_timeout: self.header_timeout,
             idle_timeout: self.idle_timeout,
@@ -63,7 +63,7 @@ impl ServeLimitArgs {
     }
 
     /// The request limits these flags set (other fields at their defaults).
-    pub fn request_limits(&self) -> RequestLimits {
+    pub(crate) fn request_limits(&self) -> RequestLimits {
         RequestLimits {
             body_min_rate: self.body_min_rate,
             body_timeout: self.body_timeout,

@@ -3,7 +3,7 @@
 
 /// A termination signal that arrived.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Stop {
+pub(crate) enum Stop {
     /// Ctrl-C.
     Interrupt,
     /// `kill`, a CI runner's cancellation.
@@ -20,7 +20,7 @@ impl Stop {
     }
 
     /// The exit code a shell reports for a process ended by this signal.
-    pub fn exit_code(self) -> i32 {
+    pub(crate) fn exit_code(self) -> i32 {
         match self {
             Stop::Interrupt => super::EXIT_SIGINT,
             Stop::Terminate => super::EXIT_SIGTERM,
@@ -31,7 +31,7 @@ impl Stop {
 /// Handlers for both signals; from [`StopSignals::install`] on, the signals no longer
 /// end the process by themselves.
 #[derive(Debug)]
-pub struct StopSignals {
+pub(crate) struct StopSignals {
     #[cfg(unix)]
     interrupt: Option<tokio::signal::unix::Signal>,
     #[cfg(unix)]

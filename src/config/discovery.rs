@@ -24,19 +24,19 @@ use serde_json::Value;
 use crate::config::{self, ConfigError, FileConfig, ModelFlags, ModelSettings};
 
 /// Longest a probe of one port may take (connect, request and answer).
-pub const PROBE_TIMEOUT: Duration = Duration::from_millis(800);
+pub(crate) const PROBE_TIMEOUT: Duration = Duration::from_millis(800);
 
 /// Most bytes read from a probe's answer; a model list is far smaller.
 const MAX_ANSWER_BYTES: usize = 1 << 20;
 
 /// Set (to anything but `0`) to turn discovery off.
-pub const NO_DISCOVERY_VAR: &str = "REDLINE_NO_DISCOVERY";
+pub(crate) const NO_DISCOVERY_VAR: &str = "REDLINE_NO_DISCOVERY";
 
 /// Comma-separated ports of 127.0.0.1 to probe instead of [`DEFAULT_CANDIDATES`].
-pub const PORTS_VAR: &str = "REDLINE_DISCOVERY_PORTS";
+pub(crate) const PORTS_VAR: &str = "REDLINE_DISCOVERY_PORTS";
 
 /// The servers looked for, in order: who listens there by default, and the port.
-pub const DEFAULT_CANDIDATES: [(&str, u16); 4] = [
+pub(crate) const DEFAULT_CANDIDATES: [(&str, u16); 4] = [
     ("Ollama", 11434),
     ("llama.cpp", 8080),
     ("LM Studio", 1234),
@@ -55,7 +55,7 @@ pub struct Discovered {
 }
 
 /// [`config::resolve_model`], falling back to a local model server as [`recover`] does.
-pub fn resolve_or_discover(
+pub(crate) fn resolve_or_discover(
     flags: &ModelFlags,
     file: &FileConfig,
     env: &dyn Fn(&str) -> Option<String>,
@@ -66,7 +66,7 @@ pub fn resolve_or_discover(
 /// Falls back to a local server when `resolved` failed for want of a key and the user
 /// chose no endpoint, provider or key; says on stderr which server and model it uses.
 /// Any other outcome (success, other errors, discovery off, nothing found) is returned as is.
-pub fn recover(
+pub(crate) fn recover(
     resolved: Result<ModelSettings, ConfigError>,
     flags: &ModelFlags,
     file: &FileConfig,
@@ -114,7 +114,7 @@ fn allowed(flags: &ModelFlags, file: &FileConfig, env: &dyn Fn(&str) -> Option<S
 
 /// The candidates: [`PORTS_VAR`]'s ports when set (unparsable entries are skipped),
 /// else [`DEFAULT_CANDIDATES`].
-pub fn candidates(env: &dyn Fn(&str) -> Option<String>) -> Vec<(String, u16)> {
+pub(crate) fn candidates(env: &dyn Fn(&str) -> Option<String>) -> Vec<(String, u16)> {
     let named = |port: u16| {
         DEFAULT_CANDIDATES
             .iter()

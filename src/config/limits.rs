@@ -34,7 +34,10 @@ pub struct LimitCeilings {
 }
 
 /// The review's limits: flags (and env) over the file; none by default.
-pub fn resolve_limits(flags: &LimitFlags, file: &FileConfig) -> Result<ReviewLimits, ConfigError> {
+pub(crate) fn resolve_limits(
+    flags: &LimitFlags,
+    file: &FileConfig,
+) -> Result<ReviewLimits, ConfigError> {
     let max_cost_usd = match (&flags.max_cost, &file.max_cost) {
         (Some(text), _) => Some(parse_cost(text).map_err(bad("--max-cost (REDLINE_MAX_COST)"))?),
         (None, Some(value)) => Some(cost_value(value).map_err(bad("max_cost"))?),
@@ -61,7 +64,7 @@ pub fn resolve_limits(flags: &LimitFlags, file: &FileConfig) -> Result<ReviewLim
 
 /// The limits a repository asked for, bounded by the server's ceilings: the smaller
 /// wins, and with no repository value the ceiling applies.
-pub fn apply_ceilings(requested: ReviewLimits, ceilings: &LimitCeilings) -> ReviewLimits {
+pub(crate) fn apply_ceilings(requested: ReviewLimits, ceilings: &LimitCeilings) -> ReviewLimits {
     fn smaller<T: PartialOrd + Copy>(a: Option<T>, b: Option<T>) -> Option<T> {
         match (a, b) {
             (Some(a), Some(b)) => Some(if b < a { b } else { a }),
@@ -78,7 +81,7 @@ pub fn apply_ceilings(requested: ReviewLimits, ceilings: &LimitCeilings) -> Revi
 /// The limits of a review by `redline serve`: the repository's config bounded by the
 /// server's ceilings. `price` must be the built-in table's: a repository's `[pricing]`
 /// is not used there, so it cannot lower the price its ceiling is kept at.
-pub fn repository_limits(
+pub(crate) fn repository_limits(
     file: &FileConfig,
     ceilings: &LimitCeilings,
     price: Option<Price>,
@@ -90,7 +93,7 @@ pub fn repository_limits(
 }
 
 /// A cost limit can only be kept at a known price: an error naming the fix otherwise.
-pub fn check_priced(
+pub(crate) fn check_priced(
     limits: &ReviewLimits,
     price: Option<Price>,
     model: &str,
@@ -108,7 +111,7 @@ pub fn check_priced(
 
 /// Sets an agent's price (built-in table with the file's overrides) and its limits
 /// (flags over the file), rejecting a cost limit without a price. Used by `review` and `action`.
-pub fn apply_to_agent(
+pub(crate) fn apply_to_agent(
     agent: &mut AgentConfig,
     flags: &LimitFlags,
     file: &FileConfig,
@@ -120,7 +123,7 @@ pub fn apply_to_agent(
 
 /// The price table: the built-in one with the file's `[pricing."MODEL"]` entries.
 /// `input` and `output` are required; `cached_input` and `cache_write` default to `input`.
-pub fn price_table(file: &FileConfig) -> Result<PriceTable, ConfigError> {
+pub(crate) fn price_table(file: &FileConfig) -> Result<PriceTable, ConfigError> {
     let mut overrides = BTreeMap::new();
     for (model, entry) in &file.pricing {
         let key = |field: &str| format!("pricing.\"{model}\".{field}");
@@ -167,7 +170,7 @@ fn bad(key: &str) -> impl Fn(LimitValueError) -> ConfigError + '_ {
 
 /// Why a limit or price value is refused; the message names the value, the caller its key.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
-pub enum LimitValueError {
+pub(crate) enum LimitValueError {
     /// A cost that is not a number.
     #[error("`{0}` is not a number of USD")]
     NotUsd(String),
@@ -203,7 +206,7 @@ pub enum LimitValueError {
 }
 
 /// A USD amount: a positive, finite number.
-pub fn parse_cost(text: &str) -> Result<f64, LimitValueError> {
+pub(crate) fn parse_cost(text: &str) -> Result<f64, LimitValueError> {
     let trimmed = text.trim().trim_start_matches('$');
     let value: f64 = trimmed
         .parse()
@@ -249,7 +252,7 @@ fn price_value(value: &toml::Value) -> Result<f64, LimitValueError> {
 }
 
 /// A token count: a positive integer.
-pub fn parse_tokens(text: &str) -> Result<u64, LimitValueError> {
+pub(crate) fn parse_tokens(text: &str) -> Result<u64, LimitValueError> {
     match text.trim().replace('_', "").parse::<u64>() {
         Ok(0) => Err(LimitValueError::TokensNotPositive(0)),
         Ok(n) => Ok(n),
@@ -270,7 +273,7 @@ fn tokens_value(value: &toml::Value) -> Result<u64, LimitValueError> {
 
 /// A duration: `90s`, `10m`, `1h`, `1h30m`, `500ms`, `7d`, or a bare number of seconds;
 /// more than 0. The one duration syntax of every flag and config key.
-pub fn parse_duration(text: &str) -> Result<Duration, LimitValueError> {
+pub(crate) fn parse_duration(text: &str) -> Result<Duration, LimitValueError> {
     let malformed = || LimitValueError::NotDuration(text.to_string());
     let trimmed = text.trim();
     if let Ok(seconds) = trimmed.parse::<u64>() {

@@ -23,11 +23,11 @@ use crate::review::finding::Severity;
 use crate::review::report::FailOn;
 
 /// Inline comments per review when nothing says otherwise.
-pub const DEFAULT_MAX_COMMENTS: usize = 25;
+pub(crate) const DEFAULT_MAX_COMMENTS: usize = 25;
 
 /// What a command line (or a `/redline` command) sets; `None` leaves the key to the files.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct SettingFlags {
+pub(crate) struct SettingFlags {
     /// `--provider`, `--model`, `--base-url`.
     pub model: ModelFlags,
     /// `--max-cost`, `--max-tokens`, `--timeout`.
@@ -48,7 +48,7 @@ pub struct SettingFlags {
 
 /// Who runs the review, which decides what the files may set.
 #[derive(Debug, Clone)]
-pub enum Scope {
+pub(crate) enum Scope {
     /// `redline review` and `redline action`: the user's own run.
     Local,
     /// A command that calls no model (`redline context`): resolved as a local run, but
@@ -64,7 +64,7 @@ pub enum Scope {
 }
 
 /// Everything [`resolve`] reads.
-pub struct SettingsInput<'a> {
+pub(crate) struct SettingsInput<'a> {
     /// Flags (clap has applied their environment variables).
     pub flags: SettingFlags,
     /// How errors name a flag's origin, e.g. `"flag"` or `"/redline command"`.
@@ -136,7 +136,7 @@ fn glob_set(patterns: &[String], key: &str) -> Result<GlobSet, ConfigError> {
 }
 
 /// Builds the settings of one review; the one resolution every entry point uses.
-pub fn resolve(input: SettingsInput<'_>) -> Result<Settings, ConfigError> {
+pub(crate) fn resolve(input: SettingsInput<'_>) -> Result<Settings, ConfigError> {
     let origins = Origins {
         flags: &input.flags,
         flags_origin: input.flags_origin,

@@ -13,11 +13,11 @@ use super::{CONFIG_FILE, ConfigError, FileConfig};
 
 /// Keys only the user may set (flags, environment, the user's config file): they choose
 /// the endpoint and the wire protocol that receive the API key.
-pub const USER_ONLY_KEYS: &[&str] = &["provider", "base_url"];
+pub(crate) const USER_ONLY_KEYS: &[&str] = &["provider", "base_url"];
 
 /// Who controls a config file, which decides what it may set.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Owner {
+pub(crate) enum Owner {
     /// The user's own file: may set everything a config file can.
     User,
     /// A repository's file (or `--config FILE`): may not set [`USER_ONLY_KEYS`].
@@ -26,7 +26,7 @@ pub enum Owner {
 
 /// One config file, checked, with the keys its owner may not set removed.
 #[derive(Debug, Clone, PartialEq)]
-pub struct ConfigSource {
+pub(crate) struct ConfigSource {
     origin: String,
     text: String,
     table: toml::Table,
@@ -63,7 +63,7 @@ impl ConfigSource {
 
     /// Whether the file sets `key` (dotted for nested keys: `reflection.max_rounds`,
     /// `pricing."gpt-4.1".input`), or the table the key is in.
-    pub fn has_key(&self, key: &str) -> bool {
+    pub(crate) fn has_key(&self, key: &str) -> bool {
         let path = key_path(key);
         let Some((first, rest)) = path.split_first() else {
             return false;
@@ -82,7 +82,7 @@ impl ConfigSource {
     }
 
     /// The 1-based line where `key` (or the deepest table on its path) is written.
-    pub fn line_of(&self, key: &str) -> Option<usize> {
+    pub(crate) fn line_of(&self, key: &str) -> Option<usize> {
         let document = toml::de::DeTable::parse(&self.text).ok()?;
         let mut table = document.get_ref();
         let mut offset = None;
@@ -103,7 +103,7 @@ impl ConfigSource {
     }
 
     /// Whether both sources hold the same settings (wherever they came from).
-    pub fn same_settings(&self, other: &ConfigSource) -> bool {
+    pub(crate) fn same_settings(&self, other: &ConfigSource) -> bool {
         self.table == other.table && self.ignored == other.ignored
     }
 
@@ -112,13 +112,14 @@ impl ConfigSource {
         &self.origin
     }
 
+    #[cfg(test)]
     /// The user-only keys the file set and that were dropped.
-    pub fn ignored_keys(&self) -> &[String] {
+    pub(crate) fn ignored_keys(&self) -> &[String] {
         &self.ignored
     }
 
     /// One warning per dropped key, naming it (for stderr).
-    pub fn warnings(&self) -> Vec<String> {
+    pub(crate) fn warnings(&self) -> Vec<String> {
         self.ignored
             .iter()
             .map(|key| {
@@ -146,7 +147,7 @@ impl ConfigSource {
 
     /// Reads a file when something exists at `path`; nothing there is `None`, anything
     /// there that cannot be read as a file is an error.
-    pub fn read_optional(path: &Path, owner: Owner) -> Result<Option<Self>, ConfigError> {
+    pub(crate) fn read_optional(path: &Path, owner: Owner) -> Result<Option<Self>, ConfigError> {
         // `symlink_metadata`: a dangling symlink is there, and unreadable, not missing.
         match std::fs::symlink_metadata(path) {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
@@ -155,13 +156,13 @@ impl ConfigSource {
     }
 
     /// `.redline.toml` in a work tree, as a repository source.
-    pub fn read_worktree(root: &Path) -> Result<Option<Self>, ConfigError> {
+    pub(crate) fn read_worktree(root: &Path) -> Result<Option<Self>, ConfigError> {
         Self::read_optional(&root.join(CONFIG_FILE), Owner::Repository)
     }
 
     /// A repository path as it is in commit `rev`, as a repository source; a missing
     /// path is `None`, a directory is an error.
-    pub fn read_at_commit(
+    pub(crate) fn read_at_commit(
         root: &Path,
         rev: &str,
         path: &Path,
@@ -192,7 +193,9 @@ impl ConfigSource {
     }
 
     /// The user's config file ([`user_config_path`]), when there is one.
-    pub fn read_user(env: &dyn Fn(&str) -> Option<String>) -> Result<Option<Self>, ConfigError> {
+    pub(crate) fn read_user(
+        env: &dyn Fn(&str) -> Option<String>,
+    ) -> Result<Option<Self>, ConfigError> {
         match user_config_path(env) {
             Some(path) => Self::read_optional(&path, Owner::User),
             None => Ok(None),
@@ -216,7 +219,7 @@ fn key_path(key: &str) -> Vec<String> {
 
 /// `$XDG_CONFIG_HOME/redline/config.toml` (an absolute `XDG_CONFIG_HOME` only), else
 /// `$HOME/.config/redline/config.toml`; `None` without either.
-pub fn user_config_path(env: &dyn Fn(&str) -> Option<String>) -> Option<PathBuf> {
+pub(crate) fn user_config_path(env: &dyn Fn(&str) -> Option<String>) -> Option<PathBuf> {
     let absolute = |name: &str| env(name).map(PathBuf::from).filter(|p| p.is_absolute());
     let config_home =
         absolute("XDG_CONFIG_HOME").or_else(|| absolute("HOME").map(|h| h.join(".config")))?;
@@ -225,7 +228,7 @@ pub fn user_config_path(env: &dyn Fn(&str) -> Option<String>) -> Option<PathBuf>
 
 /// The settings of both files: the repository's over the user's, key by key (tables
 /// such as `[prompts]` are merged, arrays replaced).
-pub fn merge_sources(
+pub(crate) fn merge_sources(
     user: Option<&ConfigSource>,
     repo: Option<&ConfigSource>,
 ) -> Result<FileConfig, ConfigError> {
@@ -308,7 +311,8 @@ mod tests {
         );
     }
 
-    /// `FileConfig::load_at_commit` is what `redline serve` reads: it drops the keys too.
+    /// The committed file (what `redline serve` and the Action read) and the work tree's
+    /// both lose the keys when merged.
     #[test]
     fn committed_repository_files_lose_user_only_keys() {
         let dir = tempfile::tempdir().unwrap();
@@ -324,10 +328,13 @@ mod tests {
         let sig = git2::Signature::now("t", "t@example.com").unwrap();
         repo.commit(Some("HEAD"), &sig, &sig, "c", &tree, &[])
             .unwrap();
-        let file = FileConfig::load_at_commit(dir.path(), "HEAD").unwrap();
+        let committed =
+            ConfigSource::read_at_commit(dir.path(), "HEAD", Path::new(CONFIG_FILE)).unwrap();
+        let file = merge_sources(None, committed.as_ref()).unwrap();
         assert_eq!((file.base_url, file.provider), (None, None));
         assert_eq!(file.instructions.as_deref(), Some("be brief"));
-        let file = FileConfig::load_worktree(dir.path()).unwrap();
+        let worktree = ConfigSource::read_worktree(dir.path()).unwrap();
+        let file = merge_sources(None, worktree.as_ref()).unwrap();
         assert_eq!((file.base_url, file.provider), (None, None));
     }
 

@@ -37,22 +37,14 @@ mod shape;
 mod shown;
 mod summarize;
 
-pub use noise::{ExcludeGlobError, NoiseKind, compile_excludes};
-pub use partition::{Packing, Slice, partition};
-pub use prune::{
-    DEFAULT_KEEP_RECENT, DEFAULT_MAX_OBSERVATION_TOKENS, DEFAULT_PRUNE_BATCH, FINDINGS_TOOLS,
-    PruneStats, Pruner,
-};
+pub(crate) use partition::{Packing, Slice, partition};
+pub use prune::{DEFAULT_KEEP_RECENT, DEFAULT_MAX_OBSERVATION_TOKENS, DEFAULT_PRUNE_BATCH, Pruner};
 pub use reads::ReadTracker;
-pub use shape::{
-    FileEntry, STAGE1_MAX_BUDGET, STAGE1_MIN_BUDGET, Section, ShapeOptions, ShapeStatus,
-    ShapedContext, shape_change, stage1_budget,
-};
-pub use shown::FirstMessageIndex;
-pub use summarize::{
-    DEFAULT_SUMMARY_THRESHOLD, SUMMARY_PROMPT, compact, drop_oldest_turns, needs_summary,
-    summary_request,
-};
+pub(crate) use shape::STAGE1_MIN_BUDGET;
+pub use shape::{FileEntry, ShapeOptions, ShapeStatus, ShapedContext, shape_change, stage1_budget};
+pub(crate) use shown::FirstMessageIndex;
+pub(crate) use summarize::{DEFAULT_SUMMARY_THRESHOLD, needs_summary};
+pub use summarize::{SUMMARY_PROMPT, compact, drop_oldest_turns, summary_request};
 
 use crate::llm::tokens::TokenCounter;
 

@@ -104,7 +104,7 @@ const SNAPSHOT_GLOBS: &[&str] = &["**/__snapshots__/**", "**/*.snap", "**/*.snap
 const MARKER_LINES: usize = 5;
 
 /// An added line this long means a minified or machine-written file.
-pub const MINIFIED_LINE_CHARS: usize = 1_000;
+pub(crate) const MINIFIED_LINE_CHARS: usize = 1_000;
 
 /// The built-in path patterns, compiled once, with the kind of each pattern.
 struct BuiltinPatterns {
@@ -147,7 +147,7 @@ fn build_builtin_patterns() -> BuiltinPatterns {
 /// An invalid glob in the config's `exclude` list.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("invalid exclude glob `{glob}`: {message}")]
-pub struct ExcludeGlobError {
+pub(crate) struct ExcludeGlobError {
     /// The glob as written.
     pub glob: String,
     /// What is wrong with it.
@@ -156,7 +156,7 @@ pub struct ExcludeGlobError {
 
 /// Compiles the config's `exclude` globs. A glob without a `/` matches at any depth
 /// (`*.md` matches `docs/a.md`), as in `.gitignore`.
-pub fn compile_excludes(globs: &[String]) -> Result<GlobSet, ExcludeGlobError> {
+pub(crate) fn compile_excludes(globs: &[String]) -> Result<GlobSet, ExcludeGlobError> {
     crate::repo::glob::compile_set(globs).map_err(|(glob, e)| ExcludeGlobError {
         glob,
         message: e.kind().to_string(),
@@ -183,7 +183,7 @@ pub fn classify(
 }
 
 /// Noise by path alone: config globs first (the user's word wins), then built-in patterns.
-pub fn classify_path(path: &str, exclude: &GlobSet) -> Option<NoiseKind> {
+pub(crate) fn classify_path(path: &str, exclude: &GlobSet) -> Option<NoiseKind> {
     if exclude.is_match(path) {
         return Some(NoiseKind::ConfigExcluded);
     }

@@ -88,7 +88,7 @@ const CONFIG_NAMES: &[&str] = &[
 ];
 
 /// The class of a path.
-pub fn file_class(path: &str) -> FileClass {
+pub(crate) fn file_class(path: &str) -> FileClass {
     let lower = path.to_ascii_lowercase();
     let mut parts: Vec<&str> = lower.split('/').collect();
     let name = parts.pop().unwrap_or("");
@@ -128,7 +128,7 @@ fn is_test_file_name(name: &str) -> bool {
 }
 
 /// Added and removed lines that are not blank.
-pub fn real_changed_lines(file: &FileChange) -> usize {
+pub(crate) fn real_changed_lines(file: &FileChange) -> usize {
     file.hunks
         .iter()
         .flat_map(|h| &h.lines)

@@ -24,7 +24,7 @@ const PARTS_NAMED: usize = 4;
 
 /// Whether groups share slices.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Packing {
+pub(crate) enum Packing {
     /// Every group gets slices of its own (a person's or the user's chosen grouping).
     PerGroup,
     /// Consecutive groups share a slice while it fits: fewer, fuller tasks, each
@@ -34,7 +34,7 @@ pub enum Packing {
 
 /// One slice: the diff text of one review task's first message.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Slice {
+pub(crate) struct Slice {
     /// Indexes of the plan groups it holds, in order (`groups.len()` for files no group named).
     pub groups: Vec<usize>,
     /// Its files, as shown to the model (`PATH (part k of n)` for parts).
@@ -59,7 +59,7 @@ struct Unit {
 
 /// Cuts `sections` (in review order) into slices of at most `budget` tokens,
 /// keeping together the files of each group of `groups` (lists of paths).
-pub fn partition(
+pub(crate) fn partition(
     groups: &[Vec<String>],
     sections: &[Section],
     budget: usize,

@@ -35,7 +35,7 @@ pub const DEFAULT_PRUNE_BATCH: usize = 3;
 pub const DEFAULT_MAX_OBSERVATION_TOKENS: usize = 6_000;
 
 /// Tools whose results are findings and are never elided.
-pub const FINDINGS_TOOLS: &[&str] = &[
+pub(crate) const FINDINGS_TOOLS: &[&str] = &[
     "submit_review",
     "submit_finding",
     "submit_findings",

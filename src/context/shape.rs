@@ -129,10 +129,10 @@ pub(crate) const OVER_BUDGET: &str = "over budget";
 
 /// The largest stage-1 budget, whatever the window: small and medium changes
 /// never need more, and a larger first prompt is paid again on every call.
-pub const STAGE1_MAX_BUDGET: usize = 24_000;
+pub(crate) const STAGE1_MAX_BUDGET: usize = 24_000;
 
 /// The smallest stage-1 budget (unless the window is tinier still).
-pub const STAGE1_MIN_BUDGET: usize = 2_000;
+pub(crate) const STAGE1_MIN_BUDGET: usize = 2_000;
 
 /// The stage-1 budget for a model.
 ///

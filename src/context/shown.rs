@@ -17,7 +17,7 @@ const SUFFIX: &str = "in the first message above]";
 
 /// What the first message prints of each file.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
-pub struct FirstMessageIndex {
+pub(crate) struct FirstMessageIndex {
     files: HashMap<String, Printed>,
 }
 
@@ -65,7 +65,7 @@ impl FirstMessageIndex {
     }
 
     /// Every file's printed head lines (context and added), as parsed.
-    pub fn printed_lines(&self) -> impl Iterator<Item = (&str, &BTreeSet<u32>)> {
+    pub(crate) fn printed_lines(&self) -> impl Iterator<Item = (&str, &BTreeSet<u32>)> {
         self.files.iter().map(|(path, p)| (path.as_str(), &p.lines))
     }
 

@@ -12,7 +12,7 @@ use crate::llm::Message;
 use crate::llm::tokens::ModelLimits;
 
 /// Summarise when the history passes this share of the usable window.
-pub const DEFAULT_SUMMARY_THRESHOLD: f32 = 0.7;
+pub(crate) const DEFAULT_SUMMARY_THRESHOLD: f32 = 0.7;
 
 /// The instruction that asks the model for a progress summary.
 pub const SUMMARY_PROMPT: &str = include_str!("../../prompts/summarize.md");
@@ -25,7 +25,7 @@ const DROP_MARKER: &str = "[Context note:";
 
 /// Whether a history of `history_tokens` has passed `threshold` (a share, e.g.
 /// 0.7) of the usable window: the context window minus the output reserve.
-pub fn needs_summary(history_tokens: usize, limits: ModelLimits, threshold: f32) -> bool {
+pub(crate) fn needs_summary(history_tokens: usize, limits: ModelLimits, threshold: f32) -> bool {
     let usable = limits
         .context_window
         .saturating_sub(limits.max_output_tokens) as f64;

@@ -48,7 +48,7 @@ impl Mutator {
     }
 
     /// The next input: a seed as is, now and then, else a seed mutated 1 to 8 times.
-    pub fn next_input(&mut self) -> Vec<u8> {
+    pub(crate) fn next_input(&mut self) -> Vec<u8> {
         let mut input = self.pick_seed();
         if self.rng.random_ratio(1, 20) {
             return input;

@@ -88,7 +88,7 @@ pub fn parse_action_event(event_name: &str, payload: &Value, opts: &TriggerOptio
 
 /// Why an event file does not have the shape GitHub gives its event.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum EventShapeError {
+pub(crate) enum EventShapeError {
     /// The file holds JSON that is not an object.
     #[error("the event is {0}, not a JSON object")]
     NotAnObject(&'static str),
@@ -104,7 +104,7 @@ pub enum EventShapeError {
 /// for `pull_request` / `pull_request_target` one with a `pull_request` object holding
 /// the base and head commits; for `issue_comment` one with an `issue` and a `comment`.
 /// A wrong shape means a broken workflow, not an event to skip.
-pub fn check_action_event(event_name: &str, payload: &Value) -> Result<(), EventShapeError> {
+pub(crate) fn check_action_event(event_name: &str, payload: &Value) -> Result<(), EventShapeError> {
     if !payload.is_object() {
         return Err(EventShapeError::NotAnObject(json_kind(payload)));
     }

@@ -89,13 +89,6 @@ impl AppAuth {
         self.rebuild(transport, margin)
     }
 
-    /// These credentials renewing installation tokens `margin` before they
-    /// expire (default five minutes). Starts with an empty cache.
-    pub fn with_renewal_margin(self, margin: Duration) -> Self {
-        let transport = self.inner.transport.clone();
-        self.rebuild(transport, margin)
-    }
-
     fn rebuild(self, transport: Arc<Transport>, renewal_margin: Duration) -> Self {
         AppAuth {
             inner: Arc::new(AppInner {
@@ -152,7 +145,7 @@ impl AppAuth {
     }
 
     /// A client acting as the App itself (JWT), for `/app/...` endpoints.
-    pub fn app_client(&self) -> GitHubClient {
+    pub(crate) fn app_client(&self) -> GitHubClient {
         GitHubClient::for_app(self.inner.transport.clone(), self.clone())
     }
 

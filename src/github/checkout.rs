@@ -60,7 +60,7 @@ fn fetch_options(token: Option<&Secret>) -> FetchOptions<'_> {
 /// from `remote` (a remote name such as `origin`, or a URL) when one is missing:
 /// first the commits themselves, then, if the server refuses that, all branches
 /// and pull-request heads with the full history.
-pub fn ensure_commits(
+pub(crate) fn ensure_commits(
     root: &Path,
     remote: &str,
     shas: &[&str],
@@ -116,7 +116,7 @@ pub fn ensure_commits(
 /// from `remote` what is needed: the two commits when missing, then, while the
 /// clone is shallow and no merge base is in reach (the history joining them is
 /// cut at the shallow boundary), the whole history of both.
-pub fn ensure_merge_base(
+pub(crate) fn ensure_merge_base(
     root: &Path,
     remote: &str,
     base: &str,

@@ -19,13 +19,13 @@ use super::ratelimit::{RetryPolicy, WriteGate, rate_limit_wait};
 use crate::llm::Secret;
 
 /// GitHub.com's API, used when `GITHUB_API_URL` is not set.
-pub const DEFAULT_API_URL: &str = "https://api.github.com";
+pub(crate) const DEFAULT_API_URL: &str = "https://api.github.com";
 
 /// Pages followed at most when listing, so a looping `Link` header cannot hang a run.
 const MAX_PAGES: usize = 100;
 
 /// The API base URL: `GITHUB_API_URL` (set by Actions, also on GHES) or GitHub.com's.
-pub fn api_url_from_env() -> String {
+pub(crate) fn api_url_from_env() -> String {
     std::env::var("GITHUB_API_URL")
         .ok()
         .map(|url| url.trim().to_string())
@@ -35,7 +35,7 @@ pub fn api_url_from_env() -> String {
 
 /// `value` made safe as one URL path segment (owner, repository or user names
 /// come from event payloads and are not trusted to be well-formed).
-pub fn path_segment(value: &str) -> String {
+pub(crate) fn path_segment(value: &str) -> String {
     let mut out = String::with_capacity(value.len());
     for byte in value.bytes() {
         if byte.is_ascii_alphanumeric() || matches!(byte, b'-' | b'_' | b'.' | b'~') {
@@ -119,11 +119,6 @@ impl Transport {
             policy,
             gate: WriteGate::default(),
         }
-    }
-
-    /// The API base URL, without a trailing slash.
-    pub(crate) fn api_url(&self) -> &str {
-        self.base.as_str().trim_end_matches('/')
     }
 
     /// Sends a request, waiting out rate limits; any other status is returned as is.
@@ -338,13 +333,8 @@ impl GitHubClient {
         }
     }
 
-    /// The API base URL, without a trailing slash.
-    pub fn api_url(&self) -> &str {
-        self.transport.api_url()
-    }
-
     /// `GET path` (relative to the API URL, e.g. `/repos/o/r/pulls/1`).
-    pub async fn get_json(&self, path: &str) -> Result<Value, GitHubError> {
+    pub(crate) async fn get_json(&self, path: &str) -> Result<Value, GitHubError> {
         let response = self
             .request(Method::GET, path, None, Pacing::Unpaced)
             .await?;
@@ -352,7 +342,7 @@ impl GitHubClient {
     }
 
     /// Every item of a paginated list, following `Link: rel="next"` (100 per page).
-    pub async fn get_all_pages(&self, path: &str) -> Result<Vec<Value>, GitHubError> {
+    pub(crate) async fn get_all_pages(&self, path: &str) -> Result<Vec<Value>, GitHubError> {
         let separator = if path.contains('?') { '&' } else { '?' };
         let mut next = Some(format!("{path}{separator}per_page=100"));
         let mut items = Vec::new();
@@ -377,15 +367,9 @@ impl GitHubClient {
     }
 
     /// `POST path` with a JSON body; paced like every content-creating request.
-    pub async fn post_json(&self, path: &str, body: &Value) -> Result<Value, GitHubError> {
+    pub(crate) async fn post_json(&self, path: &str, body: &Value) -> Result<Value, GitHubError> {
         let interval = self.transport.policy.min_write_interval;
         self.write_json(Method::POST, path, body, interval).await
-    }
-
-    /// `PATCH path` with a JSON body; paced like every content-creating request.
-    pub async fn patch_json(&self, path: &str, body: &Value) -> Result<Value, GitHubError> {
-        let interval = self.transport.policy.min_write_interval;
-        self.write_json(Method::PATCH, path, body, interval).await
     }
 
     /// A content-creating request, at least `interval` after the previous one.
@@ -494,7 +478,6 @@ mod tests {
     async fn next_page_only_on_the_same_host() {
         let transport = Transport::new("https://ghes.example/api/v3/", RetryPolicy::default())
             .expect("transport");
-        assert_eq!(transport.api_url(), "https://ghes.example/api/v3");
         let mut headers = HeaderMap::new();
         headers.insert(
             "link",

@@ -17,7 +17,8 @@ pub const USAGE: &str =
     "Usage: `/redline review [--strategy auto|react|plan|reflect]` on the first line of a comment.";
 
 /// `pull_request` actions that request a review (for the Action and the App alike).
-pub const REVIEW_ACTIONS: [&str; 4] = ["opened", "reopened", "synchronize", "ready_for_review"];
+pub(crate) const REVIEW_ACTIONS: [&str; 4] =
+    ["opened", "reopened", "synchronize", "ready_for_review"];
 
 /// A command found in a comment.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -32,7 +33,7 @@ pub enum Command {
 /// A `/redline` command that does not follow the grammar.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{reason}")]
-pub struct CommandError {
+pub(crate) struct CommandError {
     /// What is wrong, quoting at most 40 characters of the comment.
     pub reason: String,
 }
@@ -55,7 +56,7 @@ impl CommandError {
 
 /// Reads the command at the start of a comment body. `Ok(None)` when the body is not a
 /// `/redline` command; `Err` when it is one but does not follow the grammar.
-pub fn parse_command(body: &str) -> Result<Option<Command>, CommandError> {
+pub(crate) fn parse_command(body: &str) -> Result<Option<Command>, CommandError> {
     let first_line = body.trim_start().lines().next().unwrap_or("");
     let mut words = first_line.split_whitespace();
     if words.next() != Some(PREFIX) {

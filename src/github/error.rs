@@ -72,7 +72,7 @@ impl GitHubError {
     }
 
     /// GitHub's message for an error answer.
-    pub fn api_message(&self) -> Option<&str> {
+    pub(crate) fn api_message(&self) -> Option<&str> {
         match self {
             GitHubError::Api { message, .. } => Some(message),
             _ => None,

@@ -58,7 +58,7 @@ pub fn parse_markers(body: &str) -> Vec<String> {
 
 /// Untrusted text (model output, repository content) with anything that would
 /// read as one of Redline's hidden markers defused, so it cannot fake one.
-pub fn neutralise_markers(text: &str) -> String {
+pub(crate) fn neutralise_markers(text: &str) -> String {
     text.replace("<!-- redline:", "<!-- quoted redline:")
         .replace("<!--redline:", "<!-- quoted redline:")
 }

@@ -5,7 +5,7 @@
 //! [`publish_review`]; see [`publish`] for what it posts and how reruns stay
 //! idempotent.
 
-pub mod action_event;
+pub(crate) mod action_event;
 mod anchor;
 pub mod auth;
 pub mod checkout;
@@ -16,21 +16,22 @@ pub mod fingerprint;
 pub mod notice;
 pub mod publish;
 pub mod pull;
-pub mod ratelimit;
+pub(crate) mod ratelimit;
 mod summary;
 
-pub use action_event::{
-    EventShapeError, Trigger, TriggerOptions, check_action_event, has_write_access,
-    parse_action_event,
-};
+pub(crate) use action_event::check_action_event;
+pub use action_event::{Trigger, TriggerOptions, has_write_access, parse_action_event};
 pub use auth::AppAuth;
-pub use client::{DEFAULT_API_URL, GitHubClient, api_url_from_env, path_segment};
-pub use command::{Command, CommandError, REVIEW_ACTIONS, USAGE, parse_command};
+pub use client::GitHubClient;
+pub(crate) use client::{api_url_from_env, path_segment};
+pub use command::{Command, USAGE};
+pub(crate) use command::{REVIEW_ACTIONS, parse_command};
 pub use error::GitHubError;
 pub use fingerprint::{fingerprint, marker, parse_markers};
-pub use notice::post_notice_once;
+pub(crate) use notice::post_notice_once;
 pub use publish::{
     PublishConfig, PublishError, PublishOutcome, PublishRequest, last_reviewed_sha, publish_review,
 };
-pub use pull::{PullInfo, fetch_pull};
+pub(crate) use pull::PullInfo;
+pub use pull::fetch_pull;
 pub use ratelimit::{RetryPolicy, Sleeper};

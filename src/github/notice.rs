@@ -22,7 +22,7 @@ fn notice_marker(text: &str) -> String {
 /// Posts `text` as a comment on pull request `owner/repo#number` unless the same notice
 /// is there already; `Ok(true)` when it was posted. `text` may quote repository content:
 /// anything in it that reads as a Redline marker is defused.
-pub async fn post_notice_once(
+pub(crate) async fn post_notice_once(
     client: &GitHubClient,
     owner: &str,
     repo: &str,

@@ -71,7 +71,7 @@ impl From<ApiPull> for PullInfo {
 
 impl PullInfo {
     /// Reads an event payload's `pull_request` object; `None` without its base or head.
-    pub fn from_payload(pr: &Value) -> Option<PullInfo> {
+    pub(crate) fn from_payload(pr: &Value) -> Option<PullInfo> {
         ApiPull::deserialize(pr).ok().map(PullInfo::from)
     }
 }

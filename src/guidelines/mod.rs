@@ -25,18 +25,18 @@ use std::collections::BTreeSet;
 
 use globset::GlobMatcher;
 
+pub(crate) use read::GuidelineSource;
 use read::{FileText, Revision};
-pub use read::{GuidelineSource, MAX_GUIDELINE_BYTES};
 
 use crate::agent::AgentConfig;
 use crate::llm::tokens::TokenCounter;
 use crate::review::diff::ChangeSet;
 
 /// Tokens of guideline text quoted at most, unless configured (`guidelines_budget`).
-pub const DEFAULT_GUIDELINES_BUDGET: usize = 2000;
+pub(crate) const DEFAULT_GUIDELINES_BUDGET: usize = 2000;
 
 /// The files read unless configured (`guidelines_files`), in order of precedence.
-pub const DEFAULT_GUIDELINE_FILES: [&str; 7] = [
+pub(crate) const DEFAULT_GUIDELINE_FILES: [&str; 7] = [
     "AGENTS.md",
     "CLAUDE.md",
     ".cursorrules",
@@ -47,7 +47,7 @@ pub const DEFAULT_GUIDELINE_FILES: [&str; 7] = [
 ];
 
 /// The heading of the system prompt's section.
-pub const SECTION_HEADING: &str = "# Project guidelines";
+pub(crate) const SECTION_HEADING: &str = "# Project guidelines";
 
 /// Whether and which guidelines a review reads (`guidelines`, `guidelines_files`,
 /// `guidelines_budget`).
@@ -134,7 +134,7 @@ pub fn apply(
 }
 
 /// [`load`] when `config` is enabled, counting tokens as `model` does; nothing when disabled.
-pub fn load_for_model(
+pub(crate) fn load_for_model(
     config: &GuidelinesConfig,
     source: GuidelineSource<'_>,
     changed: &[&str],
@@ -147,7 +147,7 @@ pub fn load_for_model(
 }
 
 /// Appends the guidelines' section (if any) to the agent's system prompt.
-pub fn append_section(guidelines: &Guidelines, agent: &mut AgentConfig) {
+pub(crate) fn append_section(guidelines: &Guidelines, agent: &mut AgentConfig) {
     if let Some(section) = &guidelines.section {
         let system = &mut agent.prompts.system;
         system.truncate(system.trim_end().len());
@@ -274,7 +274,7 @@ fn literal_prefix(glob: &str) -> String {
 }
 
 /// Whether `entry` stays inside the repository: not empty, not absolute, no `..`.
-pub fn is_repository_path(entry: &str) -> bool {
+pub(crate) fn is_repository_path(entry: &str) -> bool {
     !entry.trim().is_empty()
         && !entry.starts_with('/')
         && !entry.contains('\\')

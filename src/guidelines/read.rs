@@ -9,7 +9,7 @@
 use std::path::{Path, PathBuf};
 
 /// Guideline files larger than this are named and skipped, never read whole.
-pub const MAX_GUIDELINE_BYTES: usize = 256 * 1024;
+pub(crate) const MAX_GUIDELINE_BYTES: usize = 256 * 1024;
 
 /// Which version of the repository the guidelines come from.
 #[derive(Debug, Clone, Copy)]
@@ -27,7 +27,7 @@ pub enum GuidelineSource<'a> {
 
 impl<'a> GuidelineSource<'a> {
     /// Where `redline review` reads them: the work tree with `--uncommitted`, else `base`.
-    pub fn of_review(root: &'a Path, base: &'a str, uncommitted: bool) -> Self {
+    pub(crate) fn of_review(root: &'a Path, base: &'a str, uncommitted: bool) -> Self {
         match uncommitted {
             true => GuidelineSource::WorkTree(root),
             false => GuidelineSource::Commit { root, rev: base },

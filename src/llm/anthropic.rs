@@ -28,13 +28,13 @@ use super::{
 };
 
 /// The API version this client speaks.
-pub const ANTHROPIC_VERSION: &str = "2023-06-01";
+pub(crate) const ANTHROPIC_VERSION: &str = "2023-06-01";
 
 /// `cache_control` markers one request carries at most (the API's limit is 4).
 pub const MAX_CACHE_BREAKPOINTS: usize = 2;
 
 /// A client for `{base_url}/v1/messages`.
-pub struct AnthropicClient {
+pub(crate) struct AnthropicClient {
     endpoint: Endpoint,
 }
 

@@ -35,7 +35,7 @@ impl OutputBudget {
     }
 
     /// Counts one newly streamed fragment; true once the reply is past the limit.
-    pub fn spend(&mut self, fragment: &str) -> bool {
+    pub(crate) fn spend(&mut self, fragment: &str) -> bool {
         self.counted += self.encoding.count(fragment) as u64;
         self.exceeded()
     }

@@ -80,7 +80,7 @@ impl Endpoint {
     }
 
     /// Runs one whole attempt (request and stream) under the per-attempt timeout.
-    pub async fn with_deadline<T>(
+    pub(crate) async fn with_deadline<T>(
         &self,
         attempt: impl Future<Output = Result<T, LlmError>>,
     ) -> Result<T, LlmError> {
@@ -91,7 +91,7 @@ impl Endpoint {
 
     /// POSTs `body` and returns the event stream of a successful response, or
     /// the mapped error of a failed one.
-    pub async fn open_stream(
+    pub(crate) async fn open_stream(
         &self,
         body: &impl Serialize,
         model: &str,

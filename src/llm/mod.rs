@@ -14,9 +14,8 @@ mod secret;
 mod sse;
 pub mod tokens;
 
-pub use retry::{
-    RetryHook, RetryInfo, RetryPolicy, RetryingModel, WAIT_NOTICE_INTERVAL, WaitHook, WaitInfo,
-};
+pub use retry::{RetryHook, RetryInfo, RetryPolicy, WaitHook, WaitInfo};
+pub(crate) use retry::{RetryingModel, WAIT_NOTICE_INTERVAL};
 pub use secret::Secret;
 
 use async_trait::async_trait;
@@ -175,7 +174,7 @@ pub struct ChatResponse {
 
 impl ChatResponse {
     /// The reply as a history message, verbatim.
-    pub fn to_message(&self) -> Message {
+    pub(crate) fn to_message(&self) -> Message {
         Message::Assistant {
             content: self.content.clone(),
             tool_calls: self.tool_calls.clone(),
@@ -277,7 +276,7 @@ impl LlmError {
     }
 
     /// The wait the server asked for, if any.
-    pub fn retry_after(&self) -> Option<Duration> {
+    pub(crate) fn retry_after(&self) -> Option<Duration> {
         match self {
             LlmError::RateLimited { retry_after } | LlmError::Server { retry_after, .. } => {
                 *retry_after
@@ -306,7 +305,7 @@ pub enum Provider {
 
 impl Provider {
     /// The provider's public API base URL.
-    pub fn default_base_url(self) -> &'static str {
+    pub(crate) fn default_base_url(self) -> &'static str {
         match self {
             Provider::OpenAi => "https://api.openai.com/v1",
             Provider::Anthropic => "https://api.anthropic.com",
@@ -344,24 +343,24 @@ impl FromStr for Provider {
 }
 
 /// Default time one attempt (request plus whole stream) may take.
-pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(300);
+pub(crate) const DEFAULT_TIMEOUT: Duration = Duration::from_secs(300);
 
 /// Default time to set up a connection (TCP and TLS). A handshake takes
 /// milliseconds; 10 s leaves room for slow DNS and congested links while a
 /// dead or black-holed host fails fast.
-pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+pub(crate) const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Default time from sending the request to the first bytes of the reply
 /// stream. Hosted APIs answer within seconds; prompt processing of a long
 /// review context on a local server, or a reasoning model thinking before its
 /// first token, can take tens of seconds. 90 s covers those while a server
 /// that accepts and never answers costs at most 90 s an attempt.
-pub const DEFAULT_FIRST_BYTE_TIMEOUT: Duration = Duration::from_secs(90);
+pub(crate) const DEFAULT_FIRST_BYTE_TIMEOUT: Duration = Duration::from_secs(90);
 
 /// Default longest silence between two chunks of a stream once it has started.
 /// Streaming servers send tokens (or Anthropic's `ping`s) every few hundred
 /// milliseconds; 60 s tolerates a loaded local server pausing between batches.
-pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(60);
+pub(crate) const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// Where a call was when it went silent too long.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -376,7 +375,7 @@ pub enum Stall {
 
 impl Stall {
     /// The configuration key of the timeout for this phase.
-    pub fn config_key(self) -> &'static str {
+    pub(crate) fn config_key(self) -> &'static str {
         match self {
             Stall::Connect => "connect_timeout",
             Stall::FirstByte => "first_byte_timeout",
@@ -386,7 +385,7 @@ impl Stall {
 
     /// The error message for a wait of `after` that ran out in this phase; it
     /// names the setting that changes the wait.
-    pub fn describe(self, after: Duration) -> String {
+    pub(crate) fn describe(self, after: Duration) -> String {
         let secs = after.as_secs_f64();
         let key = self.config_key();
         match self {
@@ -490,7 +489,7 @@ pub struct ClientHooks {
 }
 
 /// The client for `settings`, wrapped in the retry layer, reporting to `hooks`.
-pub fn build_client_with_hooks(
+pub(crate) fn build_client_with_hooks(
     settings: ProviderSettings,
     hooks: ClientHooks,
 ) -> Arc<dyn ChatModel> {

@@ -18,7 +18,7 @@ use super::{
 };
 
 /// A client for `{base_url}/chat/completions`.
-pub struct OpenAiClient {
+pub(crate) struct OpenAiClient {
     endpoint: Endpoint,
 }
 

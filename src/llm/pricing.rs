@@ -41,12 +41,12 @@ impl Price {
     }
 
     /// The most one prompt token can cost (a cache write can cost more than plain input).
-    pub fn worst_prompt_token(&self) -> f64 {
+    pub(crate) fn worst_prompt_token(&self) -> f64 {
         self.input.max(self.cache_write).max(self.cached_input) / MILLION
     }
 
     /// The cost of one completion token.
-    pub fn output_token(&self) -> f64 {
+    pub(crate) fn output_token(&self) -> f64 {
         self.output / MILLION
     }
 }
@@ -86,13 +86,13 @@ const fn price(input: f64, cached_input: f64, cache_write: f64, output: f64) -> 
 
 /// The built-in table plus overrides; overrides are matched on the exact model name.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct PriceTable {
+pub(crate) struct PriceTable {
     overrides: BTreeMap<String, Price>,
 }
 
 impl PriceTable {
     /// The built-in table with `overrides` (model name as the provider knows it → price).
-    pub fn with_overrides(overrides: BTreeMap<String, Price>) -> Self {
+    pub(crate) fn with_overrides(overrides: BTreeMap<String, Price>) -> Self {
         PriceTable { overrides }
     }
 
@@ -107,7 +107,7 @@ impl PriceTable {
 }
 
 /// The built-in price of a model, `None` for local and unknown models.
-pub fn builtin_price(model: &str) -> Option<Price> {
+pub(crate) fn builtin_price(model: &str) -> Option<Price> {
     let lower = model.trim().to_ascii_lowercase();
     let name = lower.rsplit('/').next().unwrap_or(&lower);
     let find = |n: &str| {

@@ -13,7 +13,7 @@ use super::{ChatModel, ChatRequest, ChatResponse, LlmError};
 
 /// A server-requested wait up to this long is honoured in full, even past
 /// [`RetryPolicy::max_delay`]: retrying earlier would only be refused again.
-pub const MAX_HONOURED_SERVER_WAIT: Duration = Duration::from_secs(120);
+pub(crate) const MAX_HONOURED_SERVER_WAIT: Duration = Duration::from_secs(120);
 
 /// How failed calls are retried.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -44,7 +44,7 @@ impl RetryPolicy {
     /// otherwise. Without one, the wait is drawn uniformly from zero to
     /// `min(max_delay, base_delay * 2^(retry-1))` ("full jitter"), which spreads
     /// the retries of many clients out instead of synchronising them.
-    pub fn delay_for(&self, retry: u32, error: &LlmError) -> Duration {
+    pub(crate) fn delay_for(&self, retry: u32, error: &LlmError) -> Duration {
         if let Some(wait) = error.retry_after() {
             return wait.min(self.max_delay.max(MAX_HONOURED_SERVER_WAIT));
         }
@@ -76,7 +76,7 @@ pub struct RetryInfo {
 pub type RetryHook = Arc<dyn Fn(RetryInfo) + Send + Sync>;
 
 /// How often a waiting attempt is reported by default.
-pub const WAIT_NOTICE_INTERVAL: Duration = Duration::from_secs(15);
+pub(crate) const WAIT_NOTICE_INTERVAL: Duration = Duration::from_secs(15);
 
 /// What the retry layer reports while an attempt has not answered yet.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -91,7 +91,7 @@ pub struct WaitInfo {
 pub type WaitHook = Arc<dyn Fn(WaitInfo) + Send + Sync>;
 
 /// A [`ChatModel`] that retries retryable failures of another one.
-pub struct RetryingModel {
+pub(crate) struct RetryingModel {
     inner: Arc<dyn ChatModel>,
     policy: RetryPolicy,
     on_retry: Option<RetryHook>,
@@ -114,7 +114,7 @@ impl RetryingModel {
     }
 
     /// Also calls `on_wait` every `every` while an attempt has not answered.
-    pub fn with_wait_hook(mut self, on_wait: WaitHook, every: Duration) -> Self {
+    pub(crate) fn with_wait_hook(mut self, on_wait: WaitHook, every: Duration) -> Self {
         self.on_wait = Some((on_wait, every));
         self
     }

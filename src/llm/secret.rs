@@ -14,7 +14,7 @@ impl Secret {
     }
 
     /// The value, for the one place that must send it (an auth header).
-    pub fn expose(&self) -> &str {
+    pub(crate) fn expose(&self) -> &str {
         &self.0
     }
 
@@ -24,7 +24,7 @@ impl Secret {
     }
 
     /// `text` with every occurrence of the secret (and of long fragments of it) replaced.
-    pub fn redact(&self, text: &str) -> String {
+    pub(crate) fn redact(&self, text: &str) -> String {
         if self.0.len() < 4 {
             return text.to_string();
         }

@@ -84,7 +84,7 @@ impl SseDecoder {
     }
 
     /// Bytes held for the event being assembled and the line being read.
-    pub fn buffered_bytes(&self) -> usize {
+    pub(crate) fn buffered_bytes(&self) -> usize {
         self.buffer.len() + self.current.data.len()
     }
 
@@ -162,7 +162,7 @@ impl SseStream {
     }
 
     /// The next event; `Ok(None)` once the server closed the stream normally.
-    pub async fn next_event(&mut self) -> Result<Option<SseEvent>, LlmError> {
+    pub(crate) async fn next_event(&mut self) -> Result<Option<SseEvent>, LlmError> {
         loop {
             if let Some(event) = self.pending.pop_front() {
                 return Ok(Some(event));

@@ -76,7 +76,7 @@ impl Encoding {
 }
 
 /// Per-message overhead of chat formatting (role markers), as OpenAI documents it.
-pub const MESSAGE_OVERHEAD_TOKENS: usize = 4;
+pub(crate) const MESSAGE_OVERHEAD_TOKENS: usize = 4;
 
 /// Counts tokens for one model, caching the count of each distinct text so that
 /// counting the whole history before every call stays cheap.
@@ -249,7 +249,7 @@ impl ModelLimits {
 }
 
 /// Shared counters, one per encoding, for code that has no counter at hand.
-pub fn shared_counter(encoding: Encoding) -> &'static TokenCounter {
+pub(crate) fn shared_counter(encoding: Encoding) -> &'static TokenCounter {
     static COUNTERS: OnceLock<[TokenCounter; 3]> = OnceLock::new();
     let all = COUNTERS.get_or_init(|| {
         [

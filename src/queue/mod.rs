@@ -22,7 +22,5 @@ pub use types::{
     Accepted, FailOutcome, IntakeStats, Job, JobId, JobKind, JobState, NewDelivery, NewJob,
     QueueOptions, RetryDecision, ReviewTrigger,
 };
-pub use worker::{
-    JobError, JobObserver, JobOutcome, JobRunner, RunOutcome, ShutdownOutcome, WorkerConfig,
-    WorkerPool,
-};
+pub use worker::{JobError, JobRunner, RunOutcome, ShutdownOutcome, WorkerConfig, WorkerPool};
+pub(crate) use worker::{JobObserver, JobOutcome};

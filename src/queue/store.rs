@@ -124,7 +124,7 @@ impl Queue {
     }
 
     /// `"sqlite"` or `"postgres"`.
-    pub fn backend(&self) -> &'static str {
+    pub(crate) fn backend(&self) -> &'static str {
         self.db.backend()
     }
 
@@ -138,7 +138,7 @@ impl Queue {
 
     /// Resolves when this process enqueued a job (a hint for idle workers; they poll anyway,
     /// since other processes enqueue too).
-    pub async fn job_enqueued(&self) {
+    pub(crate) async fn job_enqueued(&self) {
         self.wakeup.notified().await;
     }
 

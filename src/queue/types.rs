@@ -303,7 +303,7 @@ impl Default for QueueOptions {
 
 impl QueueOptions {
     /// The delay before the attempt that follows `attempts_so_far` leases.
-    pub fn backoff(&self, attempts_so_far: u32) -> Duration {
+    pub(crate) fn backoff(&self, attempts_so_far: u32) -> Duration {
         let exponent = attempts_so_far.saturating_sub(1).min(20);
         self.retry_base
             .saturating_mul(1u32 << exponent)

@@ -84,7 +84,7 @@ pub enum JobError {
 
 impl JobError {
     /// Whether the queue should retry the job.
-    pub fn retry_decision(&self) -> RetryDecision {
+    pub(crate) fn retry_decision(&self) -> RetryDecision {
         match self {
             JobError::Retryable(_) => RetryDecision::Retry,
             JobError::Permanent(_) => RetryDecision::GiveUp,

@@ -60,8 +60,9 @@ fn changed_files(
 }
 
 /// The file changes of a patch in unified format, as `git diff` prints it
-/// (parsed by libgit2), shaped as [`load_change`] shapes them.
-pub fn changes_from_patch(patch: &[u8]) -> Result<Vec<FileChange>, RepoError> {
+/// (parsed by libgit2), shaped as [`load_change`] shapes them (the fuzzing suites' entry).
+#[cfg(test)]
+pub(crate) fn changes_from_patch(patch: &[u8]) -> Result<Vec<FileChange>, RepoError> {
     files_of(&Diff::from_buffer(patch)?)
 }
 

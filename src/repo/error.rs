@@ -89,7 +89,7 @@ pub enum RepoError {
 
 impl RepoError {
     /// Whether the repository itself cannot be read, so no other call would do better.
-    pub fn is_fatal(&self) -> bool {
+    pub(crate) fn is_fatal(&self) -> bool {
         matches!(
             self,
             RepoError::NotARepository { .. }

@@ -7,7 +7,7 @@
 use globset::{Glob, GlobBuilder, GlobMatcher, GlobSet, GlobSetBuilder};
 
 /// Compiles one glob with Redline's meaning, to be matched against whole paths.
-pub fn compile(pattern: &str) -> Result<Glob, globset::Error> {
+pub(crate) fn compile(pattern: &str) -> Result<Glob, globset::Error> {
     let pattern = pattern.trim();
     let pattern = pattern.strip_prefix("./").unwrap_or(pattern);
     let whole = match pattern.contains('/') {
@@ -18,7 +18,7 @@ pub fn compile(pattern: &str) -> Result<Glob, globset::Error> {
 }
 
 /// Compiles globs into one set; the error names the glob at fault.
-pub fn compile_set(patterns: &[String]) -> Result<GlobSet, (String, globset::Error)> {
+pub(crate) fn compile_set(patterns: &[String]) -> Result<GlobSet, (String, globset::Error)> {
     let mut builder = GlobSetBuilder::new();
     for pattern in patterns {
         builder.add(compile(pattern).map_err(|e| (pattern.clone(), e))?);
@@ -53,8 +53,9 @@ impl PathFilter {
         self.glob.as_ref().is_none_or(|glob| glob.is_match(path))
     }
 
+    #[cfg(test)]
     /// Whether every file is selected.
-    pub fn is_everything(&self) -> bool {
+    pub(crate) fn is_everything(&self) -> bool {
         self.glob.is_none()
     }
 }

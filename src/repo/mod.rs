@@ -22,11 +22,14 @@ mod view;
 
 use std::path::{Path, PathBuf};
 
-pub use change::{changes_from_patch, load_change};
+#[cfg(test)]
+pub(crate) use change::changes_from_patch;
+pub use change::load_change;
 pub use error::RepoError;
-pub use paths::normalize_path;
-pub use range::{ResolvedRange, resolve_range};
-pub use view::{DEFAULT_MAX_FILE_BYTES, RepoView};
+pub(crate) use paths::normalize_path;
+pub(crate) use range::ResolvedRange;
+pub use range::resolve_range;
+pub use view::RepoView;
 
 /// Which version of the files the tools see.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -8,7 +8,7 @@ use super::RepoError;
 ///
 /// Strips `./` and empty components, resolves `..` that stays inside, and refuses
 /// absolute paths, `..` that climbs above the root, and NUL bytes.
-pub fn normalize_path(input: &str) -> Result<String, RepoError> {
+pub(crate) fn normalize_path(input: &str) -> Result<String, RepoError> {
     if input.contains('\0') {
         return Err(RepoError::InvalidPath {
             path: input.replace('\0', "\\0"),

@@ -14,7 +14,7 @@ use super::search::{SearchError, SearchOptions, SearchOutput, search_dir, search
 use super::{RepoError, Revision, normalize_path, open_repository, resolve_commit};
 
 /// Default limit for [`RepoView::read_text`]: 2 MiB.
-pub const DEFAULT_MAX_FILE_BYTES: u64 = 2 * 1024 * 1024;
+pub(crate) const DEFAULT_MAX_FILE_BYTES: u64 = 2 * 1024 * 1024;
 
 /// How much of a file is sniffed for NUL bytes to call it binary (as git does).
 const BINARY_SNIFF_BYTES: usize = 8 * 1024;
@@ -155,7 +155,7 @@ impl RepoView {
     }
 
     /// Runs blocking repository work on tokio's blocking pool with a clone of this view.
-    pub async fn blocking<T, E, F>(&self, work: F) -> Result<T, E>
+    pub(crate) async fn blocking<T, E, F>(&self, work: F) -> Result<T, E>
     where
         F: FnOnce(&RepoView) -> Result<T, E> + Send + 'static,
         T: Send + 'static,

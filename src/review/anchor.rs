@@ -35,7 +35,7 @@ use super::finding::{Finding, Side};
 pub(crate) use merge::title_words;
 
 /// How many lines outside a hunk a finding may be and still be moved into it.
-pub const MOVE_TOLERANCE: u32 = 3;
+pub(crate) const MOVE_TOLERANCE: u32 = 3;
 
 /// A finding that could not be anchored on the diff, and why.
 #[derive(Debug, Clone, PartialEq, Eq)]

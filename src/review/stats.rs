@@ -68,7 +68,7 @@ pub struct CompressionStats {
 
 impl Stats {
     /// Adds another run's counters to these.
-    pub fn absorb(&mut self, other: &Stats) {
+    pub(crate) fn absorb(&mut self, other: &Stats) {
         self.steps += other.steps;
         self.model_calls += other.model_calls;
         self.tool_calls += other.tool_calls;

@@ -42,7 +42,7 @@ fn mirrors(cache_dir: &Path) -> Vec<(PathBuf, u64, SystemTime)> {
 
 /// Removes least recently used mirrors, never `keep`, until the cache is at most
 /// `budget_bytes`. Returns the removed paths.
-pub fn enforce_budget(cache_dir: &Path, budget_bytes: u64, keep: &Path) -> Vec<PathBuf> {
+pub(crate) fn enforce_budget(cache_dir: &Path, budget_bytes: u64, keep: &Path) -> Vec<PathBuf> {
     let mut all = mirrors(cache_dir);
     let mut total: u64 = all.iter().map(|(_, size, _)| size).sum();
     all.sort_by_key(|(_, _, used)| *used);

@@ -71,7 +71,7 @@ impl Default for RequestLimits {
 
 impl RequestLimits {
     /// The largest body this configuration can read: the body limit, capped by the budget.
-    pub fn effective_max_body(&self) -> usize {
+    pub(crate) fn effective_max_body(&self) -> usize {
         self.max_body
             .min(WEBHOOK_BODY_LIMIT)
             .min(self.max_unverified_bytes)

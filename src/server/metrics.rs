@@ -27,7 +27,7 @@ const KNOWN_EVENTS: [&str; 9] = [
 
 /// What the server did with a webhook delivery.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub enum DeliveryOutcome {
+pub(crate) enum DeliveryOutcome {
     /// A review job was stored.
     Queued,
     /// Valid, but nothing to do.
@@ -105,7 +105,7 @@ impl Metrics {
     }
 
     /// Counts a webhook delivery. Unknown event names are counted as `other`.
-    pub fn record_delivery(&self, event: &str, outcome: DeliveryOutcome) {
+    pub(crate) fn record_delivery(&self, event: &str, outcome: DeliveryOutcome) {
         let event = KNOWN_EVENTS
             .into_iter()
             .find(|known| *known == event)
@@ -115,7 +115,7 @@ impl Metrics {
     }
 
     /// Counts a finished job run and records how long it took.
-    pub fn record_job(&self, outcome: JobOutcome, duration: Duration) {
+    pub(crate) fn record_job(&self, outcome: JobOutcome, duration: Duration) {
         let mut jobs = self.jobs.lock().unwrap_or_else(|e| e.into_inner());
         *jobs.entry(outcome).or_default() += 1;
         drop(jobs);
@@ -130,7 +130,7 @@ impl Metrics {
 
     /// Adds the cost of a review of `repository` (`owner/name`; the runner calls this
     /// when the model's price is known).
-    pub fn add_review_cost(&self, repository: &str, usd: f64) {
+    pub(crate) fn add_review_cost(&self, repository: &str, usd: f64) {
         let mut costs = self.costs.lock().unwrap_or_else(|e| e.into_inner());
         *costs.entry(repository.to_string()).or_default() += usd;
     }

@@ -15,7 +15,7 @@ mod budget;
 pub mod cache;
 mod connection;
 pub(crate) mod events;
-pub use events::CommandReply;
+pub(crate) use events::CommandReply;
 mod job_transcript;
 pub(crate) mod limits;
 mod listen;
@@ -40,9 +40,9 @@ use tokio::net::TcpListener;
 use tokio::time::timeout;
 use tracing::warn;
 
-pub use crate::queue::JobOutcome;
 pub use limits::{ConnectionLimits, RequestLimits};
-pub use metrics::{DeliveryOutcome, Metrics, QueueSnapshot};
+pub use metrics::Metrics;
+pub(crate) use metrics::QueueSnapshot;
 
 use budget::UnverifiedBudget;
 
@@ -56,10 +56,10 @@ pub const WEBHOOK_BODY_LIMIT: usize = 25 * 1024 * 1024;
 const DATABASE_CHECK_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// Called with an installation id when the App is uninstalled or suspended there.
-pub type InstallationHook = Arc<dyn Fn(u64) + Send + Sync>;
+pub(crate) type InstallationHook = Arc<dyn Fn(u64) + Send + Sync>;
 
 /// Called with the usage reply to a malformed `/redline` command (posting it is up to the hook).
-pub type CommandReplyHook = Arc<dyn Fn(CommandReply) + Send + Sync>;
+pub(crate) type CommandReplyHook = Arc<dyn Fn(CommandReply) + Send + Sync>;
 
 /// Behaviour switches of the server.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

@@ -16,7 +16,7 @@ use crate::queue::{Queue, QueueError};
 pub const DEFAULT_RETENTION: Duration = Duration::from_secs(7 * 24 * 3600);
 
 /// Time between two prunes of a running server.
-pub const PRUNE_INTERVAL: Duration = Duration::from_secs(3600);
+pub(crate) const PRUNE_INTERVAL: Duration = Duration::from_secs(3600);
 
 /// Deletes deliveries received, and finished jobs last updated, more than `retention` before
 /// `now`. Returns the number of rows deleted.
@@ -34,7 +34,11 @@ pub async fn prune_once(
 
 /// Prunes at start and then every `interval` until the task is aborted. Failures are
 /// logged and retried at the next turn.
-pub fn spawn_pruner(queue: Queue, retention: Duration, interval: Duration) -> JoinHandle<()> {
+pub(crate) fn spawn_pruner(
+    queue: Queue,
+    retention: Duration,
+    interval: Duration,
+) -> JoinHandle<()> {
     tokio::spawn(async move {
         let mut ticks = tokio::time::interval(interval);
         ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);

@@ -11,7 +11,7 @@ use crate::llm::Secret;
 
 /// Why a delivery's signature was refused.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
-pub enum SignatureError {
+pub(crate) enum SignatureError {
     /// The server has no webhook secret; every delivery is refused rather than trusted.
     #[error("no webhook secret is configured")]
     NotConfigured,
@@ -28,7 +28,7 @@ const DIGEST_LEN: usize = 32;
 
 /// An HMAC-SHA256 check fed with the body piece by piece.
 #[derive(Clone)]
-pub struct SignatureCheck {
+pub(crate) struct SignatureCheck {
     mac: Hmac<Sha256>,
     expected: [u8; DIGEST_LEN],
 }
@@ -42,7 +42,10 @@ impl std::fmt::Debug for SignatureCheck {
 impl SignatureCheck {
     /// Starts a check of `header` (`sha256=<64 hex digits>`); refuses at once when there is
     /// no secret, no header or a malformed one.
-    pub fn begin(secret: &Secret, header: Option<&str>) -> Result<SignatureCheck, SignatureError> {
+    pub(crate) fn begin(
+        secret: &Secret,
+        header: Option<&str>,
+    ) -> Result<SignatureCheck, SignatureError> {
         if secret.is_empty() {
             return Err(SignatureError::NotConfigured);
         }
@@ -59,7 +62,7 @@ impl SignatureCheck {
     }
 
     /// Hashes the next piece of the body.
-    pub fn update(&mut self, piece: &[u8]) {
+    pub(crate) fn update(&mut self, piece: &[u8]) {
         self.mac.update(piece);
     }
 
@@ -71,8 +74,13 @@ impl SignatureCheck {
     }
 }
 
+#[cfg(test)]
 /// Checks `header` (`sha256=<hex>`) against a complete `body` (constant-time comparison).
-pub fn verify(secret: &Secret, header: Option<&str>, body: &[u8]) -> Result<(), SignatureError> {
+pub(crate) fn verify(
+    secret: &Secret,
+    header: Option<&str>,
+    body: &[u8],
+) -> Result<(), SignatureError> {
     let mut check = SignatureCheck::begin(secret, header)?;
     check.update(body);
     check.finish()

@@ -9,7 +9,7 @@ use crate::repo::normalize_path;
 use crate::review::diff::{ChangeSet, FileChange, FileStatus};
 
 /// The `diff` tool.
-pub struct Diff;
+pub(crate) struct Diff;
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]

@@ -12,7 +12,7 @@ use crate::repo::{RepoError, normalize_path};
 const MAX_LISTED: usize = 1000;
 
 /// The `list_files` tool.
-pub struct ListFiles;
+pub(crate) struct ListFiles;
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]

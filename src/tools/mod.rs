@@ -108,7 +108,7 @@ impl std::fmt::Debug for ToolRegistry {
 }
 
 /// Default cap on one observation, in characters (about 6k tokens).
-pub const DEFAULT_MAX_OUTPUT_CHARS: usize = 24_000;
+pub(crate) const DEFAULT_MAX_OUTPUT_CHARS: usize = 24_000;
 
 impl ToolRegistry {
     /// An empty registry with the given output cap.
@@ -130,7 +130,7 @@ impl ToolRegistry {
     }
 
     /// Adds (or replaces) a tool.
-    pub fn register(&mut self, tool: Arc<dyn Tool>) {
+    pub(crate) fn register(&mut self, tool: Arc<dyn Tool>) {
         self.tools.insert(tool.spec().name, tool);
     }
 

@@ -10,7 +10,7 @@ use crate::llm::ToolSpec;
 const DEFAULT_WINDOW: u32 = 400;
 
 /// The `read_file` tool.
-pub struct ReadFile;
+pub(crate) struct ReadFile;
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]

@@ -11,7 +11,7 @@ use crate::repo::search::{DEFAULT_MAX_RESULTS, SearchOptions, SearchOutput};
 const MAX_RESULTS_CAP: usize = 500;
 
 /// The `search` tool.
-pub struct Search;
+pub(crate) struct Search;
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]

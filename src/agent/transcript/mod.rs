@@ -20,11 +20,11 @@ use sha2::{Digest, Sha256};
 use super::events::EventKind;
 use crate::llm::{ChatRequest, ChatResponse, LlmError, Message, StopReason, ToolCall, Usage};
 
-pub use read::{DecodedCall, Transcript, TranscriptError};
-pub use write::{Recorder, RecordingModel};
+pub(crate) use read::{DecodedCall, Transcript};
+pub(crate) use write::{Recorder, RecordingModel};
 
 /// The transcript format this build writes and reads.
-pub const FORMAT_VERSION: u32 = 1;
+pub(crate) const FORMAT_VERSION: u32 = 1;
 
 /// The first record: what run this is and what it reviews.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -209,7 +209,7 @@ impl RecordedReply {
     }
 
     /// The reply as the model client returns it.
-    pub fn to_response(&self) -> ChatResponse {
+    pub(crate) fn to_response(&self) -> ChatResponse {
         ChatResponse {
             content: self.content.clone(),
             tool_calls: self.tool_calls.clone(),
@@ -252,7 +252,7 @@ impl RecordedError {
     }
 
     /// The error as the model client returns it.
-    pub fn to_error(&self) -> LlmError {
+    pub(crate) fn to_error(&self) -> LlmError {
         match self {
             RecordedError::ContextLengthExceeded { message } => LlmError::ContextLengthExceeded {
                 message: message.clone(),
@@ -295,7 +295,7 @@ fn feed(hasher: &mut Sha256, field: &str) {
 
 /// The digest a request is matched by: its messages and offered tool names (not
 /// `max_tokens`, which the budget lowers as the review spends).
-pub fn request_key(request: &ChatRequest) -> String {
+pub(crate) fn request_key(request: &ChatRequest) -> String {
     let mut hasher = Sha256::new();
     feed(&mut hasher, &request.model);
     for message in &request.messages {
@@ -342,7 +342,7 @@ pub fn request_key(request: &ChatRequest) -> String {
 
 /// The conversation a request belongs to: a digest of its first user message
 /// (the task a run was given), which every later call of that run repeats.
-pub fn conversation_of(messages: &[Message]) -> String {
+pub(crate) fn conversation_of(messages: &[Message]) -> String {
     let mut hasher = Sha256::new();
     if let Some(first) = messages.iter().find(|m| matches!(m, Message::User { .. })) {
         feed(&mut hasher, first.text());
@@ -351,7 +351,7 @@ pub fn conversation_of(messages: &[Message]) -> String {
 }
 
 /// The digest a tool call is matched by.
-pub fn tool_key(call: &ToolCall) -> String {
+pub(crate) fn tool_key(call: &ToolCall) -> String {
     let mut hasher = Sha256::new();
     feed(&mut hasher, &call.id);
     feed(&mut hasher, &call.name);
@@ -360,21 +360,21 @@ pub fn tool_key(call: &ToolCall) -> String {
 }
 
 /// A digest of a settings description (the caller renders every setting that shapes a review).
-pub fn settings_digest(description: &str) -> String {
+pub(crate) fn settings_digest(description: &str) -> String {
     let mut hasher = Sha256::new();
     feed(&mut hasher, description);
     short_digest(hasher)
 }
 
 /// A new run id: the UTC time (sortable) and a random suffix.
-pub fn new_run_id() -> String {
+pub(crate) fn new_run_id() -> String {
     let time = chrono::Utc::now().format("%Y%m%dT%H%M%SZ");
     let suffix: u32 = rand::random();
     format!("{time}-{suffix:08x}")
 }
 
 /// Whether `id` has the shape of a run id (so that it is safe as a file name).
-pub fn is_run_id(id: &str) -> bool {
+pub(crate) fn is_run_id(id: &str) -> bool {
     !id.is_empty()
         && id.len() <= 64
         && id

@@ -49,7 +49,7 @@ pub struct Transcript {
 
 /// One model call with its request rebuilt.
 #[derive(Debug, Clone, PartialEq)]
-pub struct DecodedCall {
+pub(crate) struct DecodedCall {
     /// The conversation.
     pub conversation: String,
     /// The call's place in it.
@@ -114,7 +114,7 @@ impl Transcript {
     }
 
     /// Every model call with its messages rebuilt, in file order.
-    pub fn decoded_calls(&self) -> Vec<DecodedCall> {
+    pub(crate) fn decoded_calls(&self) -> Vec<DecodedCall> {
         let mut last: HashMap<&str, Vec<Message>> = HashMap::new();
         let mut calls = Vec::new();
         for record in &self.records {
@@ -168,7 +168,7 @@ impl Transcript {
     }
 
     /// The counters of the finished run, when it finished.
-    pub fn final_stats(&self) -> Option<Stats> {
+    pub(crate) fn final_stats(&self) -> Option<Stats> {
         self.records.iter().rev().find_map(|r| match r {
             Record::Event {
                 event: EventKind::RunFinished { stats },

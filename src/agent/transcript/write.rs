@@ -215,30 +215,22 @@ impl Recorder {
     }
 
     /// Model calls answered from the transcript so far.
-    pub fn replayed_calls(&self) -> usize {
+    pub(crate) fn replayed_calls(&self) -> usize {
         self.replayed_calls.load(Ordering::Relaxed)
     }
 
     /// Model calls that went to the model so far.
-    pub fn live_calls(&self) -> usize {
+    pub(crate) fn live_calls(&self) -> usize {
         self.live_calls.load(Ordering::Relaxed)
     }
 
     /// Tool results taken from the transcript so far.
-    pub fn reused_tools(&self) -> usize {
+    pub(crate) fn reused_tools(&self) -> usize {
         self.reused_tools.load(Ordering::Relaxed)
     }
 
-    /// Bytes written to the transcript by this process.
-    pub fn bytes_written(&self) -> u64 {
-        self.writer
-            .as_ref()
-            .and_then(|w| w.lock().ok().map(|w| w.bytes))
-            .unwrap_or(0)
-    }
-
     /// A tap for the run's [`crate::agent::events::EventSink`] that keeps the events worth keeping.
-    pub fn tap(self: &Arc<Self>) -> EventTap {
+    pub(crate) fn tap(self: &Arc<Self>) -> EventTap {
         let recorder = Arc::clone(self);
         Arc::new(move |kind: &EventKind| {
             let keep = !matches!(
@@ -258,7 +250,7 @@ impl Recorder {
     }
 
     /// The recorded result of `call`, if the transcript holds one.
-    pub fn recorded_tool_result(&self, call: &ToolCall) -> Option<Observation> {
+    pub(crate) fn recorded_tool_result(&self, call: &ToolCall) -> Option<Observation> {
         let key = tool_key(call);
         let mut book = self.book.lock().ok()?;
         let (content, is_error) = book.tools.get_mut(&key)?.pop_front()?;
@@ -393,7 +385,7 @@ impl Writer {
 
 /// A model client that answers from the recorder's transcript when it can, and
 /// otherwise asks `inner` and records the call.
-pub struct RecordingModel {
+pub(crate) struct RecordingModel {
     inner: Arc<dyn ChatModel>,
     recorder: Arc<Recorder>,
 }

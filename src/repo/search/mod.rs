@@ -13,15 +13,16 @@ use grep_searcher::{BinaryDetection, Searcher, SearcherBuilder, Sink, SinkMatch}
 use super::RepoError;
 use super::glob::PathFilter;
 use top::TopMatches;
+
 pub use tree::search_tree;
 pub(crate) use tree::search_tree_with;
 pub use walk::search_dir;
 
 /// Matches kept when the caller does not say.
-pub const DEFAULT_MAX_RESULTS: usize = 50;
+pub(crate) const DEFAULT_MAX_RESULTS: usize = 50;
 
 /// Characters of a matching line kept; longer lines are shortened.
-pub const DEFAULT_MAX_LINE_CHARS: usize = 300;
+pub(crate) const DEFAULT_MAX_LINE_CHARS: usize = 300;
 
 /// What to search for and how much to keep.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -9,7 +9,7 @@ use crate::review::report::ReviewReport;
 use crate::review::stats::Stats;
 
 /// The version of the JSON report this module writes and reads.
-pub const JSON_VERSION: u64 = 1;
+pub(crate) const JSON_VERSION: u64 = 1;
 
 /// A JSON report that cannot be read back.
 #[derive(Debug, thiserror::Error)]

@@ -117,7 +117,7 @@ fn stats_line(stats: &Stats) -> String {
 }
 
 /// `$0.0123`, `~$0.0123 (estimated usage)`, or `cost unknown` (no price for the model).
-pub fn cost_text(stats: &Stats) -> String {
+pub(crate) fn cost_text(stats: &Stats) -> String {
     match (stats.cost_usd, stats.cost_estimated) {
         (Some(cost), false) => format!("${cost:.4}"),
         (Some(cost), true) => format!("~${cost:.4} (estimated usage)"),

@@ -9,11 +9,11 @@ use crate::review::finding::{Category, Finding, Severity, Side};
 use crate::review::report::ReviewReport;
 
 /// The SARIF schema the output declares.
-pub const SARIF_SCHEMA: &str = "https://json.schemastore.org/sarif-2.1.0.json";
+pub(crate) const SARIF_SCHEMA: &str = "https://json.schemastore.org/sarif-2.1.0.json";
 /// The SARIF version written.
-pub const SARIF_VERSION: &str = "2.1.0";
+pub(crate) const SARIF_VERSION: &str = "2.1.0";
 /// The key of each result's stable fingerprint in `partialFingerprints`.
-pub const FINGERPRINT_KEY: &str = "redlineFindingHash/v1";
+pub(crate) const FINGERPRINT_KEY: &str = "redlineFindingHash/v1";
 
 /// Categories in the order rules are listed.
 const CATEGORIES: [Category; 6] = [
@@ -26,7 +26,7 @@ const CATEGORIES: [Category; 6] = [
 ];
 
 /// The report as a pretty-printed SARIF 2.1.0 log, ending with a newline.
-pub fn to_sarif(report: &ReviewReport) -> String {
+pub(crate) fn to_sarif(report: &ReviewReport) -> String {
     let log = sarif_log(report);
     let mut text = serde_json::to_string_pretty(&log).unwrap_or_else(|_| log.to_string());
     text.push('\n');
@@ -34,7 +34,7 @@ pub fn to_sarif(report: &ReviewReport) -> String {
 }
 
 /// The report as a SARIF 2.1.0 log value.
-pub fn sarif_log(report: &ReviewReport) -> Value {
+pub(crate) fn sarif_log(report: &ReviewReport) -> Value {
     let categories: Vec<Category> = CATEGORIES
         .into_iter()
         .filter(|c| report.findings.iter().any(|f| f.category == *c))
@@ -59,7 +59,7 @@ pub fn sarif_log(report: &ReviewReport) -> Value {
 }
 
 /// The rule id of a category: `redline/<category>`.
-pub fn rule_id(category: Category) -> String {
+pub(crate) fn rule_id(category: Category) -> String {
     format!("redline/{}", category.as_str())
 }
 
