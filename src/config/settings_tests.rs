@@ -219,8 +219,11 @@ fn walkthrough_is_on_by_default_off_by_key_for_every_scope_and_must_be_a_boolean
     })
     .unwrap();
     assert!(!served.agent.walkthrough);
-    let error = local(SettingFlags::default(), repo("walkthrough = \"no\"\n"))
+    let error = ConfigSource::parse("walkthrough = \"no\"\n", ".redline.toml", Owner::Repository)
         .unwrap_err()
         .to_string();
-    assert!(error.contains("walkthrough"), "{error}");
+    assert!(
+        error.contains("walkthrough") && error.contains("expected a boolean"),
+        "{error}"
+    );
 }
