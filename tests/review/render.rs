@@ -73,14 +73,11 @@ fn json_has_exactly_the_version_1_shape() {
     });
     assert_eq!(value, expected);
     // Top-level keys appear in the documented order.
-    let keys = [
-        "\"version\"",
-        "\"walkthrough\"",
-        "\"findings\"",
-        "\"summary\"",
-        "\"stats\"",
-    ];
-    let positions: Vec<usize> = keys.iter().map(|key| text.find(key).unwrap()).collect();
+    let keys = ["version", "walkthrough", "findings", "summary", "stats"];
+    let positions: Vec<usize> = keys
+        .iter()
+        .map(|key| text.find(&format!("\n  \"{key}\":")).unwrap())
+        .collect();
     assert!(positions.windows(2).all(|w| w[0] < w[1]), "{positions:?}");
 }
 
@@ -323,7 +320,7 @@ fn text_is_one_block_per_finding_without_colour() {
         "{text}"
     );
     assert!(!text.contains('\x1b'));
-    assert!(text.contains("src/lib.rs:13-14  MAJOR  bug  Unchecked unwrap\n    Body of Unchecked unwrap.\n    suggestion:\n            let value = input.parse()?;\n"), "{text}");
+    assert!(text.contains("src/lib.rs:13-14  MAJOR  bug  Unchecked unwrap\n    Body of Unchecked unwrap.\n    rule: AGENTS.md\n    suggestion:\n            let value = input.parse()?;\n"), "{text}");
     assert!(text.contains("src/old.rs:3 (base)  CRITICAL  security  Validation removed\n"));
     assert!(text.contains("Summary:\n    Three things to look at.\n"));
     assert!(
