@@ -183,6 +183,31 @@ async fn the_app_posts_the_walkthrough_in_its_summary_comment_unless_turned_off(
     }
 }
 
+#[tokio::test]
+async fn text_mode_describes_the_field_and_reads_it_from_the_final_answer() {
+    let (repo, ..) = repo(&[]);
+    let answer =
+        json!({"findings": [finding()], "summary": "One problem.", "walkthrough": walkthrough()});
+    let reply = Reply::text(format!("Thought: done\nFinal Answer: {answer}"));
+    let args = [
+        "--format",
+        "markdown",
+        "--strategy",
+        "react",
+        "--tool-mode",
+        "text",
+    ];
+    let (markdown, request) = review(&repo, reply, &args).await;
+    assert!(
+        request
+            .system_text()
+            .contains("- `walkthrough` (array of object, optional)"),
+        "{}",
+        request.system_text()
+    );
+    assert!(markdown.contains(AREA_LINE), "{markdown}");
+}
+
 /// The plan task a request belongs to (`t1`), from its first user message.
 fn task_id(request: &RecordedRequest) -> String {
     let user = request.first_user_text();
