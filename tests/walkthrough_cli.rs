@@ -295,6 +295,49 @@ async fn plan_tasks_write_the_walkthrough_and_the_planner_sees_the_base_guidelin
 }
 
 #[tokio::test]
+async fn reflection_keeps_the_actors_walkthrough_when_the_revision_has_none() {
+    let (repo, ..) = repo(&[]);
+    let server = ModelServer::start_with(Wire::OpenAi, |request, _| {
+        if crate::strategies::is_evaluator(request) {
+            // A low overall score asks for a revision.
+            return Reply::tool(
+                "e",
+                "submit_evaluation",
+                json!({"findings": [{"id": "F1", "correctness": 9, "evidence": 9,
+                        "actionability": 9, "reason": "ok"}], "overall_score": 4}),
+            );
+        }
+        if request
+            .first_user_text()
+            .contains("You are revising a code review")
+        {
+            return Reply::tool(
+                "r",
+                "submit_review",
+                json!({"findings": [finding()], "summary": "Revised."}),
+            );
+        }
+        submit(walkthrough())
+    })
+    .await;
+    let run = cli::review(
+        repo.path(),
+        &server.base_url(),
+        "openai",
+        &["--format", "json", "--strategy", "reflect"],
+    )
+    .await;
+    assert_eq!(run.code, 0, "stderr: {}", run.stderr);
+    let out = run.json();
+    assert!(
+        out["stats"]["scores"]["rounds"].as_u64() >= Some(2),
+        "{out}"
+    );
+    assert_eq!(out["summary"], "Revised.", "the revision ran: {out}");
+    assert_eq!(out["walkthrough"], walkthrough(), "{out}");
+}
+
+#[tokio::test]
 async fn sarif_carries_the_rule_a_finding_rests_on() {
     let (repo, ..) = repo(&[("AGENTS.md", "Divisions check for zero.\n")]);
     let mut cited = finding();
