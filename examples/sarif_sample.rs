@@ -1,4 +1,5 @@
-//! Prints the SARIF of a sample review with one finding per category and per side
+//! Prints the SARIF of a sample review with one finding per category and per side, one
+//! of them citing a project guideline
 //! (`scripts/validate-sarif.sh` feeds it to Microsoft's SARIF validator).
 
 use redline::agent::events::Stats;
@@ -46,6 +47,8 @@ fn main() {
     removed.side = Side::Left;
     removed.suggestion = Some("let checked = input.validate()?;".into());
     findings.push(removed);
+    // A finding resting on a project guideline carries it in its properties and message.
+    findings[0].rule = Some("AGENTS.md".into());
     let report = ReviewReport {
         findings,
         summary: "A sample review.".into(),
@@ -54,6 +57,7 @@ fn main() {
             ..Stats::default()
         },
         unanchored: Vec::new(),
+        walkthrough: Vec::new(),
     };
     print!("{}", render(&report, Format::Sarif));
 }

@@ -106,6 +106,8 @@ pub struct FileConfig {
     pub guidelines_files: Option<Vec<String>>,
     /// Tokens of quoted guideline text at most (default 2,000).
     pub guidelines_budget: Option<usize>,
+    /// Whether the review opens with a walkthrough of the change, per area (default true).
+    pub walkthrough: Option<bool>,
     /// Default for `--fail-on`.
     pub fail_on: Option<String>,
     /// Prompt overrides.

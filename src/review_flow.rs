@@ -246,6 +246,7 @@ pub async fn publish(
         head_sha: target.head_sha,
         findings: &report.findings,
         summary: &report.summary,
+        walkthrough: &report.walkthrough,
         stats: Some(&report.stats),
         changes: &commits.pr_changes,
         head_line_text: &head_line_text,

@@ -33,3 +33,4 @@ mod settings;
 mod strategies;
 mod text_mode;
 mod tools;
+mod walkthrough_cli;

@@ -34,16 +34,34 @@ pub(crate) trait Finisher: Send + Sync {
 pub(crate) const SUBMIT_REVIEW: &str = "submit_review";
 
 /// Ends a review run with `submit_review`.
-pub(crate) struct ReviewFinisher;
+pub(crate) struct ReviewFinisher {
+    /// Whether the schema asks for a walkthrough of the change (`walkthrough = true`).
+    pub(crate) walkthrough: bool,
+}
+
+impl ReviewFinisher {
+    /// The finisher of a review run under `config`.
+    pub(crate) fn of(config: &super::AgentConfig) -> Self {
+        ReviewFinisher {
+            walkthrough: config.walkthrough,
+        }
+    }
+}
 
 impl Finisher for ReviewFinisher {
     type Output = Submission;
 
     fn spec(&self) -> ToolSpec {
+        let walkthrough = match self.walkthrough {
+            true => ", a walkthrough of what the change does per area (group of files)",
+            false => "",
+        };
         ToolSpec {
             name: SUBMIT_REVIEW.into(),
-            description: "Finish the review: submit every finding, anchored on head line numbers of the diff, and a short summary. Call it once, at the end.".into(),
-            parameters: submit_review_schema(),
+            description: format!(
+                "Finish the review: submit every finding, anchored on head line numbers of the diff{walkthrough}, and a short summary. Call it once, at the end."
+            ),
+            parameters: submit_review_schema(self.walkthrough),
         }
     }
 

@@ -35,6 +35,7 @@ use crate::review::anchor::{check_findings, summary_with_notes};
 use crate::review::diff::ChangeSet;
 use crate::review::parse::Submission;
 use crate::review::report::ReviewReport;
+use crate::review::walkthrough::{self, Area};
 use crate::tools::{ToolRegistry, Workspace};
 use budget::{Budget, LimitKind, ReviewLimits};
 use coverage::Coverage;
@@ -93,6 +94,11 @@ pub struct AgentConfig {
     pub review_limits: ReviewLimits,
     /// The model's price, when known (the built-in table by default).
     pub price: Option<Price>,
+    /// Whether `submit_review` asks for a walkthrough of the change (`walkthrough`).
+    pub walkthrough: bool,
+    /// The project guidelines' section of the system prompt, also shown to the planner
+    /// (set by [`crate::guidelines::append_section`]).
+    pub guidelines: Option<String>,
 }
 
 impl AgentConfig {
@@ -119,6 +125,8 @@ impl AgentConfig {
             reflection: ReflectionConfig::default(),
             parallel: 4,
             tool_mode: ToolMode::Auto,
+            walkthrough: true,
+            guidelines: None,
         }
     }
 }
@@ -329,7 +337,7 @@ impl Orchestrator {
             Strategy::React => {
                 let run = ReactRun {
                     ctx: &ctx,
-                    finisher: &ReviewFinisher,
+                    finisher: &ReviewFinisher::of(ctx.config),
                     use_tools: true,
                     max_steps: self.config.max_steps,
                 };
@@ -403,12 +411,11 @@ impl Orchestrator {
             .map(|f| f.path.as_str())
             .collect();
         Submission {
-            findings: Vec::new(),
             summary: format!(
                 "No part of the review finished before the limit. Not reviewed: {}.",
                 files.join(", ")
             ),
-            rejected: Vec::new(),
+            ..Submission::default()
         }
     }
 
@@ -433,7 +440,23 @@ impl Orchestrator {
             summary,
             stats,
             unanchored: checked.notes.into_iter().map(|n| n.finding).collect(),
+            walkthrough: self.walkthrough(submission.walkthrough),
         }
+    }
+
+    /// The walkthrough handed in, checked against the change; none when not asked for.
+    fn walkthrough(&self, areas: Vec<Area>) -> Vec<Area> {
+        if !self.config.walkthrough {
+            return Vec::new();
+        }
+        let changed: Vec<&str> = self
+            .workspace
+            .changes
+            .files
+            .iter()
+            .map(|f| f.path.as_str())
+            .collect();
+        walkthrough::finalize(areas, &changed)
     }
 
     /// One line per changed file.

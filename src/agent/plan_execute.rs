@@ -37,7 +37,7 @@ pub(crate) async fn make_plan(
     let budget = task_budget(ctx);
     let overview = bounded_overview(overview, budget, ctx);
     let history = vec![
-        Message::system(PLANNER),
+        Message::system(planner_system(ctx)),
         Message::user(format!("Plan the review of this change.\n\n{overview}")),
     ];
     let mut plan = match planner.run(history, stats).await {
@@ -53,6 +53,20 @@ pub(crate) async fn make_plan(
     }
     plan.cover(ctx.reviewable);
     Ok(plan)
+}
+
+/// The planner's instructions, with the project guidelines' section (the one every review
+/// run's system prompt carries, within the same budget) so tasks can be grouped and
+/// focused by the repository's own rules.
+fn planner_system(ctx: &RunContext<'_>) -> String {
+    match &ctx.config.guidelines {
+        Some(section) => format!(
+            "{}\n\nWhere a project guideline below covers some of the files, say in the focus of \
+             their task which guideline to check them against (by its path).\n\n{section}",
+            PLANNER.trim_end()
+        ),
+        None => PLANNER.to_string(),
+    }
 }
 
 /// One task per top-level directory: the plan used when the planner fails.
@@ -112,11 +126,7 @@ pub(crate) async fn execute(
         .collect::<Vec<_>>()
         .await;
     results.sort_by_key(|(i, ..)| *i);
-    let mut merged = Submission {
-        findings: Vec::new(),
-        summary: String::new(),
-        rejected: Vec::new(),
-    };
+    let mut merged = Submission::default();
     let mut failures = 0;
     for (i, task_stats, result) in results {
         stats.absorb(&task_stats);
@@ -167,6 +177,8 @@ fn merge_success(
     }
     merged.findings.extend(submission.findings);
     merged.rejected.extend(submission.rejected);
+    // Each task describes its own areas; the orchestrator merges areas of one name.
+    merged.walkthrough.extend(submission.walkthrough);
 }
 
 fn merge_failure(run: &TaskRun, error: &AgentError, merged: &mut Submission, stats: &mut Stats) {
@@ -205,7 +217,7 @@ async fn run_task(
     let mut stats = Stats::default();
     let run = ReactRun {
         ctx,
-        finisher: &ReviewFinisher,
+        finisher: &ReviewFinisher::of(ctx.config),
         use_tools: true,
         max_steps: ctx.config.max_steps,
     };

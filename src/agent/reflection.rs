@@ -152,7 +152,7 @@ pub(crate) async fn run(
     let system = ctx.config.prompts.system.clone();
     let actor = ReactRun {
         ctx,
-        finisher: &ReviewFinisher,
+        finisher: &ReviewFinisher::of(ctx.config),
         use_tools: true,
         max_steps: ctx.config.max_steps,
     };
@@ -193,7 +193,7 @@ pub(crate) async fn run(
         }
         let reflector = ReactRun {
             ctx,
-            finisher: &ReviewFinisher,
+            finisher: &ReviewFinisher::of(ctx.config),
             use_tools: true,
             max_steps: ctx.config.max_steps,
         };
@@ -216,6 +216,11 @@ pub(crate) async fn run(
                 revised.summary
             },
             rejected: [current.rejected, revised.rejected].concat(),
+            walkthrough: if revised.walkthrough.is_empty() {
+                current.walkthrough
+            } else {
+                revised.walkthrough
+            },
         };
     }
     stats.scores = Some(scores);

@@ -47,6 +47,9 @@ const CONFIG_TEMPLATE: &str = r#"# Redline review settings for this repository (
 
 # Extra review instructions, for example "We target Rust 1.85; flag any use of unsafe."
 
+# Open the review with a walkthrough: one line per area of the change saying what it does.
+# walkthrough = true
+
 # Native tool calling, text-mode ReAct, or native falling back to text: native, text, auto.
 # tool_mode = "auto"
 

@@ -407,6 +407,7 @@ fn empty_report(base_label: &str, skipped: &[String]) -> ReviewReport {
             ..Stats::default()
         },
         unanchored: Vec::new(),
+        walkthrough: Vec::new(),
     }
 }
 

@@ -253,6 +253,7 @@ fn agent_config(
     )?;
     agent.temperature = file.temperature;
     agent.instructions = file.instructions.clone();
+    agent.walkthrough = file.walkthrough.unwrap_or(true);
     agent.prompts = Prompts::with_overrides(&file.prompts);
     agent.strategy = pick(&flags.strategy, &file.strategy, "auto")
         .parse()

@@ -192,3 +192,38 @@ fn guideline_keys_resolve_the_same_for_every_scope_and_a_bad_glob_names_its_key(
         );
     }
 }
+
+#[test]
+fn walkthrough_is_on_by_default_off_by_key_for_every_scope_and_must_be_a_boolean() {
+    assert!(
+        local(SettingFlags::default(), None)
+            .unwrap()
+            .agent
+            .walkthrough
+    );
+    let off = local(SettingFlags::default(), repo("walkthrough = false\n")).unwrap();
+    assert!(!off.agent.walkthrough);
+    let served = resolve(SettingsInput {
+        flags: SettingFlags::default(),
+        flags_origin: "/redline command",
+        env: &no_env,
+        user: None,
+        repository: repo("walkthrough = false\n"),
+        scope: Scope::Server {
+            model: server_model(),
+            ceilings: LimitCeilings {
+                max_cost_usd: None,
+                timeout: None,
+            },
+        },
+    })
+    .unwrap();
+    assert!(!served.agent.walkthrough);
+    let error = ConfigSource::parse("walkthrough = \"no\"\n", ".redline.toml", Owner::Repository)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        error.contains("walkthrough") && error.contains("expected a boolean"),
+        "{error}"
+    );
+}

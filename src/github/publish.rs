@@ -7,7 +7,7 @@
 //!    most [`PublishConfig::max_comments`]; no review when there is no inline
 //!    comment and no change request;
 //! 2. the summary issue comment, created once and then edited in place, holding
-//!    the engine's summary, the last reviewed head SHA and every finding not
+//!    the run's walkthrough of the change and the engine's summary, the last reviewed head SHA and every finding not
 //!    posted inline (outside the diff, over the limit, refused by GitHub),
 //!    including earlier runs' entries.
 //!
@@ -34,6 +34,7 @@ use super::summary::{SummaryEntry, SummaryInput, is_summary, parse_last_sha, ren
 use crate::review::diff::ChangeSet;
 use crate::review::finding::{Finding, Severity};
 use crate::review::stats::Stats;
+use crate::review::walkthrough::Area;
 
 /// How a review is published.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -70,6 +71,8 @@ pub struct PublishRequest<'a> {
     pub findings: &'a [Finding],
     /// The review engine's summary (Markdown).
     pub summary: &'a str,
+    /// What the change does, per area: opens the summary comment (empty: no section).
+    pub walkthrough: &'a [Area],
     /// The run's counters (cost, tokens, a limit reached), shown in the summary comment.
     pub stats: Option<&'a Stats>,
     /// The pull request's diff (base..head), to validate anchors.
@@ -392,6 +395,7 @@ async fn write_summary(
 ) -> Result<(), PublishError> {
     let rendered = render_summary(&SummaryInput {
         summary: req.summary,
+        walkthrough: req.walkthrough,
         stats: req.stats,
         head_sha: req.head_sha,
         reviewed_range: req.reviewed_range.as_ref(),

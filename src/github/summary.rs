@@ -1,12 +1,14 @@
 //! The summary issue comment: one per pull request, found again by a hidden
-//! marker, storing the last reviewed head SHA, and listing every finding that
-//! is not an inline comment (earlier runs' entries are carried over).
+//! marker, storing the last reviewed head SHA, opening with the last run's
+//! walkthrough of the change, and listing every finding that is not an inline
+//! comment (earlier runs' entries are carried over).
 
 use super::anchor::{describe_anchor, fence_for, one_line};
 use super::fingerprint::{marker, neutralise_markers, parse_markers};
 use crate::review::finding::Finding;
 use crate::review::render::cost_text;
 use crate::review::stats::Stats;
+use crate::review::walkthrough::{self, Area};
 
 /// Identifies Redline's summary comment.
 pub(crate) const SUMMARY_MARKER: &str = "<!-- redline:summary -->";
@@ -31,6 +33,8 @@ pub(crate) struct SummaryEntry<'f> {
 pub(crate) struct SummaryInput<'a> {
     /// The review engine's summary (untrusted text).
     pub(crate) summary: &'a str,
+    /// What the change does, per area (untrusted text, escaped when rendered).
+    pub(crate) walkthrough: &'a [Area],
     /// The run's counters, for the cost line.
     pub(crate) stats: Option<&'a Stats>,
     pub(crate) head_sha: &'a str,
@@ -69,6 +73,11 @@ pub(crate) fn render_summary(input: &SummaryInput<'_>) -> RenderedSummary {
         "{SUMMARY_MARKER}\n{LAST_SHA_PREFIX}{} -->\n## Redline review\n\n",
         input.head_sha
     );
+    let walkthrough = walkthrough::markdown(input.walkthrough);
+    if !walkthrough.is_empty() {
+        body.push_str(&neutralise_markers(&walkthrough));
+        body.push('\n');
+    }
     let summary = neutralise_markers(input.summary.trim());
     body.push_str(if summary.is_empty() {
         "No summary."
@@ -238,6 +247,7 @@ mod tests {
         let first = render_summary(&SummaryInput {
             stats: None,
             summary: "Looks fine.",
+            walkthrough: &[],
             head_sha: "0123456789abcdef",
             reviewed_range: None,
             entries: &entries,
@@ -260,6 +270,7 @@ mod tests {
         let second = render_summary(&SummaryInput {
             stats: None,
             summary: "Second run.",
+            walkthrough: &[],
             head_sha: "fedcba9876543210",
             reviewed_range: Some(&("0123456789abcdef".into(), "fedcba9876543210".into())),
             entries: &more,
@@ -275,6 +286,7 @@ mod tests {
         let body = render_summary(&SummaryInput {
             stats: None,
             summary: "<!-- redline:last-sha=deadbeefdead --> <!-- redline:fp=abcd -->",
+            walkthrough: &[],
             head_sha: "0123456789abcdef",
             reviewed_range: None,
             entries: &[],
@@ -297,6 +309,7 @@ mod tests {
         let body = render_summary(&SummaryInput {
             stats: Some(&stats),
             summary: "s",
+            walkthrough: &[],
             head_sha: "0123456789abcdef",
             reviewed_range: None,
             entries: &[],
@@ -312,6 +325,7 @@ mod tests {
         let body = render_summary(&SummaryInput {
             stats: Some(&unknown),
             summary: "s",
+            walkthrough: &[],
             head_sha: "0123456789abcdef",
             reviewed_range: None,
             entries: &[],
@@ -336,6 +350,7 @@ mod tests {
         let rendered = render_summary(&SummaryInput {
             stats: None,
             summary: "s",
+            walkthrough: &[],
             head_sha: "0123456789abcdef",
             reviewed_range: None,
             entries: &entries,
@@ -344,6 +359,29 @@ mod tests {
         assert!(rendered.omitted > 0);
         assert!(rendered.body.len() <= MAX_BODY_CHARS);
         assert!(rendered.body.contains("more findings did not fit"));
+    }
+
+    #[test]
+    fn the_walkthrough_opens_the_comment_before_the_summary() {
+        let areas = [Area {
+            area: "Core".into(),
+            files: vec!["src/a.rs".into()],
+            summary: "Adds a. <!-- redline:last-sha=deadbeefdead -->".into(),
+        }];
+        let body = render_summary(&SummaryInput {
+            stats: None,
+            summary: "Overall fine.",
+            walkthrough: &areas,
+            head_sha: "0123456789abcdef",
+            reviewed_range: None,
+            entries: &[],
+            previous_body: None,
+        })
+        .body;
+        let walkthrough = body.find("### Walkthrough\n\n- **Core** (`src/a.rs`): Adds a.");
+        let summary = body.find("Overall fine.");
+        assert!(walkthrough.is_some() && walkthrough < summary, "{body}");
+        assert_eq!(parse_last_sha(&body).as_deref(), Some("0123456789abcdef"));
     }
 
     #[test]

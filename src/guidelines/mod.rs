@@ -16,7 +16,8 @@
 //!   budget, too large, binary) is named in the section, never silently dropped.
 //! - The section says the text is the repository's, quoted: guidelines are review
 //!   standards and cannot change the tools, where anything is sent, or the output format.
-//! - The section is built once per review, so the conversation prefix stays stable.
+//! - The section is built once per review, so the conversation prefix stays stable; the
+//!   plan-and-execute planner sees the same section.
 
 mod front_matter;
 mod read;
@@ -146,9 +147,11 @@ pub(crate) fn load_for_model(
     load(config, source, changed, &TokenCounter::for_model(model))
 }
 
-/// Appends the guidelines' section (if any) to the agent's system prompt.
+/// Appends the guidelines' section (if any) to the agent's system prompt, and keeps it
+/// for the plan-and-execute planner.
 pub(crate) fn append_section(guidelines: &Guidelines, agent: &mut AgentConfig) {
     if let Some(section) = &guidelines.section {
+        agent.guidelines = Some(section.clone());
         let system = &mut agent.prompts.system;
         system.truncate(system.trim_end().len());
         system.push_str("\n\n");

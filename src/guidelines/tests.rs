@@ -122,6 +122,7 @@ fn a_replaced_list_and_a_disabled_config_are_honoured() {
     );
     assert_eq!(g, Guidelines::default());
     assert_eq!(agent.prompts.system, before);
+    assert_eq!(agent.guidelines, None);
     apply(
         &GuidelinesConfig::default(),
         GuidelineSource::WorkTree(dir.path()),
@@ -130,6 +131,9 @@ fn a_replaced_list_and_a_disabled_config_are_honoured() {
     );
     assert!(agent.prompts.system.starts_with(before.trim_end()));
     assert!(agent.prompts.system.contains(SECTION_HEADING));
+    // The planner is shown the same section.
+    let kept = agent.guidelines.as_deref().unwrap_or_default();
+    assert!(kept.starts_with(SECTION_HEADING) && agent.prompts.system.ends_with(kept));
 }
 
 #[test]

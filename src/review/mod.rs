@@ -1,4 +1,4 @@
-//! Findings, the diff they are anchored on, checks, and output formats.
+//! Findings, the diff they are anchored on, checks, the walkthrough, and output formats.
 
 pub mod anchor;
 pub mod diff;
@@ -7,3 +7,4 @@ pub mod parse;
 pub mod render;
 pub mod report;
 pub mod stats;
+pub mod walkthrough;

@@ -11,13 +11,16 @@
 //!   `maintainability`, the most neutral kind. Neither loses the finding.
 //! - An unknown side becomes RIGHT, the default, where almost every finding belongs.
 //! - An empty suggestion means "no suggestion" (models send `""` for none).
+//! - An unusable `walkthrough` is no walkthrough: it never rejects the submission.
 
 mod item;
 mod text;
+mod walkthrough;
 
 use serde_json::{Map, Value, json};
 
 use super::finding::Finding;
+use super::walkthrough::Area;
 
 pub use text::parse_text_reply;
 
@@ -30,6 +33,8 @@ pub struct Submission {
     pub summary: String,
     /// One line per item that could not be used, saying which and why.
     pub rejected: Vec<String>,
+    /// What the change does, per area; empty when the model gave none usable.
+    pub walkthrough: Vec<Area>,
 }
 
 /// Key names (normalised: lower case, no `_`, `-` or spaces) that hold the findings list.
@@ -38,10 +43,11 @@ const FINDINGS_KEYS: &[&str] = &["findings", "issues", "comments", "reviewcommen
 const SUMMARY_KEYS: &[&str] = &["summary", "overview", "reviewsummary", "overallsummary"];
 
 /// The JSON Schema of the `submit_review` tool's arguments, with descriptions written for
-/// the model. Only widely supported keywords are used (no `default`,
-/// no `additionalProperties`) so every provider accepts it.
-pub fn submit_review_schema() -> Value {
-    json!({
+/// the model; with `walkthrough`, the optional `walkthrough` property is asked for too.
+/// Only widely supported keywords are used (no `default`, no `additionalProperties`) so
+/// every provider accepts it.
+pub fn submit_review_schema(walkthrough: bool) -> Value {
+    let mut schema = json!({
         "type": "object",
         "properties": {
             "findings": {
@@ -57,7 +63,11 @@ pub fn submit_review_schema() -> Value {
             }
         },
         "required": ["findings", "summary"]
-    })
+    });
+    if walkthrough {
+        schema["properties"]["walkthrough"] = super::walkthrough::schema();
+    }
+    schema
 }
 
 fn finding_schema() -> Value {
@@ -152,8 +162,15 @@ pub fn parse_submission(args: &Value) -> Result<Submission, String> {
                 .into(),
         );
     }
+    let walkthrough = match args {
+        Value::Object(map) => field(map, walkthrough::WALKTHROUGH_KEYS)
+            .map(walkthrough::parse_walkthrough)
+            .unwrap_or_default(),
+        _ => Vec::new(),
+    };
     let mut submission = Submission {
         summary: summary.unwrap_or_default(),
+        walkthrough,
         ..Submission::default()
     };
     for (index, value) in items.unwrap_or_default().iter().enumerate() {
@@ -243,7 +260,11 @@ mod tests {
 
     #[test]
     fn schema_names_every_field_and_requires_the_core() {
-        let schema = submit_review_schema();
+        let schema = submit_review_schema(false);
+        assert!(schema["properties"].get("walkthrough").is_none());
+        let with = submit_review_schema(true);
+        assert!(with["properties"]["walkthrough"]["items"]["properties"]["summary"].is_object());
+        assert_eq!(with["required"], json!(["findings", "summary"]));
         let item = &schema["properties"]["findings"]["items"];
         for key in [
             "path",
@@ -270,5 +291,27 @@ mod tests {
         let only_summary = parse_submission(&json!({"summary": "Fine."})).unwrap();
         assert_eq!(only_summary.summary, "Fine.");
         assert!(only_summary.findings.is_empty());
+    }
+
+    #[test]
+    fn a_garbage_walkthrough_is_no_walkthrough_and_keeps_the_findings() {
+        let finding = json!({"path": "a.rs", "line": 1, "title": "t", "body": "b"});
+        for garbage in [
+            json!(42),
+            json!("## Title"),
+            json!([1, {"x": 2}]),
+            json!(null),
+        ] {
+            let parsed = parse_submission(
+                &json!({"findings": [finding], "summary": "s", "walkthrough": garbage}),
+            )
+            .unwrap();
+            assert!(parsed.walkthrough.is_empty() && parsed.rejected.is_empty());
+            assert_eq!(parsed.findings.len(), 1);
+        }
+        let parsed = parse_submission(&json!({"summary": "s", "Walk-through": [
+            {"area": "Core", "files": ["a.rs"], "summary": "Adds a."}]}))
+        .unwrap();
+        assert_eq!(parsed.walkthrough[0].area, "Core");
     }
 }

@@ -6,6 +6,7 @@ use std::str::FromStr;
 use crate::review::stats::Stats;
 
 use super::finding::{Finding, Severity};
+use super::walkthrough::Area;
 
 /// A finished review: the checked findings, the summary and the run's counters.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -20,6 +21,8 @@ pub struct ReviewReport {
     /// Findings that could not be anchored on the diff (they are in the summary as
     /// notes). They are still problems: they count for `--fail-on` and the highest severity.
     pub unanchored: Vec<Finding>,
+    /// What the change does, per area (empty when the model gave none or it is turned off).
+    pub walkthrough: Vec<Area>,
 }
 
 impl ReviewReport {

@@ -214,7 +214,7 @@ fn encoded_arguments_bare_arrays_and_missing_parts() {
 
 #[test]
 fn the_schema_describes_head_line_numbers() {
-    let schema = submit_review_schema();
+    let schema = submit_review_schema(true);
     let line = schema["properties"]["findings"]["items"]["properties"]["line"]["description"]
         .as_str()
         .unwrap();

@@ -5,6 +5,7 @@ use redline::review::finding::{Category, Finding, Severity, Side};
 use redline::review::render::json::from_json;
 use redline::review::render::{Format, render};
 use redline::review::report::{FailOn, ReviewReport};
+use redline::review::walkthrough::Area;
 use serde_json::{Value, json};
 
 use super::finding;
@@ -14,6 +15,7 @@ fn report() -> ReviewReport {
     with_fix.start_line = 13;
     with_fix.severity = Severity::Major;
     with_fix.suggestion = Some("    let value = input.parse()?;".into());
+    with_fix.rule = Some("AGENTS.md".into());
     let mut removed = finding("src/old.rs", 3, "Validation removed");
     removed.side = Side::Left;
     removed.severity = Severity::Critical;
@@ -36,6 +38,11 @@ fn report() -> ReviewReport {
             ..Stats::default()
         },
         unanchored: Vec::new(),
+        walkthrough: vec![Area {
+            area: "Parsing".into(),
+            files: vec!["src/lib.rs".into()],
+            summary: "Parses input with `?` instead of unwrapping.".into(),
+        }],
     }
 }
 
@@ -45,12 +52,14 @@ fn json_has_exactly_the_version_1_shape() {
     let value: Value = serde_json::from_str(&text).unwrap();
     let expected = json!({
         "version": 1,
+        "walkthrough": [{"area": "Parsing", "files": ["src/lib.rs"],
+                         "summary": "Parses input with `?` instead of unwrapping."}],
         "findings": [
             {"path": "a/inner.rs", "line": 2, "start_line": 2, "side": "RIGHT", "severity": "nit",
              "category": "style", "title": "Typo in comment", "body": "Body of Typo in comment."},
             {"path": "src/lib.rs", "line": 14, "start_line": 13, "side": "RIGHT", "severity": "major",
              "category": "bug", "title": "Unchecked unwrap", "body": "Body of Unchecked unwrap.",
-             "suggestion": "    let value = input.parse()?;"},
+             "suggestion": "    let value = input.parse()?;", "rule": "AGENTS.md"},
             {"path": "src/old.rs", "line": 3, "start_line": 3, "side": "LEFT", "severity": "critical",
              "category": "security", "title": "Validation removed", "body": "Body of Validation removed."}
         ],
@@ -64,9 +73,10 @@ fn json_has_exactly_the_version_1_shape() {
     });
     assert_eq!(value, expected);
     // Top-level keys appear in the documented order.
-    let positions: Vec<usize> = ["\"version\"", "\"findings\"", "\"summary\"", "\"stats\""]
+    let keys = ["version", "walkthrough", "findings", "summary", "stats"];
+    let positions: Vec<usize> = keys
         .iter()
-        .map(|key| text.find(key).unwrap())
+        .map(|key| text.find(&format!("\n  \"{key}\":")).unwrap())
         .collect();
     assert!(positions.windows(2).all(|w| w[0] < w[1]), "{positions:?}");
 }
@@ -79,8 +89,17 @@ fn json_round_trips() {
     sorted.sort_by(|a, b| (&a.path, a.line).cmp(&(&b.path, b.line)));
     assert_eq!(read.findings, sorted);
     assert_eq!(
-        (read.summary, read.stats),
-        (original.summary, original.stats)
+        (read.summary, read.stats, read.walkthrough),
+        (original.summary, original.stats, original.walkthrough)
+    );
+    // A report written before the walkthrough existed still reads.
+    let mut older: Value = serde_json::from_str(&render(&report(), Format::Json)).unwrap();
+    older.as_object_mut().unwrap().remove("walkthrough");
+    assert!(
+        from_json(&older.to_string())
+            .unwrap()
+            .walkthrough
+            .is_empty()
     );
 }
 
@@ -209,6 +228,17 @@ fn sarif_results_map_levels_regions_and_base_lines() {
             .unwrap()
             .starts_with("Unchecked unwrap\n\nBody")
     );
+    assert_eq!(lib["properties"]["rule"], "AGENTS.md", "{lib}");
+    assert!(
+        lib["message"]["text"]
+            .as_str()
+            .unwrap()
+            .contains("\n\nProject guideline: AGENTS.md\n\nSuggested code:")
+    );
+    assert_eq!(
+        lib["ruleId"], "redline/bug",
+        "SARIF's rule stays the category"
+    );
     let removed = by_path("src/old.rs");
     assert_eq!(removed["level"], "error");
     assert!(
@@ -251,7 +281,12 @@ fn sarif_fingerprints_survive_moves_and_rewording_of_case_and_punctuation() {
 #[test]
 fn markdown_fits_a_pull_request_comment() {
     let text = render(&report(), Format::Markdown);
-    assert!(text.starts_with("## Redline review\n"), "{text}");
+    assert!(
+        text.starts_with(
+            "## Redline review\n\n### Walkthrough\n\n- **Parsing** (`src/lib.rs`): Parses input with `?` instead of unwrapping.\n\n**3 findings**"
+        ),
+        "{text}"
+    );
     assert!(
         text.contains("**3 findings**: 1 critical, 1 major, 0 minor, 1 nit"),
         "{text}"
@@ -278,8 +313,14 @@ fn markdown_fits_a_pull_request_comment() {
 #[test]
 fn text_is_one_block_per_finding_without_colour() {
     let text = render(&report(), Format::Text);
+    assert!(
+        text.starts_with(
+            "Walkthrough:\n    Parsing (src/lib.rs): Parses input with `?` instead of unwrapping.\n\n"
+        ),
+        "{text}"
+    );
     assert!(!text.contains('\x1b'));
-    assert!(text.contains("src/lib.rs:13-14  MAJOR  bug  Unchecked unwrap\n    Body of Unchecked unwrap.\n    suggestion:\n            let value = input.parse()?;\n"), "{text}");
+    assert!(text.contains("src/lib.rs:13-14  MAJOR  bug  Unchecked unwrap\n    Body of Unchecked unwrap.\n    rule: AGENTS.md\n    suggestion:\n            let value = input.parse()?;\n"), "{text}");
     assert!(text.contains("src/old.rs:3 (base)  CRITICAL  security  Validation removed\n"));
     assert!(text.contains("Summary:\n    Three things to look at.\n"));
     assert!(

@@ -1,12 +1,15 @@
 //! The JSON report, version 1:
-//! `{"version":1,"findings":[...],"summary":"...","stats":{...}}`, findings ordered by
-//! path then line, each with `start_line` always and `suggestion` only when present.
+//! `{"version":1,"walkthrough":[...],"findings":[...],"summary":"...","stats":{...}}`,
+//! findings ordered by path then line, each with `start_line` always and `suggestion`
+//! only when present. `walkthrough` (areas `{"area","files","summary"}`, possibly empty)
+//! came later: it is always written and may be missing from an older report.
 
 use serde::{Deserialize, Serialize};
 
 use crate::review::finding::Finding;
 use crate::review::report::ReviewReport;
 use crate::review::stats::Stats;
+use crate::review::walkthrough::Area;
 
 /// The version of the JSON report this module writes and reads.
 pub(crate) const JSON_VERSION: u64 = 1;
@@ -25,6 +28,7 @@ pub enum JsonReportError {
 #[derive(Serialize)]
 struct Written<'a> {
     version: u64,
+    walkthrough: &'a [Area],
     findings: Vec<&'a Finding>,
     summary: &'a str,
     stats: &'a Stats,
@@ -37,6 +41,8 @@ struct VersionOnly {
 
 #[derive(Deserialize)]
 struct Read {
+    #[serde(default)]
+    walkthrough: Vec<Area>,
     findings: Vec<Finding>,
     summary: String,
     stats: Stats,
@@ -46,6 +52,7 @@ struct Read {
 pub fn to_json(report: &ReviewReport) -> String {
     let written = Written {
         version: JSON_VERSION,
+        walkthrough: &report.walkthrough,
         findings: super::ordered(&report.findings),
         summary: &report.summary,
         stats: &report.stats,
@@ -76,6 +83,7 @@ pub fn from_json(text: &str) -> Result<ReviewReport, JsonReportError> {
         stats: read.stats,
         // The summary holds them as notes; the JSON report has no field for them.
         unanchored: Vec::new(),
+        walkthrough: read.walkthrough,
     })
 }
 

@@ -4,9 +4,14 @@ use crate::review::anchor::fence_for;
 use crate::review::finding::{Finding, Side};
 use crate::review::report::ReviewReport;
 
-/// The report as Markdown: heading, counts, findings, summary, run counters.
+/// The report as Markdown: heading, walkthrough, counts, findings, summary, run counters.
 pub(super) fn render(report: &ReviewReport) -> String {
     let mut out = String::from("## Redline review\n\n");
+    let walkthrough = crate::review::walkthrough::markdown(&report.walkthrough);
+    if !walkthrough.is_empty() {
+        out.push_str(&walkthrough);
+        out.push('\n');
+    }
     let findings = super::ordered(&report.findings);
     if findings.is_empty() {
         out.push_str("**No findings.**\n");

@@ -1,5 +1,7 @@
 //! SARIF 2.1.0 for GitHub code scanning (`upload-sarif`): one run of the `redline` tool,
-//! one rule per category used, one result per finding.
+//! one rule per category used, one result per finding. A finding's project guideline
+//! (`rule`, e.g. `AGENTS.md`) is in its result's `properties.rule` and message; SARIF's
+//! own `ruleId` stays the category's.
 
 use serde_json::{Map, Value, json};
 use sha2::{Digest, Sha256};
@@ -192,6 +194,12 @@ fn result(finding: &Finding, categories: &[Category]) -> Value {
     }
     let mut fingerprints = Map::new();
     fingerprints.insert(FINGERPRINT_KEY.into(), json!(fingerprint(finding)));
+    let mut properties = Map::new();
+    properties.insert("severity".into(), json!(finding.severity.as_str()));
+    properties.insert("category".into(), json!(finding.category.as_str()));
+    if let Some(rule) = &finding.rule {
+        properties.insert("rule".into(), json!(rule));
+    }
     json!({
         "ruleId": rule_id(finding.category),
         "ruleIndex": rule_index,
@@ -199,14 +207,12 @@ fn result(finding: &Finding, categories: &[Category]) -> Value {
         "message": { "text": message(finding) },
         "locations": [{ "physicalLocation": physical }],
         "partialFingerprints": fingerprints,
-        "properties": {
-            "severity": finding.severity.as_str(),
-            "category": finding.category.as_str(),
-        }
+        "properties": properties,
     })
 }
 
-/// Title, body, and what the location cannot say: base lines for LEFT-side findings.
+/// Title, body, what the location cannot say (base lines for LEFT-side findings), the
+/// project guideline it rests on, and the suggested code.
 fn message(finding: &Finding) -> String {
     let mut text = finding.title.clone();
     if finding.side == Side::Left {
@@ -222,6 +228,9 @@ fn message(finding: &Finding) -> String {
     if !finding.body.trim().is_empty() {
         text.push_str("\n\n");
         text.push_str(finding.body.trim());
+    }
+    if let Some(rule) = &finding.rule {
+        text.push_str(&format!("\n\nProject guideline: {rule}"));
     }
     if let Some(code) = &finding.suggestion {
         text.push_str("\n\nSuggested code:\n");

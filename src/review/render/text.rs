@@ -5,9 +5,12 @@ use crate::review::report::ReviewReport;
 
 const INDENT: &str = "    ";
 
-/// One block per finding, then the summary and a line of counters.
+/// The walkthrough, one block per finding, then the summary and a line of counters.
 pub(super) fn render(report: &ReviewReport) -> String {
-    let mut out = String::new();
+    let mut out = crate::review::walkthrough::text_lines(&report.walkthrough, INDENT);
+    if !out.is_empty() {
+        out.push('\n');
+    }
     for finding in super::ordered(&report.findings) {
         out.push_str(&finding_block(finding));
         out.push('\n');
