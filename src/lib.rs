@@ -26,4 +26,5 @@ pub mod review;
 pub mod review_flow;
 pub mod server;
 pub mod text;
+pub mod thread_flow;
 pub mod tools;

@@ -32,4 +32,5 @@ mod server;
 mod settings;
 mod strategies;
 mod text_mode;
+mod threads;
 mod tools;

@@ -388,6 +388,34 @@ impl GitHubClient {
         self.write_json(Method::PATCH, path, body, interval).await
     }
 
+    /// A GraphQL call (`POST /graphql`) with `variables`; its `data` on success. An answer
+    /// with `errors` is an error carrying the first message. Unpaced: Redline's GraphQL
+    /// calls read threads or resolve one, neither creates content.
+    pub async fn graphql(&self, query: &str, variables: &Value) -> Result<Value, GitHubError> {
+        const PATH: &str = "/graphql";
+        let body = serde_json::json!({ "query": query, "variables": variables });
+        let response = self
+            .request(Method::POST, PATH, Some(&body), Pacing::Unpaced)
+            .await?;
+        let answer = decode(&Method::POST, PATH, &response)?;
+        if let Some(first) = answer
+            .get("errors")
+            .and_then(Value::as_array)
+            .and_then(|errors| errors.first())
+        {
+            let message = first
+                .get("message")
+                .and_then(Value::as_str)
+                .unwrap_or("GraphQL error");
+            return Err(GitHubError::Decode {
+                method: "POST".into(),
+                path: PATH.into(),
+                message: message.chars().take(200).collect(),
+            });
+        }
+        Ok(answer.get("data").cloned().unwrap_or(Value::Null))
+    }
+
     /// A content-creating request, at least `interval` after the previous one.
     pub(crate) async fn write_json(
         &self,

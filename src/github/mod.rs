@@ -11,6 +11,7 @@ pub mod auth;
 pub mod checkout;
 pub mod client;
 pub mod command;
+pub mod dismissed;
 pub mod error;
 pub mod fingerprint;
 pub mod notice;
@@ -18,6 +19,7 @@ pub mod publish;
 pub mod pull;
 pub mod ratelimit;
 mod summary;
+pub mod thread;
 
 pub use action_event::{
     EventShapeError, Trigger, TriggerOptions, check_action_event, has_write_access,
@@ -31,6 +33,7 @@ pub use fingerprint::{fingerprint, marker, parse_markers};
 pub use notice::post_notice_once;
 pub use publish::{
     PublishConfig, PublishError, PublishOutcome, PublishRequest, last_reviewed_sha, publish_review,
+    record_dismissed,
 };
 pub use pull::{PullInfo, fetch_pull};
 pub use ratelimit::{RetryPolicy, Sleeper};
