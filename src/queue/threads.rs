@@ -58,6 +58,7 @@ impl Queue {
                 .bind(now)
                 .execute(pool)
                 .await?
+                .rows_affected()
             });
         }
         Ok(())

@@ -82,7 +82,8 @@ async fn handle(
         }
         Gate::Reply { text, dismiss } => {
             if !claimed().await? {
-                return Ok(already_claimed(comment));
+                already_claimed(comment);
+                return Ok(());
             }
             if !dismiss.is_empty() {
                 queue
@@ -96,7 +97,8 @@ async fn handle(
         }
         Gate::Answer(thread) => {
             if !claimed().await? {
-                return Ok(already_claimed(comment));
+                already_claimed(comment);
+                return Ok(());
             }
             answer(runner, queue, &client, comment, &thread).await
         }

@@ -9,7 +9,7 @@ use super::support::{
     ANSWER_TEXT, FIRST, PUSHED_CALC, SECOND, answers_in, is_chat, model, reply_event,
 };
 use crate::common::cli::{self, KEY};
-use crate::common::github_mock::GitHubMock;
+use crate::common::github_mock::{GitHubMock, PullSpec};
 use crate::common::model_server::ModelServer;
 use crate::settings::support::pull_request_repo;
 
@@ -81,6 +81,7 @@ async fn the_action_answers_a_reply_once_and_remembers_an_ignore() {
     let (repo, base, head) = pull_request_repo(None);
     let gh = GitHubMock::start().await;
     gh.set_permission("alice", "read");
+    gh.add_pull("octo", "demo", 7, PullSpec::new(&base, &head));
     let model = model(false).await;
     let opened = pull_request_event("opened", &base, &head).to_string();
     run(repo.path(), "pull_request", opened.as_bytes(), &gh, &model).await;

@@ -37,7 +37,11 @@ pub async fn model(drop_first_after_push: bool) -> ModelServer {
     ModelServer::start_with(Wire::OpenAi, move |request, _| {
         let text = request.body["messages"].to_string();
         if is_chat(request) {
-            let dismiss = text.contains("intended");
+            // The comment is quoted in the first user message (the system prompt names
+            // "intended" too).
+            let dismiss = request.body["messages"][1]["content"]
+                .as_str()
+                .is_some_and(|m| m.contains("intended"));
             return Reply::tool(
                 "a",
                 "answer",
