@@ -216,12 +216,10 @@ impl GitHubMock {
         self.state().requests.clone()
     }
 
-    /// The POST and PATCH requests received, in order, except installation token requests.
+    /// The POST and PATCH requests received, in order, except installation token requests
+    /// and GraphQL queries (reads sent as POST; GraphQL mutations are writes).
     pub fn writes(&self) -> Vec<RecordedRequest> {
-        self.requests()
-            .into_iter()
-            .filter(|r| (r.method == "POST" || r.method == "PATCH") && !r.path.starts_with("/app/"))
-            .collect()
+        self.requests().into_iter().filter(is_write).collect()
     }
 
     /// How many installation tokens were requested.
@@ -353,7 +351,7 @@ impl MockState {
         if let Some((status, message)) = self.fail_next.take() {
             return error(status, &message);
         }
-        let is_write = (req.method == "POST" || req.method == "PATCH") && !is_token;
+        let is_write = is_write(req);
         if is_write && self.forbid_writes {
             return error(403, "Resource not accessible by integration");
         }
@@ -658,6 +656,17 @@ impl MockState {
         }
         response
     }
+}
+
+/// A content-changing request: POST or PATCH, not a token request, not a GraphQL query.
+fn is_write(req: &RecordedRequest) -> bool {
+    let graphql_query = req.path == "/graphql"
+        && !req.body["query"]
+            .as_str()
+            .is_some_and(|q| q.trim_start().starts_with("mutation"));
+    (req.method == "POST" || req.method == "PATCH")
+        && !req.path.starts_with("/app/")
+        && !graphql_query
 }
 
 fn key(owner: &str, repo: &str, number: &str) -> String {
