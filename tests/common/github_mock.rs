@@ -347,7 +347,6 @@ fn error(status: u16, message: &str) -> ResponseTemplate {
 
 impl MockState {
     fn answer(&mut self, req: &RecordedRequest) -> ResponseTemplate {
-        let is_token = req.path.starts_with("/app/");
         if let Some((status, message)) = self.fail_next.take() {
             return error(status, &message);
         }
