@@ -81,16 +81,34 @@ pub async fn gate(client: &GitHubClient, comment: &ThreadComment) -> Result<Gate
     })
 }
 
-/// The model's answer to `comment` in `thread`, or `None` past `chat_max_replies`.
+/// What [`answer`] came to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Answered {
+    /// The model's answer, to post.
+    Answer(ChatAnswer),
+    /// No answer, for this reason (for the log).
+    Skipped(String),
+}
+
+/// The model's answer to `comment` in `thread`; none past `chat_max_replies` or when the
+/// thread's file is gone from the head (deleted since).
 pub async fn answer(
     model: Arc<dyn ChatModel>,
     settings: &Settings,
     commits: &PullCommits,
     comment: &ThreadComment,
     thread: &Thread,
-) -> Result<Option<ChatAnswer>, crate::agent::AgentError> {
+) -> Result<Answered, crate::agent::AgentError> {
     if thread.answers() >= settings.threads.chat_max_replies as usize {
-        return Ok(None);
+        return Ok(Answered::Skipped(
+            "chat_max_replies reached in the thread".into(),
+        ));
+    }
+    if !comment.path.is_empty() && !commits.view.exists(&comment.path) {
+        return Ok(Answered::Skipped(format!(
+            "the thread's file {} is not in the head any more",
+            comment.path
+        )));
     }
     let guidelines = thread_guidelines(settings, commits, &comment.path).await;
     let posts: Vec<(String, String)> = thread
@@ -117,7 +135,7 @@ pub async fn answer(
         &input,
     )
     .await?;
-    Ok(Some(answer))
+    Ok(Answered::Answer(answer))
 }
 
 /// Posts `text` as the answer to `comment` (with the marker that prevents a second one).

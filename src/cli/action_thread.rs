@@ -13,7 +13,7 @@ use crate::github::thread::{Thread, ThreadComment};
 use crate::github::{GitHubClient, fetch_pull, record_dismissed};
 use crate::llm::Secret;
 use crate::review_flow::{CommitSource, load_commits};
-use crate::thread_flow::{self, Gate};
+use crate::thread_flow::{self, Answered, Gate};
 
 /// Answers `comment` in its thread when the checks let it; the step's exit code.
 pub(super) async fn answer(
@@ -63,10 +63,12 @@ async fn answer_with_model(
     };
     let settings = action_settings(args, &target, &commits)?;
     let model = model_client(&settings.model, &EventSink::discard());
-    let Some(answered) = thread_flow::answer(model, &settings, &commits, comment, thread).await?
-    else {
-        println!("::notice::Redline: no answer (chat_max_replies reached in the thread)");
-        return Ok(());
+    let answered = match thread_flow::answer(model, &settings, &commits, comment, thread).await? {
+        Answered::Answer(answered) => answered,
+        Answered::Skipped(reason) => {
+            println!("::notice::Redline: no answer ({})", escape_data(&reason));
+            return Ok(());
+        }
     };
     if answered.dismiss {
         dismiss_in_summary(client, comment, &thread.dismissal_keys()).await?;

@@ -18,7 +18,7 @@ use super::review_runner::{PullAt, ReviewRunner, send};
 use crate::github::thread::ThreadComment;
 use crate::github::{GitHubClient, fetch_pull};
 use crate::queue::Queue;
-use crate::thread_flow::{self, Gate};
+use crate::thread_flow::{self, Answered, Gate};
 
 /// Answers computed at once.
 const CONCURRENT_ANSWERS: usize = 2;
@@ -145,12 +145,12 @@ async fn answer(
     ))
     .await
     .map_err(|e| e.to_string())?;
-    let Some(answered) = answered else {
-        tracing::info!(
-            comment = comment.comment_id,
-            "chat_max_replies reached in the thread"
-        );
-        return Ok(());
+    let answered = match answered {
+        Answered::Answer(answered) => answered,
+        Answered::Skipped(reason) => {
+            tracing::info!(comment = comment.comment_id, %reason, "review comment not answered");
+            return Ok(());
+        }
     };
     if answered.dismiss {
         let keys = thread.dismissal_keys();

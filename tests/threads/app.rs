@@ -1,7 +1,7 @@
 //! `redline serve` answers replies in its review threads: once, only to people who may
 //! read the repository, never to a bot, at most `chat_max_replies` times per thread.
 
-use super::support::{ANSWER_TEXT, FIRST, Reviewed, is_chat, wait_for};
+use super::support::{ANSWER_TEXT, FIRST, Reviewed, is_chat, model_with, wait_for};
 
 const NOT_ANSWERED: &str = "review comment not answered";
 
@@ -117,4 +117,46 @@ async fn answers_per_thread_stop_at_chat_max_replies() {
     reviewed.wait_for_log("chat_max_replies reached", 1).await;
     assert_eq!(reviewed.answers(root).len(), 1);
     assert_eq!(chat_requests(&reviewed), 1);
+}
+
+#[tokio::test]
+async fn an_answer_makes_at_most_chat_max_steps_model_calls() {
+    let model = model_with(false, true).await;
+    let reviewed = Reviewed::start_with(Some("chat_max_steps = 2\n"), model).await;
+    let root = reviewed.root(FIRST);
+    reviewed
+        .reply(root, "alice", "User", "Why is this a bug?", "s-1")
+        .await;
+    reviewed
+        .wait_for_log("could not answer a review comment", 1)
+        .await;
+    assert_eq!(chat_requests(&reviewed), 2);
+    let last = reviewed
+        .model
+        .requests()
+        .into_iter()
+        .filter(is_chat)
+        .last()
+        .expect("chat");
+    let tools = last.body["tools"].to_string();
+    assert!(
+        tools.contains("answer") && !tools.contains("list_files"),
+        "the last call offers only `answer`: {tools}"
+    );
+    assert!(reviewed.answers(root).is_empty());
+}
+
+#[tokio::test]
+async fn no_answer_in_a_thread_whose_file_was_deleted() {
+    let reviewed = Reviewed::start(None, false).await;
+    let root = reviewed.root(FIRST);
+    reviewed.delete_the_file();
+    reviewed
+        .reply(root, "alice", "User", "Still a problem?", "g-1")
+        .await;
+    reviewed
+        .wait_for_log("is not in the head any more", 1)
+        .await;
+    assert!(reviewed.answers(root).is_empty());
+    assert_eq!(chat_requests(&reviewed), 0);
 }

@@ -34,8 +34,16 @@ pub fn is_chat(request: &RecordedRequest) -> bool {
 /// `drop_first_after_push`); an answer says [`ANSWER_TEXT`], dismissing when the
 /// author's comment says "intended".
 pub async fn model(drop_first_after_push: bool) -> ModelServer {
+    model_with(drop_first_after_push, false).await
+}
+
+/// [`model`], whose answers explore for ever (`list_files`) when `endless_chat`.
+pub async fn model_with(drop_first_after_push: bool, endless_chat: bool) -> ModelServer {
     ModelServer::start_with(Wire::OpenAi, move |request, _| {
         let text = request.body["messages"].to_string();
+        if is_chat(request) && endless_chat {
+            return Reply::tool("l", "list_files", json!({}));
+        }
         if is_chat(request) {
             // The comment is quoted in the first user message (the system prompt names
             // "intended" too).
@@ -79,10 +87,14 @@ pub struct Reviewed {
 impl Reviewed {
     /// Starts the App and has it review the pull request (`config` at the base).
     pub async fn start(config: Option<&str>, drop_first_after_push: bool) -> Reviewed {
+        Reviewed::start_with(config, model(drop_first_after_push).await).await
+    }
+
+    /// [`Reviewed::start`] with this model.
+    pub async fn start_with(config: Option<&str>, model: ModelServer) -> Reviewed {
         let (repo, base, head) = pull_request_repo(config);
         let gh = GitHubMock::start().await;
         gh.set_permission("alice", "read");
-        let model = model(drop_first_after_push).await;
         let server = Server::start(&gh, &model).await;
         let reviewed = Reviewed {
             repo,
@@ -125,6 +137,19 @@ impl Reviewed {
             summaries(gh).iter().any(|s| s.contains(head)),
             "no review of {head}: {}",
             self.server.log()
+        );
+    }
+
+    /// Commits the removal of `src/calc.rs` and points the pull request at it (no review).
+    pub fn delete_the_file(&self) {
+        self.repo.remove("src/calc.rs");
+        let head = self.repo.commit("remove calc");
+        let clone = self.repo.path().display().to_string();
+        self.gh.add_pull(
+            "octo",
+            "demo",
+            7,
+            PullSpec::new(&self.base, &head).with_clone_url(&clone),
         );
     }
 
