@@ -136,7 +136,7 @@ async fn an_answer_makes_at_most_chat_max_steps_model_calls() {
         .requests()
         .into_iter()
         .filter(is_chat)
-        .last()
+        .next_back()
         .expect("chat");
     let tools = last.body["tools"].to_string();
     assert!(
