@@ -135,8 +135,7 @@ async fn an_answer_makes_at_most_chat_max_steps_model_calls() {
         .model
         .requests()
         .into_iter()
-        .filter(is_chat)
-        .next_back()
+        .rfind(is_chat)
         .expect("chat");
     let tools = last.body["tools"].to_string();
     assert!(
