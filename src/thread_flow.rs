@@ -5,7 +5,8 @@
 //! Invariants: no answer to a bot (the event says so before this flow runs), to a user
 //! without read access, outside Redline's own threads unless Redline was mentioned, to a
 //! comment already answered (the answer's marker), or past `chat_max_replies` answers in
-//! the thread; a thread whose first comment is gone gets nothing. Where dismissals are
+//! the thread; a thread whose first comment is gone gets nothing. Only the pull request's
+//! author or someone with write access dismisses a finding. Where dismissals are
 //! stored is the caller's: the App's database, the Action's summary comment.
 //! Layering: used by `cli` and `server`; uses `agent`, `config`, `github`, `guidelines`.
 
@@ -14,7 +15,7 @@ use std::sync::Arc;
 use crate::agent::chat::{ChatAnswer, ChatInput, answer_in_thread};
 use crate::config::settings::Settings;
 use crate::github::thread::{
-    Ask, Thread, ThreadComment, answer_body, has_read_access, load_thread, post_reply,
+    Ask, Thread, ThreadComment, answer_body, has_read_access, load_thread, may_dismiss, post_reply,
 };
 use crate::github::{GitHubClient, GitHubError};
 use crate::guidelines::GuidelineSource;
@@ -25,6 +26,9 @@ use crate::tools::Workspace;
 /// What `/redline ignore` is answered with.
 pub const DISMISSED_REPLY: &str =
     "Understood: Redline will not raise this finding again on this pull request.";
+/// What `/redline ignore` is answered with when the commenter may not dismiss.
+pub const NOT_DISMISSED_REPLY: &str =
+    "Only the pull request's author or someone with write access can dismiss a finding; it stays.";
 
 /// What to do with a comment after the cheap checks.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -69,6 +73,10 @@ pub async fn gate(client: &GitHubClient, comment: &ThreadComment) -> Result<Gate
     Ok(match &comment.ask {
         Ask::ReplyInThread if !ours => Gate::Skip("a reply in another thread".into()),
         Ask::Ignore if !ours => Gate::Skip("`/redline ignore` outside Redline's threads".into()),
+        Ask::Ignore if !may_dismiss(client, comment).await? => Gate::Reply {
+            text: NOT_DISMISSED_REPLY.into(),
+            dismiss: Vec::new(),
+        },
         Ask::Ignore => Gate::Reply {
             text: DISMISSED_REPLY.into(),
             dismiss: thread.dismissal_keys(),
@@ -136,6 +144,20 @@ pub async fn answer(
     )
     .await?;
     Ok(Answered::Answer(answer))
+}
+
+/// The keys to dismiss after the model's `answer`: the thread's finding when the model
+/// accepted a rejection from someone who may dismiss it, else none.
+pub async fn dismissal_after(
+    client: &GitHubClient,
+    comment: &ThreadComment,
+    thread: &Thread,
+    answer: &ChatAnswer,
+) -> Result<Vec<String>, GitHubError> {
+    if !answer.dismiss || !may_dismiss(client, comment).await? {
+        return Ok(Vec::new());
+    }
+    Ok(thread.dismissal_keys())
 }
 
 /// Posts `text` as the answer to `comment` (with the marker that prevents a second one).

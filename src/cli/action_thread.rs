@@ -70,9 +70,8 @@ async fn answer_with_model(
             return Ok(());
         }
     };
-    if answered.dismiss {
-        dismiss_in_summary(client, comment, &thread.dismissal_keys()).await?;
-    }
+    let keys = thread_flow::dismissal_after(client, comment, thread, &answered).await?;
+    dismiss_in_summary(client, comment, &keys).await?;
     thread_flow::post_answer(client, comment, &answered.body).await?;
     println!(
         "::notice::Redline: answered in the thread ({} model call(s))",

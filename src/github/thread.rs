@@ -71,6 +71,9 @@ pub struct EventUser {
 pub struct EventPull {
     /// Its number.
     pub number: u64,
+    /// Its author.
+    #[serde(default)]
+    pub user: Option<EventUser>,
 }
 
 /// The repository of a [`ReviewCommentEvent`].
@@ -130,6 +133,8 @@ pub struct ThreadComment {
     pub installation_id: Option<u64>,
     /// The author's relation to the repository, as GitHub reports it.
     pub author_association: String,
+    /// The pull request's author, when the event names them.
+    pub pr_author: Option<String>,
     /// What the comment asks.
     pub ask: Ask,
 }
@@ -168,6 +173,7 @@ impl ReviewCommentEvent {
             diff_hunk: self.comment.diff_hunk.clone().unwrap_or_default(),
             installation_id: self.installation.map(|i| i.id),
             author_association: self.comment.author_association.clone().unwrap_or_default(),
+            pr_author: self.pull_request.user.as_ref().map(|u| u.login.clone()),
             ask,
         })
     }
@@ -351,6 +357,18 @@ pub async fn post_reply(
     );
     client.post_json(&path, &json!({ "body": body })).await?;
     Ok(())
+}
+
+/// Whether the commenter may dismiss a finding: the pull request's author, or someone
+/// with write access.
+pub async fn may_dismiss(
+    client: &GitHubClient,
+    comment: &ThreadComment,
+) -> Result<bool, GitHubError> {
+    if comment.pr_author.as_deref() == Some(comment.author.as_str()) {
+        return Ok(true);
+    }
+    super::has_write_access(client, &comment.owner, &comment.repo, &comment.author).await
 }
 
 /// Whether `user` may read the repository (any collaborator permission but `none`).

@@ -152,8 +152,12 @@ async fn answer(
             return Ok(());
         }
     };
-    if answered.dismiss {
-        let keys = thread.dismissal_keys();
+    let keys = send(thread_flow::dismissal_after(
+        client, comment, thread, &answered,
+    ))
+    .await
+    .map_err(|e| e.to_string())?;
+    if !keys.is_empty() {
         queue
             .dismiss(&format!("{owner}/{repo}"), comment.pr_number, &keys)
             .await

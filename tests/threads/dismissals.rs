@@ -56,3 +56,18 @@ async fn outdated_threads_the_new_review_did_not_raise_are_resolved() {
     assert!(reviewed.gh.is_resolved(first), "not raised again: resolved");
     assert!(!reviewed.gh.is_resolved(second), "raised again: kept open");
 }
+
+#[tokio::test]
+async fn only_the_author_or_a_writer_dismisses() {
+    let reviewed = Reviewed::start(None, false).await;
+    reviewed.gh.set_permission("bob", "read");
+    let root = reviewed.root(FIRST);
+    reviewed
+        .reply(root, "bob", "User", "/redline ignore", "b-1")
+        .await;
+    wait_for(|| !reviewed.answers(root).is_empty()).await;
+    let reply = reviewed.answers(root)[0]["body"].to_string();
+    assert!(reply.contains("Only the pull request's author"), "{reply}");
+    reviewed.push().await;
+    assert_eq!(reviewed.raised(FIRST), 2, "not dismissed: raised again");
+}

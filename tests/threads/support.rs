@@ -258,6 +258,8 @@ pub fn reply_event(id: u64, root: Option<u64>, login: &str, kind: &str, body: &s
     event["comment"]["user"]["login"] = json!(login);
     event["comment"]["user"]["type"] = json!(kind);
     event["pull_request"]["number"] = json!(7);
+    // Alice wrote the pull request: her rejections count.
+    event["pull_request"]["user"]["login"] = json!("alice");
     event["repository"]["full_name"] = json!("octo/demo");
     event["repository"]["name"] = json!("demo");
     event["repository"]["owner"]["login"] = json!("octo");
