@@ -391,6 +391,11 @@ impl GitHubClient {
     /// A GraphQL call (`POST /graphql`) with `variables`; its `data` on success. An answer
     /// with `errors` is an error carrying the first message. Unpaced: Redline's GraphQL
     /// calls read threads or resolve one, neither creates content.
+    ///
+    /// It posts what `Octocrab::graphql` posts, on the same octocrab stack, but through
+    /// this client's request path: octocrab's own call would carry octocrab's credentials
+    /// (none are configured here) and skip the token renewal, rate-limit waits and
+    /// redaction every other request gets.
     pub async fn graphql(&self, query: &str, variables: &Value) -> Result<Value, GitHubError> {
         const PATH: &str = "/graphql";
         let body = serde_json::json!({ "query": query, "variables": variables });
