@@ -159,3 +159,26 @@ async fn no_answer_in_a_thread_whose_file_was_deleted() {
     assert!(reviewed.answers(root).is_empty());
     assert_eq!(chat_requests(&reviewed), 0);
 }
+
+#[tokio::test]
+async fn edited_and_deleted_comments_get_no_answer() {
+    let reviewed = Reviewed::start(None, false).await;
+    let root = reviewed.root(FIRST);
+    let id = reviewed
+        .gh
+        .add_review_comment("octo", "demo", 7, "alice", "Why?", Some(root));
+    for action in ["edited", "deleted"] {
+        let event = super::support::event_of(action, id, Some(root), "alice", "User", "Why?");
+        let (status, answer) = reviewed
+            .server
+            .deliver_signed("pull_request_review_comment", action, &event)
+            .await;
+        assert_eq!(status, 202, "{answer}");
+        assert!(
+            answer.contains("ignored") && answer.contains(action),
+            "{answer}"
+        );
+    }
+    assert!(reviewed.answers(root).is_empty());
+    assert_eq!(chat_requests(&reviewed), 0);
+}

@@ -247,8 +247,21 @@ pub fn summaries(gh: &GitHubMock) -> Vec<String> {
 
 /// GitHub's `pull_request_review_comment` example, made a comment on `octo/demo#7`.
 pub fn reply_event(id: u64, root: Option<u64>, login: &str, kind: &str, body: &str) -> Vec<u8> {
+    event_of("created", id, root, login, kind, body)
+}
+
+/// GitHub's `pull_request_review_comment` `action` example, made a comment on `octo/demo#7`.
+pub fn event_of(
+    action: &str,
+    id: u64,
+    root: Option<u64>,
+    login: &str,
+    kind: &str,
+    body: &str,
+) -> Vec<u8> {
     let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/fixtures/webhooks/pull_request_review_comment/created.payload.json");
+        .join("tests/fixtures/webhooks/pull_request_review_comment")
+        .join(format!("{action}.payload.json"));
     let mut event: Value =
         serde_json::from_str(&std::fs::read_to_string(path).expect("fixture")).expect("JSON");
     event["comment"]["id"] = json!(id);
