@@ -4,6 +4,7 @@
 use super::support::TestDb;
 
 crate::backend_tests!(
+    old_claims_are_pruned_and_dismissals_kept,
     a_comment_is_claimed_once_even_by_concurrent_callers,
     dismissals_are_kept_per_pull_request_and_idempotent,
 );
@@ -39,4 +40,17 @@ async fn dismissals_are_kept_per_pull_request_and_idempotent(db: &TestDb) {
     assert_eq!(queue.dismissed("o/r", 7).await.unwrap(), keys);
     assert!(queue.dismissed("o/r", 8).await.unwrap().is_empty());
     assert!(queue.dismissed("o/x", 7).await.unwrap().is_empty());
+}
+
+async fn old_claims_are_pruned_and_dismissals_kept(db: &TestDb) {
+    let queue = db.queue().await;
+    assert!(queue.claim_comment("o/r", 1).await.unwrap());
+    queue.dismiss("o/r", 7, &["00ff".into()]).await.unwrap();
+    let later = chrono::Utc::now() + chrono::Duration::seconds(1);
+    assert_eq!(queue.prune(later).await.unwrap(), 1);
+    assert!(
+        queue.claim_comment("o/r", 1).await.unwrap(),
+        "claimable again"
+    );
+    assert_eq!(queue.dismissed("o/r", 7).await.unwrap(), ["00ff"]);
 }
