@@ -341,4 +341,44 @@ mod tests {
         let trigger = parse_action_event("push", &Value::Null, &TriggerOptions::default());
         assert!(matches!(trigger, Trigger::Skip { reason } if reason.contains("push")));
     }
+
+    #[test]
+    fn review_comments_are_answers_review_requests_or_skipped() {
+        let event = |body: &str, reply_to: Option<u64>, kind: &str| {
+            let payload = serde_json::json!({
+                "action": "created",
+                "comment": {"id": 5, "in_reply_to_id": reply_to, "body": body, "path": "a.rs",
+                    "user": {"login": "alice", "type": kind}},
+                "pull_request": {"number": 3, "user": {"login": "alice"}},
+                "repository": {"full_name": "o/r", "name": "r", "owner": {"login": "o"}}
+            });
+            assert_eq!(
+                check_action_event("pull_request_review_comment", &payload),
+                Ok(())
+            );
+            parse_action_event(
+                "pull_request_review_comment",
+                &payload,
+                &TriggerOptions::default(),
+            )
+        };
+        let Trigger::Thread(comment) = event("is this right?", Some(4), "User") else {
+            panic!("not a thread comment");
+        };
+        assert_eq!((comment.root_id, comment.pr_number), (4, 3));
+        assert!(matches!(
+            event("/redline review --strategy plan", None, "User"),
+            Trigger::NeedsPullRequest { strategy: Some(s), .. } if s == "plan"
+        ));
+        assert!(matches!(
+            event("why?", Some(4), "Bot"),
+            Trigger::Skip { .. }
+        ));
+        assert!(matches!(
+            event("a note", None, "User"),
+            Trigger::Skip { .. }
+        ));
+        let shapeless = serde_json::json!({"comment": {}});
+        assert!(check_action_event("pull_request_review_comment", &shapeless).is_err());
+    }
 }
