@@ -139,6 +139,13 @@ pub struct FileConfig {
     pub request_changes: Option<String>,
     /// On GitHub, inline comments at most per review; the rest go to the summary comment.
     pub max_comments: Option<usize>,
+    /// On GitHub, model calls at most of one answer in a review thread (default 4).
+    pub chat_max_steps: Option<u32>,
+    /// On GitHub, Redline's answers at most in one review thread (default 5).
+    pub chat_max_replies: Option<u32>,
+    /// On GitHub, resolve Redline's threads whose lines changed and whose finding a new
+    /// review did not raise again (default false).
+    pub resolve_outdated: Option<bool>,
     /// Per-model prices in USD per million tokens (`[pricing."MODEL"]`: `input`,
     /// `cached_input`, `cache_write`, `output`), over the built-in table; see [`limits::price_table`].
     #[serde(default)]

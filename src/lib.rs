@@ -26,6 +26,7 @@ pub mod review;
 pub mod review_flow;
 pub mod server;
 pub mod text;
+pub mod thread_flow;
 pub mod tools;
 
 /// The `redline` command line: parse a [`Cli`], then [`run`] it for the exit code.

@@ -18,6 +18,7 @@ use tokio_util::sync::CancellationToken;
 use crate::agent::{AgentError, Orchestrator};
 use crate::config::settings::Settings;
 use crate::github::checkout::{ensure_merge_base, mirror};
+use crate::github::dismissed::Dismissals;
 use crate::github::{
     GitHubClient, PublishConfig, PublishError, PublishOutcome, PublishRequest, publish_review,
 };
@@ -218,7 +219,8 @@ pub struct PullTarget<'a> {
     pub head_sha: &'a str,
 }
 
-/// Publishes `report` with the settings' `max_comments` and `request_changes` over `base`.
+/// Publishes `report` with the settings' `max_comments`, `request_changes` and
+/// `resolve_outdated` over `base`; `dismissed` findings (the App's database) are not raised.
 pub async fn publish(
     client: &GitHubClient,
     target: PullTarget<'_>,
@@ -226,6 +228,7 @@ pub async fn publish(
     report: &ReviewReport,
     settings: &Settings,
     base: &PublishConfig,
+    dismissed: &Dismissals,
 ) -> Result<PublishOutcome, PublishError> {
     let config = PublishConfig {
         max_comments: settings.max_comments,
@@ -252,6 +255,8 @@ pub async fn publish(
         head_line_text: &head_line_text,
         config: &config,
         reviewed_range: Some((commits.from.clone(), target.head_sha.to_string())),
+        dismissed,
+        resolve_outdated: settings.threads.resolve_outdated,
     };
     publish_review(client, request).await
 }

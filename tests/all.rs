@@ -32,5 +32,6 @@ mod server;
 mod settings;
 mod strategies;
 mod text_mode;
+mod threads;
 mod tools;
 mod walkthrough_cli;

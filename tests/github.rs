@@ -4,6 +4,7 @@
 mod app;
 mod events;
 
+use redline::github::dismissed::Dismissals;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -122,6 +123,8 @@ async fn publish(
             head_line_text: &head_line,
             config,
             reviewed_range: None,
+            dismissed: &Dismissals::new(),
+            resolve_outdated: false,
         },
     )
     .await
@@ -493,6 +496,7 @@ async fn publishing_can_run_on_spawned_tasks() {
     let (client, _) = client(&gh);
     let config = config();
     let changes = changes();
+    let dismissed = Dismissals::new();
     let future = publish_review(
         &client,
         PublishRequest {
@@ -508,6 +512,8 @@ async fn publishing_can_run_on_spawned_tasks() {
             head_line_text: &head_line,
             config: &config,
             reviewed_range: None,
+            dismissed: &dismissed,
+            resolve_outdated: false,
         },
     );
     assert_send(&future);

@@ -6,4 +6,5 @@ pub mod support;
 mod connect;
 mod intake;
 mod semantics;
+mod threads;
 mod workers;

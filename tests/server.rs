@@ -227,6 +227,7 @@ async fn drafts_are_skipped_unless_configured() {
 
     let h = harness(ServerConfig {
         review_drafts: true,
+        ..ServerConfig::default()
     })
     .await;
     let (_, answer) = h

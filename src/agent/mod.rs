@@ -5,6 +5,7 @@
 //! and the finding checks; every budget is enforced here, in code.
 
 pub mod budget;
+pub mod chat;
 pub mod coverage;
 pub mod events;
 mod finish;

@@ -14,6 +14,7 @@ use crate::agent::events::EventSink;
 use crate::agent::strategy::StrategyChoice;
 use crate::config::settings::{SettingFlags, Settings};
 use crate::config::{CONFIG_FILE, ConfigSource};
+use crate::github::dismissed::Dismissals;
 use crate::github::{
     GitHubClient, PublishConfig, PublishError, Trigger, TriggerOptions, api_url_from_env,
     check_action_event, fetch_pull, has_write_access, last_reviewed_sha, parse_action_event,
@@ -39,16 +40,16 @@ pub async fn run(args: ActionArgs) -> i32 {
 }
 
 /// The pull request to review.
-struct Target {
-    owner: String,
-    repo: String,
-    number: u64,
-    base_sha: String,
-    head_sha: String,
-    strategy: Option<String>,
+pub(super) struct Target {
+    pub(super) owner: String,
+    pub(super) repo: String,
+    pub(super) number: u64,
+    pub(super) base_sha: String,
+    pub(super) head_sha: String,
+    pub(super) strategy: Option<String>,
 }
 
-fn env(name: &str) -> anyhow::Result<String> {
+pub(super) fn env(name: &str) -> anyhow::Result<String> {
     std::env::var(name)
         .ok()
         .filter(|v| !v.trim().is_empty())
@@ -77,6 +78,9 @@ async fn action(args: ActionArgs) -> anyhow::Result<i32> {
     }
     let token = Secret::new(env("GITHUB_TOKEN")?);
     let client = GitHubClient::with_token(&api_url_from_env(), token.clone())?;
+    if let Trigger::Thread(comment) = &trigger {
+        return super::action_thread::answer(&args, &client, &token, comment).await;
+    }
     let Some(target) = resolve_target(&client, trigger).await? else {
         return Ok(EXIT_OK);
     };
@@ -115,7 +119,7 @@ async fn action(args: ActionArgs) -> anyhow::Result<i32> {
 /// The settings: the workflow's inputs over the base commit's config file. Rules come
 /// from the base commit: a pull request cannot change its own review; and no repository
 /// file chooses where the key goes (`provider`, `base_url` are dropped).
-fn action_settings(
+pub(super) fn action_settings(
     args: &ActionArgs,
     target: &Target,
     commits: &PullCommits,
@@ -176,6 +180,7 @@ async fn review_and_publish(
         &report,
         settings,
         &PublishConfig::default(),
+        &Dismissals::new(),
     )
     .await;
     write_job_summary(&report)?;
@@ -267,7 +272,7 @@ async fn resolve_target(client: &GitHubClient, trigger: Trigger) -> anyhow::Resu
             println!("::notice::Redline: malformed /redline command; replied with the usage");
             Ok(None)
         }
-        Trigger::Skip { .. } => Ok(None),
+        Trigger::Skip { .. } | Trigger::Thread(_) => Ok(None),
     }
 }
 
@@ -354,7 +359,7 @@ fn append(path: &str, text: &str) -> anyhow::Result<()> {
 }
 
 /// Workflow-command escaping of a message.
-fn escape_data(text: &str) -> String {
+pub(super) fn escape_data(text: &str) -> String {
     text.replace('%', "%25")
         .replace('\r', "%0D")
         .replace('\n', "%0A")

@@ -78,12 +78,17 @@ on:
     types: [opened, synchronize, reopened, ready_for_review]
   issue_comment:
     types: [created]          # `/redline review` (optionally `--strategy plan`) on a pull request
+  pull_request_review_comment:
+    types: [created]          # replies in Redline's review threads, `/redline ignore`
 permissions:
   contents: read
   pull-requests: write
 jobs:
   review:
-    if: github.event_name == 'pull_request' || (github.event.issue.pull_request && startsWith(github.event.comment.body, '/redline review'))
+    if: >-
+      github.event_name == 'pull_request' ||
+      (github.event.issue.pull_request && startsWith(github.event.comment.body, '/redline review')) ||
+      (github.event_name == 'pull_request_review_comment' && github.event.comment.user.type != 'Bot')
     runs-on: ubuntu-latest
     steps:
       - uses: actions/checkout@v4

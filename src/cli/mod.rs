@@ -2,6 +2,7 @@
 //! `redline init`, `redline check`.
 
 mod action;
+mod action_thread;
 mod check;
 mod context;
 mod init;

@@ -21,6 +21,7 @@ use crate::server::limits::{
 };
 use crate::server::retention::{PRUNE_INTERVAL, spawn_pruner};
 use crate::server::review_runner::{ModelFactory, ReviewRunner, command_reply_hook};
+use crate::server::thread_runner::thread_comment_hook;
 use crate::server::{
     AppState, ConnectionLimits, Metrics, RequestLimits, ServerConfig, memory, serve_with_limits,
 };
@@ -144,14 +145,18 @@ async fn serve_app(args: ServeArgs) -> anyhow::Result<()> {
         .with_context(|| format!("--listen {}", args.listen))?;
 
     let metrics = Arc::new(Metrics::new());
-    let runner = review_runner(&args, &auth, settings, ceilings, &metrics);
+    let runner = Arc::new(ReviewRunner {
+        dismissals: Some(queue.clone()),
+        ..review_runner(&args, &auth, settings, ceilings, &metrics)
+    });
+    let app_slug = app_slug(&auth).await;
     let workers = WorkerConfig {
         workers: args.workers.max(1),
         lease: std::time::Duration::from_secs(args.lease_secs.max(1)),
         heartbeat_interval: std::time::Duration::from_secs(args.heartbeat_secs.max(1)),
         ..WorkerConfig::default()
     };
-    let pool = WorkerPool::start(queue.clone(), Arc::new(runner), workers, metrics.clone());
+    let pool = WorkerPool::start(queue.clone(), runner.clone(), workers, metrics.clone());
     let pruner = spawn_pruner(
         queue.clone(),
         args.limits.delivery_retention,
@@ -162,9 +167,11 @@ async fn serve_app(args: ServeArgs) -> anyhow::Result<()> {
         metrics,
         config: ServerConfig {
             review_drafts: args.review_drafts,
+            app_slug,
         },
         on_installation_removed: Some(Arc::new(move |id| invalidate.invalidate(id))),
         on_command_reply: Some(command_reply_hook(auth.clone())),
+        on_thread_comment: Some(thread_comment_hook(runner, queue.clone())),
         ..AppState::new(queue, secret)
     }
     .with_limits(args.limits.request_limits());
@@ -205,6 +212,25 @@ fn review_runner(
         cache_budget_bytes: args.cache_budget_mb.saturating_mul(1024 * 1024),
         failure_notice: args.failure_notice,
         ceilings,
+        dismissals: None,
+    }
+}
+
+/// The App's slug (`GET /app`), so that `@slug` mentions in review comments are answered;
+/// `None`, with a warning, when GitHub does not say within a few seconds.
+async fn app_slug(auth: &AppAuth) -> Option<String> {
+    let client = auth.app_client();
+    let answer = tokio::time::timeout(Duration::from_secs(10), client.get_json("/app")).await;
+    match answer {
+        Ok(Ok(app)) => app["slug"].as_str().map(str::to_string),
+        Ok(Err(error)) => {
+            tracing::warn!(%error, "the App's slug is unknown; @mentions in review comments are not answered");
+            None
+        }
+        Err(_) => {
+            tracing::warn!("GET /app timed out; @mentions in review comments are not answered");
+            None
+        }
     }
 }
 

@@ -96,6 +96,38 @@ pub struct Settings {
     pub request_changes_at: Option<Severity>,
     /// Which project guidelines are read (`guidelines`, `guidelines_files`, `guidelines_budget`).
     pub guidelines: GuidelinesConfig,
+    /// Answers in review threads (`chat_max_steps`, `chat_max_replies`, `resolve_outdated`).
+    pub threads: ThreadSettings,
+}
+
+/// Model calls of one answer in a review thread when nothing says otherwise.
+pub const DEFAULT_CHAT_MAX_STEPS: u32 = 4;
+/// Redline's answers in one review thread when nothing says otherwise.
+pub const DEFAULT_CHAT_MAX_REPLIES: u32 = 5;
+/// The most model calls `chat_max_steps` may allow: an answer is a short run.
+const MAX_CHAT_STEPS: u32 = 20;
+/// The most answers `chat_max_replies` may allow in one thread.
+const MAX_CHAT_REPLIES: u32 = 100;
+
+/// How Redline takes part in review threads on GitHub.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ThreadSettings {
+    /// Model calls at most of one answer (1 to 20).
+    pub chat_max_steps: u32,
+    /// Redline's answers at most in one thread (0 turns answers off; at most 100).
+    pub chat_max_replies: u32,
+    /// Resolve Redline's threads whose lines changed and whose finding was not raised again.
+    pub resolve_outdated: bool,
+}
+
+impl Default for ThreadSettings {
+    fn default() -> Self {
+        ThreadSettings {
+            chat_max_steps: DEFAULT_CHAT_MAX_STEPS,
+            chat_max_replies: DEFAULT_CHAT_MAX_REPLIES,
+            resolve_outdated: false,
+        }
+    }
 }
 
 /// The changed files the `include` globs select (all when there are none).
@@ -201,6 +233,31 @@ fn resolve_unlocated(input: &SettingsInput<'_>) -> Result<Settings, ConfigError>
             .unwrap_or(DEFAULT_MAX_COMMENTS),
         request_changes_at,
         guidelines: guidelines_config(&file)?,
+        threads: thread_settings(&file)?,
+    })
+}
+
+/// `chat_max_steps`, `chat_max_replies` and `resolve_outdated`, ranges checked.
+fn thread_settings(file: &FileConfig) -> Result<ThreadSettings, ConfigError> {
+    let defaults = ThreadSettings::default();
+    let chat_max_steps = file.chat_max_steps.unwrap_or(defaults.chat_max_steps);
+    if !(1..=MAX_CHAT_STEPS).contains(&chat_max_steps) {
+        return Err(bad_value(
+            "chat_max_steps",
+            format!("{chat_max_steps} is not between 1 and {MAX_CHAT_STEPS}"),
+        ));
+    }
+    let chat_max_replies = file.chat_max_replies.unwrap_or(defaults.chat_max_replies);
+    if chat_max_replies > MAX_CHAT_REPLIES {
+        return Err(bad_value(
+            "chat_max_replies",
+            format!("{chat_max_replies} is more than {MAX_CHAT_REPLIES}"),
+        ));
+    }
+    Ok(ThreadSettings {
+        chat_max_steps,
+        chat_max_replies,
+        resolve_outdated: file.resolve_outdated.unwrap_or(defaults.resolve_outdated),
     })
 }
 

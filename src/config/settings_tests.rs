@@ -227,3 +227,35 @@ fn walkthrough_is_on_by_default_off_by_key_for_every_scope_and_must_be_a_boolean
         "{error}"
     );
 }
+
+#[test]
+fn thread_keys_default_resolve_and_bad_values_name_their_key() {
+    let defaults = local(SettingFlags::default(), None).unwrap();
+    assert_eq!(defaults.threads, super::ThreadSettings::default());
+    assert_eq!(defaults.threads.chat_max_steps, 4);
+    assert_eq!(defaults.threads.chat_max_replies, 5);
+    assert!(!defaults.threads.resolve_outdated);
+    let text = "chat_max_steps = 2\nchat_max_replies = 0\nresolve_outdated = true\n";
+    let settings = local(SettingFlags::default(), repo(text)).unwrap();
+    assert_eq!(
+        (
+            settings.threads.chat_max_steps,
+            settings.threads.chat_max_replies,
+            settings.threads.resolve_outdated
+        ),
+        (2, 0, true)
+    );
+    for (text, key) in [
+        ("chat_max_steps = 0\n", "chat_max_steps"),
+        ("chat_max_steps = 21\n", "chat_max_steps"),
+        ("chat_max_replies = 101\n", "chat_max_replies"),
+    ] {
+        let error = local(SettingFlags::default(), repo(text))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            error.contains(key) && error.contains(".redline.toml line 1"),
+            "{error}"
+        );
+    }
+}

@@ -8,6 +8,7 @@ use super::client::{GitHubClient, path_segment};
 use super::command::{Command, REVIEW_ACTIONS, parse_command};
 use super::error::GitHubError;
 use super::pull::PullInfo;
+use super::thread::{Ask, ReviewCommentEvent, ThreadComment};
 
 /// How events are filtered.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -69,6 +70,8 @@ pub enum Trigger {
         /// What is wrong, and the usage.
         reply: String,
     },
+    /// A review comment that may get an answer in its thread (see [`crate::thread_flow`]).
+    Thread(Box<ThreadComment>),
     /// Nothing to do.
     Skip {
         /// One line saying why.
@@ -81,6 +84,7 @@ pub fn parse_action_event(event_name: &str, payload: &Value, opts: &TriggerOptio
     let parsed = match event_name {
         "pull_request" | "pull_request_target" => pull_request_event(payload, opts),
         "issue_comment" => issue_comment_event(payload),
+        "pull_request_review_comment" => review_comment_event(payload),
         other => Err(format!("event `{other}` does not trigger a review")),
     };
     parsed.unwrap_or_else(|reason| Trigger::Skip { reason })
@@ -117,6 +121,14 @@ pub(crate) fn check_action_event(event_name: &str, payload: &Value) -> Result<()
             for field in [["base", "sha"], ["head", "sha"]] {
                 if text(pr, &field).is_none() {
                     return Err(EventShapeError::MissingCommit(field.join(".")));
+                }
+            }
+            Ok(())
+        }
+        "pull_request_review_comment" => {
+            for field in ["pull_request", "comment"] {
+                if !payload.get(field).is_some_and(Value::is_object) {
+                    return Err(EventShapeError::MissingObject(field));
                 }
             }
             Ok(())
@@ -207,6 +219,9 @@ fn issue_comment_event(payload: &Value) -> Result<Trigger, String> {
         .to_string();
     let strategy = match parsed {
         Ok(Some(Command::Review { strategy })) => strategy,
+        Ok(Some(Command::Ignore)) => {
+            return Err("`/redline ignore` applies in a review thread".into());
+        }
         Ok(None) => None,
         Err(error) => {
             return Ok(Trigger::Usage {
@@ -225,6 +240,24 @@ fn issue_comment_event(payload: &Value) -> Result<Trigger, String> {
         strategy,
         requested_by,
     })
+}
+
+/// A review comment: a review request, a comment to consider answering, or nothing. The
+/// Action knows no App slug, so mentions alone do not count.
+fn review_comment_event(payload: &Value) -> Result<Trigger, String> {
+    let event: ReviewCommentEvent = serde_json::from_value(payload.clone())
+        .map_err(|e| format!("unexpected pull_request_review_comment event: {e}"))?;
+    let comment = event.to_comment(None)?;
+    match &comment.ask {
+        Ask::Review { strategy } => Ok(Trigger::NeedsPullRequest {
+            owner: comment.owner.clone(),
+            repo: comment.repo.clone(),
+            pr_number: comment.pr_number,
+            strategy: strategy.clone(),
+            requested_by: comment.author.clone(),
+        }),
+        _ => Ok(Trigger::Thread(Box::new(comment))),
+    }
 }
 
 fn repository(payload: &Value) -> Result<(String, String), String> {
@@ -307,5 +340,45 @@ mod tests {
     fn unknown_events_skip_with_a_reason() {
         let trigger = parse_action_event("push", &Value::Null, &TriggerOptions::default());
         assert!(matches!(trigger, Trigger::Skip { reason } if reason.contains("push")));
+    }
+
+    #[test]
+    fn review_comments_are_answers_review_requests_or_skipped() {
+        let event = |body: &str, reply_to: Option<u64>, kind: &str| {
+            let payload = serde_json::json!({
+                "action": "created",
+                "comment": {"id": 5, "in_reply_to_id": reply_to, "body": body, "path": "a.rs",
+                    "user": {"login": "alice", "type": kind}},
+                "pull_request": {"number": 3, "user": {"login": "alice"}},
+                "repository": {"full_name": "o/r", "name": "r", "owner": {"login": "o"}}
+            });
+            assert_eq!(
+                check_action_event("pull_request_review_comment", &payload),
+                Ok(())
+            );
+            parse_action_event(
+                "pull_request_review_comment",
+                &payload,
+                &TriggerOptions::default(),
+            )
+        };
+        let Trigger::Thread(comment) = event("is this right?", Some(4), "User") else {
+            panic!("not a thread comment");
+        };
+        assert_eq!((comment.root_id, comment.pr_number), (4, 3));
+        assert!(matches!(
+            event("/redline review --strategy plan", None, "User"),
+            Trigger::NeedsPullRequest { strategy: Some(s), .. } if s == "plan"
+        ));
+        assert!(matches!(
+            event("why?", Some(4), "Bot"),
+            Trigger::Skip { .. }
+        ));
+        assert!(matches!(
+            event("a note", None, "User"),
+            Trigger::Skip { .. }
+        ));
+        let shapeless = serde_json::json!({"comment": {}});
+        assert!(check_action_event("pull_request_review_comment", &shapeless).is_err());
     }
 }

@@ -372,6 +372,45 @@ impl GitHubClient {
         self.write_json(Method::POST, path, body, interval).await
     }
 
+    /// `PATCH path` with a JSON body; paced like every content-creating request.
+    pub async fn patch_json(&self, path: &str, body: &Value) -> Result<Value, GitHubError> {
+        let interval = self.transport.policy.min_write_interval;
+        self.write_json(Method::PATCH, path, body, interval).await
+    }
+
+    /// A GraphQL call (`POST /graphql`) with `variables`; its `data` on success. An answer
+    /// with `errors` is an error carrying the first message. Unpaced: Redline's GraphQL
+    /// calls read threads or resolve one, neither creates content.
+    ///
+    /// It posts what `Octocrab::graphql` posts, on the same octocrab stack, but through
+    /// this client's request path: octocrab's own call would carry octocrab's credentials
+    /// (none are configured here) and skip the token renewal, rate-limit waits and
+    /// redaction every other request gets.
+    pub async fn graphql(&self, query: &str, variables: &Value) -> Result<Value, GitHubError> {
+        const PATH: &str = "/graphql";
+        let body = serde_json::json!({ "query": query, "variables": variables });
+        let response = self
+            .request(Method::POST, PATH, Some(&body), Pacing::Unpaced)
+            .await?;
+        let answer = decode(&Method::POST, PATH, &response)?;
+        if let Some(first) = answer
+            .get("errors")
+            .and_then(Value::as_array)
+            .and_then(|errors| errors.first())
+        {
+            let message = first
+                .get("message")
+                .and_then(Value::as_str)
+                .unwrap_or("GraphQL error");
+            return Err(GitHubError::Decode {
+                method: "POST".into(),
+                path: PATH.into(),
+                message: message.chars().take(200).collect(),
+            });
+        }
+        Ok(answer.get("data").cloned().unwrap_or(Value::Null))
+    }
+
     /// A content-creating request, at least `interval` after the previous one.
     pub(crate) async fn write_json(
         &self,

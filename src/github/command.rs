@@ -2,7 +2,8 @@
 //! `pull_request` actions that start a review.
 //!
 //! Grammar (first line of the comment, after leading whitespace):
-//! `/redline review [--strategy NAME | --strategy=NAME]`. A first word other than
+//! `/redline review [--strategy NAME | --strategy=NAME]` or `/redline ignore` (in a review
+//! thread: the finding is dismissed for the pull request). A first word other than
 //! `/redline` is not a command; anything else after `/redline` (another subcommand, an
 //! unknown argument, a repeated or empty `--strategy`, a name with other characters than
 //! letters, digits, `-`, `_`, `.`) is a [`CommandError`], answered with [`USAGE`].
@@ -13,8 +14,7 @@ const PREFIX: &str = "/redline";
 const MAX_STRATEGY_LEN: usize = 64;
 
 /// What a malformed command is told.
-pub const USAGE: &str =
-    "Usage: `/redline review [--strategy auto|react|plan|reflect]` on the first line of a comment.";
+pub const USAGE: &str = "Usage: `/redline review [--strategy auto|react|plan|reflect]` on the first line of a comment, or `/redline ignore` in a review thread to dismiss its finding.";
 
 /// `pull_request` actions that request a review (for the Action and the App alike).
 pub(crate) const REVIEW_ACTIONS: [&str; 4] =
@@ -28,6 +28,8 @@ pub enum Command {
         /// `--strategy NAME`.
         strategy: Option<String>,
     },
+    /// In a review thread: the thread's finding is wrong or will not be fixed; dismiss it.
+    Ignore,
 }
 
 /// A `/redline` command that does not follow the grammar.
@@ -64,6 +66,15 @@ pub(crate) fn parse_command(body: &str) -> Result<Option<Command>, CommandError>
     }
     match words.next() {
         Some("review") => {}
+        Some("ignore") => {
+            return match words.next() {
+                None => Ok(Some(Command::Ignore)),
+                Some(word) => Err(CommandError::new(format!(
+                    "unknown argument {:?}",
+                    shorten(word)
+                ))),
+            };
+        }
         Some(other) => {
             return Err(CommandError::new(format!(
                 "unknown command {:?}",
@@ -138,6 +149,16 @@ mod tests {
             parse_command("/redline review --strategy=fast-1"),
             review(Some("fast-1"))
         );
+    }
+
+    #[test]
+    fn ignore_takes_no_argument() {
+        assert_eq!(parse_command("/redline ignore"), Ok(Some(Command::Ignore)));
+        assert_eq!(
+            parse_command(" /redline ignore \nnot a bug: intended"),
+            Ok(Some(Command::Ignore))
+        );
+        assert!(parse_command("/redline ignore all").is_err());
     }
 
     #[test]

@@ -36,6 +36,31 @@ pub fn fingerprint(path: &str, line_text: &str, category: Category, title: &str)
     digest[..FINGERPRINT_LEN].to_string()
 }
 
+/// The prefix that tells a concern key from a fingerprint.
+const CONCERN_PREFIX: &str = "c-";
+
+/// A key of a finding's concern alone: its path, category and normalised title, without
+/// the line's text. A dismissed finding stays dismissed when its line is edited.
+pub fn concern_key(path: &str, category: &str, title: &str) -> String {
+    let mut hasher = Sha256::new();
+    for part in [path, category, &normalise_title(title)] {
+        hasher.update(part.as_bytes());
+        hasher.update([0u8]);
+    }
+    let digest = hex::encode(hasher.finalize());
+    format!("{CONCERN_PREFIX}{}", &digest[..FINGERPRINT_LEN])
+}
+
+/// The concern key of one of Redline's inline comments on `path`, read from its heading
+/// (`**[severity · category] title**`); `None` when the body has no such heading.
+pub fn concern_of_comment(path: &str, body: &str) -> Option<String> {
+    let heading = body.trim_start().lines().next()?;
+    let inner = heading.strip_prefix("**[")?.strip_suffix("**")?;
+    let (labels, title) = inner.split_once("] ")?;
+    let (_, category) = labels.split_once(" · ")?;
+    Some(concern_key(path, category.trim(), title))
+}
+
 /// The hidden marker that carries `fp` in a comment body.
 pub fn marker(fp: &str) -> String {
     format!("{MARKER_PREFIX}{fp} {COMMENT_END}")
@@ -119,6 +144,15 @@ mod tests {
             marker("00ff")
         );
         assert_eq!(parse_markers(&body), vec![fp, "00ff".to_string()]);
+    }
+
+    #[test]
+    fn a_comment_heading_gives_the_finding_s_concern_key() {
+        let key = concern_key("a.rs", Category::Bug.as_str(), "Off-by-one in loop");
+        let body = "**[major · bug] Off-by-one in loop.**\n\nThe loop ends early.";
+        assert_eq!(concern_of_comment("a.rs", body), Some(key.clone()));
+        assert_ne!(concern_of_comment("b.rs", body), Some(key));
+        assert_eq!(concern_of_comment("a.rs", "just a reply"), None);
     }
 
     #[test]

@@ -11,6 +11,7 @@ pub mod auth;
 pub mod checkout;
 pub mod client;
 pub mod command;
+pub mod dismissed;
 pub mod error;
 pub mod fingerprint;
 pub mod notice;
@@ -18,6 +19,7 @@ pub mod publish;
 pub mod pull;
 pub(crate) mod ratelimit;
 mod summary;
+pub mod thread;
 
 pub(crate) use action_event::check_action_event;
 pub use action_event::{Trigger, TriggerOptions, has_write_access, parse_action_event};
@@ -31,6 +33,7 @@ pub use fingerprint::{fingerprint, marker, parse_markers};
 pub(crate) use notice::post_notice_once;
 pub use publish::{
     PublishConfig, PublishError, PublishOutcome, PublishRequest, last_reviewed_sha, publish_review,
+    record_dismissed,
 };
 pub(crate) use pull::PullInfo;
 pub use pull::fetch_pull;

@@ -12,9 +12,15 @@
 //!    including earlier runs' entries.
 //!
 //! Idempotence rests on hidden fingerprint markers: any marker found in the
-//! pull request's review comments or in the summary comment counts as posted,
-//! whether or not its thread was since resolved (that state needs GraphQL).
+//! pull request's review comments or in the summary comment counts as posted.
 //! A rerun on the head already recorded with nothing new writes nothing.
+//!
+//! Dismissed findings are not raised again, even when their line changed (their concern
+//! key matches): those of [`PublishRequest::dismissed`] (the App's database), of the
+//! summary comment's dismissal marker (the Action's store, carried over on every edit)
+//! and of the review threads GitHub reports resolved (GraphQL; unknown when it fails).
+//! With [`PublishRequest::resolve_outdated`], Redline's outdated threads whose finding
+//! this run did not raise again are resolved.
 //!
 //! Base-side (`LEFT`) findings are anchored on the base side of their hunk,
 //! without a suggestion block (a suggestion replaces head lines).
@@ -28,9 +34,15 @@ use serde_json::{Value, json};
 
 use super::anchor::{anchor_line_text, anchor_problem, describe_anchor, review_comment};
 use super::client::{GitHubClient, path_segment};
+use super::dismissed::{
+    Dismissals, ReviewThread, parse_dismissed, resolve_thread, resolved_keys, review_threads,
+    with_dismissed,
+};
 use super::error::GitHubError;
-use super::fingerprint::{fingerprint, parse_markers};
-use super::summary::{SummaryEntry, SummaryInput, is_summary, parse_last_sha, render_summary};
+use super::fingerprint::{concern_key, fingerprint, parse_markers};
+use super::summary::{
+    SUMMARY_MARKER, SummaryEntry, SummaryInput, is_summary, parse_last_sha, render_summary,
+};
 use crate::review::diff::ChangeSet;
 use crate::review::finding::{Finding, Severity};
 use crate::review::stats::Stats;
@@ -83,6 +95,10 @@ pub struct PublishRequest<'a> {
     pub config: &'a PublishConfig,
     /// `(from_sha, to_sha)` when only the changes since an earlier review were reviewed.
     pub reviewed_range: Option<(String, String)>,
+    /// Dismissal keys known from elsewhere (the App's database).
+    pub dismissed: &'a Dismissals,
+    /// Resolve Redline's outdated threads whose finding this run did not raise again.
+    pub resolve_outdated: bool,
 }
 
 /// What a run posted.
@@ -94,6 +110,10 @@ pub struct PublishOutcome {
     pub inline_posted: usize,
     /// Findings not posted because an earlier run already did.
     pub skipped_duplicates: usize,
+    /// Findings not posted because they were dismissed (or their thread resolved).
+    pub skipped_dismissed: usize,
+    /// Redline's outdated threads resolved by this run.
+    pub threads_resolved: usize,
     /// This run's findings listed in the summary comment instead of inline.
     pub in_summary: usize,
     /// GitHub refused the inline comments, so everything went to the summary.
@@ -140,6 +160,7 @@ struct Plan<'f> {
     inline: Vec<(&'f Finding, String)>,
     summary: Vec<SummaryEntry<'f>>,
     duplicates: usize,
+    dismissed: usize,
     request_changes: bool,
 }
 
@@ -158,11 +179,21 @@ pub async fn publish_review(
     if let Some(summary) = &existing {
         known.extend(parse_markers(&summary.body));
     }
-    let mut plan = plan(&req, &known);
+    let threads = threads_or_none(client, &req).await;
+    let mut dismissed = req.dismissed.clone();
+    dismissed.extend(resolved_keys(&threads));
+    if let Some(summary) = &existing {
+        dismissed.extend(parse_dismissed(&summary.body));
+    }
+    let mut plan = plan(&req, &known, &dismissed);
     let mut outcome = PublishOutcome {
         skipped_duplicates: plan.duplicates,
+        skipped_dismissed: plan.dismissed,
         ..PublishOutcome::default()
     };
+    if req.resolve_outdated {
+        outcome.threads_resolved = resolve_outdated(client, &req, &threads).await;
+    }
     let nothing_new = plan.inline.is_empty() && plan.summary.is_empty();
     let same_head = existing
         .as_ref()
@@ -200,20 +231,102 @@ pub async fn last_reviewed_sha(
     Ok(summary.and_then(|s| parse_last_sha(&s.body)))
 }
 
+/// Adds `keys` to the dismissal marker of the pull request's summary comment (created when
+/// there is none yet): the Action's store of dismissed findings.
+pub async fn record_dismissed(
+    client: &GitHubClient,
+    owner: &str,
+    repo: &str,
+    pr_number: u64,
+    keys: &[String],
+) -> Result<(), GitHubError> {
+    let repo_path = repo_path(owner, repo);
+    let existing = find_summary(client, &repo_path, pr_number).await?;
+    let mut dismissed = existing
+        .as_ref()
+        .map(|s| parse_dismissed(&s.body))
+        .unwrap_or_default();
+    dismissed.extend(keys.iter().cloned());
+    match existing {
+        Some(summary) => {
+            let body = with_dismissed(&summary.body, &dismissed);
+            if body != summary.body {
+                let path = format!("{repo_path}/issues/comments/{}", summary.id);
+                client.patch_json(&path, &json!({ "body": body })).await?;
+            }
+        }
+        None => {
+            let body = with_dismissed(SUMMARY_MARKER, &dismissed);
+            let path = format!("{repo_path}/issues/{pr_number}/comments");
+            client.post_json(&path, &json!({ "body": body })).await?;
+        }
+    }
+    Ok(())
+}
+
 fn repo_path(owner: &str, repo: &str) -> String {
     format!("/repos/{}/{}", path_segment(owner), path_segment(repo))
 }
 
-/// Fingerprints of the new findings; duplicates dropped; anchors checked;
-/// inline comments capped, most severe first.
-fn plan<'f>(req: &PublishRequest<'f>, known: &HashSet<String>) -> Plan<'f> {
+/// The review threads, when `GraphQL` answers (they are optional knowledge).
+async fn threads_or_none(client: &GitHubClient, req: &PublishRequest<'_>) -> Vec<ReviewThread> {
+    match review_threads(client, req.owner, req.repo, req.pr_number).await {
+        Ok(threads) => threads,
+        Err(error) => {
+            tracing::info!(%error, "review threads not read; resolved threads are not known");
+            Vec::new()
+        }
+    }
+}
+
+/// The fingerprint and the concern key of a finding.
+fn finding_keys(req: &PublishRequest<'_>, finding: &Finding) -> (String, String) {
+    let line_text = anchor_line_text(finding, req.changes, req.head_line_text);
+    let fp = fingerprint(&finding.path, &line_text, finding.category, &finding.title);
+    let concern = concern_key(&finding.path, finding.category.as_str(), &finding.title);
+    (fp, concern)
+}
+
+/// Resolves Redline's unresolved, outdated threads whose finding this run did not raise
+/// again; returns how many were resolved (a failure is logged, not fatal).
+async fn resolve_outdated(
+    client: &GitHubClient,
+    req: &PublishRequest<'_>,
+    threads: &[ReviewThread],
+) -> usize {
+    let raised: HashSet<String> = req
+        .findings
+        .iter()
+        .flat_map(|finding| {
+            let (fp, concern) = finding_keys(req, finding);
+            [fp, concern]
+        })
+        .collect();
+    let mut resolved = 0;
+    for thread in threads {
+        let stale = !thread.is_resolved && thread.is_outdated && !thread.keys.is_empty();
+        if !stale || thread.keys.iter().any(|key| raised.contains(key)) {
+            continue;
+        }
+        match resolve_thread(client, &thread.id).await {
+            Ok(()) => resolved += 1,
+            Err(error) => tracing::warn!(%error, "could not resolve an outdated thread"),
+        }
+    }
+    resolved
+}
+
+/// Fingerprints of the new findings; duplicates and dismissed findings dropped; anchors
+/// checked; inline comments capped, most severe first.
+fn plan<'f>(req: &PublishRequest<'f>, known: &HashSet<String>, dismissed: &Dismissals) -> Plan<'f> {
     let mut seen = known.clone();
     let mut fresh: Vec<(&'f Finding, String)> = Vec::new();
-    let mut duplicates = 0;
+    let (mut duplicates, mut turned_down) = (0, 0);
     for finding in req.findings {
-        let line_text = anchor_line_text(finding, req.changes, req.head_line_text);
-        let fp = fingerprint(&finding.path, &line_text, finding.category, &finding.title);
-        if seen.insert(fp.clone()) {
+        let (fp, concern) = finding_keys(req, finding);
+        if dismissed.contains(&fp) || dismissed.contains(&concern) {
+            turned_down += 1;
+        } else if seen.insert(fp.clone()) {
             fresh.push((finding, fp));
         } else {
             duplicates += 1;
@@ -230,6 +343,7 @@ fn plan<'f>(req: &PublishRequest<'f>, known: &HashSet<String>) -> Plan<'f> {
         inline: Vec::new(),
         summary: Vec::new(),
         duplicates,
+        dismissed: turned_down,
         request_changes,
     };
     for (finding, fp) in fresh {
@@ -393,7 +507,7 @@ async fn write_summary(
     entries: &[SummaryEntry<'_>],
     existing: Option<&ExistingSummary>,
 ) -> Result<(), PublishError> {
-    let rendered = render_summary(&SummaryInput {
+    let mut rendered = render_summary(&SummaryInput {
         summary: req.summary,
         walkthrough: req.walkthrough,
         stats: req.stats,
@@ -402,6 +516,11 @@ async fn write_summary(
         entries,
         previous_body: existing.map(|s| s.body.as_str()),
     });
+    if let Some(previous) = existing.map(|s| parse_dismissed(&s.body))
+        && !previous.is_empty()
+    {
+        rendered.body = with_dismissed(&rendered.body, &previous);
+    }
     if rendered.omitted > 0 {
         tracing::warn!(
             omitted = rendered.omitted,

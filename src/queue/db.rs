@@ -16,11 +16,18 @@ use tokio::time::{Instant, sleep, timeout};
 use super::error::QueueError;
 use super::types::{Job, JobId, JobKind, JobState, QueueOptions};
 
-const SQLITE_MIGRATIONS: &[(i64, &str, &str)] = &[(
-    1,
-    "queue",
-    include_str!("../../migrations/sqlite/0001_queue.sql"),
-)];
+const SQLITE_MIGRATIONS: &[(i64, &str, &str)] = &[
+    (
+        1,
+        "queue",
+        include_str!("../../migrations/sqlite/0001_queue.sql"),
+    ),
+    (
+        2,
+        "threads",
+        include_str!("../../migrations/sqlite/0002_threads.sql"),
+    ),
+];
 const POSTGRES_MIGRATIONS: &[(i64, &str, &str)] = &[
     (
         1,
@@ -31,6 +38,11 @@ const POSTGRES_MIGRATIONS: &[(i64, &str, &str)] = &[
         2,
         "accept group",
         include_str!("../../migrations/postgres/0002_accept_group.sql"),
+    ),
+    (
+        3,
+        "threads",
+        include_str!("../../migrations/postgres/0003_threads.sql"),
     ),
 ];
 

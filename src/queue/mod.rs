@@ -13,6 +13,7 @@ mod intake;
 mod intake_db;
 mod intake_sqlite;
 mod store;
+mod threads;
 mod types;
 mod worker;
 

@@ -416,8 +416,9 @@ impl Queue {
         Ok(counts)
     }
 
-    /// Deletes deliveries received, and finished jobs last updated, before `before`.
-    /// Returns the number of rows deleted.
+    /// Deletes deliveries received, finished jobs last updated, and review comments
+    /// claimed for an answer, before `before` (an old comment's answer still carries its
+    /// marker in the thread). Dismissed findings stay. Returns the number of rows deleted.
     pub async fn prune(&self, before: DateTime<Utc>) -> Result<u64, QueueError> {
         let before = to_millis(before);
         let _turn = self.write_turn().await;
@@ -435,7 +436,12 @@ impl Queue {
             .execute(pool)
             .await?
             .rows_affected();
-            deliveries + jobs
+            let claims = sqlx::query("DELETE FROM answered_comments WHERE answered_at < $1")
+                .bind(before)
+                .execute(pool)
+                .await?
+                .rows_affected();
+            deliveries + jobs + claims
         });
         Ok(deleted)
     }

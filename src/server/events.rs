@@ -3,6 +3,7 @@
 use serde::Deserialize;
 
 use super::ServerConfig;
+use crate::github::thread::{Ask, ReviewCommentEvent, ThreadComment};
 use crate::github::{Command, REVIEW_ACTIONS, parse_command};
 use crate::queue::{JobKind, NewJob, ReviewTrigger};
 
@@ -19,6 +20,8 @@ pub(crate) enum Decision {
     Installation(InstallationChange),
     /// A malformed `/redline` command: answer it with the usage.
     Reply(CommandReply),
+    /// A review comment that may get an answer in its thread.
+    Thread(ThreadComment),
 }
 
 /// A reply to a `/redline` command that does not follow the grammar.
@@ -94,6 +97,7 @@ pub(crate) fn classify(
         "ping" => Ok(Decision::Pong),
         "pull_request" => pull_request(wanted, body, config),
         "issue_comment" => issue_comment(wanted, body),
+        "pull_request_review_comment" => review_comment(wanted, body, config),
         "installation" | "installation_repositories" => installation(event, body),
         _ => Ok(ignore("event not handled")),
     }
@@ -225,6 +229,9 @@ fn issue_comment(action: &str, body: &[u8]) -> Result<Decision, serde_json::Erro
     };
     let strategy = match parsed {
         Ok(Some(Command::Review { strategy })) => strategy,
+        Ok(Some(Command::Ignore)) => {
+            return Ok(ignore("`/redline ignore` applies in a review thread"));
+        }
         Ok(None) => None,
         Err(error) => {
             return Ok(Decision::Reply(CommandReply {
@@ -247,6 +254,47 @@ fn issue_comment(action: &str, body: &[u8]) -> Result<Decision, serde_json::Erro
         pr_number: event.issue.number,
         head_sha: None,
         kind: JobKind::Review { strategy },
+        payload: serde_json::to_value(trigger)?,
+    }))
+}
+
+/// A `pull_request_review_comment`: a review request, an answer to give, or nothing.
+/// Only `created` comments are parsed; edits and deletions are ignored unread.
+fn review_comment(
+    action: &str,
+    body: &[u8],
+    config: &ServerConfig,
+) -> Result<Decision, serde_json::Error> {
+    if action != "created" {
+        return Ok(ignore(format!(
+            "pull_request_review_comment action {action:?} not handled"
+        )));
+    }
+    let event: ReviewCommentEvent = serde_json::from_slice(body)?;
+    let mention = config.app_slug.as_ref().map(|slug| format!("@{slug}"));
+    let comment = match event.to_comment(mention.as_deref()) {
+        Ok(comment) => comment,
+        Err(reason) => return Ok(ignore(reason)),
+    };
+    let Some(installation_id) = comment.installation_id else {
+        return Ok(ignore("no installation in the payload"));
+    };
+    let Ask::Review { strategy } = &comment.ask else {
+        return Ok(Decision::Thread(comment));
+    };
+    let trigger = ReviewTrigger::Command {
+        commenter: comment.author.clone(),
+        author_association: comment.author_association.clone(),
+        comment_id: comment.comment_id,
+    };
+    Ok(Decision::Review(NewJob {
+        repo_full_name: event.repository.full_name,
+        installation_id,
+        pr_number: comment.pr_number,
+        head_sha: None,
+        kind: JobKind::Review {
+            strategy: strategy.clone(),
+        },
         payload: serde_json::to_value(trigger)?,
     }))
 }
@@ -341,6 +389,7 @@ mod tests {
         ));
         let config = ServerConfig {
             review_drafts: true,
+            ..ServerConfig::default()
         };
         assert!(matches!(
             classify_value("pull_request", &draft, &config),
@@ -422,6 +471,53 @@ mod tests {
         let classified = classify("star", body, &ServerConfig::default()).expect("classify");
         assert_eq!(classified.action.as_deref(), Some("created"));
         assert!(matches!(classified.decision, Decision::Ignore(_)));
+    }
+
+    fn review_comment_payload(body: &str, reply_to: Option<u64>, user_type: &str) -> Value {
+        json!({
+            "action": "created",
+            "comment": {"id": 80, "in_reply_to_id": reply_to, "body": body, "path": "a.rs",
+                "diff_hunk": "@@ -1 +1 @@", "author_association": "MEMBER",
+                "user": {"login": "alice", "type": user_type}},
+            "pull_request": {"number": 4},
+            "repository": {"full_name": "o/r"},
+            "installation": {"id": 9}
+        })
+    }
+
+    #[test]
+    fn review_comments_become_answers_reviews_or_nothing() {
+        let config = ServerConfig {
+            app_slug: Some("redline".into()),
+            ..ServerConfig::default()
+        };
+        let decide =
+            |payload: &Value| classify_value("pull_request_review_comment", payload, &config);
+        let Ok(Decision::Thread(comment)) =
+            decide(&review_comment_payload("why?", Some(70), "User"))
+        else {
+            panic!("not a thread comment");
+        };
+        assert_eq!((comment.root_id, comment.pr_number), (70, 4));
+        assert!(matches!(
+            decide(&review_comment_payload("@redline why?", None, "User")),
+            Ok(Decision::Thread(_))
+        ));
+        let Ok(Decision::Review(job)) =
+            decide(&review_comment_payload("/redline review", None, "User"))
+        else {
+            panic!("not a review");
+        };
+        assert_eq!(job.payload["commenter"], "alice");
+        for payload in [
+            review_comment_payload("why?", Some(70), "Bot"),
+            review_comment_payload("a note", None, "User"),
+        ] {
+            assert!(matches!(decide(&payload), Ok(Decision::Ignore(_))));
+        }
+        let mut edited = review_comment_payload("why?", Some(70), "User");
+        edited["action"] = json!("edited");
+        assert!(matches!(decide(&edited), Ok(Decision::Ignore(_))));
     }
 
     #[test]

@@ -24,6 +24,7 @@ pub mod metrics;
 pub mod retention;
 pub mod review_runner;
 pub mod signature;
+pub mod thread_runner;
 mod webhook;
 
 use std::fmt;
@@ -59,13 +60,19 @@ const DATABASE_CHECK_TIMEOUT: Duration = Duration::from_secs(2);
 pub(crate) type InstallationHook = Arc<dyn Fn(u64) + Send + Sync>;
 
 /// Called with the usage reply to a malformed `/redline` command (posting it is up to the hook).
-pub(crate) type CommandReplyHook = Arc<dyn Fn(CommandReply) + Send + Sync>;
+pub type CommandReplyHook = Arc<dyn Fn(CommandReply) + Send + Sync>;
+/// Called with a review comment that may get an answer in its thread (the hook checks,
+/// answers and records; it must not block).
+pub type ThreadCommentHook = Arc<dyn Fn(crate::github::thread::ThreadComment) + Send + Sync>;
 
 /// Behaviour switches of the server.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ServerConfig {
     /// Review draft pull requests too (default: skip them until ready for review).
     pub review_drafts: bool,
+    /// The App's slug: a review comment mentioning `@slug` gets an answer (unknown: only
+    /// replies in Redline's threads and `/redline` commands do).
+    pub app_slug: Option<String>,
 }
 
 /// What the handlers share.
@@ -83,6 +90,8 @@ pub struct AppState {
     pub on_installation_removed: Option<InstallationHook>,
     /// Answers malformed `/redline` commands.
     pub on_command_reply: Option<CommandReplyHook>,
+    /// Answers comments in review threads.
+    pub on_thread_comment: Option<ThreadCommentHook>,
     /// Bounds on reading request bodies (set with [`AppState::with_limits`]).
     pub(crate) limits: RequestLimits,
     /// Bytes unverified bodies may hold at once, shared by all requests.
@@ -100,6 +109,7 @@ impl AppState {
             config: ServerConfig::default(),
             on_installation_removed: None,
             on_command_reply: None,
+            on_thread_comment: None,
             unverified: UnverifiedBudget::new(limits.max_unverified_bytes, limits.unverified_wait),
             limits,
         }

@@ -15,12 +15,13 @@ use crate::agent::AgentError;
 use crate::config::limits::LimitCeilings;
 use crate::config::settings::{self, Scope, SettingFlags, Settings, SettingsInput};
 use crate::config::{CONFIG_FILE, ConfigError, ConfigSource, ModelSettings};
+use crate::github::dismissed::Dismissals;
 use crate::github::{
     AppAuth, GitHubClient, GitHubError, PublishConfig, PublishError, PullInfo, fetch_pull,
     has_write_access, last_reviewed_sha, path_segment, post_notice_once,
 };
 use crate::llm::ChatModel;
-use crate::queue::{Job, JobError, JobRunner, ReviewTrigger, RunOutcome};
+use crate::queue::{Job, JobError, JobRunner, Queue, ReviewTrigger, RunOutcome};
 use crate::review::report::ReviewReport;
 use crate::review_flow::{self, CommitSource, FlowError, PullCommits, PullTarget};
 
@@ -47,6 +48,8 @@ pub struct ReviewRunner {
     pub failure_notice: bool,
     /// What a repository's `max_cost` and `timeout` may be at most.
     pub ceilings: LimitCeilings,
+    /// Where dismissed findings are kept (the queue's database); `None`: none are.
+    pub dismissals: Option<Queue>,
 }
 
 #[async_trait]
@@ -108,11 +111,18 @@ impl ReviewRunner {
         if last.as_deref() == Some(pull.head_sha.as_str()) {
             return Ok(RunOutcome::Completed);
         }
-        let commits = send(self.checkout(job, owner, repo, &pull, last)).await?;
+        let at = PullAt {
+            installation_id: job.installation_id,
+            owner,
+            repo,
+            number: job.pr_number,
+        };
+        let commits = send(self.checkout(at, &pull, last)).await?;
         if cancel.is_cancelled() {
             return Ok(RunOutcome::Cancelled);
         }
-        let settings = match self.repository_settings(job, &commits, &pull.base_sha) {
+        let strategy = job.kind.strategy();
+        let settings = match self.repository_settings(&job.id.to_string(), strategy, &commits) {
             Ok(settings) => settings,
             Err(error) => {
                 let text = format!("Redline did not review this pull request: {error}");
@@ -141,8 +151,16 @@ impl ReviewRunner {
             number: job.pr_number,
             head_sha: &pull.head_sha,
         };
-        let published =
-            review_flow::publish(&client, target, &commits, &report, &settings, &self.publish);
+        let dismissed = send(self.dismissed(&job.repo_full_name, job.pr_number)).await?;
+        let published = review_flow::publish(
+            &client,
+            target,
+            &commits,
+            &report,
+            &settings,
+            &self.publish,
+            &dismissed,
+        );
         match send(published).await {
             Ok(_) => Ok(RunOutcome::Completed),
             Err(PublishError::Forbidden { message }) => Err(JobError::Permanent(format!(
@@ -184,22 +202,33 @@ impl ReviewRunner {
         }
     }
 
+    /// The findings dismissed on the pull request (none without a database).
+    async fn dismissed(&self, repo_full_name: &str, number: u64) -> Result<Dismissals, JobError> {
+        let Some(queue) = &self.dismissals else {
+            return Ok(Dismissals::new());
+        };
+        let keys = queue
+            .dismissed(repo_full_name, number)
+            .await
+            .map_err(|e| JobError::Retryable(e.to_string()))?;
+        Ok(keys.into_iter().collect())
+    }
+
     /// Fetches the pull request's commits into the repository's mirror.
-    async fn checkout(
+    pub(crate) async fn checkout(
         &self,
-        job: &Job,
-        owner: &str,
-        repo: &str,
+        at: PullAt<'_>,
         pull: &PullInfo,
         last: Option<String>,
     ) -> Result<PullCommits, JobError> {
+        let (owner, repo) = (at.owner, at.repo);
         let clone_url = pull.clone_url.clone().ok_or_else(|| {
             JobError::Permanent(format!(
                 "pull request {owner}/{repo}#{} has no clone URL",
-                job.pr_number
+                at.number
             ))
         })?;
-        let token = send(self.auth.installation_token(job.installation_id))
+        let token = send(self.auth.installation_token(at.installation_id))
             .await
             .map_err(github_error)?;
         let mirror_path = self
@@ -229,23 +258,24 @@ impl ReviewRunner {
         })
     }
 
-    /// The settings of this job: the repository's file at the base commit (as the Action
-    /// reads it), the `/redline` command's strategy, bounded by the server's settings.
-    fn repository_settings(
+    /// The settings of a job (`label` names it in the log): the repository's file at the
+    /// base commit (as the Action reads it), the `/redline` command's strategy, bounded by
+    /// the server's settings.
+    pub(crate) fn repository_settings(
         &self,
-        job: &Job,
+        label: &str,
+        strategy: Option<&str>,
         commits: &PullCommits,
-        base_sha: &str,
     ) -> Result<Settings, ConfigError> {
         let repository =
-            ConfigSource::read_at_commit(&commits.root, base_sha, Path::new(CONFIG_FILE))?;
+            ConfigSource::read_at_commit(&commits.root, &commits.base, Path::new(CONFIG_FILE))?;
         if let Some(source) = &repository {
             for warning in source.warnings() {
-                tracing::warn!(job = %job.id, "{warning}");
+                tracing::warn!(job = label, "{warning}");
             }
         }
         let flags = SettingFlags {
-            strategy: job.kind.strategy().map(str::to_string),
+            strategy: strategy.map(str::to_string),
             ..SettingFlags::default()
         };
         settings::resolve(SettingsInput {
@@ -260,6 +290,19 @@ impl ReviewRunner {
             },
         })
     }
+}
+
+/// A pull request of an installation.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct PullAt<'a> {
+    /// The installation that can read it.
+    pub installation_id: u64,
+    /// Repository owner.
+    pub owner: &'a str,
+    /// Repository name.
+    pub repo: &'a str,
+    /// Pull request number.
+    pub number: u64,
 }
 
 /// Whether the job may run: a `/redline review` comment needs a commenter with write access.
@@ -281,7 +324,7 @@ async fn may_request(
     Ok(allowed)
 }
 
-fn github_error(e: GitHubError) -> JobError {
+pub(crate) fn github_error(e: GitHubError) -> JobError {
     match e.status() {
         Some(404) | Some(401) | Some(403) | Some(422) => JobError::Permanent(e.to_string()),
         _ => JobError::Retryable(e.to_string()),
@@ -290,7 +333,7 @@ fn github_error(e: GitHubError) -> JobError {
 
 /// Pins a future as `Send` at its concrete lifetimes; without it the compiler cannot
 /// prove `Send` for the borrowing futures inside an `async_trait` method.
-fn send<'a, T>(
+pub(crate) fn send<'a, T>(
     future: impl std::future::Future<Output = T> + Send + 'a,
 ) -> std::pin::Pin<Box<dyn std::future::Future<Output = T> + Send + 'a>> {
     Box::pin(future)

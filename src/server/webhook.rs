@@ -194,6 +194,7 @@ fn answer(
             )
         }
         (Accepted::Recorded, Some(Decision::Reply(reply))) => answer_command(state, reply),
+        (Accepted::Recorded, Some(Decision::Thread(comment))) => answer_thread(state, comment),
         (Accepted::Recorded, Some(Decision::Pong)) => {
             info!(delivery = delivery_id, "ping");
             (
@@ -231,6 +232,21 @@ fn answer_command(state: &AppState, reply: CommandReply) -> Answer {
         DeliveryOutcome::Ignored,
         StatusCode::ACCEPTED,
         json!({"status": "ignored", "reason": "malformed /redline command; usage replied"}),
+    )
+}
+
+/// Hands a review comment to the hook that may answer it in its thread (not queued: an
+/// answer is no review and must not replace one).
+fn answer_thread(state: &AppState, comment: crate::github::thread::ThreadComment) -> Answer {
+    info!(repository = %format!("{}/{}", comment.owner, comment.repo), pr = comment.pr_number,
+        comment = comment.comment_id, "review comment for Redline");
+    if let Some(hook) = &state.on_thread_comment {
+        hook(comment);
+    }
+    (
+        DeliveryOutcome::Acknowledged,
+        StatusCode::ACCEPTED,
+        json!({"status": "accepted", "reason": "review comment; an answer may follow"}),
     )
 }
 

@@ -22,6 +22,11 @@
 //! - `POST /repos/{o}/{r}/pulls/{n}/reviews` (checks `commit_id`, `event`, and that
 //!   every comment has `path`, `line`, `body` and no `position`; stores its comments)
 //! - `GET /repos/{o}/{r}/pulls/{n}/comments` (paginated: `per_page`, `page`, `Link`)
+//! - `POST /repos/{o}/{r}/pulls/{n}/comments/{id}/replies` (a reply by `redline[bot]` in
+//!   the thread of `id`, which must exist)
+//! - `POST /graphql`: `reviewThreads` of a pull request (one thread per review comment
+//!   that replies to none; resolved and outdated as set by [`GitHubMock::resolve_thread`]
+//!   and [`GitHubMock::set_outdated`]) and the `resolveReviewThread` mutation
 //! - `GET|POST /repos/{o}/{r}/issues/{n}/comments` (paginated list / create)
 //! - `PATCH /repos/{o}/{r}/issues/comments/{id}`
 //! - `GET /repos/{o}/{r}/collaborators/{user}/permission`
@@ -35,6 +40,8 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use serde_json::{Value, json};
 use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate, matchers::any};
+
+mod threads;
 
 /// One request the mock received.
 #[derive(Debug, Clone)]
@@ -102,6 +109,9 @@ struct MockState {
     review_comments: HashMap<String, Vec<Value>>,
     issue_comments: HashMap<String, Vec<Value>>,
     permissions: HashMap<String, String>,
+    /// Thread ids (`T_{first comment id}`) resolved, and outdated.
+    resolved_threads: std::collections::HashSet<String>,
+    outdated_threads: std::collections::HashSet<String>,
     fail_next_review_422: bool,
     forbid_writes: bool,
     rate_limit_next_write: Option<u64>,
@@ -208,12 +218,10 @@ impl GitHubMock {
         self.state().requests.clone()
     }
 
-    /// The POST and PATCH requests received, in order, except installation token requests.
+    /// The POST and PATCH requests received, in order, except installation token requests
+    /// and GraphQL queries (reads sent as POST; GraphQL mutations are writes).
     pub fn writes(&self) -> Vec<RecordedRequest> {
-        self.requests()
-            .into_iter()
-            .filter(|r| (r.method == "POST" || r.method == "PATCH") && !r.path.starts_with("/app/"))
-            .collect()
+        self.requests().into_iter().filter(is_write).collect()
     }
 
     /// How many installation tokens were requested.
@@ -293,11 +301,10 @@ fn error(status: u16, message: &str) -> ResponseTemplate {
 
 impl MockState {
     fn answer(&mut self, req: &RecordedRequest) -> ResponseTemplate {
-        let is_token = req.path.starts_with("/app/");
         if let Some((status, message)) = self.fail_next.take() {
             return error(status, &message);
         }
-        let is_write = (req.method == "POST" || req.method == "PATCH") && !is_token;
+        let is_write = is_write(req);
         if is_write && self.forbid_writes {
             return error(403, "Resource not accessible by integration");
         }
@@ -317,6 +324,10 @@ impl MockState {
                 None => error(404, "Not Found"),
             },
             ("POST", ["repos", o, r, "pulls", n, "reviews"]) => self.create_review(req, o, r, n),
+            ("POST", ["repos", o, r, "pulls", n, "comments", id, "replies"]) => {
+                self.reply(req, o, r, n, id)
+            }
+            ("POST", ["graphql"]) => self.graphql(req),
             ("GET", ["repos", o, r, "pulls", n, "comments"]) => {
                 let items = self.review_comments.get(&key(o, r, n)).cloned();
                 self.page(req, items.unwrap_or_default())
@@ -535,6 +546,17 @@ impl MockState {
         }
         response
     }
+}
+
+/// A content-changing request: POST or PATCH, not a token request, not a GraphQL query.
+fn is_write(req: &RecordedRequest) -> bool {
+    let graphql_query = req.path == "/graphql"
+        && !req.body["query"]
+            .as_str()
+            .is_some_and(|q| q.trim_start().starts_with("mutation"));
+    (req.method == "POST" || req.method == "PATCH")
+        && !req.path.starts_with("/app/")
+        && !graphql_query
 }
 
 fn key(owner: &str, repo: &str, number: &str) -> String {

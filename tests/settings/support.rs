@@ -157,6 +157,7 @@ pub fn runner(gh: &GitHubMock, model: &ModelServer, cache: &Path) -> ReviewRunne
         cache_budget_bytes: u64::MAX,
         failure_notice: false,
         ceilings: LimitCeilings::default(),
+        dismissals: None,
     }
 }
 

@@ -1,0 +1,101 @@
+//! `redline action` on a `pull_request_review_comment` event: the answer in the thread
+//! (see [`crate::thread_flow`]). One workflow run per event answers once; a rerun sees the
+//! answer's marker in the thread and posts nothing. Dismissals go to the summary comment's
+//! hidden marker, where later runs of the Action read them.
+
+use std::path::PathBuf;
+
+use super::action::{Target, action_settings, escape_data};
+use super::review::model_client;
+use super::{ActionArgs, EXIT_OK};
+use crate::agent::events::EventSink;
+use crate::github::thread::{Thread, ThreadComment};
+use crate::github::{GitHubClient, fetch_pull, record_dismissed};
+use crate::llm::Secret;
+use crate::review_flow::{CommitSource, load_commits};
+use crate::thread_flow::{self, Answered, Gate};
+
+/// Answers `comment` in its thread when the checks let it; the step's exit code.
+pub(super) async fn answer(
+    args: &ActionArgs,
+    client: &GitHubClient,
+    token: &Secret,
+    comment: &ThreadComment,
+) -> anyhow::Result<i32> {
+    match thread_flow::gate(client, comment).await? {
+        Gate::Skip(reason) => {
+            println!("::notice::Redline: no answer ({})", escape_data(&reason));
+        }
+        Gate::Reply { text, dismiss } => {
+            dismiss_in_summary(client, comment, &dismiss).await?;
+            thread_flow::post_answer(client, comment, &text).await?;
+            println!("::notice::Redline: answered the command in its thread");
+        }
+        Gate::Answer(thread) => answer_with_model(args, client, token, comment, &thread).await?,
+    }
+    Ok(EXIT_OK)
+}
+
+async fn answer_with_model(
+    args: &ActionArgs,
+    client: &GitHubClient,
+    token: &Secret,
+    comment: &ThreadComment,
+    thread: &Thread,
+) -> anyhow::Result<()> {
+    let pull = fetch_pull(client, &comment.owner, &comment.repo, comment.pr_number).await?;
+    let workspace_dir = std::env::var("GITHUB_WORKSPACE")
+        .map(PathBuf::from)
+        .or_else(|_| std::env::current_dir())?;
+    let root = crate::repo::discover(&workspace_dir)?;
+    let source = CommitSource::Checkout {
+        root: &root,
+        remote: "origin",
+    };
+    let commits = load_commits(source, &pull.base_sha, &pull.head_sha, None, Some(token))?;
+    let target = Target {
+        owner: comment.owner.clone(),
+        repo: comment.repo.clone(),
+        number: comment.pr_number,
+        base_sha: pull.base_sha.clone(),
+        head_sha: pull.head_sha.clone(),
+        strategy: None,
+    };
+    let settings = action_settings(args, &target, &commits)?;
+    let model = model_client(&settings.model, &EventSink::discard());
+    let answered = match thread_flow::answer(model, &settings, &commits, comment, thread).await? {
+        Answered::Answer(answered) => answered,
+        Answered::Skipped(reason) => {
+            println!("::notice::Redline: no answer ({})", escape_data(&reason));
+            return Ok(());
+        }
+    };
+    let keys = thread_flow::dismissal_after(client, comment, thread, &answered).await?;
+    dismiss_in_summary(client, comment, &keys).await?;
+    thread_flow::post_answer(client, comment, &answered.body).await?;
+    println!(
+        "::notice::Redline: answered in the thread ({} model call(s))",
+        answered.model_calls
+    );
+    Ok(())
+}
+
+/// Records `keys` in the summary comment's dismissal marker (nothing when empty).
+async fn dismiss_in_summary(
+    client: &GitHubClient,
+    comment: &ThreadComment,
+    keys: &[String],
+) -> anyhow::Result<()> {
+    if keys.is_empty() {
+        return Ok(());
+    }
+    record_dismissed(
+        client,
+        &comment.owner,
+        &comment.repo,
+        comment.pr_number,
+        keys,
+    )
+    .await?;
+    Ok(())
+}

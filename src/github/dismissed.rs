@@ -1,0 +1,205 @@
+//! Findings a pull request's people turned down: dismissal keys (fingerprints and concern
+//! keys, see [`super::fingerprint`]), their hidden marker in the summary comment (the
+//! Action's store), and the review threads GitHub reports resolved (GraphQL).
+//!
+//! Invariants: a key is 1 to 64 characters of `[0-9a-z-]`, so a marker can never close
+//! early or carry other markup; GraphQL failures never fail a review (resolved threads
+//! are then simply not known).
+
+use std::collections::BTreeSet;
+
+use serde_json::{Value, json};
+
+use super::client::GitHubClient;
+use super::error::GitHubError;
+use super::fingerprint::{concern_of_comment, parse_markers};
+
+/// The prefix of the summary comment's dismissal marker.
+const DISMISSED_PREFIX: &str = "<!-- redline:dismissed=";
+/// The end of an HTML comment.
+const COMMENT_END: &str = "-->";
+/// Keys kept in the summary marker at most (the oldest go first).
+const MAX_MARKED_KEYS: usize = 500;
+/// Review threads read at most (GraphQL pages of 100).
+const MAX_THREAD_PAGES: usize = 10;
+
+/// The dismissal keys of one pull request.
+pub type Dismissals = BTreeSet<String>;
+
+/// Whether `key` can be a dismissal key.
+pub fn is_key(key: &str) -> bool {
+    (1..=64).contains(&key.len())
+        && key
+            .chars()
+            .all(|c| c.is_ascii_digit() || c.is_ascii_lowercase() || c == '-')
+}
+
+/// The keys of the dismissal marker in `body` (the summary comment).
+pub fn parse_dismissed(body: &str) -> Dismissals {
+    let Some(start) = body.find(DISMISSED_PREFIX) else {
+        return Dismissals::new();
+    };
+    let rest = &body[start + DISMISSED_PREFIX.len()..];
+    let Some(end) = rest.find(COMMENT_END) else {
+        return Dismissals::new();
+    };
+    rest[..end]
+        .split(',')
+        .map(str::trim)
+        .filter(|key| is_key(key))
+        .map(str::to_string)
+        .collect()
+}
+
+/// `body` with its dismissal marker holding `keys` (added at the end when missing).
+pub fn with_dismissed(body: &str, keys: &Dismissals) -> String {
+    let kept: Vec<&str> = keys
+        .iter()
+        .filter(|key| is_key(key))
+        .map(String::as_str)
+        .take(MAX_MARKED_KEYS)
+        .collect();
+    let marker = format!("{DISMISSED_PREFIX}{} {COMMENT_END}", kept.join(","));
+    if let Some(start) = body.find(DISMISSED_PREFIX)
+        && let Some(len) = body[start..].find(COMMENT_END)
+    {
+        let end = start + len + COMMENT_END.len();
+        return format!("{}{marker}{}", &body[..start], &body[end..]);
+    }
+    format!("{}\n{marker}", body.trim_end())
+}
+
+/// A review thread as GraphQL reports it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReviewThread {
+    /// The thread's node id (for `resolveReviewThread`).
+    pub id: String,
+    /// Resolved on GitHub.
+    pub is_resolved: bool,
+    /// Its lines changed since it was written.
+    pub is_outdated: bool,
+    /// The keys of Redline's finding in its first comment (empty when not Redline's).
+    pub keys: Vec<String>,
+}
+
+const THREADS_QUERY: &str = "query($owner: String!, $repo: String!, $number: Int!, $after: String) {
+  repository(owner: $owner, name: $repo) {
+    pullRequest(number: $number) {
+      reviewThreads(first: 100, after: $after) {
+        pageInfo { hasNextPage endCursor }
+        nodes { id isResolved isOutdated path comments(first: 1) { nodes { body author { __typename login } } } }
+      }
+    }
+  }
+}";
+
+const RESOLVE_MUTATION: &str = "mutation($thread: ID!) {
+  resolveReviewThread(input: {threadId: $thread}) { thread { id isResolved } }
+}";
+
+/// The review threads of pull request `owner/repo#number` (at most 1,000).
+pub async fn review_threads(
+    client: &GitHubClient,
+    owner: &str,
+    repo: &str,
+    number: u64,
+) -> Result<Vec<ReviewThread>, GitHubError> {
+    let mut threads = Vec::new();
+    let mut after: Option<String> = None;
+    for _ in 0..MAX_THREAD_PAGES {
+        let variables = json!({"owner": owner, "repo": repo, "number": number, "after": after});
+        let data = client.graphql(THREADS_QUERY, &variables).await?;
+        let page = &data["repository"]["pullRequest"]["reviewThreads"];
+        let nodes = page["nodes"].as_array().cloned().unwrap_or_default();
+        threads.extend(nodes.iter().filter_map(thread_of));
+        after = page["pageInfo"]["endCursor"].as_str().map(str::to_string);
+        if page["pageInfo"]["hasNextPage"] != json!(true) || after.is_none() {
+            break;
+        }
+    }
+    Ok(threads)
+}
+
+fn thread_of(node: &Value) -> Option<ReviewThread> {
+    let path = node["path"].as_str().unwrap_or_default();
+    let first = &node["comments"]["nodes"][0];
+    let body = first["body"].as_str().unwrap_or_default();
+    // GraphQL names a bot without its `[bot]` suffix; its type tells it apart.
+    let by_bot = first["author"]["__typename"] == json!("Bot");
+    let mut keys = if by_bot {
+        parse_markers(body)
+    } else {
+        Vec::new()
+    };
+    if !keys.is_empty() {
+        keys.extend(concern_of_comment(path, body));
+    }
+    Some(ReviewThread {
+        id: node["id"].as_str()?.to_string(),
+        is_resolved: node["isResolved"] == json!(true),
+        is_outdated: node["isOutdated"] == json!(true),
+        keys,
+    })
+}
+
+/// The dismissal keys of the resolved threads among `threads`.
+pub fn resolved_keys(threads: &[ReviewThread]) -> Dismissals {
+    threads
+        .iter()
+        .filter(|t| t.is_resolved)
+        .flat_map(|t| t.keys.iter().cloned())
+        .collect()
+}
+
+/// Resolves review thread `id`.
+pub async fn resolve_thread(client: &GitHubClient, id: &str) -> Result<(), GitHubError> {
+    client
+        .graphql(RESOLVE_MUTATION, &json!({ "thread": id }))
+        .await
+        .map(|_| ())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_marker_round_trips_and_replaces_itself() {
+        let keys: Dismissals = ["00ff".to_string(), "c-12ab".to_string()].into();
+        let body = with_dismissed("summary text", &keys);
+        assert_eq!(parse_dismissed(&body), keys);
+        let mut more = keys.clone();
+        more.insert("beef".into());
+        let again = with_dismissed(&body, &more);
+        assert_eq!(again.matches(DISMISSED_PREFIX).count(), 1);
+        assert_eq!(parse_dismissed(&again), more);
+    }
+
+    #[test]
+    fn hostile_keys_are_dropped() {
+        let body = "<!-- redline:dismissed=00ff,<b>x</b>,UPPER, ok-1 -->";
+        let keys: Vec<String> = parse_dismissed(body).into_iter().collect();
+        assert_eq!(keys, ["00ff", "ok-1"]);
+        assert!(parse_dismissed("<!-- redline:dismissed=00ff").is_empty());
+    }
+
+    #[test]
+    fn resolved_threads_give_their_finding_s_keys() {
+        let node = |resolved: bool, body: &str| {
+            json!({"id": "T1", "isResolved": resolved, "isOutdated": false, "path": "a.rs",
+                "comments": {"nodes": [{"body": body, "author": {"__typename": "Bot", "login": "redline"}}]}})
+        };
+        let redline = "**[major · bug] Division**\n\n<!-- redline:fp=00ff -->";
+        let threads: Vec<ReviewThread> = [
+            node(true, redline),
+            node(false, redline),
+            node(true, "mine"),
+        ]
+        .iter()
+        .filter_map(thread_of)
+        .collect();
+        let keys = resolved_keys(&threads);
+        assert!(keys.contains("00ff"));
+        assert_eq!(keys.len(), 2, "{keys:?}");
+    }
+}

@@ -1,0 +1,479 @@
+//! Review threads: what a `pull_request_review_comment` event asks of Redline, the thread a
+//! comment belongs to, and Redline's answers in it. Shared by the Action and the App.
+//!
+//! Invariants: Redline never answers a bot (itself included); a thread is Redline's when
+//! its first comment was written by a bot and carries a fingerprint marker; every answer
+//! carries a hidden marker naming the comment it answers, so a comment is answered at
+//! most once whoever runs again, and answers are counted per thread from those markers.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+use super::client::{GitHubClient, path_segment};
+use super::command::{Command, parse_command};
+use super::error::GitHubError;
+use super::fingerprint::{concern_of_comment, neutralise_markers, parse_markers};
+
+/// The prefix of the marker an answer carries: `<!-- redline:answer=ID -->`.
+const ANSWER_PREFIX: &str = "<!-- redline:answer=";
+
+/// A `pull_request_review_comment` event, as much of it as Redline reads.
+#[derive(Debug, Clone, Deserialize)]
+pub struct ReviewCommentEvent {
+    /// `created`, `edited` or `deleted`.
+    pub action: String,
+    /// The comment.
+    pub comment: EventComment,
+    /// The pull request.
+    pub pull_request: EventPull,
+    /// The repository.
+    pub repository: EventRepository,
+    /// The App installation (App deliveries only).
+    pub installation: Option<EventInstallation>,
+}
+
+/// The comment of a [`ReviewCommentEvent`].
+#[derive(Debug, Clone, Deserialize)]
+pub struct EventComment {
+    /// The comment's id.
+    pub id: u64,
+    /// The first comment of its thread, when it is a reply.
+    #[serde(default)]
+    pub in_reply_to_id: Option<u64>,
+    /// The text.
+    #[serde(default)]
+    pub body: Option<String>,
+    /// The author.
+    pub user: EventUser,
+    /// The commented file.
+    #[serde(default)]
+    pub path: Option<String>,
+    /// The diff hunk the comment sits on.
+    #[serde(default)]
+    pub diff_hunk: Option<String>,
+    /// The author's relation to the repository (`OWNER`, `MEMBER`, ...).
+    #[serde(default)]
+    pub author_association: Option<String>,
+}
+
+/// An account of an event.
+#[derive(Debug, Clone, Deserialize)]
+pub struct EventUser {
+    /// The login.
+    pub login: String,
+    /// `User`, `Bot` or `Organization`.
+    #[serde(rename = "type", default)]
+    pub kind: Option<String>,
+}
+
+/// The pull request of a [`ReviewCommentEvent`].
+#[derive(Debug, Clone, Deserialize)]
+pub struct EventPull {
+    /// Its number.
+    pub number: u64,
+    /// Its author.
+    #[serde(default)]
+    pub user: Option<EventUser>,
+}
+
+/// The repository of a [`ReviewCommentEvent`].
+#[derive(Debug, Clone, Deserialize)]
+pub struct EventRepository {
+    /// `owner/name`.
+    pub full_name: String,
+}
+
+/// The installation of a [`ReviewCommentEvent`].
+#[derive(Debug, Clone, Copy, Deserialize)]
+pub struct EventInstallation {
+    /// Its id.
+    pub id: u64,
+}
+
+/// What a review comment asks of Redline, from the event alone.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub enum Ask {
+    /// `/redline review ...` in a thread: a review (the commenter needs write access).
+    Review {
+        /// `--strategy NAME`.
+        strategy: Option<String>,
+    },
+    /// `/redline ignore`: dismiss the thread's finding (and say so).
+    Ignore,
+    /// A malformed `/redline` command: answer with this usage text.
+    Usage(String),
+    /// The comment mentions Redline or starts a conversation with it: answer it.
+    Answer,
+    /// A reply in some thread: answered only if the thread is Redline's.
+    ReplyInThread,
+}
+
+/// A comment Redline may answer, normalised from the event.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ThreadComment {
+    /// Repository owner.
+    pub owner: String,
+    /// Repository name.
+    pub repo: String,
+    /// Pull request number.
+    pub pr_number: u64,
+    /// The comment's id.
+    pub comment_id: u64,
+    /// The thread's first comment (the comment itself when it starts the thread).
+    pub root_id: u64,
+    /// The author's login.
+    pub author: String,
+    /// The text.
+    pub body: String,
+    /// The commented file.
+    pub path: String,
+    /// The diff hunk the thread sits on.
+    pub diff_hunk: String,
+    /// The App installation, when the event came to the App.
+    pub installation_id: Option<u64>,
+    /// The author's relation to the repository, as GitHub reports it.
+    pub author_association: String,
+    /// The pull request's author, when the event names them.
+    pub pr_author: Option<String>,
+    /// What the comment asks.
+    pub ask: Ask,
+}
+
+impl ReviewCommentEvent {
+    /// What the event asks of Redline, or why it asks nothing. `mention` is `@slug` of the
+    /// App, when known.
+    pub fn to_comment(&self, mention: Option<&str>) -> Result<ThreadComment, String> {
+        if self.action != "created" {
+            return Err(format!(
+                "review comment action {:?} not handled",
+                self.action
+            ));
+        }
+        let user = &self.comment.user;
+        if user.kind.as_deref() == Some("Bot") || user.login.ends_with("[bot]") {
+            return Err("review comment by a bot".into());
+        }
+        let body = self.comment.body.clone().unwrap_or_default();
+        let ask = ask_of(&body, self.comment.in_reply_to_id.is_some(), mention)
+            .ok_or("review comment that asks nothing of Redline")?;
+        let (owner, repo) = self
+            .repository
+            .full_name
+            .split_once('/')
+            .ok_or("repository name without an owner")?;
+        Ok(ThreadComment {
+            owner: owner.to_string(),
+            repo: repo.to_string(),
+            pr_number: self.pull_request.number,
+            comment_id: self.comment.id,
+            root_id: self.comment.in_reply_to_id.unwrap_or(self.comment.id),
+            author: user.login.clone(),
+            body,
+            path: self.comment.path.clone().unwrap_or_default(),
+            diff_hunk: self.comment.diff_hunk.clone().unwrap_or_default(),
+            installation_id: self.installation.map(|i| i.id),
+            author_association: self.comment.author_association.clone().unwrap_or_default(),
+            pr_author: self.pull_request.user.as_ref().map(|u| u.login.clone()),
+            ask,
+        })
+    }
+}
+
+/// What `body` asks: a command first, then a mention, then any reply.
+fn ask_of(body: &str, is_reply: bool, mention: Option<&str>) -> Option<Ask> {
+    match parse_command(body) {
+        Ok(Some(Command::Review { strategy })) => return Some(Ask::Review { strategy }),
+        Ok(Some(Command::Ignore)) => return Some(Ask::Ignore),
+        Err(error) => return Some(Ask::Usage(error.reply())),
+        Ok(None) => {}
+    }
+    if mention.is_some_and(|m| mentions(body, m)) {
+        return Some(Ask::Answer);
+    }
+    is_reply.then_some(Ask::ReplyInThread)
+}
+
+/// Whether `body` mentions `handle` (`@name`) as a whole word, case-insensitively.
+pub fn mentions(body: &str, handle: &str) -> bool {
+    let handle = handle.to_ascii_lowercase();
+    let lower = body.to_ascii_lowercase();
+    lower.match_indices(&handle).any(|(at, _)| {
+        let next = lower[at + handle.len()..].chars().next();
+        !next.is_some_and(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+    })
+}
+
+/// One comment of a thread.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ThreadPost {
+    /// The comment's id.
+    pub id: u64,
+    /// The author's login.
+    pub author: String,
+    /// Whether a bot wrote it.
+    pub by_bot: bool,
+    /// The text.
+    pub body: String,
+    /// The commented file.
+    pub path: String,
+}
+
+/// A review thread: its first comment and the replies, oldest first.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Thread {
+    /// The comments, the first comment of the thread first.
+    pub posts: Vec<ThreadPost>,
+}
+
+impl Thread {
+    /// The thread whose first comment is `root_id`, from the pull request's review comments.
+    pub fn from_comments(comments: &[Value], root_id: u64) -> Option<Thread> {
+        let mut posts: Vec<ThreadPost> = comments
+            .iter()
+            .filter(|c| {
+                let id = c.get("id").and_then(Value::as_u64);
+                let parent = c.get("in_reply_to_id").and_then(Value::as_u64);
+                id == Some(root_id) || parent == Some(root_id)
+            })
+            .filter_map(post_of)
+            .collect();
+        posts.sort_by_key(|p| (p.id != root_id, p.id));
+        posts.first().filter(|p| p.id == root_id)?;
+        Some(Thread { posts })
+    }
+
+    /// The thread's first comment.
+    pub fn root(&self) -> Option<&ThreadPost> {
+        self.posts.first()
+    }
+
+    /// Whether the thread is Redline's: a bot's first comment carrying a fingerprint.
+    pub fn is_redline_s(&self) -> bool {
+        self.root()
+            .is_some_and(|root| root.by_bot && !parse_markers(&root.body).is_empty())
+    }
+
+    /// Redline's answers in the thread.
+    pub fn answers(&self) -> usize {
+        self.posts
+            .iter()
+            .filter(|p| p.by_bot && answered_id(&p.body).is_some())
+            .count()
+    }
+
+    /// Whether Redline already answered comment `id`.
+    pub fn answered(&self, id: u64) -> bool {
+        self.posts
+            .iter()
+            .any(|p| p.by_bot && answered_id(&p.body) == Some(id))
+    }
+
+    /// The keys that dismiss the thread's finding: its fingerprints and its concern.
+    pub fn dismissal_keys(&self) -> Vec<String> {
+        let Some(root) = self.root().filter(|_| self.is_redline_s()) else {
+            return Vec::new();
+        };
+        let mut keys = parse_markers(&root.body);
+        keys.extend(concern_of_comment(&root.path, &root.body));
+        keys
+    }
+}
+
+fn post_of(comment: &Value) -> Option<ThreadPost> {
+    let user = comment.get("user");
+    let login = user
+        .and_then(|u| u.get("login"))
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_string();
+    let by_bot = user.and_then(|u| u.get("type")).and_then(Value::as_str) == Some("Bot")
+        || login.ends_with("[bot]");
+    Some(ThreadPost {
+        id: comment.get("id").and_then(Value::as_u64)?,
+        author: login,
+        by_bot,
+        body: text_field(comment, "body"),
+        path: text_field(comment, "path"),
+    })
+}
+
+fn text_field(value: &Value, field: &str) -> String {
+    value
+        .get(field)
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_string()
+}
+
+/// The comment id an answer's marker names.
+fn answered_id(body: &str) -> Option<u64> {
+    let start = body.find(ANSWER_PREFIX)? + ANSWER_PREFIX.len();
+    let digits: String = body[start..]
+        .chars()
+        .take_while(char::is_ascii_digit)
+        .collect();
+    digits.parse().ok()
+}
+
+/// The body of Redline's answer to comment `id`: the text (markers defused) and the
+/// hidden marker naming `id`.
+pub fn answer_body(text: &str, id: u64) -> String {
+    format!(
+        "{}\n\n{ANSWER_PREFIX}{id} -->",
+        neutralise_markers(text.trim_end())
+    )
+}
+
+/// The thread of comment `root_id` on pull request `owner/repo#pr_number`; `None` when
+/// its first comment is gone (deleted).
+pub async fn load_thread(
+    client: &GitHubClient,
+    owner: &str,
+    repo: &str,
+    pr_number: u64,
+    root_id: u64,
+) -> Result<Option<Thread>, GitHubError> {
+    let path = format!(
+        "/repos/{}/{}/pulls/{pr_number}/comments",
+        path_segment(owner),
+        path_segment(repo)
+    );
+    let comments = client.get_all_pages(&path).await?;
+    Ok(Thread::from_comments(&comments, root_id))
+}
+
+/// Posts `body` as a reply in the thread of `root_id`.
+pub async fn post_reply(
+    client: &GitHubClient,
+    comment: &ThreadComment,
+    body: &str,
+) -> Result<(), GitHubError> {
+    let path = format!(
+        "/repos/{}/{}/pulls/{}/comments/{}/replies",
+        path_segment(&comment.owner),
+        path_segment(&comment.repo),
+        comment.pr_number,
+        comment.root_id
+    );
+    client.post_json(&path, &json!({ "body": body })).await?;
+    Ok(())
+}
+
+/// Whether the commenter may dismiss a finding: the pull request's author, or someone
+/// with write access.
+pub async fn may_dismiss(
+    client: &GitHubClient,
+    comment: &ThreadComment,
+) -> Result<bool, GitHubError> {
+    if comment.pr_author.as_deref() == Some(comment.author.as_str()) {
+        return Ok(true);
+    }
+    super::has_write_access(client, &comment.owner, &comment.repo, &comment.author).await
+}
+
+/// Whether `user` may read the repository (any collaborator permission but `none`).
+pub async fn has_read_access(
+    client: &GitHubClient,
+    owner: &str,
+    repo: &str,
+    user: &str,
+) -> Result<bool, GitHubError> {
+    let path = format!(
+        "/repos/{}/{}/collaborators/{}/permission",
+        path_segment(owner),
+        path_segment(repo),
+        path_segment(user)
+    );
+    let answer = match client.get_json(&path).await {
+        Ok(answer) => answer,
+        Err(error) if error.status() == Some(404) => return Ok(false),
+        Err(error) => return Err(error),
+    };
+    let reads = |field: &str| {
+        matches!(
+            answer.get(field).and_then(Value::as_str),
+            Some("admin" | "maintain" | "write" | "triage" | "read")
+        )
+    };
+    Ok(reads("permission") || reads("role_name"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn event(body: &str, reply_to: Option<u64>, kind: &str, action: &str) -> ReviewCommentEvent {
+        serde_json::from_value(json!({
+            "action": action,
+            "comment": {"id": 9, "in_reply_to_id": reply_to, "body": body,
+                "user": {"login": "alice", "type": kind}, "path": "a.rs", "diff_hunk": "@@"},
+            "pull_request": {"number": 3},
+            "repository": {"full_name": "o/r"},
+        }))
+        .expect("event")
+    }
+
+    #[test]
+    fn what_a_comment_asks() {
+        let ask = |body: &str, reply: Option<u64>| {
+            event(body, reply, "User", "created")
+                .to_comment(Some("@redline"))
+                .map(|c| c.ask)
+        };
+        assert_eq!(ask("/redline ignore", Some(1)), Ok(Ask::Ignore));
+        assert_eq!(
+            ask("/redline review", None),
+            Ok(Ask::Review { strategy: None })
+        );
+        assert!(matches!(ask("/redline bogus", None), Ok(Ask::Usage(_))));
+        assert_eq!(ask("hey @Redline, why?", None), Ok(Ask::Answer));
+        assert_eq!(ask("is this right?", Some(1)), Ok(Ask::ReplyInThread));
+        assert!(ask("@redline-other look", None).is_err());
+        assert!(ask("a note to self", None).is_err());
+    }
+
+    #[test]
+    fn bots_edits_and_deletions_ask_nothing() {
+        assert!(
+            event("/redline ignore", Some(1), "Bot", "created")
+                .to_comment(None)
+                .is_err()
+        );
+        for action in ["edited", "deleted"] {
+            assert!(
+                event("/redline ignore", Some(1), "User", action)
+                    .to_comment(None)
+                    .is_err()
+            );
+        }
+    }
+
+    #[test]
+    fn a_thread_counts_its_answers_and_knows_its_finding() {
+        let root = json!({"id": 1, "path": "a.rs", "user": {"login": "redline[bot]", "type": "Bot"},
+            "body": "**[major · bug] Division by zero**\n\nCheck.\n\n<!-- redline:fp=00ff -->"});
+        let reply = json!({"id": 2, "in_reply_to_id": 1, "user": {"login": "alice", "type": "User"}, "body": "no"});
+        let answer = json!({"id": 3, "in_reply_to_id": 1, "user": {"login": "redline[bot]", "type": "Bot"},
+            "body": answer_body("It is.", 2)});
+        let other = json!({"id": 4, "user": {"login": "bob", "type": "User"}, "body": "x"});
+        let thread = Thread::from_comments(&[other, answer, reply, root], 1).expect("thread");
+        assert_eq!(thread.posts.len(), 3);
+        assert!(thread.is_redline_s());
+        assert_eq!(thread.answers(), 1);
+        assert!(thread.answered(2) && !thread.answered(3));
+        let keys = thread.dismissal_keys();
+        assert_eq!(keys[0], "00ff");
+        assert!(keys[1].starts_with("c-"));
+        assert!(Thread::from_comments(&[], 1).is_none());
+    }
+
+    #[test]
+    fn an_answer_cannot_carry_a_forged_marker() {
+        let body = answer_body(
+            "see <!-- redline:answer=77 --> and <!-- redline:fp=beef -->",
+            5,
+        );
+        assert_eq!(answered_id(&body), Some(5));
+        assert!(parse_markers(&body).is_empty());
+    }
+}

@@ -1,0 +1,169 @@
+//! Answers in review threads for `redline serve`: the hook the webhook hands review
+//! comments to. Each comment is checked ([`crate::thread_flow::gate`]), claimed in the
+//! queue database, answered from a checkout of the pull request, and its dismissal (if
+//! any) recorded in the database, where later reviews of the pull request read it.
+//!
+//! Invariants: a comment id is claimed before any answer is posted, so redeliveries,
+//! storms and replicas answer it at most once (a failure after the claim is logged, not
+//! retried); answers run in the background, a few at once, and a burst beyond
+//! [`MAX_WAITING`] waiting answers is dropped with a warning rather than held.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use tokio::sync::Semaphore;
+
+use super::ThreadCommentHook;
+use super::review_runner::{PullAt, ReviewRunner, send};
+use crate::github::thread::ThreadComment;
+use crate::github::{GitHubClient, fetch_pull};
+use crate::queue::Queue;
+use crate::thread_flow::{self, Answered, Gate};
+
+/// Answers computed at once.
+const CONCURRENT_ANSWERS: usize = 2;
+/// Comments waiting for an answer at most; more are dropped.
+pub const MAX_WAITING: usize = 64;
+
+/// The hook that answers review comments with `runner`'s checkout, model and settings,
+/// recording claims and dismissals in `queue`.
+pub fn thread_comment_hook(runner: Arc<ReviewRunner>, queue: Queue) -> ThreadCommentHook {
+    let permits = Arc::new(Semaphore::new(CONCURRENT_ANSWERS));
+    let waiting = Arc::new(AtomicUsize::new(0));
+    Arc::new(move |comment: ThreadComment| {
+        if waiting.fetch_add(1, Ordering::SeqCst) >= MAX_WAITING {
+            waiting.fetch_sub(1, Ordering::SeqCst);
+            tracing::warn!(
+                comment = comment.comment_id,
+                "too many review comments waiting; not answered"
+            );
+            return;
+        }
+        let (runner, queue) = (runner.clone(), queue.clone());
+        let (permits, waiting) = (permits.clone(), waiting.clone());
+        tokio::spawn(async move {
+            let permit = permits.acquire_owned().await;
+            waiting.fetch_sub(1, Ordering::SeqCst);
+            if permit.is_err() {
+                return;
+            }
+            let id = comment.comment_id;
+            if let Err(error) = handle(&runner, &queue, &comment).await {
+                tracing::warn!(comment = id, %error, "could not answer a review comment");
+            }
+        });
+    })
+}
+
+/// Checks, claims, answers and records one comment.
+async fn handle(
+    runner: &ReviewRunner,
+    queue: &Queue,
+    comment: &ThreadComment,
+) -> Result<(), String> {
+    let Some(installation_id) = comment.installation_id else {
+        return Ok(());
+    };
+    let client = runner.auth.installation_client(installation_id);
+    let gate = send(thread_flow::gate(&client, comment))
+        .await
+        .map_err(|e| e.to_string())?;
+    let repo_full_name = format!("{}/{}", comment.owner, comment.repo);
+    let claimed = || async {
+        queue
+            .claim_comment(&repo_full_name, comment.comment_id)
+            .await
+            .map_err(|e| e.to_string())
+    };
+    match gate {
+        Gate::Skip(reason) => {
+            tracing::info!(comment = comment.comment_id, %reason, "review comment not answered");
+            Ok(())
+        }
+        Gate::Reply { text, dismiss } => {
+            if !claimed().await? {
+                already_claimed(comment);
+                return Ok(());
+            }
+            if !dismiss.is_empty() {
+                queue
+                    .dismiss(&repo_full_name, comment.pr_number, &dismiss)
+                    .await
+                    .map_err(|e| e.to_string())?;
+            }
+            thread_flow::post_answer(&client, comment, &text)
+                .await
+                .map_err(|e| e.to_string())
+        }
+        Gate::Answer(thread) => {
+            if !claimed().await? {
+                already_claimed(comment);
+                return Ok(());
+            }
+            answer(runner, queue, &client, comment, &thread).await
+        }
+    }
+}
+
+/// Logs that another delivery of `comment` claimed it first.
+fn already_claimed(comment: &ThreadComment) {
+    tracing::info!(
+        comment = comment.comment_id,
+        reason = "claimed by another delivery",
+        "review comment not answered"
+    );
+}
+
+/// The model's answer from a checkout of the pull request, posted; its dismissal recorded.
+async fn answer(
+    runner: &ReviewRunner,
+    queue: &Queue,
+    client: &GitHubClient,
+    comment: &ThreadComment,
+    thread: &crate::github::thread::Thread,
+) -> Result<(), String> {
+    let (owner, repo) = (comment.owner.as_str(), comment.repo.as_str());
+    let pull = send(fetch_pull(client, owner, repo, comment.pr_number))
+        .await
+        .map_err(|e| e.to_string())?;
+    let at = PullAt {
+        installation_id: comment.installation_id.unwrap_or_default(),
+        owner,
+        repo,
+        number: comment.pr_number,
+    };
+    let commits = send(runner.checkout(at, &pull, None))
+        .await
+        .map_err(|e| e.to_string())?;
+    let label = format!("comment {}", comment.comment_id);
+    let settings = runner
+        .repository_settings(&label, None, &commits)
+        .map_err(|e| e.to_string())?;
+    let model = (runner.model)(&settings.model);
+    let answered = send(thread_flow::answer(
+        model, &settings, &commits, comment, thread,
+    ))
+    .await
+    .map_err(|e| e.to_string())?;
+    let answered = match answered {
+        Answered::Answer(answered) => answered,
+        Answered::Skipped(reason) => {
+            tracing::info!(comment = comment.comment_id, %reason, "review comment not answered");
+            return Ok(());
+        }
+    };
+    let keys = send(thread_flow::dismissal_after(
+        client, comment, thread, &answered,
+    ))
+    .await
+    .map_err(|e| e.to_string())?;
+    if !keys.is_empty() {
+        queue
+            .dismiss(&format!("{owner}/{repo}"), comment.pr_number, &keys)
+            .await
+            .map_err(|e| e.to_string())?;
+    }
+    send(thread_flow::post_answer(client, comment, &answered.body))
+        .await
+        .map_err(|e| e.to_string())
+}
