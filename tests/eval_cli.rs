@@ -118,8 +118,8 @@ fn first_script(request: &RecordedRequest, _: usize) -> Reply {
         ]),
         "parse" => submit(vec![finding("src/parse.rs", 18, "Unclear name")]),
         "clean" => submit(vec![
-            finding("src/parse.rs", 24, "Noise"),
-            finding("src/parse.rs", 25, "More noise"),
+            finding("src/parse.rs", 24, "Unused import"),
+            finding("src/parse.rs", 25, "Magic string literal"),
         ]),
         _ => Reply::api_error(Wire::OpenAi, 401, "invalid_api_key", "this case fails"),
     }
@@ -166,14 +166,17 @@ async fn eval(server: &ModelServer, args: &[&str]) -> EvalRun {
     }
 }
 
-/// Every reference but the private namespace, `HEAD`'s target, and the work tree's status.
-fn user_state(repo: &TempRepo) -> (Vec<(String, String)>, String, Vec<(String, u32)>) {
+/// Every reference but the private namespace (name, target), `HEAD`'s target, and the
+/// work tree's status (path, status bits).
+type UserState = (Vec<(String, String)>, String, Vec<(String, u32)>);
+
+fn user_state(repo: &TempRepo) -> UserState {
     let git = repo.git();
     let mut refs: Vec<(String, String)> = git
         .references()
         .unwrap()
         .flatten()
-        .filter_map(|r| Some((r.name()?.to_string(), r.target()?.to_string())))
+        .filter_map(|r| Some((r.name().ok()?.to_string(), r.target()?.to_string())))
         .filter(|(name, _)| !name.starts_with("refs/redline-eval/"))
         .collect();
     refs.sort();
@@ -276,7 +279,8 @@ async fn mined_fixes_are_scored_and_a_failing_review_does_not_stop_the_others() 
     );
     assert_eq!(
         (p["findings"].as_u64(), p["true_positives"].as_u64()),
-        (Some(5), Some(1))
+        (Some(5), Some(1)),
+        "{report:#}"
     );
     assert!(close(&p["recall"], 0.5), "{p}");
     assert!(close(&p["precision"], 0.2), "{p}");

@@ -119,14 +119,14 @@ fn resolve_pairs(args: &EvalArgs) -> anyhow::Result<Vec<Pair>> {
     let mut pairs = Vec::new();
     for strategy in or_default(&args.strategies) {
         for model in or_default(&args.models) {
-            let settings = local_settings(pair_flags(args, &strategy, &model), "flag", None)
-                .with_context(|| {
-                    format!(
-                        "strategy {}, model {}",
-                        strategy.as_deref().unwrap_or("(configured)"),
-                        model.as_deref().unwrap_or("(configured)")
-                    )
-                })?;
+            let flags = pair_flags(args, &strategy, &model);
+            let settings = local_settings(flags, "flag", None).with_context(|| {
+                format!(
+                    "strategy {}, model {}",
+                    strategy.as_deref().unwrap_or("(configured)"),
+                    model.as_deref().unwrap_or("(configured)")
+                )
+            })?;
             let label = PairLabel {
                 strategy: strategy.clone().unwrap_or_else(|| "default".into()),
                 model: settings.agent.model.clone(),
@@ -135,7 +135,7 @@ fn resolve_pairs(args: &EvalArgs) -> anyhow::Result<Vec<Pair>> {
                 continue;
             }
             pairs.push(Pair {
-                strategy,
+                strategy: strategy.clone(),
                 model,
                 label,
             });

@@ -196,7 +196,7 @@ pub fn mine(repo_path: &Path, options: &MineOptions) -> Result<Mined, EvalError>
         {
             continue;
         }
-        let fix = is_fix_message(commit.message().unwrap_or_default());
+        let fix = is_fix_message(&String::from_utf8_lossy(commit.message_bytes()));
         let wanted = if fix {
             fixes.len() < options.limit
         } else {
@@ -216,6 +216,14 @@ pub fn mine(repo_path: &Path, options: &MineOptions) -> Result<Mined, EvalError>
         cases: fixes,
         scanned,
     })
+}
+
+/// The first line of a commit's message (lossy when it is not UTF-8).
+fn summary_of(commit: &Commit<'_>) -> String {
+    commit
+        .summary_bytes()
+        .map(|bytes| String::from_utf8_lossy(bytes).into_owned())
+        .unwrap_or_default()
 }
 
 fn short(oid: Oid) -> String {
@@ -282,11 +290,7 @@ fn clean_case(root: &str, commit: &Commit<'_>) -> Result<Case, EvalError> {
         head: commit.id().to_string(),
         expected: Vec::new(),
         clean: true,
-        source: format!(
-            "commit {}: {}",
-            short(commit.id()),
-            commit.summary().unwrap_or_default()
-        ),
+        source: format!("commit {}: {}", short(commit.id()), summary_of(commit)),
     })
 }
 
@@ -299,7 +303,7 @@ fn revert_case(repo: &Repository, root: &str, fix: &Commit<'_>) -> Result<Option
     }
     let tree = repo.find_tree(index.write_tree_to(repo)?)?;
     let signature = Signature::new("redline eval", "eval@redline.invalid", &fix.time())?;
-    let summary = fix.summary().unwrap_or_default().to_string();
+    let summary = summary_of(fix);
     let message = format!(
         "Revert \"{summary}\"\n\nThis reverts commit {}.\n",
         fix.id()

@@ -62,7 +62,7 @@ impl Table {
             let cells: Vec<String> = row
                 .iter()
                 .zip(&widths)
-                .map(|(cell, width)| format!("{cell:<width$}"))
+                .map(|(cell, &width)| format!("{cell:<width$}"))
                 .collect();
             cells.join("  ").trim_end().to_string() + "\n"
         };

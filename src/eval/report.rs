@@ -219,11 +219,14 @@ mod tests {
     use crate::eval::render::{ReportFormat, render_report};
 
     fn case(id: &str, clean: bool) -> Case {
+        let expected = if clean {
+            serde_json::json!([])
+        } else {
+            serde_json::json!([{"path": "a.rs", "start_line": 1, "end_line": 1}])
+        };
         serde_json::from_value(serde_json::json!({
             "id": id, "repo": ".", "base": "a", "head": "b", "clean": clean,
-            "expected": if clean { serde_json::json!([]) } else {
-                serde_json::json!([{"path": "a.rs", "start_line": 1, "end_line": 1}])
-            }
+            "expected": expected
         }))
         .unwrap()
     }

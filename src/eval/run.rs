@@ -63,7 +63,7 @@ impl Progress {
 
     /// One line for stderr: `[3/12] <last> · elapsed 0:42 · left ~2:10`.
     pub fn line(&self) -> String {
-        let left = self.eta().map_or_else(|| "?".to_string(), |eta| clock(eta));
+        let left = self.eta().map_or_else(|| "?".to_string(), clock);
         format!(
             "[{}/{}] {} · elapsed {} · left ~{}",
             self.done,
