@@ -142,7 +142,11 @@ fn cell(row: Option<&ResultRow>) -> String {
         (false, Some(true)) => "caught",
         _ => "missed",
     };
-    format!("{verdict}, {} findings, {} tok", row.findings, row.tokens)
+    format!(
+        "{verdict}, {}, {} tok",
+        super::run::count(row.findings, "finding"),
+        row.tokens
+    )
 }
 
 fn case_matrix(report: &Report) -> Table {
@@ -230,15 +234,15 @@ pub fn render_report(report: &Report, format: ReportFormat) -> String {
     }
     let bugs = report.cases.iter().filter(|c| !c.clean).count();
     let mut out = format!(
-        "{}redline eval: {} cases ({} bug, {} clean), {} strategy/model pairs\n\n",
+        "{}redline eval: {} ({} bug, {} clean), {}\n\n",
         match format {
             ReportFormat::Markdown => "## ",
             _ => "",
         },
-        report.cases.len(),
+        super::run::count(report.cases.len(), "case"),
         bugs,
         report.cases.len() - bugs,
-        report.pairs.len()
+        super::run::count(report.pairs.len(), "strategy/model pair")
     );
     out.push_str(&pair_table(&report.pairs).render(format));
     out.push_str(&format!("\n{}Cases\n\n", heading(format)));

@@ -315,7 +315,7 @@ mod tests {
         assert!(text.contains("Compared with old.json"), "{text}");
         let markdown = render_report(&current, ReportFormat::Markdown);
         assert!(
-            markdown.contains("| fix-a | bug | caught, 1 findings, 10 tok |"),
+            markdown.contains("| fix-a | bug | caught, 1 finding, 10 tok |"),
             "{markdown}"
         );
         assert!(markdown.contains("### Cases"), "{markdown}");

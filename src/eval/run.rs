@@ -131,9 +131,18 @@ pub async fn run_all(
 fn outcome(row: &ResultRow) -> String {
     match (&row.error, row.caught, row.clean) {
         (Some(error), _, _) => format!("failed ({error})"),
-        (None, _, true) => format!("clean, {} findings", row.findings),
-        (None, Some(true), false) => format!("caught, {} findings", row.findings),
-        (None, _, false) => format!("missed, {} findings", row.findings),
+        (None, _, true) => format!("clean, {}", count(row.findings, "finding")),
+        (None, Some(true), false) => format!("caught, {}", count(row.findings, "finding")),
+        (None, _, false) => format!("missed, {}", count(row.findings, "finding")),
+    }
+}
+
+/// `1 finding`, `2 findings`.
+pub(crate) fn count(n: usize, noun: &str) -> String {
+    if n == 1 {
+        format!("1 {noun}")
+    } else {
+        format!("{n} {noun}s")
     }
 }
 
@@ -177,12 +186,12 @@ mod tests {
             done: 3,
             total: 12,
             elapsed: Duration::from_secs(42),
-            last: "fix-abc react/m: caught, 1 findings".into(),
+            last: "fix-abc react/m: caught, 1 finding".into(),
         };
         assert_eq!(progress.eta(), Some(Duration::from_secs(126)));
         assert_eq!(
             progress.line(),
-            "[3/12] fix-abc react/m: caught, 1 findings · elapsed 0:42 · left ~2:06"
+            "[3/12] fix-abc react/m: caught, 1 finding · elapsed 0:42 · left ~2:06"
         );
         assert_eq!(clock(Duration::from_secs(3725)), "1:02:05");
         let first = Progress {
