@@ -423,3 +423,73 @@ async fn bad_flags_and_paths_fail_before_any_model_call() {
     assert!(server.requests().is_empty());
     assert!(fixture.repo.git().find_reference("refs/heads/main").is_ok());
 }
+
+#[tokio::test]
+async fn a_case_that_cannot_be_prepared_is_reported_and_the_others_finish() {
+    let fixture = fixture();
+    let repo = fixture.repo.path().display().to_string();
+    let calc = &fixture.fixes["calc"];
+    let parent = fixture
+        .repo
+        .git()
+        .find_commit(git2::Oid::from_str(calc).unwrap())
+        .unwrap()
+        .parent_id(0)
+        .unwrap()
+        .to_string();
+    let work = tempfile::tempdir().unwrap();
+    let cases = work.path().join("cases.jsonl");
+    // The fix itself as a change whose bug is at line 9, then a case whose head is gone.
+    let good = json!({"version": 1, "id": "by-hand", "repo": repo, "base": calc, "head": parent,
+                      "expected": [{"path": "src/calc.rs", "start_line": 9, "end_line": 9,
+                                    "side": "RIGHT", "description": "division by zero"}],
+                      "clean": false, "source": "written by hand"});
+    let gone = json!({"version": 1, "id": "gone", "repo": repo, "base": calc,
+                      "head": "0123456789012345678901234567890123456789", "clean": true});
+    std::fs::write(&cases, format!("{good}\n{gone}\n")).unwrap();
+    let server = ModelServer::start_with(Wire::OpenAi, first_script).await;
+    let events = work.path().join("events").display().to_string();
+    let run = eval(
+        &server,
+        &[
+            "--cases",
+            &cases.display().to_string(),
+            "--events-dir",
+            &events,
+        ],
+    )
+    .await;
+    assert_eq!(run.code, 0, "stderr: {}", run.stderr);
+    assert!(
+        run.stdout.contains("by-hand  bug    caught, 2 findings"),
+        "{}",
+        run.stdout
+    );
+    assert!(
+        run.stdout.contains("gone     clean  FAILED"),
+        "{}",
+        run.stdout
+    );
+    assert!(
+        run.stdout.contains("Failed reviews") && run.stdout.contains("- gone (react/test-model): "),
+        "{}",
+        run.stdout
+    );
+    assert_eq!(server.requests().len(), 1);
+
+    // Mining a history with nothing new enough finds nothing and says so.
+    let none = eval(
+        &server,
+        &[
+            "--mine",
+            &repo,
+            "--since",
+            "2999-01-01",
+            "--events-dir",
+            &events,
+        ],
+    )
+    .await;
+    assert_eq!(none.code, 2, "{}", none.stderr);
+    assert!(none.stderr.contains("no case found"), "{}", none.stderr);
+}
