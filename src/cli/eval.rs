@@ -16,6 +16,7 @@ use super::output::OutputTarget;
 use super::progress::{Verbosity, spawn_event_consumers};
 use super::review::{local_settings, model_client, prepare};
 use super::runs::runs_dir;
+use super::signals::StopSignals;
 use super::{EXIT_ERROR, EXIT_OK, EvalArgs, ModelArgs, ReviewArgs, RunsArgs, error_message};
 use crate::agent::Orchestrator;
 use crate::agent::events::EventSink;
@@ -57,7 +58,18 @@ async fn eval(args: EvalArgs) -> anyhow::Result<i32> {
         bail!("--parallel must be at least 1");
     }
     let output = OutputTarget::open(args.output.as_deref())?;
-    match evaluate(&args).await {
+    let mut signals = StopSignals::install();
+    let outcome = tokio::select! {
+        outcome = evaluate(&args) => outcome,
+        stop = signals.recv() => {
+            // Reviews in flight are dropped with the run; their events files keep what
+            // was written. No report: a partial one would read as a complete score.
+            output.abandon();
+            eprintln!("eval stopped by {}", stop.name());
+            return Ok(stop.exit_code());
+        }
+    };
+    match outcome {
         Ok(report) => {
             output.write(&render_report(&report, format))?;
             let all_failed = report.results.iter().all(|r| r.failed());

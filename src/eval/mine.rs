@@ -87,8 +87,9 @@ pub fn classify(path: &str) -> FileKind {
     let lower = path.to_ascii_lowercase();
     let name = lower.rsplit('/').next().unwrap_or(&lower);
     let extension = name.rsplit_once('.').map_or("", |(_, e)| e);
-    let dirs: Vec<&str> = lower.split('/').collect();
-    let in_dir = |names: &[&str]| dirs[..dirs.len() - 1].iter().any(|d| names.contains(d));
+    let parts: Vec<&str> = lower.split('/').collect();
+    let dirs = parts.split_last().map_or(&[][..], |(_, dirs)| dirs);
+    let in_dir = |names: &[&str]| dirs.iter().any(|d| names.contains(d));
     if DOC_EXTENSIONS.contains(&extension) || in_dir(&["doc", "docs"]) {
         return FileKind::Doc;
     }
