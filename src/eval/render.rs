@@ -108,6 +108,7 @@ fn pair_table(pairs: &[PairSummary]) -> Table {
         "F1",
         "false/clean",
         "failed",
+        "limited",
         "tokens/case",
         "cost/case",
         "s/case",
@@ -122,6 +123,7 @@ fn pair_table(pairs: &[PairSummary]) -> Table {
             percent(p.f1),
             number(p.false_findings_per_clean_case, 2),
             p.failed.to_string(),
+            p.limited.to_string(),
             number(p.tokens_per_case, 0),
             cost(p.cost_per_case),
             number(p.seconds_per_case, 1),
@@ -142,8 +144,12 @@ fn cell(row: Option<&ResultRow>) -> String {
         (false, Some(true)) => "caught",
         _ => "missed",
     };
+    let limit = row
+        .limit_reached
+        .as_ref()
+        .map_or_else(String::new, |limit| format!(", {limit} limit"));
     format!(
-        "{verdict}, {}, {} tok",
+        "{verdict}, {}, {} tok{limit}",
         super::run::count(row.findings, "finding"),
         row.tokens
     )

@@ -150,6 +150,7 @@ fn figures(s: &PairSummary) -> Vec<(&'static str, Option<f64>)> {
         ("bug_cases", Some(s.bug_cases as f64)),
         ("findings", Some(s.findings as f64)),
         ("failed", Some(s.failed as f64)),
+        ("limited", Some(s.limited as f64)),
         ("tokens_per_case", s.tokens_per_case),
         ("cost_per_case", s.cost_per_case),
         ("seconds_per_case", s.seconds_per_case),
@@ -243,6 +244,7 @@ mod tests {
             tokens: 10,
             cost_usd: None,
             seconds: 1.0,
+            limit_reached: None,
             error: caught.is_none().then(|| "model failed".to_string()),
             events: None,
         }

@@ -129,6 +129,14 @@ pub async fn run_all(
 }
 
 fn outcome(row: &ResultRow) -> String {
+    let verdict = verdict(row);
+    match &row.limit_reached {
+        Some(limit) => format!("{verdict} ({limit} limit reached)"),
+        None => verdict,
+    }
+}
+
+fn verdict(row: &ResultRow) -> String {
     match (&row.error, row.caught, row.clean) {
         (Some(error), _, _) => format!("failed ({error})"),
         (None, _, true) => format!("clean, {}", count(row.findings, "finding")),
@@ -159,6 +167,7 @@ pub fn row_of(case: &Case, pair: &PairLabel, run: CaseRun, took: Duration) -> Re
         tokens: 0,
         cost_usd: None,
         seconds: took.as_secs_f64(),
+        limit_reached: None,
         error: None,
         events: run.events,
     };
@@ -170,6 +179,7 @@ pub fn row_of(case: &Case, pair: &PairLabel, run: CaseRun, took: Duration) -> Re
             row.true_positives = score.true_positives;
             row.tokens = stats.prompt_tokens + stats.completion_tokens;
             row.cost_usd = stats.cost_usd;
+            row.limit_reached = stats.limit_reached.map(|l| l.as_str().to_string());
         }
         Err(error) => row.error = Some(error),
     }

@@ -89,6 +89,10 @@ pub struct ResultRow {
     pub cost_usd: Option<f64>,
     /// Wall time of the review.
     pub seconds: f64,
+    /// The limit (`cost`, `tokens`, `time`) that cut the review short: it is scored
+    /// on what it reported, as `redline review` would have delivered it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limit_reached: Option<String>,
     /// Why the review failed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
@@ -115,6 +119,9 @@ pub struct PairSummary {
     pub reviews: usize,
     /// Reviews that failed (in no ratio).
     pub failed: usize,
+    /// Finished reviews cut short by a limit (scored on what they reported).
+    #[serde(default)]
+    pub limited: usize,
     /// Finished reviews of bug cases.
     pub bug_cases: usize,
     /// Of which caught.
@@ -179,6 +186,7 @@ pub fn summarize(strategy: &str, model: &str, rows: &[&ResultRow]) -> PairSummar
         model: model.to_string(),
         reviews: done.len(),
         failed: rows.len() - done.len(),
+        limited: done.iter().filter(|r| r.limit_reached.is_some()).count(),
         bug_cases: bug.len(),
         caught,
         clean_cases: clean.len(),
@@ -293,6 +301,7 @@ mod tests {
             tokens: 100,
             cost_usd: Some(0.5),
             seconds: 2.0,
+            limit_reached: None,
             error: None,
             events: None,
         }
