@@ -14,7 +14,8 @@
 #             the run shows the pipeline and its wall time.
 #
 # Usage:   benches/eval_overhead.sh
-# Env:     CARGO_TARGET_DIR as usual; COMMITS; EVAL_BENCH_KEEP=1 keeps the repository.
+# Env:     CARGO_TARGET_DIR as usual; COMMITS; PROFILE=dev for a debug build (slower
+#          figures, no release build); EVAL_BENCH_KEEP=1 keeps the repository.
 # Needs:   git. Numbers, not a test: no figure fails it.
 set -euo pipefail
 
@@ -26,9 +27,11 @@ else
   echo "work directory: $work" >&2
 fi
 
-echo "building redline and examples/eval_bench (release)..." >&2
-(cd "$root" && cargo build --release --quiet --bin redline --example eval_bench)
-target="${CARGO_TARGET_DIR:-$root/target}/release"
+profile="${PROFILE:-release}"
+echo "building redline and examples/eval_bench ($profile)..." >&2
+(cd "$root" && cargo build --profile "$profile" --quiet --bin redline --example eval_bench)
+[[ "$profile" == "dev" ]] && out=debug || out="$profile"
+target="${CARGO_TARGET_DIR:-$root/target}/$out"
 bench="$target/examples/eval_bench"
 
 repo="$work/history"

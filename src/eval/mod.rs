@@ -14,9 +14,9 @@
 
 pub mod cases;
 pub mod mine;
-pub mod render;
-pub mod report;
-pub mod run;
+pub(crate) mod render;
+pub(crate) mod report;
+pub(crate) mod run;
 pub mod score;
 
 /// Why an evaluation step failed.
