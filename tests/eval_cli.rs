@@ -242,8 +242,19 @@ async fn mined_fixes_are_scored_and_a_failing_review_does_not_stop_the_others() 
     );
     assert!(!run.stdout.contains(KEY) && !run.stderr.contains(KEY));
 
-    // Mining found exactly the three fixes and the one small ordinary commit.
-    let cases: Vec<Value> = std::fs::read_to_string(&cases_file)
+    check_mined_cases(&fixture, &cases_file);
+    check_first_scores(&fixture, &run);
+    // Again from the saved cases, with a model that does better on one case and worse on
+    // another: the baseline comparison names both.
+    let baseline = work.path().join("first.json");
+    std::fs::write(&baseline, &run.stdout).unwrap();
+    check_baseline_run(&fixture, &cases_file, &events_dir, &baseline).await;
+}
+
+/// Mining found exactly the three fixes and the one small ordinary commit.
+fn check_mined_cases(fixture: &Fixture, cases_file: &Path) {
+    let repo = &fixture.repo;
+    let cases: Vec<Value> = std::fs::read_to_string(cases_file)
         .unwrap()
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
@@ -260,10 +271,12 @@ async fn mined_fixes_are_scored_and_a_failing_review_does_not_stop_the_others() 
     let clean: Vec<&Value> = cases.iter().filter(|c| c["clean"] == true).collect();
     assert_eq!(clean.len(), 1);
     assert_eq!(clean[0]["head"], fixture.clean.as_str());
-    check_revert_cases(repo, &fixture, &cases);
+    check_revert_cases(repo, fixture, &cases);
+}
 
-    // The hand-computed scores: 2 of the 3 bug reviews finished, 1 caught; 5 distinct
-    // findings (the duplicate counts once), 1 on the bug; the clean case got 2.
+/// The hand-computed scores: 2 of the 3 bug reviews finished, 1 caught; 5 distinct
+/// findings (the duplicate counts once), 1 on the bug; the clean case got 2.
+fn check_first_scores(fixture: &Fixture, run: &EvalRun) {
     let report: Value = serde_json::from_str(&run.stdout).unwrap();
     assert_eq!(report["version"], 1);
     let p = pair(&report);
@@ -302,11 +315,15 @@ async fn mined_fixes_are_scored_and_a_failing_review_does_not_stop_the_others() 
     }
     assert!(run.stderr.contains("[4/4]"), "progress: {}", run.stderr);
     assert!(run.stderr.contains("left ~"), "progress: {}", run.stderr);
+}
 
-    // Again from the saved cases, with a model that does better on one case and worse on
-    // another: the baseline comparison names both.
-    let baseline = work.path().join("first.json");
-    std::fs::write(&baseline, &run.stdout).unwrap();
+async fn check_baseline_run(
+    fixture: &Fixture,
+    cases_file: &Path,
+    events_dir: &Path,
+    baseline: &Path,
+) {
+    let net_id = format!("fix-{}", &fixture.fixes["net"][..7]);
     let server = ModelServer::start_with(Wire::OpenAi, second_script).await;
     let second = eval(
         &server,
