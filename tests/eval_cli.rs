@@ -466,6 +466,7 @@ async fn a_case_that_cannot_be_prepared_is_reported_and_the_others_finish() {
     std::fs::write(&cases, format!("{good}\n{gone}\n")).unwrap();
     let server = ModelServer::start_with(Wire::OpenAi, first_script).await;
     let events = work.path().join("events").display().to_string();
+    // Two models: every case is reviewed under each.
     let run = eval(
         &server,
         &[
@@ -473,26 +474,36 @@ async fn a_case_that_cannot_be_prepared_is_reported_and_the_others_finish() {
             &cases.display().to_string(),
             "--events-dir",
             &events,
+            "--model",
+            "second-model",
         ],
     )
     .await;
     assert_eq!(run.code, 0, "stderr: {}", run.stderr);
+    let text = &run.stdout;
+    assert!(text.contains("2 strategy/model pairs"), "{text}");
     assert!(
-        run.stdout.contains("by-hand  bug    caught, 2 findings"),
-        "{}",
-        run.stdout
+        text.contains("react/test-model") && text.contains("react/second-model"),
+        "{text}"
     );
     assert!(
-        run.stdout.contains("gone     clean  FAILED"),
-        "{}",
-        run.stdout
+        text.contains("by-hand  bug    caught, 2 findings, "),
+        "{text}"
     );
-    assert!(
-        run.stdout.contains("Failed reviews") && run.stdout.contains("- gone (react/test-model): "),
-        "{}",
-        run.stdout
-    );
-    assert_eq!(server.requests().len(), 1);
+    assert!(text.contains("gone     clean  FAILED"), "{text}");
+    for model in ["test-model", "second-model"] {
+        assert!(
+            text.contains(&format!("- gone (react/{model}): ")),
+            "{text}"
+        );
+    }
+    let models: Vec<String> = server
+        .requests()
+        .iter()
+        .map(|r| r.body["model"].as_str().unwrap_or_default().to_string())
+        .collect();
+    assert_eq!(models.len(), 2);
+    assert!(models.contains(&"second-model".to_string()), "{models:?}");
 
     // Mining a history with nothing new enough finds nothing and says so.
     let none = eval(
