@@ -14,6 +14,7 @@ pub mod agent;
 mod cli;
 pub mod config;
 pub mod context;
+pub mod eval;
 #[cfg(test)]
 mod fuzzing;
 pub mod github;

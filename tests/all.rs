@@ -9,6 +9,7 @@ mod config_cli;
 mod context;
 mod coverage;
 mod discovery_cli;
+mod eval_cli;
 mod events_cli;
 mod github;
 mod guidelines_cli;

@@ -1,10 +1,11 @@
 //! The command line: `redline review`, `redline context`, `redline action`, `redline serve`,
-//! `redline init`, `redline check`.
+//! `redline init`, `redline check`, `redline eval`.
 
 mod action;
 mod action_thread;
 mod check;
 mod context;
+mod eval;
 mod init;
 mod output;
 mod progress;
@@ -58,6 +59,76 @@ pub enum Command {
     Init(InitArgs),
     /// Verify the settings without reviewing: the model answers, the App key, the webhook secret, the database.
     Check(CheckArgs),
+    /// Measure review quality: replay reverted bug fixes (and clean commits) and score the findings.
+    Eval(EvalArgs),
+}
+
+/// `redline eval`: cases from a file or mined from a repository, reviewed under every
+/// (strategy, model) pair.
+#[derive(Debug, Clone, Args)]
+#[command(group(clap::ArgGroup::new("source").required(true).args(["cases", "mine"])))]
+pub struct EvalArgs {
+    /// The cases to run (JSON Lines, version 1).
+    #[arg(long, value_name = "FILE.jsonl")]
+    pub cases: Option<PathBuf>,
+    /// Mine cases from this repository's history: reverted bug fixes (and --clean commits).
+    #[arg(long, value_name = "REPO")]
+    pub mine: Option<PathBuf>,
+    /// Bug-fix cases to mine at most, newest first.
+    #[arg(long, default_value_t = 20, value_name = "N", requires = "mine")]
+    pub limit: usize,
+    /// Mine only commits made on or after this date (YYYY-MM-DD).
+    #[arg(long, value_name = "DATE", requires = "mine")]
+    pub since: Option<String>,
+    /// Also mine N ordinary (non-fix) commits as clean cases, to count false findings.
+    #[arg(long, default_value_t = 0, value_name = "N", requires = "mine")]
+    pub clean: usize,
+    /// Save the mined cases here (JSON Lines) for reuse with --cases.
+    #[arg(long, value_name = "FILE", requires = "mine")]
+    pub write_cases: Option<PathBuf>,
+    /// A strategy to evaluate; repeat for several (default: the configured one).
+    #[arg(
+        long = "strategy",
+        env = "REDLINE_STRATEGY",
+        value_name = "auto|react|plan|reflect"
+    )]
+    pub strategies: Vec<String>,
+    /// A model to evaluate; repeat for several (default: the configured one).
+    #[arg(long = "model", env = "REDLINE_MODEL", value_name = "MODEL")]
+    pub models: Vec<String>,
+    /// Model API protocol: openai (any OpenAI-compatible server) or anthropic.
+    #[arg(long, env = "REDLINE_PROVIDER", value_name = "openai|anthropic")]
+    pub provider: Option<String>,
+    /// API root (e.g. http://localhost:11434/v1 for Ollama).
+    #[arg(long, env = "REDLINE_BASE_URL", value_name = "URL")]
+    pub base_url: Option<String>,
+    /// Reviews run at once.
+    #[arg(long, default_value_t = 1, value_name = "N")]
+    pub parallel: usize,
+    /// Report format.
+    #[arg(long, default_value = "text", value_name = "text|markdown|json")]
+    pub format: String,
+    /// Write the report here instead of stdout.
+    #[arg(long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// An earlier JSON report: show the change of every figure and the cases newly caught or lost.
+    #[arg(long, value_name = "FILE")]
+    pub baseline: Option<PathBuf>,
+    /// Where each review's JSON Lines events go (default: $XDG_STATE_HOME/redline/eval/<time>).
+    #[arg(long, value_name = "DIR")]
+    pub events_dir: Option<PathBuf>,
+    /// Model turns of each review.
+    #[arg(long, value_name = "N")]
+    pub max_steps: Option<u32>,
+    /// A config file to use instead of each case's .redline.toml at its base revision.
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// No progress on stderr.
+    #[arg(short, long)]
+    pub quiet: bool,
+    /// Hard limits of each review.
+    #[command(flatten)]
+    pub limits: LimitArgs,
 }
 
 /// `redline check` (App settings come from the environment, as for `redline serve`).
@@ -394,6 +465,7 @@ pub async fn run(cli: Cli) -> i32 {
         Command::Replay(args) => replay::run(args).await,
         Command::Init(args) => init::run(args),
         Command::Check(args) => check::run(args).await,
+        Command::Eval(args) => eval::run(args).await,
     }
 }
 

@@ -1,0 +1,53 @@
+//! `redline eval`: measures review quality on real bugs. Bug-fix commits of a
+//! repository's history are reverted ([`mine`]), each revert is reviewed as a change
+//! that re-introduces the bug ([`run`]), and findings are scored against the lines the
+//! revert put back ([`score`]); ordinary commits serve as clean cases that measure
+//! false findings. [`report`] renders the figures and compares them with a baseline.
+//!
+//! Invariants: mining never changes the user's branches, `HEAD`, index or work tree
+//! (revert commits live under [`mine::REF_NAMESPACE`] only); scoring and rendering are
+//! pure functions of the cases and the review results; a case whose review fails is
+//! reported as failed and left out of the scores, never counted as a miss or a catch.
+//! Layering: used by `cli`; uses `review` (findings, stats) and git2. The engine run
+//! itself is given by the caller through [`run::CaseReviewer`], so this module never
+//! depends on the command line.
+
+pub mod cases;
+pub mod mine;
+pub(crate) mod render;
+pub(crate) mod report;
+pub(crate) mod run;
+pub mod score;
+
+/// Why an evaluation step failed.
+#[derive(Debug, thiserror::Error)]
+pub enum EvalError {
+    /// A git operation failed.
+    #[error("git: {0}")]
+    Git(String),
+    /// The cases file cannot be read or written.
+    #[error("{path}: {message}")]
+    CasesFile {
+        /// The file.
+        path: String,
+        /// What is wrong (with the line number when it is a line).
+        message: String,
+    },
+    /// A baseline report cannot be used.
+    #[error("baseline {path}: {message}")]
+    Baseline {
+        /// The file.
+        path: String,
+        /// What is wrong.
+        message: String,
+    },
+    /// A value given by the user is not valid.
+    #[error("{0}")]
+    Invalid(String),
+}
+
+impl From<git2::Error> for EvalError {
+    fn from(error: git2::Error) -> Self {
+        EvalError::Git(error.message().to_string())
+    }
+}

@@ -1,0 +1,274 @@
+//! The report as text (terminal), Markdown (a pull request comment) or JSON.
+//!
+//! Invariant: text and Markdown show the same tables (figures per pair, the per-case
+//! matrix, failures, the baseline comparison); JSON is the [`Report`] itself.
+
+use std::str::FromStr;
+
+use super::report::{BaselineDiff, Report};
+use super::score::{PairSummary, ResultRow};
+
+/// The format of `--format`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReportFormat {
+    /// Aligned columns.
+    Text,
+    /// Markdown tables.
+    Markdown,
+    /// The JSON report (`version: 1`).
+    Json,
+}
+
+impl FromStr for ReportFormat {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "text" => Ok(ReportFormat::Text),
+            "markdown" | "md" => Ok(ReportFormat::Markdown),
+            "json" => Ok(ReportFormat::Json),
+            other => Err(format!(
+                "unknown format `{other}` (expected text, markdown or json)"
+            )),
+        }
+    }
+}
+
+/// A table, rendered with aligned columns or as Markdown.
+struct Table {
+    headers: Vec<String>,
+    rows: Vec<Vec<String>>,
+}
+
+impl Table {
+    fn new(headers: &[&str]) -> Self {
+        Table {
+            headers: headers.iter().map(|h| h.to_string()).collect(),
+            rows: Vec::new(),
+        }
+    }
+
+    fn text(&self) -> String {
+        let widths: Vec<usize> = (0..self.headers.len())
+            .map(|i| {
+                std::iter::once(&self.headers)
+                    .chain(&self.rows)
+                    .filter_map(|row| row.get(i))
+                    .map(|cell| cell.chars().count())
+                    .max()
+                    .unwrap_or(0)
+            })
+            .collect();
+        let line = |row: &Vec<String>| {
+            let cells: Vec<String> = row
+                .iter()
+                .zip(&widths)
+                .map(|(cell, &width)| format!("{cell:<width$}"))
+                .collect();
+            cells.join("  ").trim_end().to_string() + "\n"
+        };
+        std::iter::once(&self.headers)
+            .chain(&self.rows)
+            .map(line)
+            .collect()
+    }
+
+    fn markdown(&self) -> String {
+        let line = |row: &Vec<String>| format!("| {} |\n", row.join(" | "));
+        let rule = format!("|{}\n", "---|".repeat(self.headers.len()));
+        line(&self.headers) + &rule + &self.rows.iter().map(line).collect::<String>()
+    }
+
+    fn render(&self, format: ReportFormat) -> String {
+        match format {
+            ReportFormat::Markdown => self.markdown(),
+            _ => self.text(),
+        }
+    }
+}
+
+fn percent(value: Option<f64>) -> String {
+    value.map_or_else(|| "-".into(), |v| format!("{:.1}%", v * 100.0))
+}
+
+fn number(value: Option<f64>, decimals: usize) -> String {
+    value.map_or_else(|| "-".into(), |v| format!("{v:.decimals$}"))
+}
+
+fn cost(value: Option<f64>) -> String {
+    value.map_or_else(|| "?".into(), |v| format!("${v:.4}"))
+}
+
+fn pair_table(pairs: &[PairSummary]) -> Table {
+    let mut table = Table::new(&[
+        "strategy",
+        "model",
+        "caught",
+        "recall",
+        "precision",
+        "F1",
+        "false/clean",
+        "failed",
+        "limited",
+        "tokens/case",
+        "cost/case",
+        "s/case",
+    ]);
+    for p in pairs {
+        table.rows.push(vec![
+            p.strategy.clone(),
+            p.model.clone(),
+            format!("{}/{}", p.caught, p.bug_cases),
+            percent(p.recall),
+            percent(p.precision),
+            percent(p.f1),
+            number(p.false_findings_per_clean_case, 2),
+            p.failed.to_string(),
+            p.limited.to_string(),
+            number(p.tokens_per_case, 0),
+            cost(p.cost_per_case),
+            number(p.seconds_per_case, 1),
+        ]);
+    }
+    table
+}
+
+fn cell(row: Option<&ResultRow>) -> String {
+    let Some(row) = row else {
+        return "-".into();
+    };
+    if row.failed() {
+        return "FAILED".into();
+    }
+    let verdict = match (row.clean, row.caught) {
+        (true, _) => "clean",
+        (false, Some(true)) => "caught",
+        _ => "missed",
+    };
+    let limit = row
+        .limit_reached
+        .as_ref()
+        .map_or_else(String::new, |limit| format!(", {limit} limit"));
+    format!(
+        "{verdict}, {}, {} tok{limit}",
+        super::run::count(row.findings, "finding"),
+        row.tokens
+    )
+}
+
+fn case_matrix(report: &Report) -> Table {
+    let labels: Vec<String> = report
+        .pairs
+        .iter()
+        .map(|p| format!("{}/{}", p.strategy, p.model))
+        .collect();
+    let mut headers = vec!["case", "kind"];
+    headers.extend(labels.iter().map(String::as_str));
+    let mut table = Table::new(&headers);
+    for case in &report.cases {
+        let mut row = vec![
+            case.id.clone(),
+            if case.clean { "clean" } else { "bug" }.to_string(),
+        ];
+        for pair in &report.pairs {
+            row.push(cell(report.results.iter().find(|r| {
+                r.case == case.id && r.strategy == pair.strategy && r.model == pair.model
+            })));
+        }
+        table.rows.push(row);
+    }
+    table
+}
+
+fn baseline_section(diff: &BaselineDiff, format: ReportFormat) -> String {
+    let mut table = Table::new(&["strategy", "model", "figure", "before", "after", "change"]);
+    for pair in &diff.pairs {
+        if pair.figures.is_empty() {
+            table.rows.push(vec![
+                pair.strategy.clone(),
+                pair.model.clone(),
+                "(not in the baseline)".into(),
+                String::new(),
+                String::new(),
+                String::new(),
+            ]);
+        }
+        for figure in &pair.figures {
+            let change = figure
+                .change
+                .map_or_else(|| "-".into(), |c| format!("{c:+.3}"));
+            table.rows.push(vec![
+                pair.strategy.clone(),
+                pair.model.clone(),
+                figure.name.clone(),
+                number(figure.before, 3),
+                number(figure.after, 3),
+                change,
+            ]);
+        }
+    }
+    let list = |changes: &[super::report::CaseChange]| {
+        if changes.is_empty() {
+            return "none".to_string();
+        }
+        changes
+            .iter()
+            .map(|c| format!("{} ({}/{})", c.case, c.strategy, c.model))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    format!(
+        "{}Compared with {}\n\n{}\nNewly caught: {}\nLost: {}\n",
+        heading(format),
+        diff.path,
+        table.render(format),
+        list(&diff.newly_caught),
+        list(&diff.lost)
+    )
+}
+
+fn heading(format: ReportFormat) -> &'static str {
+    match format {
+        ReportFormat::Markdown => "### ",
+        _ => "",
+    }
+}
+
+/// The report in `format`.
+pub fn render_report(report: &Report, format: ReportFormat) -> String {
+    if format == ReportFormat::Json {
+        return serde_json::to_string_pretty(report).unwrap_or_default() + "\n";
+    }
+    let bugs = report.cases.iter().filter(|c| !c.clean).count();
+    let mut out = format!(
+        "{}redline eval: {} ({} bug, {} clean), {}\n\n",
+        match format {
+            ReportFormat::Markdown => "## ",
+            _ => "",
+        },
+        super::run::count(report.cases.len(), "case"),
+        bugs,
+        report.cases.len() - bugs,
+        super::run::count(report.pairs.len(), "strategy/model pair")
+    );
+    out.push_str(&pair_table(&report.pairs).render(format));
+    out.push_str(&format!("\n{}Cases\n\n", heading(format)));
+    out.push_str(&case_matrix(report).render(format));
+    let failures: Vec<&ResultRow> = report.results.iter().filter(|r| r.failed()).collect();
+    if !failures.is_empty() {
+        out.push_str(&format!("\n{}Failed reviews\n\n", heading(format)));
+        for row in failures {
+            out.push_str(&format!(
+                "- {} ({}/{}): {}\n",
+                row.case,
+                row.strategy,
+                row.model,
+                row.error.as_deref().unwrap_or_default()
+            ));
+        }
+    }
+    if let Some(diff) = &report.baseline {
+        out.push('\n');
+        out.push_str(&baseline_section(diff, format));
+    }
+    out
+}

@@ -1,0 +1,331 @@
+//! The evaluation report: figures per (strategy, model) pair, the per-case matrix,
+//! the comparison with a baseline report, and their text, Markdown and JSON forms.
+//!
+//! Invariants: the JSON form (`version: 1`) holds everything the other forms show and
+//! is what `--baseline` reads back; figures are computed only by
+//! [`super::score::summarize`]; a baseline compares pairs by (strategy, model) and
+//! cases by id, so reports of different case sets can still be compared on what
+//! they share.
+
+use serde::{Deserialize, Serialize};
+
+use super::EvalError;
+use super::cases::Case;
+use super::run::PairLabel;
+use super::score::{PairSummary, ResultRow, summarize};
+
+/// The version of the JSON report.
+pub const REPORT_VERSION: u32 = 1;
+
+/// A case as the report lists it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CaseInfo {
+    /// The case id.
+    pub id: String,
+    /// Whether it is clean.
+    pub clean: bool,
+    /// Where it comes from.
+    pub source: String,
+}
+
+/// The whole report.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Report {
+    /// [`REPORT_VERSION`].
+    pub version: u32,
+    /// The cases, in run order.
+    pub cases: Vec<CaseInfo>,
+    /// Figures per pair, in the order asked.
+    pub pairs: Vec<PairSummary>,
+    /// One row per (case, pair).
+    pub results: Vec<ResultRow>,
+    /// The comparison with `--baseline`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub baseline: Option<BaselineDiff>,
+}
+
+/// How one figure moved.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FigureDelta {
+    /// The figure's name (as in [`PairSummary`]).
+    pub name: String,
+    /// In the baseline.
+    pub before: Option<f64>,
+    /// Now.
+    pub after: Option<f64>,
+    /// `after - before` when both are known.
+    pub change: Option<f64>,
+}
+
+/// How a pair's figures moved since the baseline.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PairDelta {
+    /// The strategy label.
+    pub strategy: String,
+    /// The model.
+    pub model: String,
+    /// Every figure; empty when the baseline has no such pair.
+    pub figures: Vec<FigureDelta>,
+}
+
+/// A case whose outcome under a pair changed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CaseChange {
+    /// The case id.
+    pub case: String,
+    /// The strategy label.
+    pub strategy: String,
+    /// The model.
+    pub model: String,
+}
+
+/// The comparison of a report with an earlier one.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BaselineDiff {
+    /// The baseline file.
+    pub path: String,
+    /// Per pair of the current report.
+    pub pairs: Vec<PairDelta>,
+    /// Caught now, not in the baseline.
+    pub newly_caught: Vec<CaseChange>,
+    /// Caught in the baseline, not now.
+    pub lost: Vec<CaseChange>,
+}
+
+/// Builds the report of a run.
+pub fn build_report(cases: &[Case], pairs: &[PairLabel], results: Vec<ResultRow>) -> Report {
+    let summaries = pairs
+        .iter()
+        .map(|pair| {
+            let rows: Vec<&ResultRow> = results
+                .iter()
+                .filter(|r| r.strategy == pair.strategy && r.model == pair.model)
+                .collect();
+            summarize(&pair.strategy, &pair.model, &rows)
+        })
+        .collect();
+    Report {
+        version: REPORT_VERSION,
+        cases: cases
+            .iter()
+            .map(|c| CaseInfo {
+                id: c.id.clone(),
+                clean: c.clean,
+                source: c.source.clone(),
+            })
+            .collect(),
+        pairs: summaries,
+        results,
+        baseline: None,
+    }
+}
+
+/// Reads a JSON report written earlier (for `--baseline`).
+pub fn parse_report(text: &str, path: &str) -> Result<Report, EvalError> {
+    let error = |message: String| EvalError::Baseline {
+        path: path.to_string(),
+        message,
+    };
+    let value: serde_json::Value =
+        serde_json::from_str(text).map_err(|e| error(format!("not JSON: {e}")))?;
+    match value.get("version").and_then(|v| v.as_u64()) {
+        Some(v) if v == u64::from(REPORT_VERSION) => {}
+        Some(v) => return Err(error(format!("unsupported report version {v}"))),
+        None => return Err(error("not a `redline eval` JSON report".into())),
+    }
+    serde_json::from_value(value).map_err(|e| error(format!("not a `redline eval` report: {e}")))
+}
+
+/// The figures compared with a baseline, by name.
+fn figures(s: &PairSummary) -> Vec<(&'static str, Option<f64>)> {
+    vec![
+        ("recall", s.recall),
+        ("precision", s.precision),
+        ("f1", s.f1),
+        (
+            "false_findings_per_clean_case",
+            s.false_findings_per_clean_case,
+        ),
+        ("caught", Some(s.caught as f64)),
+        ("bug_cases", Some(s.bug_cases as f64)),
+        ("findings", Some(s.findings as f64)),
+        ("failed", Some(s.failed as f64)),
+        ("limited", Some(s.limited as f64)),
+        ("tokens_per_case", s.tokens_per_case),
+        ("cost_per_case", s.cost_per_case),
+        ("seconds_per_case", s.seconds_per_case),
+    ]
+}
+
+/// Compares `current` with `baseline` (read from `path`).
+pub fn compare(baseline: &Report, current: &Report, path: &str) -> BaselineDiff {
+    let pairs = current
+        .pairs
+        .iter()
+        .map(|now| {
+            let before = baseline
+                .pairs
+                .iter()
+                .find(|b| b.strategy == now.strategy && b.model == now.model);
+            let figures = before.map_or_else(Vec::new, |before| {
+                figures(before)
+                    .into_iter()
+                    .zip(figures(now))
+                    .map(|((name, before), (_, after))| FigureDelta {
+                        name: name.to_string(),
+                        before,
+                        after,
+                        change: before.zip(after).map(|(b, a)| a - b),
+                    })
+                    .collect()
+            });
+            PairDelta {
+                strategy: now.strategy.clone(),
+                model: now.model.clone(),
+                figures,
+            }
+        })
+        .collect();
+    let (mut newly_caught, mut lost) = (Vec::new(), Vec::new());
+    for now in current.results.iter().filter(|r| !r.clean) {
+        let Some(before) = baseline
+            .results
+            .iter()
+            .find(|b| b.case == now.case && b.strategy == now.strategy && b.model == now.model)
+        else {
+            continue;
+        };
+        let change = CaseChange {
+            case: now.case.clone(),
+            strategy: now.strategy.clone(),
+            model: now.model.clone(),
+        };
+        match (before.caught == Some(true), now.caught == Some(true)) {
+            (false, true) => newly_caught.push(change),
+            (true, false) => lost.push(change),
+            _ => {}
+        }
+    }
+    BaselineDiff {
+        path: path.to_string(),
+        pairs,
+        newly_caught,
+        lost,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::eval::render::{ReportFormat, render_report};
+
+    fn case(id: &str, clean: bool) -> Case {
+        let expected = if clean {
+            serde_json::json!([])
+        } else {
+            serde_json::json!([{"path": "a.rs", "start_line": 1, "end_line": 1}])
+        };
+        serde_json::from_value(serde_json::json!({
+            "id": id, "repo": ".", "base": "a", "head": "b", "clean": clean,
+            "expected": expected
+        }))
+        .unwrap()
+    }
+
+    fn row(case: &str, caught: Option<bool>, findings: usize) -> ResultRow {
+        ResultRow {
+            case: case.into(),
+            strategy: "react".into(),
+            model: "m".into(),
+            clean: case.starts_with("clean"),
+            caught,
+            findings,
+            true_positives: usize::from(caught == Some(true)),
+            tokens: 10,
+            cost_usd: None,
+            seconds: 1.0,
+            limit_reached: None,
+            error: caught.is_none().then(|| "model failed".to_string()),
+            events: None,
+        }
+    }
+
+    fn report(rows: Vec<ResultRow>) -> Report {
+        let cases = [
+            case("fix-a", false),
+            case("fix-b", false),
+            case("clean-c", true),
+        ];
+        let pairs = [PairLabel {
+            strategy: "react".into(),
+            model: "m".into(),
+        }];
+        build_report(&cases, &pairs, rows)
+    }
+
+    #[test]
+    fn a_baseline_names_the_cases_newly_caught_and_lost() {
+        let before = report(vec![
+            row("fix-a", Some(true), 1),
+            row("fix-b", Some(false), 0),
+            row("clean-c", Some(false), 2),
+        ]);
+        let now = report(vec![
+            row("fix-a", Some(false), 1),
+            row("fix-b", Some(true), 1),
+            row("clean-c", Some(false), 0),
+        ]);
+        let text = render_report(&before, ReportFormat::Json);
+        let parsed = parse_report(&text, "b.json").unwrap();
+        assert_eq!(parsed, before);
+        let diff = compare(&parsed, &now, "b.json");
+        let names = |changes: &[CaseChange]| -> Vec<String> {
+            changes.iter().map(|c| c.case.clone()).collect()
+        };
+        assert_eq!(names(&diff.newly_caught), ["fix-b"]);
+        assert_eq!(names(&diff.lost), ["fix-a"]);
+        let fp = diff.pairs[0]
+            .figures
+            .iter()
+            .find(|f| f.name == "false_findings_per_clean_case")
+            .unwrap();
+        assert_eq!(
+            (fp.before, fp.after, fp.change),
+            (Some(2.0), Some(0.0), Some(-2.0))
+        );
+    }
+
+    #[test]
+    fn text_and_markdown_show_the_pair_table_the_matrix_and_failures() {
+        let mut current = report(vec![
+            row("fix-a", Some(true), 1),
+            row("fix-b", None, 0),
+            row("clean-c", Some(false), 2),
+        ]);
+        current.baseline = Some(compare(&current.clone(), &current, "old.json"));
+        let text = render_report(&current, ReportFormat::Text);
+        assert!(
+            text.contains("redline eval: 3 cases (2 bug, 1 clean)"),
+            "{text}"
+        );
+        assert!(
+            text.contains("react     m      1/1     100.0%  33.3%"),
+            "{text}"
+        );
+        assert!(text.contains("fix-b    bug    FAILED"), "{text}");
+        assert!(text.contains("- fix-b (react/m): model failed"), "{text}");
+        assert!(text.contains("Compared with old.json"), "{text}");
+        let markdown = render_report(&current, ReportFormat::Markdown);
+        assert!(
+            markdown.contains("| fix-a | bug | caught, 1 finding, 10 tok |"),
+            "{markdown}"
+        );
+        assert!(markdown.contains("### Cases"), "{markdown}");
+        assert!(
+            parse_report("{\"version\":2}", "x")
+                .unwrap_err()
+                .to_string()
+                .contains("version 2")
+        );
+    }
+}

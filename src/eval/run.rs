@@ -1,0 +1,213 @@
+//! Running every case under every (strategy, model) pair, a bounded number at once.
+//!
+//! Invariants: each (case, pair) is reviewed exactly once; at most `parallel` reviews
+//! run at the same time; a review that fails becomes a row with its error and the
+//! other reviews go on; rows come back in case order, then pair order, whatever
+//! order the reviews finished in.
+
+use std::time::{Duration, Instant};
+
+use futures::StreamExt;
+
+use super::cases::Case;
+use super::score::{ResultRow, score_case};
+use crate::review::finding::Finding;
+use crate::review::stats::Stats;
+
+/// A (strategy, model) pair as the report names it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PairLabel {
+    /// The strategy label.
+    pub strategy: String,
+    /// The model.
+    pub model: String,
+}
+
+/// What one review left: its findings and counters, or why it failed.
+#[derive(Debug, Clone)]
+pub struct CaseRun {
+    /// Every finding (anchored or not) and the run's counters, or the error.
+    pub result: Result<(Vec<Finding>, Stats), String>,
+    /// The review's events file, when one was written.
+    pub events: Option<String>,
+}
+
+/// Reviews one case under one pair (the engine of `redline review`, in the binary).
+#[async_trait::async_trait]
+pub trait CaseReviewer: Send + Sync {
+    /// Reviews `case` under pair number `pair`.
+    async fn review(&self, case: &Case, pair: usize) -> CaseRun;
+}
+
+/// How far the run is, after each finished review.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Progress {
+    /// Reviews finished.
+    pub done: usize,
+    /// Reviews in all.
+    pub total: usize,
+    /// Since the run started.
+    pub elapsed: Duration,
+    /// The review that just finished: case, pair and outcome.
+    pub last: String,
+}
+
+impl Progress {
+    /// Time left at the pace so far; `None` before the first review is done.
+    pub fn eta(&self) -> Option<Duration> {
+        (self.done > 0).then(|| {
+            self.elapsed
+                .mul_f64((self.total - self.done) as f64 / self.done as f64)
+        })
+    }
+
+    /// One line for stderr: `[3/12] <last> · elapsed 0:42 · left ~2:10`.
+    pub fn line(&self) -> String {
+        let left = self.eta().map_or_else(|| "?".to_string(), clock);
+        format!(
+            "[{}/{}] {} · elapsed {} · left ~{}",
+            self.done,
+            self.total,
+            self.last,
+            clock(self.elapsed),
+            left
+        )
+    }
+}
+
+/// `m:ss`, or `h:mm:ss` past an hour.
+pub fn clock(duration: Duration) -> String {
+    let seconds = duration.as_secs();
+    let (h, m, s) = (seconds / 3600, seconds / 60 % 60, seconds % 60);
+    if h > 0 {
+        format!("{h}:{m:02}:{s:02}")
+    } else {
+        format!("{m}:{s:02}")
+    }
+}
+
+/// Reviews every case under every pair, `parallel` at once, calling `on_progress`
+/// after each; returns one row per (case, pair).
+pub async fn run_all(
+    cases: &[Case],
+    pairs: &[PairLabel],
+    reviewer: &dyn CaseReviewer,
+    parallel: usize,
+    on_progress: &mut (dyn FnMut(&Progress) + Send),
+) -> Vec<ResultRow> {
+    let started = Instant::now();
+    let jobs: Vec<(usize, usize)> = (0..cases.len())
+        .flat_map(|c| (0..pairs.len()).map(move |p| (c, p)))
+        .collect();
+    let total = jobs.len();
+    let mut reviews = futures::stream::iter(jobs)
+        .map(|(c, p)| async move {
+            let start = Instant::now();
+            let run = reviewer.review(&cases[c], p).await;
+            let row = row_of(&cases[c], &pairs[p], run, start.elapsed());
+            (c, p, row)
+        })
+        .buffer_unordered(parallel.max(1));
+    let mut rows = Vec::with_capacity(total);
+    while let Some((c, p, row)) = reviews.next().await {
+        on_progress(&Progress {
+            done: rows.len() + 1,
+            total,
+            elapsed: started.elapsed(),
+            last: format!(
+                "{} {}/{}: {}",
+                row.case,
+                row.strategy,
+                row.model,
+                outcome(&row)
+            ),
+        });
+        rows.push((c, p, row));
+    }
+    rows.sort_by_key(|(c, p, _)| (*c, *p));
+    rows.into_iter().map(|(_, _, row)| row).collect()
+}
+
+fn outcome(row: &ResultRow) -> String {
+    let verdict = verdict(row);
+    match &row.limit_reached {
+        Some(limit) => format!("{verdict} ({limit} limit reached)"),
+        None => verdict,
+    }
+}
+
+fn verdict(row: &ResultRow) -> String {
+    match (&row.error, row.caught, row.clean) {
+        (Some(error), _, _) => format!("failed ({error})"),
+        (None, _, true) => format!("clean, {}", count(row.findings, "finding")),
+        (None, Some(true), false) => format!("caught, {}", count(row.findings, "finding")),
+        (None, _, false) => format!("missed, {}", count(row.findings, "finding")),
+    }
+}
+
+/// `1 finding`, `2 findings`.
+pub(crate) fn count(n: usize, noun: &str) -> String {
+    if n == 1 {
+        format!("1 {noun}")
+    } else {
+        format!("{n} {noun}s")
+    }
+}
+
+/// The scored row of one review.
+pub fn row_of(case: &Case, pair: &PairLabel, run: CaseRun, took: Duration) -> ResultRow {
+    let mut row = ResultRow {
+        case: case.id.clone(),
+        strategy: pair.strategy.clone(),
+        model: pair.model.clone(),
+        clean: case.clean,
+        caught: None,
+        findings: 0,
+        true_positives: 0,
+        tokens: 0,
+        cost_usd: None,
+        seconds: took.as_secs_f64(),
+        limit_reached: None,
+        error: None,
+        events: run.events,
+    };
+    match run.result {
+        Ok((findings, stats)) => {
+            let score = score_case(case, &findings);
+            row.caught = Some(score.caught);
+            row.findings = score.findings;
+            row.true_positives = score.true_positives;
+            row.tokens = stats.prompt_tokens + stats.completion_tokens;
+            row.cost_usd = stats.cost_usd;
+            row.limit_reached = stats.limit_reached.map(|l| l.as_str().to_string());
+        }
+        Err(error) => row.error = Some(error),
+    }
+    row
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn progress_estimates_the_time_left_at_the_pace_so_far() {
+        let progress = Progress {
+            done: 3,
+            total: 12,
+            elapsed: Duration::from_secs(42),
+            last: "fix-abc react/m: caught, 1 finding".into(),
+        };
+        assert_eq!(progress.eta(), Some(Duration::from_secs(126)));
+        assert_eq!(
+            progress.line(),
+            "[3/12] fix-abc react/m: caught, 1 finding · elapsed 0:42 · left ~2:06"
+        );
+        assert_eq!(clock(Duration::from_secs(3725)), "1:02:05");
+        let first = Progress {
+            done: 0,
+            ..progress
+        };
+        assert_eq!(first.eta(), None);
+    }
+}
