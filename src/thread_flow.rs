@@ -15,9 +15,9 @@ use std::sync::Arc;
 use crate::agent::chat::{ChatAnswer, ChatInput, answer_in_thread};
 use crate::config::settings::Settings;
 use crate::github::thread::{
-    Ask, Thread, ThreadComment, answer_body, has_read_access, load_thread, may_dismiss, post_reply,
+    Ask, Thread, ThreadComment, answer_body, load_thread, may_dismiss, post_reply,
 };
-use crate::github::{GitHubClient, GitHubError};
+use crate::github::{GitHubClient, GitHubError, has_read_access};
 use crate::guidelines::GuidelineSource;
 use crate::llm::ChatModel;
 use crate::review_flow::PullCommits;

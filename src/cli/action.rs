@@ -96,24 +96,29 @@ async fn action(args: ActionArgs) -> anyhow::Result<i32> {
         })?;
         return Ok(EXIT_OK);
     }
+    let commits = workspace_commits(&target.base_sha, &target.head_sha, last.as_deref(), &token)?;
+    let settings = action_settings(&args, &target, &commits)?;
+    review_and_publish(&client, &target, &commits, &settings).await
+}
+
+/// The pull request's commits in the workflow's checkout (`GITHUB_WORKSPACE`, else the
+/// current directory); a shallow checkout is deepened until the history joining base and
+/// head is there.
+pub(crate) fn workspace_commits(
+    base: &str,
+    head: &str,
+    last: Option<&str>,
+    token: &Secret,
+) -> anyhow::Result<PullCommits> {
     let workspace_dir = std::env::var("GITHUB_WORKSPACE")
         .map(PathBuf::from)
         .or_else(|_| std::env::current_dir())?;
     let root = crate::repo::discover(&workspace_dir)?;
-    // A shallow checkout is deepened until the history joining base and head is there.
     let source = CommitSource::Checkout {
         root: &root,
         remote: "origin",
     };
-    let commits = load_commits(
-        source,
-        &target.base_sha,
-        &target.head_sha,
-        last.as_deref(),
-        Some(&token),
-    )?;
-    let settings = action_settings(&args, &target, &commits)?;
-    review_and_publish(&client, &target, &commits, &settings).await
+    Ok(load_commits(source, base, head, last, Some(token))?)
 }
 
 /// The settings: the workflow's inputs over the base commit's config file. Rules come

@@ -3,16 +3,13 @@
 //! answer's marker in the thread and posts nothing. Dismissals go to the summary comment's
 //! hidden marker, where later runs of the Action read them.
 
-use std::path::PathBuf;
-
-use super::action::{Target, action_settings, escape_data};
+use super::action::{Target, action_settings, escape_data, workspace_commits};
 use super::review::model_client;
 use super::{ActionArgs, EXIT_OK};
 use crate::agent::events::EventSink;
 use crate::github::thread::{Thread, ThreadComment};
 use crate::github::{GitHubClient, fetch_pull, record_dismissed};
 use crate::llm::Secret;
-use crate::review_flow::{CommitSource, load_commits};
 use crate::thread_flow::{self, Answered, Gate};
 
 /// Answers `comment` in its thread when the checks let it; the step's exit code.
@@ -44,15 +41,7 @@ async fn answer_with_model(
     thread: &Thread,
 ) -> anyhow::Result<()> {
     let pull = fetch_pull(client, &comment.owner, &comment.repo, comment.pr_number).await?;
-    let workspace_dir = std::env::var("GITHUB_WORKSPACE")
-        .map(PathBuf::from)
-        .or_else(|_| std::env::current_dir())?;
-    let root = crate::repo::discover(&workspace_dir)?;
-    let source = CommitSource::Checkout {
-        root: &root,
-        remote: "origin",
-    };
-    let commits = load_commits(source, &pull.base_sha, &pull.head_sha, None, Some(token))?;
+    let commits = workspace_commits(&pull.base_sha, &pull.head_sha, None, token)?;
     let target = Target {
         owner: comment.owner.clone(),
         repo: comment.repo.clone(),

@@ -4,9 +4,7 @@
 use serde::Serialize;
 use serde_json::Value;
 
-use super::client::{GitHubClient, path_segment};
 use super::command::{Command, REVIEW_ACTIONS, parse_command};
-use super::error::GitHubError;
 use super::pull::PullInfo;
 use super::thread::{Ask, ReviewCommentEvent, ThreadComment};
 
@@ -42,7 +40,7 @@ pub enum Trigger {
         strategy: Option<String>,
     },
     /// A comment asked for a review; the payload has no SHAs, so the caller
-    /// must check the commenter's access ([`has_write_access`]) and fetch the
+    /// must check the commenter's access ([`super::has_write_access`]) and fetch the
     /// pull request ([`super::fetch_pull`]).
     NeedsPullRequest {
         /// Repository owner.
@@ -271,36 +269,6 @@ fn repository(payload: &Value) -> Result<(String, String), String> {
 
 fn text<'v>(value: &'v Value, path: &[&str]) -> Option<&'v str> {
     path.iter().try_fold(value, |v, key| v.get(key))?.as_str()
-}
-
-/// Whether `user` may write to the repository (admin, maintain or write role),
-/// from `GET /repos/{owner}/{repo}/collaborators/{user}/permission`.
-pub async fn has_write_access(
-    client: &GitHubClient,
-    owner: &str,
-    repo: &str,
-    user: &str,
-) -> Result<bool, GitHubError> {
-    let path = format!(
-        "/repos/{}/{}/collaborators/{}/permission",
-        path_segment(owner),
-        path_segment(repo),
-        path_segment(user)
-    );
-    let answer = match client.get_json(&path).await {
-        Ok(answer) => answer,
-        // Not a collaborator (or no such user).
-        Err(error) if error.status() == Some(404) => return Ok(false),
-        Err(error) => return Err(error),
-    };
-    // `permission` folds `maintain` into `write`; `role_name` keeps it.
-    let writes = |field: &str| {
-        matches!(
-            answer.get(field).and_then(Value::as_str),
-            Some("admin" | "maintain" | "write")
-        )
-    };
-    Ok(writes("permission") || writes("role_name"))
 }
 
 #[cfg(test)]

@@ -15,6 +15,7 @@ pub mod dismissed;
 pub mod error;
 pub mod fingerprint;
 pub mod notice;
+mod permission;
 pub mod publish;
 pub mod pull;
 pub(crate) mod ratelimit;
@@ -22,7 +23,7 @@ mod summary;
 pub mod thread;
 
 pub(crate) use action_event::check_action_event;
-pub use action_event::{Trigger, TriggerOptions, has_write_access, parse_action_event};
+pub use action_event::{Trigger, TriggerOptions, parse_action_event};
 pub use auth::AppAuth;
 pub use client::GitHubClient;
 pub(crate) use client::{api_url_from_env, path_segment};
@@ -31,6 +32,7 @@ pub(crate) use command::{REVIEW_ACTIONS, parse_command};
 pub use error::GitHubError;
 pub use fingerprint::{fingerprint, marker, parse_markers};
 pub(crate) use notice::post_notice_once;
+pub use permission::{has_read_access, has_write_access};
 pub use publish::{
     PublishConfig, PublishError, PublishOutcome, PublishRequest, last_reviewed_sha, publish_review,
     record_dismissed,

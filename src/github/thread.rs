@@ -371,33 +371,6 @@ pub async fn may_dismiss(
     super::has_write_access(client, &comment.owner, &comment.repo, &comment.author).await
 }
 
-/// Whether `user` may read the repository (any collaborator permission but `none`).
-pub async fn has_read_access(
-    client: &GitHubClient,
-    owner: &str,
-    repo: &str,
-    user: &str,
-) -> Result<bool, GitHubError> {
-    let path = format!(
-        "/repos/{}/{}/collaborators/{}/permission",
-        path_segment(owner),
-        path_segment(repo),
-        path_segment(user)
-    );
-    let answer = match client.get_json(&path).await {
-        Ok(answer) => answer,
-        Err(error) if error.status() == Some(404) => return Ok(false),
-        Err(error) => return Err(error),
-    };
-    let reads = |field: &str| {
-        matches!(
-            answer.get(field).and_then(Value::as_str),
-            Some("admin" | "maintain" | "write" | "triage" | "read")
-        )
-    };
-    Ok(reads("permission") || reads("role_name"))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
