@@ -208,24 +208,32 @@ pub(crate) async fn run(
             Err(AgentError::LimitReached(_)) => break,
             other => other?,
         };
-        current = Submission {
-            findings: anchored(revised.findings, ctx, &mut unanchored),
-            summary: if revised.summary.is_empty() {
-                current.summary
-            } else {
-                revised.summary
-            },
-            rejected: [current.rejected, revised.rejected].concat(),
-            walkthrough: if revised.walkthrough.is_empty() {
-                current.walkthrough
-            } else {
-                revised.walkthrough
-            },
-        };
+        current = revision(current, revised, ctx, &mut unanchored);
     }
     stats.scores = Some(scores);
     current.findings.extend(unanchored);
     Ok(current)
+}
+
+/// The reflector's revision of `current`: its anchored findings; the summary and the
+/// walkthrough of the earlier round where the revision gives none.
+fn revision(
+    current: Submission,
+    revised: Submission,
+    ctx: &RunContext<'_>,
+    unanchored: &mut Vec<Finding>,
+) -> Submission {
+    let or_earlier = |new: String, old: String| if new.is_empty() { old } else { new };
+    Submission {
+        findings: anchored(revised.findings, ctx, unanchored),
+        summary: or_earlier(revised.summary, current.summary),
+        rejected: [current.rejected, revised.rejected].concat(),
+        walkthrough: if revised.walkthrough.is_empty() {
+            current.walkthrough
+        } else {
+            revised.walkthrough
+        },
+    }
 }
 
 /// The findings that anchor on the diff; the others go to `unanchored` (once each).
