@@ -68,23 +68,93 @@ pub fn partition(
 ) -> Vec<Slice> {
     let budget = budget.max(2 * PART_NOTE_TOKENS);
     let owner = owners(groups, sections);
-    let mut slices = Vec::new();
-    let mut current: Option<Slice> = None;
+    let mut slices = Slices {
+        budget,
+        packing,
+        all: Vec::new(),
+        open_from: 0,
+    };
     for group in 0..=groups.len() {
         if packing == Packing::PerGroup {
-            slices.extend(current.take());
+            slices.close_all();
         }
-        let units = sections
-            .iter()
-            .zip(&owner)
-            .filter(|(_, o)| **o == group)
-            .flat_map(|(section, _)| units_of(section, budget, counter));
-        for unit in units {
-            add_unit(group, unit, budget, &mut current, &mut slices);
+        let members = sections.iter().zip(&owner).filter(|(_, o)| **o == group);
+        for (section, _) in members {
+            // A file cut anyway may begin in the room left by earlier files.
+            let first_room = match packing {
+                Packing::Shared => slices.most_room(),
+                Packing::PerGroup => 0,
+            };
+            for unit in units_of(section, budget, first_room, counter) {
+                slices.place(group, unit);
+            }
         }
     }
-    slices.extend(current);
-    slices
+    slices.all
+}
+
+/// The slices being filled.
+struct Slices {
+    budget: usize,
+    packing: Packing,
+    all: Vec<Slice>,
+    /// Slices before this index take no more units.
+    open_from: usize,
+}
+
+impl Slices {
+    /// Closes every slice: later units start new ones.
+    fn close_all(&mut self) {
+        self.open_from = self.all.len();
+    }
+
+    /// The most room left in an open slice (0 when none is open).
+    fn most_room(&self) -> usize {
+        self.all[self.open_from..]
+            .iter()
+            .map(|s| self.budget.saturating_sub(s.tokens))
+            .max()
+            .unwrap_or(0)
+    }
+
+    /// Adds a unit of `group`. Shared packing puts it into the first open slice
+    /// with room for it (first fit: every slice is filled before a new task pays
+    /// the fixed part of a first message again); per-group packing only into the
+    /// last slice, closing it when the unit does not fit.
+    fn place(&mut self, group: usize, unit: Unit) {
+        let fits = |s: &Slice| s.tokens + unit.tokens <= self.budget;
+        let target = match self.packing {
+            Packing::Shared => self.all[self.open_from..].iter().position(fits),
+            Packing::PerGroup => self.all[self.open_from..]
+                .last()
+                .filter(|s| fits(s))
+                .map(|_| self.all.len() - 1 - self.open_from),
+        };
+        let index = match target {
+            Some(i) => self.open_from + i,
+            None => {
+                if self.packing == Packing::PerGroup {
+                    self.close_all();
+                }
+                self.all.push(Slice {
+                    groups: Vec::new(),
+                    files: Vec::new(),
+                    text: String::new(),
+                    tokens: 0,
+                    lines: Vec::new(),
+                });
+                self.all.len() - 1
+            }
+        };
+        let slice = &mut self.all[index];
+        if !slice.groups.contains(&group) {
+            slice.groups.push(group);
+        }
+        slice.files.push(unit.label);
+        slice.text.push_str(&unit.text);
+        slice.tokens += unit.tokens;
+        slice.lines.push((unit.path, unit.added));
+    }
 }
 
 /// For each section, the first group that names its path (`groups.len()` when none does).
@@ -101,35 +171,14 @@ fn owners(groups: &[Vec<String>], sections: &[Section]) -> Vec<usize> {
         .collect()
 }
 
-/// Adds a unit of `group` to the current slice, first closing it when the unit does not fit.
-fn add_unit(
-    group: usize,
-    unit: Unit,
+/// The section whole when it fits, else its parts; the first part takes at
+/// most `first_room` tokens when that is at least [`MIN_FIRST_PART`] of the budget.
+fn units_of(
+    section: &Section,
     budget: usize,
-    current: &mut Option<Slice>,
-    slices: &mut Vec<Slice>,
-) {
-    if let Some(full) = current.take_if(|s| s.tokens + unit.tokens > budget) {
-        slices.push(full);
-    }
-    let slice = current.get_or_insert_with(|| Slice {
-        groups: Vec::new(),
-        files: Vec::new(),
-        text: String::new(),
-        tokens: 0,
-        lines: Vec::new(),
-    });
-    if slice.groups.last() != Some(&group) {
-        slice.groups.push(group);
-    }
-    slice.files.push(unit.label);
-    slice.text.push_str(&unit.text);
-    slice.tokens += unit.tokens;
-    slice.lines.push((unit.path, unit.added));
-}
-
-/// The section whole when it fits, else its parts.
-fn units_of(section: &Section, budget: usize, counter: &TokenCounter) -> Vec<Unit> {
+    first_room: usize,
+    counter: &TokenCounter,
+) -> Vec<Unit> {
     let tokens = counter.count(&section.text);
     if tokens <= budget {
         return vec![Unit {
@@ -140,8 +189,17 @@ fn units_of(section: &Section, budget: usize, counter: &TokenCounter) -> Vec<Uni
             tokens,
         }];
     }
-    split(section, budget - PART_NOTE_TOKENS, counter)
+    let first_room = if first_room >= budget / MIN_FIRST_PART {
+        first_room.saturating_sub(PART_NOTE_TOKENS)
+    } else {
+        0
+    };
+    split(section, first_room, budget - PART_NOTE_TOKENS, counter)
 }
+
+/// A first part that fills the room left in a slice gets at least 1/n of the
+/// budget: a smaller one would be a stray fragment of its file in another task.
+const MIN_FIRST_PART: usize = 8;
 
 /// A piece of a section's body with its size.
 struct Piece {
@@ -149,18 +207,30 @@ struct Piece {
     tokens: usize,
 }
 
-/// Cuts a section into parts of at most `room` tokens each (plus the part note).
-fn split(section: &Section, room: usize, counter: &TokenCounter) -> Vec<Unit> {
+/// Cuts a section into parts of at most `room` tokens each (plus the part
+/// note), the first of at most `first_room` when that is not 0.
+fn split(section: &Section, first_room: usize, room: usize, counter: &TokenCounter) -> Vec<Unit> {
     let (header, body) = split_header(&section.text);
-    let room = room.saturating_sub(counter.count(header)).max(1);
+    let header_tokens = counter.count(header);
+    let room = room.saturating_sub(header_tokens).max(1);
+    let first_room = first_room.saturating_sub(header_tokens);
     let pieces: Vec<Piece> = windows(body)
         .into_iter()
         .flat_map(|window| pieces_of(window, room, counter))
         .collect();
+    if first_room > 0 && pieces.first().is_none_or(|p| p.tokens > first_room) {
+        // Its first window does not fit the room left: the file starts a slice.
+        return split(section, 0, room + header_tokens, counter);
+    }
+    let room_of = |part: usize| match part {
+        0 if first_room > 0 => first_room,
+        _ => room,
+    };
     let mut parts: Vec<Piece> = Vec::new();
     for piece in pieces {
+        let last_room = room_of(parts.len().saturating_sub(1));
         match parts.last_mut() {
-            Some(last) if last.tokens + piece.tokens <= room => {
+            Some(last) if last.tokens + piece.tokens <= last_room => {
                 last.text.push_str(&piece.text);
                 last.tokens += piece.tokens;
             }
