@@ -346,14 +346,20 @@ fn merged_names(tasks: Vec<&PlanTask>) -> (String, String, String) {
         title_of(tasks[0]),
         tasks.len() - 1
     );
-    let mut focus = String::from("This part of the review covers several planned tasks:");
+    // Planned tasks that ask for the same checks are named together, and their
+    // files are not repeated: the task's file line and its diffs name them (and
+    // under shared packing a planned task's files may be spread over slices).
+    let mut by_focus: Vec<(&str, Vec<&str>)> = Vec::new();
     for t in &tasks {
         let what = crate::text::prefix_at_char_boundary(focus_of(t), MERGED_FOCUS_BYTES);
-        focus.push_str(&format!(
-            "\n- {} ({}): {what}",
-            title_of(t),
-            t.files.join(", ")
-        ));
+        match by_focus.iter_mut().find(|(focus, _)| *focus == what) {
+            Some((_, titles)) => titles.push(title_of(t)),
+            None => by_focus.push((what, vec![title_of(t)])),
+        }
+    }
+    let mut focus = String::from("This part of the review covers several planned tasks:");
+    for (what, titles) in by_focus {
+        focus.push_str(&format!("\n- {}: {what}", titles.join("; ")));
     }
     (id, title, focus)
 }

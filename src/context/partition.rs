@@ -571,6 +571,57 @@ mod tests {
     }
 
     #[test]
+    fn shared_slices_are_filled_before_a_new_one_is_opened() {
+        let c = counter();
+        // Sections of mixed sizes, in an order that leaves gaps for next fit.
+        let sections: Vec<Section> = (0..30)
+            .map(|i| section(&format!("f{i}.rs"), 1, [40, 5, 25, 10][i % 4]))
+            .collect();
+        let groups: Vec<Vec<String>> = (0..30).map(|i| vec![format!("f{i}.rs")]).collect();
+        let budget = 3_000;
+        let slices = partition(&groups, &sections, budget, &c, Packing::Shared);
+        assert_eq!(sliced_added(&slices), all_added(&sections));
+        // First fit: no two slices could have been one, so at most one is half empty
+        // and the count is within one of the least possible.
+        for (i, a) in slices.iter().enumerate() {
+            for b in &slices[i + 1..] {
+                assert!(a.tokens + b.tokens > budget, "{} + {}", a.tokens, b.tokens);
+            }
+        }
+        let total: usize = slices.iter().map(|s| s.tokens).sum();
+        assert!(
+            slices.len() <= total.div_ceil(budget) + 1,
+            "{}",
+            slices.len()
+        );
+    }
+
+    #[test]
+    fn a_file_cut_anyway_begins_in_the_room_left_by_earlier_files() {
+        let c = counter();
+        let sections = vec![section("src/small.rs", 1, 30), section("src/big.rs", 8, 60)];
+        let budget = 3_000;
+        let small = c.count(&sections[0].text);
+        let big = c.count(&sections[1].text);
+        assert!(small < budget / 2 && big > 2 * budget);
+        let slices = partition(&[], &sections, budget, &c, Packing::Shared);
+        assert!(slices[0].text.contains("part 1 of"), "{}", slices[0].text);
+        assert!(slices[0].tokens > budget / 2, "{}", slices[0].tokens);
+        assert!(slices.iter().all(|s| s.tokens <= budget));
+        assert_eq!(sliced_added(&slices), all_added(&sections));
+        // Per group, the big file starts its own slices as before.
+        let apart = partition(
+            &[vec!["src/small.rs".into()], vec!["src/big.rs".into()]],
+            &sections,
+            budget,
+            &c,
+            Packing::PerGroup,
+        );
+        assert_eq!(apart[0].files, vec!["src/small.rs".to_string()]);
+        assert!(slices.len() <= apart.len());
+    }
+
+    #[test]
     fn small_sections_share_one_slice() {
         let c = counter();
         let sections: Vec<Section> = (0..5).map(|i| section(&format!("f{i}.rs"), 1, 3)).collect();

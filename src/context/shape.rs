@@ -278,11 +278,11 @@ fn read_heads(
 }
 
 /// Context of the sections plan-and-execute slices when the change does not fit
-/// one message: git's three lines before a change and one after, still widened to
-/// the enclosing definition, in the compact layout. Every task pays for its
-/// text, so it is kept lean.
+/// one message: two lines before a change and one after, widened to the
+/// enclosing definition when it is that close (else named in the `@@` line), in
+/// the compact layout. Every task pays for its text, so it is kept lean.
 pub(crate) const TASK_CONTEXT: ContextLines = ContextLines {
-    before: 3,
+    before: 2,
     after: 1,
     layout: Layout::Compact,
 };
