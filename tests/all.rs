@@ -31,5 +31,6 @@ mod serve_retention;
 mod server;
 mod settings;
 mod strategies;
+mod task_cost;
 mod text_mode;
 mod tools;

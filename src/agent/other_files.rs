@@ -1,10 +1,10 @@
 //! The rest of the change, as one plan-and-execute task sees it: the changed
-//! files its own first message does not show, by path only and grouped by
-//! directory.
+//! files its own first message does not show, by name in the task's own
+//! directories, as counts per directory elsewhere.
 //!
 //! Every task pays for this list again, so it is kept small: no file of the
 //! task itself (its diff names those), no sizes or statuses except deletions,
-//! noise counted rather than named, and at most [`SHARE`] of the task budget
+//! noise counted rather than named, and at most 1/[`SHARE`] of the task budget
 //! (the rest counted). The planner, which runs once, gets the full overview.
 
 use std::collections::{BTreeMap, HashSet};
@@ -14,15 +14,17 @@ use crate::context::ShapedContext;
 use crate::llm::tokens::TokenCounter;
 
 /// The list takes at most 1/SHARE of the task budget.
-pub(crate) const SHARE: usize = 48;
+pub(crate) const SHARE: usize = 64;
 
-/// The list for a task whose first message shows `own` (paths).
+/// The list for a task whose first message shows `own` (paths): files of the
+/// task's own directories by name, the other directories with their counts.
 pub(crate) fn other_files(
     shaped: &ShapedContext,
     own: &HashSet<&str>,
     budget: usize,
     counter: &TokenCounter,
 ) -> String {
+    let own_dirs: HashSet<&str> = own.iter().map(|path| dir_and_name(path).0).collect();
     let mut by_dir: BTreeMap<&str, Vec<String>> = BTreeMap::new();
     let mut noise = 0;
     for entry in &shaped.files {
@@ -33,10 +35,7 @@ pub(crate) fn other_files(
             noise += 1;
             continue;
         }
-        let (dir, name) = match entry.path.rsplit_once('/') {
-            Some((dir, name)) => (dir, name),
-            None => ("", entry.path.as_str()),
-        };
+        let (dir, name) = dir_and_name(&entry.path);
         let deleted = entry.reason.as_deref() == Some("deleted");
         by_dir.entry(dir).or_default().push(match deleted {
             true => format!("{name} (deleted)"),
@@ -46,20 +45,32 @@ pub(crate) fn other_files(
     if by_dir.is_empty() && noise == 0 {
         return String::new();
     }
+    let mut lines: Vec<String> = Vec::new();
+    let mut elsewhere: Vec<String> = Vec::new();
+    for (dir, names) in &by_dir {
+        match (own_dirs.contains(dir), *dir) {
+            (true, "") => lines.push(format!("{}\n", names.join(", "))),
+            (true, dir) => lines.push(format!("{dir}/: {}\n", names.join(", "))),
+            (false, "") => elsewhere.push(format!("./ ({})", names.len())),
+            (false, dir) => elsewhere.push(format!("{dir}/ ({})", names.len())),
+        }
+    }
+    if !elsewhere.is_empty() {
+        lines.push(format!(
+            "In other directories (files): {}\n",
+            elsewhere.join(", ")
+        ));
+    }
     let mut out = String::from(
         "Other files of this change (other tasks review them; read them only when you need them to judge this task's files):\n",
     );
     let cap = budget / SHARE;
     let mut tokens = counter.count(&out);
     let mut left_out = 0;
-    for (dir, names) in &by_dir {
-        let line = match *dir {
-            "" => format!("{}\n", names.join(", ")),
-            dir => format!("{dir}/: {}\n", names.join(", ")),
-        };
+    for line in lines {
         let cost = counter.count(&line);
         if left_out > 0 || tokens + cost > cap {
-            left_out += names.len();
+            left_out += 1;
             continue;
         }
         tokens += cost;
@@ -67,7 +78,7 @@ pub(crate) fn other_files(
     }
     if left_out > 0 {
         out.push_str(&format!(
-            "… and {left_out} more (the `diff` tool without a path lists every changed file)\n"
+            "… and {left_out} more line(s) (the `diff` tool without a path lists every changed file)\n"
         ));
     }
     if noise > 0 {
@@ -76,6 +87,11 @@ pub(crate) fn other_files(
         ));
     }
     out
+}
+
+/// `("src/a", "b.rs")` for `src/a/b.rs`, `("", "b.rs")` for `b.rs`.
+fn dir_and_name(path: &str) -> (&str, &str) {
+    path.rsplit_once('/').unwrap_or(("", path))
 }
 
 #[cfg(test)]
@@ -121,7 +137,10 @@ mod tests {
         let counter = TokenCounter::new(Encoding::O200kBase);
         let own: HashSet<&str> = ["src/a.rs"].into_iter().collect();
         let text = other_files(&shaped, &own, 24_000, &counter);
-        assert!(text.contains("\nREADME.md\n"), "{text}");
+        assert!(
+            text.contains("In other directories (files): ./ (1)\n"),
+            "{text}"
+        );
         assert!(text.contains("src/: b.rs, old.rs (deleted)\n"), "{text}");
         assert!(!text.contains("a.rs,"), "{text}");
         assert!(text.contains("1 more file(s) left out as noise"), "{text}");
@@ -133,12 +152,17 @@ mod tests {
             .map(|i| entry(&format!("dir{i}/file{i}.rs"), ShapeStatus::Shown, None))
             .collect();
         let counter = TokenCounter::new(Encoding::O200kBase);
-        let text = other_files(&shaped(files), &HashSet::new(), 24_000, &counter);
+        let own_paths: Vec<String> = (0..2_000)
+            .step_by(2)
+            .map(|i| format!("dir{i}/own.rs"))
+            .collect();
+        let own: HashSet<&str> = own_paths.iter().map(String::as_str).collect();
+        let text = other_files(&shaped(files), &own, 24_000, &counter);
         assert!(
             counter.count(&text) <= 24_000 / SHARE + 60,
             "{}",
             counter.count(&text)
         );
-        assert!(text.contains("more (the `diff` tool"), "{text}");
+        assert!(text.contains("more line(s) (the `diff` tool"), "{text}");
     }
 }

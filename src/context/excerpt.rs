@@ -29,9 +29,10 @@ pub(crate) enum Layout {
     /// lines with git's ranges (`@@ -12,7 +12,9 @@ fn name`).
     Aligned,
     /// For plan-and-execute tasks, where every task pays for its text: numbers
-    /// unpadded (`12 +text`), `@@` lines with only the enclosing definition
-    /// (`@@ fn name`), since every line carries its own number anyway. The
-    /// padding and ranges were a fifth of a task's tokens. Windows are widened
+    /// unpadded (`12 +text`, a blank context line is its number alone), `@@`
+    /// lines with only the enclosing definition (`@@ fn name`), since every line
+    /// carries its own number anyway, and the `--- a/` line only for renames.
+    /// The padding and ranges were a fifth of a task's tokens. Windows are widened
     /// to their enclosing definition only when it is at most
     /// [`COMPACT_WIDENING_LINES`] away; a farther one is named in the `@@` line.
     Compact,
@@ -175,7 +176,10 @@ pub(crate) fn render_file(file: &FileChange, head: Option<&str>, context: Contex
         .collect();
     let mut out = String::new();
     let old = file.old_path.as_deref().unwrap_or(&file.path);
-    out.push_str(&format!("--- a/{old}\n+++ b/{}\n", file.path));
+    if context.layout == Layout::Aligned || old != file.path {
+        out.push_str(&format!("--- a/{old}\n"));
+    }
+    out.push_str(&format!("+++ b/{}\n", file.path));
     let mut shown_changed = 0;
     let numbers = Numbering {
         added: &added,
@@ -465,12 +469,12 @@ fn render_window(
         // Writing to a String cannot fail.
         let _ = match layout {
             Layout::Aligned => writeln!(body, "{n:>5} {mark}{text}"),
+            Layout::Compact if text.is_empty() && mark == ' ' => writeln!(body, "{n}"),
             Layout::Compact => writeln!(body, "{n} {mark}{text}"),
         };
     }
     if layout == Layout::Compact {
-        let separator = if window.header.is_empty() { "" } else { " " };
-        out.push_str(&format!("@@{separator}{}\n", window.header));
+        out.push_str(&compact_hunk_line(&window.header));
         out.push_str(&body);
         return shown;
     }
@@ -492,6 +496,23 @@ fn render_window(
     out.push_str(&body);
     shown
 }
+
+/// `@@`, then the enclosing definition cut to [`COMPACT_HEADER_CHARS`]: its name
+/// is what places the excerpt, and the window's own lines carry their numbers.
+fn compact_hunk_line(header: &str) -> String {
+    let header = header.trim();
+    if header.is_empty() {
+        return "@@\n".into();
+    }
+    let mut cut: String = header.chars().take(COMPACT_HEADER_CHARS).collect();
+    if cut.len() < header.len() {
+        cut.push('…');
+    }
+    format!("@@ {cut}\n")
+}
+
+/// The longest definition a compact `@@` line names, in characters.
+const COMPACT_HEADER_CHARS: usize = 48;
 
 fn render_run(run: &RemovedRun<'_>, layout: Layout, out: &mut String) {
     if run.removal_only && run.lines.len() >= SUMMARY_MIN_LINES {

@@ -375,7 +375,7 @@ fn numbered(line: &str) -> Option<(u32, char)> {
     let mut after = rest[digits..].chars();
     match (after.next(), after.next()) {
         (Some(' '), Some(mark)) if matches!(mark, '+' | ' ' | '-') => Some((number, mark)),
-        (Some(' '), None) => Some((number, ' ')),
+        (Some(' '), None) | (None, None) => Some((number, ' ')),
         _ => None,
     }
 }

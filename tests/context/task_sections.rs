@@ -41,7 +41,12 @@ fn task_sections_number_lines_unpadded_and_name_hunks_without_ranges() {
         .find(|s| s.path == "src/scattered.rs")
         .expect("section")
         .text;
-    let body: Vec<&str> = section.lines().skip(2).collect();
+    // One header line (`--- a/` only for renames), then the windows.
+    assert!(
+        section.starts_with("+++ b/src/scattered.rs\n@@"),
+        "{section}"
+    );
+    let body: Vec<&str> = section.lines().skip(1).collect();
     assert!(body.iter().any(|l| l.starts_with("21 -")), "{section}");
     assert!(body.iter().any(|l| l.starts_with("21 +")), "{section}");
     for line in &body {
