@@ -1,8 +1,9 @@
 //! One file's part of the shaped first prompt: its changes with asymmetric
 //! context taken from the head text, widened to the enclosing definition when
 //! that is close (and naming it in the hunk header when it is farther, up to 30
-//! lines), overlapping windows merged, every line numbered as the `diff` tool
-//! numbers it, and long pure deletions summarised in one line.
+//! lines), overlapping windows merged, every line numbered (in the aligned
+//! layout as the `diff` tool numbers it; in the compact layout of plan tasks
+//! unpadded, see [`Layout`]), and long pure deletions summarised in one line.
 
 use std::fmt::Write as _;
 use std::sync::LazyLock;

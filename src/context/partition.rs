@@ -8,7 +8,11 @@
 //! - no slice's text is larger than the budget: a file too large for one slice
 //!   is cut at its `@@` windows, and a window too large at line boundaries (a
 //!   single line larger still, at character boundaries); each part says
-//!   "part k of n of PATH" with its head lines and names the other parts.
+//!   "part k of n of PATH" with its head lines and names the other parts;
+//! - with [`Packing::Shared`] no slice is opened while an open one has room
+//!   for the unit (first fit), and a file cut anyway begins in the largest room
+//!   left (when that is at least an eighth of the budget): about as few slices,
+//!   so as few tasks paying the fixed part of a first message, as the budget allows.
 
 use std::collections::HashMap;
 
@@ -27,8 +31,9 @@ const PARTS_NAMED: usize = 4;
 pub enum Packing {
     /// Every group gets slices of its own (a person's or the user's chosen grouping).
     PerGroup,
-    /// Consecutive groups share a slice while it fits: fewer, fuller tasks, each
-    /// paying the fixed part of a first message (system prompt, tools, outline) once.
+    /// Groups share slices, each unit going into the first slice with room for
+    /// it: fewer, fuller tasks, each paying the fixed part of a first message
+    /// (system prompt, tools, prose) once.
     Shared,
 }
 

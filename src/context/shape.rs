@@ -100,8 +100,8 @@ pub struct ShapedContext {
     pub changed_lines_shown: usize,
     /// The numbered section of every reviewable file with changes, in review
     /// order, whether or not it fitted the message: what plan-and-execute slices.
-    /// When the message does not hold every file they carry less context
-    /// ([`TASK_CONTEXT`]), since each task pays for it.
+    /// When the message does not hold every file they carry less context, in
+    /// the compact layout ([`TASK_CONTEXT`]), since each task pays for its text.
     pub sections: Vec<Section>,
 }
 
