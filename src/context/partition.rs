@@ -19,6 +19,9 @@ use std::collections::HashMap;
 use crate::llm::tokens::TokenCounter;
 
 use super::shape::Section;
+use slices::Slices;
+
+mod slices;
 
 /// Tokens set aside in every part for its "part k of n" line.
 const PART_NOTE_TOKENS: usize = 160;
@@ -54,12 +57,17 @@ pub struct Slice {
 
 /// A piece of one file that goes into a slice whole.
 #[derive(Debug, Clone)]
-struct Unit {
-    path: String,
-    label: String,
-    text: String,
-    tokens: usize,
-    added: Vec<u32>,
+pub(super) struct Unit {
+    /// The file's path.
+    pub path: String,
+    /// The file as shown to the model (`PATH (part k of n)` for parts).
+    pub label: String,
+    /// Its numbered text.
+    pub text: String,
+    /// Tokens of `text`.
+    pub tokens: usize,
+    /// Head line numbers of the added lines it prints.
+    pub added: Vec<u32>,
 }
 
 /// Cuts `sections` (in review order) into slices of at most `budget` tokens,
@@ -73,12 +81,7 @@ pub fn partition(
 ) -> Vec<Slice> {
     let budget = budget.max(2 * PART_NOTE_TOKENS);
     let owner = owners(groups, sections);
-    let mut slices = Slices {
-        budget,
-        packing,
-        all: Vec::new(),
-        open_from: 0,
-    };
+    let mut slices = Slices::new(budget, packing);
     for group in 0..=groups.len() {
         if packing == Packing::PerGroup {
             slices.close_all();
@@ -95,71 +98,7 @@ pub fn partition(
             }
         }
     }
-    slices.all
-}
-
-/// The slices being filled.
-struct Slices {
-    budget: usize,
-    packing: Packing,
-    all: Vec<Slice>,
-    /// Slices before this index take no more units.
-    open_from: usize,
-}
-
-impl Slices {
-    /// Closes every slice: later units start new ones.
-    fn close_all(&mut self) {
-        self.open_from = self.all.len();
-    }
-
-    /// The most room left in an open slice (0 when none is open).
-    fn most_room(&self) -> usize {
-        self.all[self.open_from..]
-            .iter()
-            .map(|s| self.budget.saturating_sub(s.tokens))
-            .max()
-            .unwrap_or(0)
-    }
-
-    /// Adds a unit of `group`. Shared packing puts it into the first open slice
-    /// with room for it (first fit: every slice is filled before a new task pays
-    /// the fixed part of a first message again); per-group packing only into the
-    /// last slice, closing it when the unit does not fit.
-    fn place(&mut self, group: usize, unit: Unit) {
-        let fits = |s: &Slice| s.tokens + unit.tokens <= self.budget;
-        let target = match self.packing {
-            Packing::Shared => self.all[self.open_from..].iter().position(fits),
-            Packing::PerGroup => self.all[self.open_from..]
-                .last()
-                .filter(|s| fits(s))
-                .map(|_| self.all.len() - 1 - self.open_from),
-        };
-        let index = match target {
-            Some(i) => self.open_from + i,
-            None => {
-                if self.packing == Packing::PerGroup {
-                    self.close_all();
-                }
-                self.all.push(Slice {
-                    groups: Vec::new(),
-                    files: Vec::new(),
-                    text: String::new(),
-                    tokens: 0,
-                    lines: Vec::new(),
-                });
-                self.all.len() - 1
-            }
-        };
-        let slice = &mut self.all[index];
-        if !slice.groups.contains(&group) {
-            slice.groups.push(group);
-        }
-        slice.files.push(unit.label);
-        slice.text.push_str(&unit.text);
-        slice.tokens += unit.tokens;
-        slice.lines.push((unit.path, unit.added));
-    }
+    slices.into_slices()
 }
 
 /// For each section, the first group that names its path (`groups.len()` when none does).
