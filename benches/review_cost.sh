@@ -30,7 +30,11 @@
 #   cache%     cached share of the prompt tokens of calls after each conversation's first
 #
 # Usage:   benches/review_cost.sh
-# Env:     CARGO_TARGET_DIR as usual; REVIEW_COST_KEEP=1 keeps the work directory.
+# Env:     CARGO_TARGET_DIR as usual; REVIEW_COST_KEEP=1 keeps the work directory;
+#          REVIEW_COST_UNCOVERED=1 lists on stderr the reviewable lines never received;
+#          REVIEW_COST_BREAKDOWN=1 splits each run's prompt tokens on stderr by kind
+#          (tools, system, planner call, task prose, overview, file headers, @@ lines,
+#          added/removed/context lines, line numbers, notes, JSON framing).
 # Needs:   git, and the package registry reachable through cargo on the first run.
 #          Numbers, not a test: no figure fails it.
 set -euo pipefail

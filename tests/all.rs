@@ -32,6 +32,7 @@ mod serve_retention;
 mod server;
 mod settings;
 mod strategies;
+mod task_cost;
 mod text_mode;
 mod threads;
 mod tools;

@@ -14,7 +14,8 @@
 //! against it as a child process, and prints one row measured from the
 //! server's own record (see the README's Benchmarks section for the columns).
 //! With `REVIEW_COST_UNCOVERED=1` the reviewable lines never received under
-//! their own file are listed on stderr, per file.
+//! their own file are listed on stderr, per file; with `REVIEW_COST_BREAKDOWN=1`
+//! the prompt tokens are split by kind of text, per change and behaviour.
 
 #[path = "../../tests/common"]
 #[allow(dead_code)]
@@ -23,6 +24,7 @@ mod common {
     pub mod model_server;
 }
 
+mod breakdown;
 #[path = "../shared/fixture_change.rs"]
 mod fixture_change;
 mod measure;
@@ -140,6 +142,10 @@ async fn bench_change(
         let (covered, coverage) = seen.coverage(&reviewable.lines);
         if std::env::var_os("REVIEW_COST_UNCOVERED").is_some() {
             print_uncovered(label, behaviour, &seen, &reviewable);
+        }
+        if std::env::var_os("REVIEW_COST_BREAKDOWN").is_some() {
+            breakdown::Breakdown::of_requests(&requests)
+                .print(&format!("{label} [{}]", behaviour.name()));
         }
         let (later_cached, later_prompt) = later_calls_cache(&requests, &served);
         let per_line_redline = per_line(prompt, covered);

@@ -9,6 +9,7 @@ pub mod chat;
 pub mod coverage;
 pub mod events;
 mod finish;
+mod other_files;
 pub mod plan;
 mod plan_execute;
 mod react;
@@ -378,8 +379,7 @@ impl Orchestrator {
                         plan
                     }
                 };
-                plan_execute::execute(&ctx, &plan, &overview, self.config.parallel, packing, stats)
-                    .await
+                plan_execute::execute(&ctx, &plan, self.config.parallel, packing, stats).await
             }
         }
     }

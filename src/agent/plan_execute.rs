@@ -8,15 +8,19 @@
 //! first message, whatever the planner answered, so a model that never calls a
 //! tool still sees the whole change.
 
+use std::collections::HashSet;
+
 use futures::stream::{self, StreamExt};
 
 use super::AgentError;
 use super::events::{Stats, TaskStat};
 use super::finish::{PlanFinisher, ReviewFinisher};
+use super::other_files;
 use super::plan::{Plan, PlanTask};
 use super::react::{ReactRun, RunContext};
-use crate::context::{Packing, Slice, partition, stage1_budget};
+use crate::context::{Packing, ShapedContext, Slice, partition, stage1_budget};
 use crate::llm::Message;
+use crate::llm::tokens::TokenCounter;
 use crate::prompts::{PLANNER, TASK_FOCUS, fill};
 use crate::review::diff::ChangeSet;
 use crate::review::parse::Submission;
@@ -108,12 +112,11 @@ struct TaskRun {
 pub(crate) async fn execute(
     ctx: &RunContext<'_>,
     plan: &Plan,
-    overview: &str,
     parallel: usize,
     packing: Packing,
     stats: &mut Stats,
 ) -> Result<Submission, AgentError> {
-    let runs = task_runs(ctx, plan, overview, packing);
+    let runs = task_runs(ctx, plan, packing);
     // Futures are built first: a lazy `map` inside the stream would keep its closure,
     // whose lifetimes stop the whole review from being `Send` in a spawned task.
     let futures: Vec<_> = runs
@@ -249,18 +252,22 @@ const FILES_NAMED: usize = 20;
 const FILES_LINE_TOKENS: usize = 600;
 
 /// What every task message of a review shares.
-struct TaskFrame {
-    overview: String,
+struct TaskFrame<'a> {
     instructions: String,
+    shaped: &'a ShapedContext,
+    budget: usize,
+    counter: &'a TokenCounter,
 }
 
 /// The plan's tasks cut into slices of the stage-1 sections, each with its first
 /// message of at most the task budget (the room for the diff shrinks until every
 /// message fits, the planner's words included).
-fn task_runs(ctx: &RunContext<'_>, plan: &Plan, overview: &str, packing: Packing) -> Vec<TaskRun> {
+fn task_runs(ctx: &RunContext<'_>, plan: &Plan, packing: Packing) -> Vec<TaskRun> {
     let budget = task_budget(ctx);
     let frame = TaskFrame {
-        overview: bounded_overview(overview, budget, ctx),
+        shaped: ctx.shaped,
+        budget,
+        counter: ctx.counter,
         instructions: ctx
             .config
             .instructions
@@ -272,11 +279,9 @@ fn task_runs(ctx: &RunContext<'_>, plan: &Plan, overview: &str, packing: Packing
     };
     let fixed = ctx.counter.count(&fill(
         TASK_FOCUS,
-        &[
-            ("{overview}", &frame.overview),
-            ("{instructions}", &frame.instructions),
-        ],
-    ));
+        &[("{overview}", ""), ("{instructions}", &frame.instructions)],
+    )) + budget / other_files::SHARE
+        + OTHER_FILES_TAIL_TOKENS;
     let groups: Vec<Vec<String>> = plan.tasks.iter().map(|t| t.files.clone()).collect();
     let mut room = budget.saturating_sub(fixed + FILES_LINE_TOKENS);
     loop {
@@ -294,11 +299,14 @@ fn task_runs(ctx: &RunContext<'_>, plan: &Plan, overview: &str, packing: Packing
     }
 }
 
+/// Tokens of the lines that may end the other-files list beyond its share.
+const OTHER_FILES_TAIL_TOKENS: usize = 60;
+
 /// The least room a task's diff gets, however much the planner wrote.
 const MIN_ROOM: usize = 1_000;
 
 /// Ids, titles and first messages of the slices.
-fn name_runs(plan: &Plan, slices: Vec<Slice>, frame: &TaskFrame) -> Vec<TaskRun> {
+fn name_runs(plan: &Plan, slices: Vec<Slice>, frame: &TaskFrame<'_>) -> Vec<TaskRun> {
     let mut per_group = vec![0usize; plan.tasks.len() + 1];
     for slice in &slices {
         for g in &slice.groups {
@@ -350,14 +358,20 @@ fn merged_names(tasks: Vec<&PlanTask>) -> (String, String, String) {
         title_of(tasks[0]),
         tasks.len() - 1
     );
-    let mut focus = String::from("This part of the review covers several planned tasks:");
+    // Planned tasks that ask for the same checks are named together, and their
+    // files are not repeated: the task's file line and its diffs name them (and
+    // under shared packing a planned task's files may be spread over slices).
+    let mut by_focus: Vec<(&str, Vec<&str>)> = Vec::new();
     for t in &tasks {
         let what = crate::text::prefix_at_char_boundary(focus_of(t), MERGED_FOCUS_BYTES);
-        focus.push_str(&format!(
-            "\n- {} ({}): {what}",
-            title_of(t),
-            t.files.join(", ")
-        ));
+        match by_focus.iter_mut().find(|(focus, _)| *focus == what) {
+            Some((_, titles)) => titles.push(title_of(t)),
+            None => by_focus.push((what, vec![title_of(t)])),
+        }
+    }
+    let mut focus = String::from("This part of the review covers several planned tasks:");
+    for (what, titles) in by_focus {
+        focus.push_str(&format!("\n- {}: {what}", titles.join("; ")));
     }
     (id, title, focus)
 }
@@ -386,7 +400,13 @@ static LEFTOVER: PlanTask = PlanTask {
 };
 
 /// The task's first message: what to check, the change in outline, and its slice of the diff.
-fn task_message(id: &str, title: &str, focus: &str, slice: &Slice, frame: &TaskFrame) -> String {
+fn task_message(
+    id: &str,
+    title: &str,
+    focus: &str,
+    slice: &Slice,
+    frame: &TaskFrame<'_>,
+) -> String {
     let mut files = slice
         .files
         .iter()
@@ -404,6 +424,8 @@ fn task_message(id: &str, title: &str, focus: &str, slice: &Slice, frame: &TaskF
         "" => "Review these changed files for correctness, security and tests.",
         focus => focus,
     };
+    let own: HashSet<&str> = slice.lines.iter().map(|(path, _)| path.as_str()).collect();
+    let others = other_files::other_files(frame.shaped, &own, frame.budget, frame.counter);
     fill(
         TASK_FOCUS,
         &[
@@ -411,16 +433,15 @@ fn task_message(id: &str, title: &str, focus: &str, slice: &Slice, frame: &TaskF
             ("{title}", title),
             ("{focus}", focus),
             ("{files}", &files),
-            ("{overview}", &frame.overview),
+            ("{overview}", &others),
             ("{instructions}", &frame.instructions),
             ("{diff}", &slice.text),
         ],
     )
 }
 
-/// The change's overview, cut to a sixteenth of the budget: every task pays for
-/// it again, and a change of thousands of files must not fill every task's
-/// message with its file list.
+/// The change's overview for the planner, cut to a sixteenth of the budget: a
+/// change of thousands of files must not fill its message with the file list.
 fn bounded_overview(overview: &str, budget: usize, ctx: &RunContext<'_>) -> String {
     let cap = budget / 16;
     if ctx.counter.count(overview) <= cap {

@@ -1,8 +1,9 @@
 //! One file's part of the shaped first prompt: its changes with asymmetric
 //! context taken from the head text, widened to the enclosing definition when
 //! that is close (and naming it in the hunk header when it is farther, up to 30
-//! lines), overlapping windows merged, every line numbered as the `diff` tool
-//! numbers it, and long pure deletions summarised in one line.
+//! lines), overlapping windows merged, every line numbered (in the aligned
+//! layout as the `diff` tool numbers it; in the compact layout of plan tasks
+//! unpadded, see [`Layout`]), and long pure deletions summarised in one line.
 
 use std::fmt::Write as _;
 use std::sync::LazyLock;
@@ -11,14 +12,46 @@ use regex::Regex;
 
 use crate::review::diff::{DiffLine, FileChange, LineKind};
 
-/// Context around each change, in head lines.
+/// Context around each change, in head lines, and how the lines are laid out.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct ContextLines {
     /// Lines shown before a change.
     pub before: u32,
     /// Lines shown after a change.
     pub after: u32,
+    /// How numbers and `@@` lines are printed.
+    pub layout: Layout,
 }
+
+/// How an excerpt prints its lines.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Layout {
+    /// As the `diff` tool prints: numbers right-aligned in five columns, `@@`
+    /// lines with git's ranges (`@@ -12,7 +12,9 @@ fn name`).
+    Aligned,
+    /// For plan-and-execute tasks, where every task pays for its text: numbers
+    /// unpadded (`12 +text`, a blank context line is its number alone), `@@`
+    /// lines with only the enclosing definition (`@@ fn name`), since every line
+    /// carries its own number anyway, and the `--- a/` line only for renames.
+    /// The padding and ranges were a fifth of a task's tokens. Windows are widened
+    /// to their enclosing definition only when it is at most
+    /// [`COMPACT_WIDENING_LINES`] away; a farther one is named in the `@@` line.
+    Compact,
+}
+
+impl Layout {
+    /// The most lines a window is widened by to reach its enclosing definition.
+    fn max_widening(self) -> u32 {
+        match self {
+            Layout::Aligned => MAX_WIDENING_LINES,
+            Layout::Compact => COMPACT_WIDENING_LINES,
+        }
+    }
+}
+
+/// [`MAX_WIDENING_LINES`] for the compact layout: every task pays for its
+/// context, and the `@@` line names a definition for the price of one line.
+pub(crate) const COMPACT_WIDENING_LINES: u32 = 2;
 
 /// How far up to look for the enclosing definition.
 const DEFINITION_SCAN_LINES: u32 = 30;
@@ -144,14 +177,17 @@ pub(crate) fn render_file(file: &FileChange, head: Option<&str>, context: Contex
         .collect();
     let mut out = String::new();
     let old = file.old_path.as_deref().unwrap_or(&file.path);
-    out.push_str(&format!("--- a/{old}\n+++ b/{}\n", file.path));
+    if context.layout == Layout::Aligned || old != file.path {
+        out.push_str(&format!("--- a/{old}\n"));
+    }
+    out.push_str(&format!("+++ b/{}\n", file.path));
     let mut shown_changed = 0;
     let numbers = Numbering {
         added: &added,
         runs: &runs,
     };
     for window in &windows {
-        shown_changed += render_window(window, &lines, &numbers, &mut out);
+        shown_changed += render_window(window, &lines, &numbers, context.layout, &mut out);
     }
     Excerpt {
         text: out,
@@ -261,7 +297,7 @@ fn window_for(
         && let Some(definition) = enclosing_definition(block, lines)
         && definition < start
     {
-        if start - definition <= MAX_WIDENING_LINES {
+        if start - definition <= context.layout.max_widening() {
             start = definition;
             header.clear();
         } else {
@@ -402,6 +438,7 @@ fn render_window(
     window: &Window,
     lines: &HeadLines<'_>,
     numbers: &Numbering<'_>,
+    layout: Layout,
     out: &mut String,
 ) -> usize {
     let first_run = numbers.runs.partition_point(|r| r.anchor < window.start);
@@ -415,7 +452,7 @@ fn render_window(
     for n in window.start..=window.end + 1 {
         while let Some(run) = runs.next_if(|r| r.anchor == n) {
             old_count += run.lines.len() as u32;
-            render_run(run, &mut body);
+            render_run(run, layout, &mut body);
         }
         if n > window.end {
             break;
@@ -431,7 +468,16 @@ fn render_window(
             ' '
         };
         // Writing to a String cannot fail.
-        let _ = writeln!(body, "{n:>5} {mark}{text}");
+        let _ = match layout {
+            Layout::Aligned => writeln!(body, "{n:>5} {mark}{text}"),
+            Layout::Compact if text.is_empty() && mark == ' ' => writeln!(body, "{n}"),
+            Layout::Compact => writeln!(body, "{n} {mark}{text}"),
+        };
+    }
+    if layout == Layout::Compact {
+        out.push_str(&compact_hunk_line(&window.header));
+        out.push_str(&body);
+        return shown;
     }
     let new_count = window.end + 1 - window.start;
     let mut old_start = numbers.base_position(window.start);
@@ -452,15 +498,38 @@ fn render_window(
     shown
 }
 
-fn render_run(run: &RemovedRun<'_>, out: &mut String) {
+/// `@@`, then the enclosing definition cut to [`COMPACT_HEADER_CHARS`]: its name
+/// is what places the excerpt, and the window's own lines carry their numbers.
+fn compact_hunk_line(header: &str) -> String {
+    let header = header.trim();
+    if header.is_empty() {
+        return "@@\n".into();
+    }
+    let mut cut: String = header.chars().take(COMPACT_HEADER_CHARS).collect();
+    if cut.len() < header.len() {
+        cut.push('…');
+    }
+    format!("@@ {cut}\n")
+}
+
+/// The longest definition a compact `@@` line names, in characters.
+const COMPACT_HEADER_CHARS: usize = 48;
+
+fn render_run(run: &RemovedRun<'_>, layout: Layout, out: &mut String) {
     if run.removal_only && run.lines.len() >= SUMMARY_MIN_LINES {
+        if layout == Layout::Aligned {
+            out.push_str("      ");
+        }
         out.push_str(&deletion_summary(&run.lines));
         out.push('\n');
         return;
     }
     for line in &run.lines {
         let number = line.old_line.map(|n| n.to_string()).unwrap_or_default();
-        let _ = writeln!(out, "{number:>5} -{}", line.text);
+        let _ = match layout {
+            Layout::Aligned => writeln!(out, "{number:>5} -{}", line.text),
+            Layout::Compact => writeln!(out, "{number} -{}", line.text),
+        };
     }
 }
 
@@ -480,7 +549,7 @@ fn deletion_summary(lines: &[&DiffLine]) -> String {
         what.push('…');
     }
     format!(
-        "      [lines {first}-{last} of base removed ({} lines): {what}]",
+        "[lines {first}-{last} of base removed ({} lines): {what}]",
         lines.len()
     )
 }

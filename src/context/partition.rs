@@ -8,13 +8,20 @@
 //! - no slice's text is larger than the budget: a file too large for one slice
 //!   is cut at its `@@` windows, and a window too large at line boundaries (a
 //!   single line larger still, at character boundaries); each part says
-//!   "part k of n of PATH" with its head lines and names the other parts.
+//!   "part k of n of PATH" with its head lines and names the other parts;
+//! - with [`Packing::Shared`] no slice is opened while an open one has room
+//!   for the unit (first fit), and a file cut anyway begins in the largest room
+//!   left (when that is at least an eighth of the budget): about as few slices,
+//!   so as few tasks paying the fixed part of a first message, as the budget allows.
 
 use std::collections::HashMap;
 
 use crate::llm::tokens::TokenCounter;
 
 use super::shape::Section;
+use slices::Slices;
+
+mod slices;
 
 /// Tokens set aside in every part for its "part k of n" line.
 const PART_NOTE_TOKENS: usize = 160;
@@ -27,8 +34,9 @@ const PARTS_NAMED: usize = 4;
 pub(crate) enum Packing {
     /// Every group gets slices of its own (a person's or the user's chosen grouping).
     PerGroup,
-    /// Consecutive groups share a slice while it fits: fewer, fuller tasks, each
-    /// paying the fixed part of a first message (system prompt, tools, outline) once.
+    /// Groups share slices, each unit going into the first slice with room for
+    /// it: fewer, fuller tasks, each paying the fixed part of a first message
+    /// (system prompt, tools, prose) once.
     Shared,
 }
 
@@ -49,12 +57,17 @@ pub(crate) struct Slice {
 
 /// A piece of one file that goes into a slice whole.
 #[derive(Debug, Clone)]
-struct Unit {
-    path: String,
-    label: String,
-    text: String,
-    tokens: usize,
-    added: Vec<u32>,
+pub(super) struct Unit {
+    /// The file's path.
+    pub path: String,
+    /// The file as shown to the model (`PATH (part k of n)` for parts).
+    pub label: String,
+    /// Its numbered text.
+    pub text: String,
+    /// Tokens of `text`.
+    pub tokens: usize,
+    /// Head line numbers of the added lines it prints.
+    pub added: Vec<u32>,
 }
 
 /// Cuts `sections` (in review order) into slices of at most `budget` tokens,
@@ -68,23 +81,24 @@ pub(crate) fn partition(
 ) -> Vec<Slice> {
     let budget = budget.max(2 * PART_NOTE_TOKENS);
     let owner = owners(groups, sections);
-    let mut slices = Vec::new();
-    let mut current: Option<Slice> = None;
+    let mut slices = Slices::new(budget, packing);
     for group in 0..=groups.len() {
         if packing == Packing::PerGroup {
-            slices.extend(current.take());
+            slices.close_all();
         }
-        let units = sections
-            .iter()
-            .zip(&owner)
-            .filter(|(_, o)| **o == group)
-            .flat_map(|(section, _)| units_of(section, budget, counter));
-        for unit in units {
-            add_unit(group, unit, budget, &mut current, &mut slices);
+        let members = sections.iter().zip(&owner).filter(|(_, o)| **o == group);
+        for (section, _) in members {
+            // A file cut anyway may begin in the room left by earlier files.
+            let first_room = match packing {
+                Packing::Shared => slices.most_room(),
+                Packing::PerGroup => 0,
+            };
+            for unit in units_of(section, budget, first_room, counter) {
+                slices.place(group, unit);
+            }
         }
     }
-    slices.extend(current);
-    slices
+    slices.into_slices()
 }
 
 /// For each section, the first group that names its path (`groups.len()` when none does).
@@ -101,35 +115,14 @@ fn owners(groups: &[Vec<String>], sections: &[Section]) -> Vec<usize> {
         .collect()
 }
 
-/// Adds a unit of `group` to the current slice, first closing it when the unit does not fit.
-fn add_unit(
-    group: usize,
-    unit: Unit,
+/// The section whole when it fits, else its parts; the first part takes at
+/// most `first_room` tokens when that is at least [`MIN_FIRST_PART`] of the budget.
+fn units_of(
+    section: &Section,
     budget: usize,
-    current: &mut Option<Slice>,
-    slices: &mut Vec<Slice>,
-) {
-    if let Some(full) = current.take_if(|s| s.tokens + unit.tokens > budget) {
-        slices.push(full);
-    }
-    let slice = current.get_or_insert_with(|| Slice {
-        groups: Vec::new(),
-        files: Vec::new(),
-        text: String::new(),
-        tokens: 0,
-        lines: Vec::new(),
-    });
-    if slice.groups.last() != Some(&group) {
-        slice.groups.push(group);
-    }
-    slice.files.push(unit.label);
-    slice.text.push_str(&unit.text);
-    slice.tokens += unit.tokens;
-    slice.lines.push((unit.path, unit.added));
-}
-
-/// The section whole when it fits, else its parts.
-fn units_of(section: &Section, budget: usize, counter: &TokenCounter) -> Vec<Unit> {
+    first_room: usize,
+    counter: &TokenCounter,
+) -> Vec<Unit> {
     let tokens = counter.count(&section.text);
     if tokens <= budget {
         return vec![Unit {
@@ -140,8 +133,17 @@ fn units_of(section: &Section, budget: usize, counter: &TokenCounter) -> Vec<Uni
             tokens,
         }];
     }
-    split(section, budget - PART_NOTE_TOKENS, counter)
+    let first_room = if first_room >= budget / MIN_FIRST_PART {
+        first_room.saturating_sub(PART_NOTE_TOKENS)
+    } else {
+        0
+    };
+    split(section, first_room, budget - PART_NOTE_TOKENS, counter)
 }
+
+/// A first part that fills the room left in a slice gets at least 1/n of the
+/// budget: a smaller one would be a stray fragment of its file in another task.
+const MIN_FIRST_PART: usize = 8;
 
 /// A piece of a section's body with its size.
 struct Piece {
@@ -149,18 +151,30 @@ struct Piece {
     tokens: usize,
 }
 
-/// Cuts a section into parts of at most `room` tokens each (plus the part note).
-fn split(section: &Section, room: usize, counter: &TokenCounter) -> Vec<Unit> {
+/// Cuts a section into parts of at most `room` tokens each (plus the part
+/// note), the first of at most `first_room` when that is not 0.
+fn split(section: &Section, first_room: usize, room: usize, counter: &TokenCounter) -> Vec<Unit> {
     let (header, body) = split_header(&section.text);
-    let room = room.saturating_sub(counter.count(header)).max(1);
+    let header_tokens = counter.count(header);
+    let room = room.saturating_sub(header_tokens).max(1);
+    let first_room = first_room.saturating_sub(header_tokens);
     let pieces: Vec<Piece> = windows(body)
         .into_iter()
         .flat_map(|window| pieces_of(window, room, counter))
         .collect();
+    if first_room > 0 && pieces.first().is_none_or(|p| p.tokens > first_room) {
+        // Its first window does not fit the room left: the file starts a slice.
+        return split(section, 0, room + header_tokens, counter);
+    }
+    let room_of = |part: usize| match part {
+        0 if first_room > 0 => first_room,
+        _ => room,
+    };
     let mut parts: Vec<Piece> = Vec::new();
     for piece in pieces {
+        let last_room = room_of(parts.len().saturating_sub(1));
         match parts.last_mut() {
-            Some(last) if last.tokens + piece.tokens <= room => {
+            Some(last) if last.tokens + piece.tokens <= last_room => {
                 last.text.push_str(&piece.text);
                 last.tokens += piece.tokens;
             }
@@ -305,7 +319,7 @@ fn numbered(line: &str) -> Option<(u32, char)> {
     let mut after = rest[digits..].chars();
     match (after.next(), after.next()) {
         (Some(' '), Some(mark)) if matches!(mark, '+' | ' ' | '-') => Some((number, mark)),
-        (Some(' '), None) => Some((number, ' ')),
+        (Some(' '), None) | (None, None) => Some((number, ' ')),
         _ => None,
     }
 }
@@ -498,6 +512,57 @@ mod tests {
         }
         let joined: String = slices.iter().map(|s| s.text.as_str()).collect();
         assert_eq!(joined.matches('x').count(), 40_000);
+    }
+
+    #[test]
+    fn shared_slices_are_filled_before_a_new_one_is_opened() {
+        let c = counter();
+        // Sections of mixed sizes, in an order that leaves gaps for next fit.
+        let sections: Vec<Section> = (0..30)
+            .map(|i| section(&format!("f{i}.rs"), 1, [40, 5, 25, 10][i % 4]))
+            .collect();
+        let groups: Vec<Vec<String>> = (0..30).map(|i| vec![format!("f{i}.rs")]).collect();
+        let budget = 3_000;
+        let slices = partition(&groups, &sections, budget, &c, Packing::Shared);
+        assert_eq!(sliced_added(&slices), all_added(&sections));
+        // First fit: no two slices could have been one, so at most one is half empty
+        // and the count is within one of the least possible.
+        for (i, a) in slices.iter().enumerate() {
+            for b in &slices[i + 1..] {
+                assert!(a.tokens + b.tokens > budget, "{} + {}", a.tokens, b.tokens);
+            }
+        }
+        let total: usize = slices.iter().map(|s| s.tokens).sum();
+        assert!(
+            slices.len() <= total.div_ceil(budget) + 1,
+            "{}",
+            slices.len()
+        );
+    }
+
+    #[test]
+    fn a_file_cut_anyway_begins_in_the_room_left_by_earlier_files() {
+        let c = counter();
+        let sections = vec![section("src/small.rs", 1, 30), section("src/big.rs", 8, 60)];
+        let budget = 3_000;
+        let small = c.count(&sections[0].text);
+        let big = c.count(&sections[1].text);
+        assert!(small < budget / 2 && big > 2 * budget);
+        let slices = partition(&[], &sections, budget, &c, Packing::Shared);
+        assert!(slices[0].text.contains("part 1 of"), "{}", slices[0].text);
+        assert!(slices[0].tokens > budget / 2, "{}", slices[0].tokens);
+        assert!(slices.iter().all(|s| s.tokens <= budget));
+        assert_eq!(sliced_added(&slices), all_added(&sections));
+        // Per group, the big file starts its own slices as before.
+        let apart = partition(
+            &[vec!["src/small.rs".into()], vec!["src/big.rs".into()]],
+            &sections,
+            budget,
+            &c,
+            Packing::PerGroup,
+        );
+        assert_eq!(apart[0].files, vec!["src/small.rs".to_string()]);
+        assert!(slices.len() <= apart.len());
     }
 
     #[test]

@@ -8,7 +8,7 @@
 use crate::llm::tokens::{ModelLimits, TokenCounter};
 use crate::review::diff::{ChangeSet, FileChange, FileStatus, LineKind};
 
-use super::excerpt::{self, ContextLines};
+use super::excerpt::{self, ContextLines, Layout};
 use super::measure::Measured;
 use super::noise::{self, NoiseKind};
 use super::order;
@@ -100,8 +100,8 @@ pub struct ShapedContext {
     pub changed_lines_shown: usize,
     /// The numbered section of every reviewable file with changes, in review
     /// order, whether or not it fitted the message: what plan-and-execute slices.
-    /// When the message does not hold every file they carry less context
-    /// ([`TASK_CONTEXT`]), since each task pays for it.
+    /// When the message does not hold every file they carry less context, in
+    /// the compact layout ([`TASK_CONTEXT`]), since each task pays for its text.
     pub sections: Vec<Section>,
 }
 
@@ -205,6 +205,7 @@ pub fn shape_change(
     let context = ContextLines {
         before: opts.context_before,
         after: opts.context_after,
+        layout: Layout::Aligned,
     };
     let heads = read_heads(changes, head_text);
     let pairs: Vec<(&FileChange, Option<&str>)> = changes
@@ -277,11 +278,13 @@ fn read_heads(
 }
 
 /// Context of the sections plan-and-execute slices when the change does not fit
-/// one message: git's three lines before a change and one after, still widened to
-/// the enclosing definition. Every task pays for its context, so it is kept lean.
+/// one message: two lines before a change and one after, widened to the
+/// enclosing definition when it is that close (else named in the `@@` line), in
+/// the compact layout. Every task pays for its text, so it is kept lean.
 pub(crate) const TASK_CONTEXT: ContextLines = ContextLines {
-    before: 3,
+    before: 2,
     after: 1,
+    layout: Layout::Compact,
 };
 
 /// The reviewable files' sections, in review order: those of the message when it
@@ -299,6 +302,7 @@ fn sections_for_tasks(
     let lean = ContextLines {
         before: context.before.min(TASK_CONTEXT.before),
         after: context.after.min(TASK_CONTEXT.after),
+        layout: TASK_CONTEXT.layout,
     };
     let candidates: Vec<&mut Prepared<'_>> = prepared
         .iter_mut()

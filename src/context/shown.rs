@@ -107,7 +107,8 @@ fn head_number(line: &str) -> Option<u32> {
     }
     let mut after = rest[digits..].chars();
     match (after.next(), after.next()) {
-        (Some(' '), Some('+' | ' ') | None) => rest[..digits].parse().ok(),
+        // A bare number is a blank context line of the compact layout.
+        (Some(' '), Some('+' | ' ') | None) | (None, None) => rest[..digits].parse().ok(),
         _ => None,
     }
 }

@@ -5,4 +5,5 @@ mod prune;
 mod shape;
 mod summarize;
 mod support;
+mod task_sections;
 mod text_diff;

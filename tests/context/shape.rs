@@ -331,7 +331,7 @@ fn sections_for_plan_tasks_carry_lean_context_only_when_the_change_does_not_fit(
     assert!(!tight.fits_whole());
     assert_eq!(
         context_before(&tight),
-        3,
-        "git's three lines for plan tasks"
+        2,
+        "two lines for plan tasks, each of which pays for its context"
     );
 }
