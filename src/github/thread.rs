@@ -193,14 +193,52 @@ fn ask_of(body: &str, is_reply: bool, mention: Option<&str>) -> Option<Ask> {
     is_reply.then_some(Ask::ReplyInThread)
 }
 
-/// Whether `body` mentions `handle` (`@name`) as a whole word, case-insensitively.
+/// Whether `body` mentions `handle` (`@name`) as a whole word, case-insensitively, in its
+/// prose: as on GitHub, a mention in code (a fenced block or an inline span) or glued to a
+/// word before it (`me@redline.dev`) is not one.
 pub fn mentions(body: &str, handle: &str) -> bool {
     let handle = handle.to_ascii_lowercase();
-    let lower = body.to_ascii_lowercase();
+    let lower = prose_of(body).to_ascii_lowercase();
     lower.match_indices(&handle).any(|(at, _)| {
+        let before = lower[..at].chars().next_back();
         let next = lower[at + handle.len()..].chars().next();
-        !next.is_some_and(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+        let word = |c: char| c.is_ascii_alphanumeric() || c == '-' || c == '_';
+        !before.is_some_and(|c| word(c) || c == '@') && !next.is_some_and(word)
     })
+}
+
+/// `body` without its fenced code blocks and inline code spans (each becomes a space).
+fn prose_of(body: &str) -> String {
+    let mut prose = String::with_capacity(body.len());
+    let mut fence: Option<String> = None;
+    for line in body.lines() {
+        let trimmed = line.trim_start();
+        let marker: String = trimmed
+            .chars()
+            .take_while(|&c| c == '`' || c == '~')
+            .collect();
+        let opens = marker.len() >= 3
+            && marker
+                .chars()
+                .all(|c| c == marker.chars().next().unwrap_or('`'));
+        match &fence {
+            Some(open) if opens && trimmed.starts_with(open.as_str()) => fence = None,
+            Some(_) => {}
+            None if opens => fence = Some(marker),
+            None => {
+                let mut in_code = false;
+                for part in line.split('`') {
+                    if !in_code {
+                        prose.push_str(part);
+                    }
+                    prose.push(' ');
+                    in_code = !in_code;
+                }
+            }
+        }
+        prose.push('\n');
+    }
+    prose
 }
 
 /// One comment of a thread.
@@ -429,6 +467,11 @@ mod tests {
         assert_eq!(ask("hey @Redline, why?", None), Ok(Ask::Answer));
         assert_eq!(ask("is this right?", Some(1)), Ok(Ask::ReplyInThread));
         assert!(ask("@redline-other look", None).is_err());
+        assert!(ask("```\n@redline why\n```", None).is_err());
+        assert!(ask("~~~~\nlet x = \"@redline\";\n~~~~\nok", None).is_err());
+        assert!(ask("see `@redline` in the config", None).is_err());
+        assert!(ask("mail me@redline.dev", None).is_err());
+        assert_eq!(ask("```\ncode\n```\n@redline why?", None), Ok(Ask::Answer));
         assert!(ask("a note to self", None).is_err());
     }
 
