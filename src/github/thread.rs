@@ -306,6 +306,14 @@ impl Thread {
             .any(|p| p.by_bot && answered_id(&p.body) == Some(id))
     }
 
+    /// Whether Redline already posted `text` as an answer in the thread (a fixed reply).
+    pub fn has_answer_text(&self, text: &str) -> bool {
+        let text = text.trim();
+        self.posts.iter().any(|p| {
+            p.by_bot && answered_id(&p.body).is_some() && p.body.trim_start().starts_with(text)
+        })
+    }
+
     /// The keys that dismiss the thread's finding: its fingerprints and its concern.
     pub fn dismissal_keys(&self) -> Vec<String> {
         let Some(root) = self.root().filter(|_| self.is_redline_s()) else {
