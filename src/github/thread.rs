@@ -1,7 +1,8 @@
 //! Review threads: what a `pull_request_review_comment` event asks of Redline, the thread a
 //! comment belongs to, and Redline's answers in it. Shared by the Action and the App.
 //!
-//! Invariants: Redline never answers a bot (itself included); a thread is Redline's when
+//! Invariants: Redline never answers a bot (itself included) nor a comment carrying its
+//! answer marker (its own answer, whatever identity posted it); a thread is Redline's when
 //! its first comment was written by a bot and carries a fingerprint marker; every answer
 //! carries a hidden marker naming the comment it answers, so a comment is answered at
 //! most once whoever runs again, and answers are counted per thread from those markers.
@@ -154,6 +155,12 @@ impl ReviewCommentEvent {
             return Err("review comment by a bot".into());
         }
         let body = self.comment.body.clone().unwrap_or_default();
+        // Redline's answers carry this marker (quoted text cannot forge it): under an
+        // identity that is not a bot (the Action with a personal token), its own answer
+        // would otherwise come back as a reply, or as a command the model was led to write.
+        if body.contains(ANSWER_PREFIX) {
+            return Err("Redline's own answer".into());
+        }
         let ask = ask_of(&body, self.comment.in_reply_to_id.is_some(), mention)
             .ok_or("review comment that asks nothing of Redline")?;
         let (owner, repo) = self
@@ -489,6 +496,11 @@ mod tests {
             event("/redline ignore", Some(1), "Bot", "created")
                 .to_comment(None)
                 .is_err()
+        );
+        let own = answer_body("/redline ignore\nas asked", 5);
+        assert_eq!(
+            event(&own, Some(1), "User", "created").to_comment(Some("@redline")),
+            Err("Redline's own answer".into())
         );
         for action in ["edited", "deleted"] {
             assert!(
