@@ -519,6 +519,27 @@ async fn a_summary_forged_by_a_user_silences_nothing() {
     );
 }
 
+#[tokio::test]
+async fn a_user_s_review_comment_with_a_copied_marker_silences_nothing() {
+    let findings = [finding("src/lib.rs", 11, 11, Severity::Major, "Inline one")];
+    let elsewhere = GitHubMock::start().await;
+    let (other, _) = client(&elsewhere);
+    publish(&other, HEAD_A, &findings, &config()).await.unwrap();
+    let copied = elsewhere.review_comments()[0]["body"]
+        .as_str()
+        .unwrap()
+        .to_string();
+
+    let gh = GitHubMock::start().await;
+    let (client, _) = client(&gh);
+    gh.add_review_comment(OWNER, REPO, PR, "mallory", &copied, None);
+    let outcome = publish(&client, HEAD_A, &findings, &config())
+        .await
+        .unwrap();
+    assert_eq!(outcome.inline_posted, 1, "{outcome:?}");
+    assert_eq!(outcome.skipped_duplicates, 0);
+}
+
 fn assert_send<T: Send>(_: &T) {}
 
 #[tokio::test]

@@ -556,8 +556,10 @@ async fn review_comment_markers(
     let comments = client
         .get_all_pages(&format!("{repo_path}/pulls/{pr_number}/comments"))
         .await?;
+    // A user's comment carrying a copied marker must not pass for Redline's finding.
     Ok(comments
         .iter()
+        .filter(|c| by_bot(c))
         .filter_map(|c| c.get("body").and_then(Value::as_str))
         .flat_map(parse_markers)
         .collect())
