@@ -5,7 +5,8 @@
 //! Invariants: no answer to a bot (the event says so before this flow runs), to a user
 //! without read access, outside Redline's own threads unless Redline was mentioned, to a
 //! comment already answered (the answer's marker), or past `chat_max_replies` answers in
-//! the thread; a thread whose first comment is gone gets nothing. Only the pull request's
+//! the thread; a fixed reply that dismisses nothing (usage, refusal) is posted once per
+//! thread; a thread whose first comment is gone gets nothing. Only the pull request's
 //! author or someone with write access dismisses a finding. Where dismissals are
 //! stored is the caller's: the App's database, the Action's summary comment.
 //! Layering: used by `cli` and `server`; uses `agent`, `config`, `github`, `guidelines`.
@@ -73,20 +74,28 @@ pub async fn gate(client: &GitHubClient, comment: &ThreadComment) -> Result<Gate
     Ok(match &comment.ask {
         Ask::ReplyInThread if !ours => Gate::Skip("a reply in another thread".into()),
         Ask::Ignore if !ours => Gate::Skip("`/redline ignore` outside Redline's threads".into()),
-        Ask::Ignore if !may_dismiss(client, comment).await? => Gate::Reply {
-            text: NOT_DISMISSED_REPLY.into(),
-            dismiss: Vec::new(),
-        },
+        Ask::Ignore if !may_dismiss(client, comment).await? => {
+            fixed_reply(&thread, NOT_DISMISSED_REPLY)
+        }
         Ask::Ignore => Gate::Reply {
             text: DISMISSED_REPLY.into(),
             dismiss: thread.dismissal_keys(),
         },
-        Ask::Usage(text) => Gate::Reply {
-            text: text.clone(),
-            dismiss: Vec::new(),
-        },
+        Ask::Usage(text) => fixed_reply(&thread, text),
         _ => Gate::Answer(thread),
     })
+}
+
+/// `text` as a reply that dismisses nothing, unless the thread has it already: a storm of
+/// bad commands or refused `/redline ignore`s gets one reply, not one each.
+fn fixed_reply(thread: &Thread, text: &str) -> Gate {
+    if thread.has_answer_text(text) {
+        return Gate::Skip("the same reply is already in the thread".into());
+    }
+    Gate::Reply {
+        text: text.to_string(),
+        dismiss: Vec::new(),
+    }
 }
 
 /// What [`answer`] came to.

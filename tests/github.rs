@@ -488,6 +488,58 @@ async fn finds_the_summary_on_a_later_page() {
     assert!(gh.reviews().is_empty());
 }
 
+#[tokio::test]
+async fn a_summary_forged_by_a_user_silences_nothing() {
+    // Redline's real summary of a review, copied by a user into a comment of their own
+    // before Redline's first review: its fingerprints and last head must not count.
+    let findings = [finding("src/lib.rs", 11, 11, Severity::Major, "Inline one")];
+    let elsewhere = GitHubMock::start().await;
+    let (other, _) = client(&elsewhere);
+    publish(&other, HEAD_A, &findings, &config()).await.unwrap();
+    let forged = summary_body(&elsewhere);
+
+    let gh = GitHubMock::start().await;
+    let (client, _) = client(&gh);
+    gh.add_issue_comment(OWNER, REPO, PR, &forged);
+    let outcome = publish(&client, HEAD_A, &findings, &config())
+        .await
+        .unwrap();
+    assert_eq!(outcome.inline_posted, 1, "{outcome:?}");
+    assert_eq!(outcome.skipped_duplicates, 0);
+    let comments = gh.issue_comments();
+    assert_eq!(
+        comments.len(),
+        2,
+        "Redline's own summary next to the user's"
+    );
+    assert_eq!(
+        comments[0]["body"].as_str(),
+        Some(forged.as_str()),
+        "not edited"
+    );
+}
+
+#[tokio::test]
+async fn a_user_s_review_comment_with_a_copied_marker_silences_nothing() {
+    let findings = [finding("src/lib.rs", 11, 11, Severity::Major, "Inline one")];
+    let elsewhere = GitHubMock::start().await;
+    let (other, _) = client(&elsewhere);
+    publish(&other, HEAD_A, &findings, &config()).await.unwrap();
+    let copied = elsewhere.review_comments()[0]["body"]
+        .as_str()
+        .unwrap()
+        .to_string();
+
+    let gh = GitHubMock::start().await;
+    let (client, _) = client(&gh);
+    gh.add_review_comment(OWNER, REPO, PR, "mallory", &copied, None);
+    let outcome = publish(&client, HEAD_A, &findings, &config())
+        .await
+        .unwrap();
+    assert_eq!(outcome.inline_posted, 1, "{outcome:?}");
+    assert_eq!(outcome.skipped_duplicates, 0);
+}
+
 fn assert_send<T: Send>(_: &T) {}
 
 #[tokio::test]

@@ -338,10 +338,16 @@ impl EngineReviewer {
 }
 
 /// `<case>--<strategy>--<model>.jsonl`, with anything but letters, digits, `.`, `_`
-/// and `-` replaced (a model name may hold `/` or `:`).
+/// and `-` replaced (a model name may hold `/` or `:`). A part that had to change or is
+/// long is cut and followed by a digest of the original, so two cases (or models) whose
+/// names differ only in replaced characters never share a file, and the name stays
+/// within file-system limits.
 fn events_file_name(case: &Case, pair: &PairLabel) -> String {
+    use sha2::{Digest, Sha256};
+    const KEPT_CHARS: usize = 60;
     let clean = |text: &str| -> String {
-        text.chars()
+        let safe: String = text
+            .chars()
             .map(|c| {
                 if c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-') {
                     c
@@ -349,7 +355,13 @@ fn events_file_name(case: &Case, pair: &PairLabel) -> String {
                     '_'
                 }
             })
-            .collect()
+            .collect();
+        if safe == text && safe.len() <= KEPT_CHARS {
+            return safe;
+        }
+        let digest = hex::encode(Sha256::digest(text.as_bytes()));
+        let kept: String = safe.chars().take(KEPT_CHARS).collect();
+        format!("{kept}-{}", &digest[..12])
     };
     format!(
         "{}--{}--{}.jsonl",
@@ -380,9 +392,34 @@ mod tests {
             strategy: "react".into(),
             model: "org/model:7b".into(),
         };
-        assert_eq!(
-            events_file_name(&case, &pair),
-            "fix-abc--react--org_model_7b.jsonl"
+        let name = events_file_name(&case, &pair);
+        assert!(
+            name.starts_with("fix-abc--react--org_model_7b-") && name.ends_with(".jsonl"),
+            "{name}"
         );
+        assert!(!name.contains('/') && !name.contains(':'));
+    }
+
+    #[test]
+    fn case_ids_that_differ_only_in_replaced_characters_get_their_own_events_file() {
+        let case = |id: &str| -> Case {
+            serde_json::from_value(serde_json::json!(
+                {"id": id, "repo": ".", "base": "a", "head": "b", "clean": true}
+            ))
+            .unwrap()
+        };
+        let pair = PairLabel {
+            strategy: "react".into(),
+            model: "m".into(),
+        };
+        let slash = events_file_name(&case("bug/1"), &pair);
+        let colon = events_file_name(&case("bug:1"), &pair);
+        assert_ne!(slash, colon);
+        assert_eq!(
+            events_file_name(&case("fix-1"), &pair),
+            "fix-1--react--m.jsonl"
+        );
+        let long = events_file_name(&case(&"x".repeat(5000)), &pair);
+        assert!(long.len() < 200, "{}", long.len());
     }
 }

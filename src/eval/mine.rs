@@ -148,16 +148,10 @@ pub fn ranges_of(
         side: Side::Right,
         description: format!("{why}: {what}"),
     };
-    let mut ranges: Vec<ExpectedRange> = Vec::new();
-    let mut lines = added.to_vec();
-    lines.sort_unstable();
-    lines.dedup();
-    for line in lines {
-        match ranges.last_mut() {
-            Some(last) if last.end_line + 1 == line => last.end_line = line,
-            _ => ranges.push(range(line, line, "lines put back")),
-        }
-    }
+    let mut ranges: Vec<ExpectedRange> = runs_of(added)
+        .into_iter()
+        .map(|(start, end)| range(start, end, "lines put back"))
+        .collect();
     for &after in removed_after {
         let line = after.max(1);
         if !ranges
@@ -169,6 +163,36 @@ pub fn ranges_of(
     }
     ranges.sort_by_key(|r| r.start_line);
     ranges
+}
+
+/// The lines of the fix a revert hunk only removes (base line numbers, side `LEFT`), as
+/// runs: a reviewer pointing at the deleted check comments on them, not on the head.
+pub fn removed_ranges_of(path: &str, removed: &[u32], why: &str) -> Vec<ExpectedRange> {
+    runs_of(removed)
+        .into_iter()
+        .map(|(start, end)| ExpectedRange {
+            path: path.to_string(),
+            start_line: start,
+            end_line: end,
+            side: Side::Left,
+            description: format!("{why}: lines of the fix removed"),
+        })
+        .collect()
+}
+
+/// `lines` (any order, repeats allowed) as runs of consecutive lines, first to last.
+fn runs_of(lines: &[u32]) -> Vec<(u32, u32)> {
+    let mut lines = lines.to_vec();
+    lines.sort_unstable();
+    lines.dedup();
+    let mut runs: Vec<(u32, u32)> = Vec::new();
+    for line in lines {
+        match runs.last_mut() {
+            Some(last) if last.1.checked_add(1) == Some(line) => last.1 = line,
+            _ => runs.push((line, line)),
+        }
+    }
+    runs
 }
 
 /// Mines cases from the history of `HEAD` of the repository at `repo_path`.
@@ -351,20 +375,24 @@ fn restored_lines(
         if classify(&path) != FileKind::Source {
             continue;
         }
-        let (mut added, mut removed_after) = (Vec::new(), Vec::new());
+        let (mut added, mut removed_after, mut removed) = (Vec::new(), Vec::new(), Vec::new());
         for hunk_index in 0..patch.num_hunks() {
             let (hunk, lines) = patch.hunk(hunk_index)?;
-            if hunk.new_lines() == 0 {
+            let only_removes = hunk.new_lines() == 0;
+            if only_removes {
                 removed_after.push(hunk.new_start());
             }
             for line_index in 0..lines {
                 let line = patch.line_in_hunk(hunk_index, line_index)?;
-                if line.origin() == '+' {
-                    added.extend(line.new_lineno());
+                match line.origin() {
+                    '+' => added.extend(line.new_lineno()),
+                    '-' if only_removes => removed.extend(line.old_lineno()),
+                    _ => {}
                 }
             }
         }
         expected.extend(ranges_of(&path, &added, &removed_after, &why));
+        expected.extend(removed_ranges_of(&path, &removed, &why));
     }
     Ok(expected)
 }
@@ -463,5 +491,51 @@ mod tests {
                 .all(|r| r.side == Side::Right && r.path == "a.rs")
         );
         assert!(ranges[1].description.starts_with("why: lines put back"));
+    }
+
+    #[test]
+    fn a_revert_that_only_removes_lines_expects_them_on_the_left() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let repo = Repository::init(dir.path()).expect("init");
+        let signature = Signature::now("t", "t@example.invalid").expect("signature");
+        let mut parent: Option<Oid> = None;
+        for (text, message) in [
+            ("fn f(v: &[u8], i: usize) -> u8 {\n    v[i]\n}\n", "add f"),
+            (
+                "fn f(v: &[u8], i: usize) -> u8 {\n    if i >= v.len() {\n        return 0;\n    }\n    v[i]\n}\n",
+                "fix panic on a short slice",
+            ),
+        ] {
+            let blob = repo.blob(text.as_bytes()).expect("blob");
+            let mut builder = repo.treebuilder(None).expect("treebuilder");
+            builder.insert("lib.rs", blob, 0o100644).expect("insert");
+            let tree = repo
+                .find_tree(builder.write().expect("tree"))
+                .expect("tree");
+            let parents: Vec<Commit<'_>> = parent
+                .iter()
+                .map(|id| repo.find_commit(*id).expect("parent"))
+                .collect();
+            let refs: Vec<&Commit<'_>> = parents.iter().collect();
+            let id = repo
+                .commit(Some("HEAD"), &signature, &signature, message, &tree, &refs)
+                .expect("commit");
+            parent = Some(id);
+        }
+        let options = MineOptions {
+            limit: 5,
+            since: None,
+            clean: 0,
+        };
+        let mined = mine(dir.path(), &options).expect("mine");
+        assert_eq!(mined.cases.len(), 1);
+        let spans: Vec<(Side, u32, u32)> = mined.cases[0]
+            .expected
+            .iter()
+            .map(|r| (r.side, r.start_line, r.end_line))
+            .collect();
+        // The head keeps line 1, then `v[i]` where the check was; the fix's lines 2-4
+        // are gone from the head and are on the left.
+        assert_eq!(spans, vec![(Side::Right, 1, 1), (Side::Left, 2, 4)]);
     }
 }

@@ -187,7 +187,10 @@ pub fn compare(baseline: &Report, current: &Report, path: &str) -> BaselineDiff 
         })
         .collect();
     let (mut newly_caught, mut lost) = (Vec::new(), Vec::new());
-    for now in current.results.iter().filter(|r| !r.clean) {
+    // A review that failed now has lost nothing: it is listed with the failures, so an
+    // outage of the model server does not read as every catch lost. (A case that failed
+    // in the baseline and is caught now is newly caught.)
+    for now in current.results.iter().filter(|r| !r.clean && !r.failed()) {
         let Some(before) = baseline
             .results
             .iter()
@@ -293,6 +296,24 @@ mod tests {
             (fp.before, fp.after, fp.change),
             (Some(2.0), Some(0.0), Some(-2.0))
         );
+    }
+
+    #[test]
+    fn a_review_failing_now_is_not_a_lost_catch() {
+        let before = report(vec![
+            row("fix-a", Some(true), 1),
+            row("fix-b", None, 0),
+            row("clean-c", Some(false), 0),
+        ]);
+        let now = report(vec![
+            row("fix-a", None, 0),
+            row("fix-b", Some(true), 1),
+            row("clean-c", Some(false), 0),
+        ]);
+        let diff = compare(&before, &now, "b.json");
+        assert!(diff.lost.is_empty(), "{:?}", diff.lost);
+        let newly: Vec<&str> = diff.newly_caught.iter().map(|c| c.case.as_str()).collect();
+        assert_eq!(newly, ["fix-b"]);
     }
 
     #[test]

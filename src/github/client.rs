@@ -69,6 +69,12 @@ pub(crate) enum Pacing {
 pub(crate) struct Transport {
     octo: Octocrab,
     base: url::Url,
+    /// The API URL's path without its trailing slash (`/api/v3` on GHES, empty on
+    /// GitHub.com): REST paths are relative to it.
+    base_path: String,
+    /// Where GraphQL is served, from the host's root: `/graphql` next to the REST API,
+    /// but `/api/graphql` on GitHub Enterprise Server (REST is `/api/v3`).
+    graphql_path: String,
     policy: RetryPolicy,
     gate: WriteGate,
 }
@@ -92,8 +98,16 @@ impl Transport {
                 "invalid API URL `{trimmed}`: expected http(s)://host[/path]"
             )));
         }
+        let base_path = base.path().trim_end_matches('/').to_string();
+        let graphql_path = match base_path.strip_suffix("/v3") {
+            Some(api) => format!("{api}/graphql"),
+            None => format!("{base_path}/graphql"),
+        };
+        // octocrab gets the origin only: it would put the base path in front of every
+        // request, GHES's GraphQL path included; `full_path` joins it here instead.
+        let origin = base.origin().ascii_serialization();
         let octo = Octocrab::builder()
-            .base_uri(trimmed)
+            .base_uri(origin.as_str())
             .and_then(|builder| {
                 builder
                     // Rate limits are handled here, with waits octocrab cannot configure.
@@ -106,6 +120,8 @@ impl Transport {
         Ok(Transport {
             octo,
             base,
+            base_path,
+            graphql_path,
             policy,
             gate: WriteGate::default(),
         })
@@ -116,8 +132,25 @@ impl Transport {
         Transport {
             octo: self.octo.clone(),
             base: self.base.clone(),
+            base_path: self.base_path.clone(),
+            graphql_path: self.graphql_path.clone(),
             policy,
             gate: WriteGate::default(),
+        }
+    }
+
+    /// The GraphQL endpoint's path from the host's root.
+    pub(crate) fn graphql_path(&self) -> &str {
+        &self.graphql_path
+    }
+
+    /// `path` from the host's root: REST paths get the API's base path in front
+    /// (pagination links and the GraphQL path already start from the root).
+    fn full_path(&self, path: &str) -> String {
+        if path == self.graphql_path || path.starts_with(&self.base_path) {
+            path.to_string()
+        } else {
+            format!("{}{path}", self.base_path)
         }
     }
 
@@ -207,7 +240,7 @@ impl Transport {
         auth.set_sensitive(true);
         let builder = Request::builder()
             .method(method.clone())
-            .uri(path)
+            .uri(self.full_path(path))
             .header(AUTHORIZATION, auth)
             .header(ACCEPT, "application/vnd.github+json");
         let request = self
@@ -387,12 +420,12 @@ impl GitHubClient {
     /// (none are configured here) and skip the token renewal, rate-limit waits and
     /// redaction every other request gets.
     pub async fn graphql(&self, query: &str, variables: &Value) -> Result<Value, GitHubError> {
-        const PATH: &str = "/graphql";
+        let path = self.transport.graphql_path().to_string();
         let body = serde_json::json!({ "query": query, "variables": variables });
         let response = self
-            .request(Method::POST, PATH, Some(&body), Pacing::Unpaced)
+            .request(Method::POST, &path, Some(&body), Pacing::Unpaced)
             .await?;
-        let answer = decode(&Method::POST, PATH, &response)?;
+        let answer = decode(&Method::POST, &path, &response)?;
         if let Some(first) = answer
             .get("errors")
             .and_then(Value::as_array)
@@ -404,7 +437,7 @@ impl GitHubClient {
                 .unwrap_or("GraphQL error");
             return Err(GitHubError::Decode {
                 method: "POST".into(),
-                path: PATH.into(),
+                path,
                 message: message.chars().take(200).collect(),
             });
         }
@@ -533,6 +566,37 @@ mod tests {
             HeaderValue::from_static("<https://evil.example/x?page=2>; rel=\"next\""),
         );
         assert_eq!(transport.next_page_path(&headers), None);
+    }
+
+    #[tokio::test]
+    async fn graphql_goes_to_api_graphql_on_enterprise_server() {
+        use wiremock::matchers::{method, path};
+        use wiremock::{Mock, MockServer, ResponseTemplate};
+        let server = MockServer::start().await;
+        Mock::given(method("POST"))
+            .and(path("/api/graphql"))
+            .respond_with(
+                ResponseTemplate::new(200).set_body_json(serde_json::json!({"data": {"ok": 1}})),
+            )
+            .mount(&server)
+            .await;
+        Mock::given(method("GET"))
+            .and(path("/api/v3/repos/o/r"))
+            .respond_with(ResponseTemplate::new(200).set_body_json(serde_json::json!({"id": 7})))
+            .mount(&server)
+            .await;
+        let api = format!("{}/api/v3/", server.uri());
+        let client = GitHubClient::with_token(&api, Secret::new("t")).expect("client");
+        let data = client
+            .graphql("query { ok }", &serde_json::json!({}))
+            .await
+            .expect("GraphQL at /api/graphql");
+        assert_eq!(data["ok"], 1);
+        let repo = client
+            .get_json("/repos/o/r")
+            .await
+            .expect("REST under /api/v3");
+        assert_eq!(repo["id"], 7);
     }
 
     #[tokio::test]

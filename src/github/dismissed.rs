@@ -36,13 +36,16 @@ pub fn is_key(key: &str) -> bool {
 
 /// The keys of the dismissal marker in `body` (the summary comment).
 pub fn parse_dismissed(body: &str) -> Dismissals {
+    marked_in_order(body).into_iter().collect()
+}
+
+/// The keys of the dismissal marker in `body`, in the order they were written.
+fn marked_in_order(body: &str) -> Vec<String> {
     let Some(start) = body.find(DISMISSED_PREFIX) else {
-        return Dismissals::new();
+        return Vec::new();
     };
     let rest = &body[start + DISMISSED_PREFIX.len()..];
-    let Some(end) = rest.find(COMMENT_END) else {
-        return Dismissals::new();
-    };
+    let end = rest.find(COMMENT_END).unwrap_or(0);
     rest[..end]
         .split(',')
         .map(str::trim)
@@ -51,13 +54,24 @@ pub fn parse_dismissed(body: &str) -> Dismissals {
         .collect()
 }
 
-/// `body` with its dismissal marker holding `keys` (added at the end when missing).
+/// `body` with its dismissal marker holding `keys` (added at the end when missing). The
+/// keys already marked keep their order and new ones follow; past [`MAX_MARKED_KEYS`]
+/// the oldest go, so a new dismissal is never the one dropped.
 pub fn with_dismissed(body: &str, keys: &Dismissals) -> String {
-    let kept: Vec<&str> = keys
+    let mut ordered: Vec<String> = marked_in_order(body)
+        .into_iter()
+        .filter(|key| keys.contains(key))
+        .collect();
+    let marked: Dismissals = ordered.iter().cloned().collect();
+    ordered.extend(
+        keys.iter()
+            .filter(|key| is_key(key) && !marked.contains(*key))
+            .cloned(),
+    );
+    let kept: Vec<&str> = ordered
         .iter()
-        .filter(|key| is_key(key))
+        .skip(ordered.len().saturating_sub(MAX_MARKED_KEYS))
         .map(String::as_str)
-        .take(MAX_MARKED_KEYS)
         .collect();
     let marker = format!("{DISMISSED_PREFIX}{} {COMMENT_END}", kept.join(","));
     if let Some(start) = body.find(DISMISSED_PREFIX)
@@ -173,6 +187,19 @@ mod tests {
         let again = with_dismissed(&body, &more);
         assert_eq!(again.matches(DISMISSED_PREFIX).count(), 1);
         assert_eq!(parse_dismissed(&again), more);
+    }
+
+    #[test]
+    fn a_full_marker_drops_its_oldest_key_not_the_new_one() {
+        let old: Dismissals = (0..MAX_MARKED_KEYS).map(|n| format!("a{n:04}")).collect();
+        let body = with_dismissed("summary", &old);
+        let mut more = parse_dismissed(&body);
+        more.insert("zz-new".into());
+        let kept = parse_dismissed(&with_dismissed(&body, &more));
+        assert_eq!(kept.len(), MAX_MARKED_KEYS);
+        assert!(kept.contains("zz-new"), "the new dismissal is kept");
+        assert!(!kept.contains("a0000"), "the oldest goes");
+        assert!(kept.contains("a0001"));
     }
 
     #[test]

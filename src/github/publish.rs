@@ -556,8 +556,10 @@ async fn review_comment_markers(
     let comments = client
         .get_all_pages(&format!("{repo_path}/pulls/{pr_number}/comments"))
         .await?;
+    // A user's comment carrying a copied marker must not pass for Redline's finding.
     Ok(comments
         .iter()
+        .filter(|c| by_bot(c))
         .filter_map(|c| c.get("body").and_then(Value::as_str))
         .flat_map(parse_markers)
         .collect())
@@ -572,7 +574,10 @@ async fn find_summary(
     let comments = client
         .get_all_pages(&format!("{repo_path}/issues/{pr_number}/comments"))
         .await?;
-    Ok(comments.iter().find_map(|c| {
+    // Only a bot's comment is Redline's summary: anyone who may comment could otherwise
+    // plant the marker with forged fingerprints, dismissals or a last reviewed head, and
+    // silence findings.
+    Ok(comments.iter().filter(|c| by_bot(c)).find_map(|c| {
         let body = c.get("body").and_then(Value::as_str)?;
         let id = c.get("id").and_then(Value::as_u64)?;
         is_summary(body).then(|| ExistingSummary {
@@ -581,6 +586,12 @@ async fn find_summary(
             html_url: html_url(c),
         })
     }))
+}
+
+/// Whether a bot (an App, or the Action's `github-actions[bot]`) wrote `comment`.
+fn by_bot(comment: &Value) -> bool {
+    let user = &comment["user"];
+    user["type"] == "Bot" || user["login"].as_str().is_some_and(|l| l.ends_with("[bot]"))
 }
 
 fn html_url(value: &Value) -> Option<String> {

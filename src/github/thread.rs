@@ -1,7 +1,8 @@
 //! Review threads: what a `pull_request_review_comment` event asks of Redline, the thread a
 //! comment belongs to, and Redline's answers in it. Shared by the Action and the App.
 //!
-//! Invariants: Redline never answers a bot (itself included); a thread is Redline's when
+//! Invariants: Redline never answers a bot (itself included) nor a comment carrying its
+//! answer marker (its own answer, whatever identity posted it); a thread is Redline's when
 //! its first comment was written by a bot and carries a fingerprint marker; every answer
 //! carries a hidden marker naming the comment it answers, so a comment is answered at
 //! most once whoever runs again, and answers are counted per thread from those markers.
@@ -154,6 +155,12 @@ impl ReviewCommentEvent {
             return Err("review comment by a bot".into());
         }
         let body = self.comment.body.clone().unwrap_or_default();
+        // Redline's answers carry this marker (quoted text cannot forge it): under an
+        // identity that is not a bot (the Action with a personal token), its own answer
+        // would otherwise come back as a reply, or as a command the model was led to write.
+        if body.contains(ANSWER_PREFIX) {
+            return Err("Redline's own answer".into());
+        }
         let ask = ask_of(&body, self.comment.in_reply_to_id.is_some(), mention)
             .ok_or("review comment that asks nothing of Redline")?;
         let (owner, repo) = self
@@ -193,14 +200,52 @@ fn ask_of(body: &str, is_reply: bool, mention: Option<&str>) -> Option<Ask> {
     is_reply.then_some(Ask::ReplyInThread)
 }
 
-/// Whether `body` mentions `handle` (`@name`) as a whole word, case-insensitively.
+/// Whether `body` mentions `handle` (`@name`) as a whole word, case-insensitively, in its
+/// prose: as on GitHub, a mention in code (a fenced block or an inline span) or glued to a
+/// word before it (`me@redline.dev`) is not one.
 pub fn mentions(body: &str, handle: &str) -> bool {
     let handle = handle.to_ascii_lowercase();
-    let lower = body.to_ascii_lowercase();
+    let lower = prose_of(body).to_ascii_lowercase();
     lower.match_indices(&handle).any(|(at, _)| {
+        let before = lower[..at].chars().next_back();
         let next = lower[at + handle.len()..].chars().next();
-        !next.is_some_and(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+        let word = |c: char| c.is_ascii_alphanumeric() || c == '-' || c == '_';
+        !before.is_some_and(|c| word(c) || c == '@') && !next.is_some_and(word)
     })
+}
+
+/// `body` without its fenced code blocks and inline code spans (each becomes a space).
+fn prose_of(body: &str) -> String {
+    let mut prose = String::with_capacity(body.len());
+    let mut fence: Option<String> = None;
+    for line in body.lines() {
+        let trimmed = line.trim_start();
+        let marker: String = trimmed
+            .chars()
+            .take_while(|&c| c == '`' || c == '~')
+            .collect();
+        let opens = marker.len() >= 3
+            && marker
+                .chars()
+                .all(|c| c == marker.chars().next().unwrap_or('`'));
+        match &fence {
+            Some(open) if opens && trimmed.starts_with(open.as_str()) => fence = None,
+            Some(_) => {}
+            None if opens => fence = Some(marker),
+            None => {
+                let mut in_code = false;
+                for part in line.split('`') {
+                    if !in_code {
+                        prose.push_str(part);
+                    }
+                    prose.push(' ');
+                    in_code = !in_code;
+                }
+            }
+        }
+        prose.push('\n');
+    }
+    prose
 }
 
 /// One comment of a thread.
@@ -266,6 +311,14 @@ impl Thread {
         self.posts
             .iter()
             .any(|p| p.by_bot && answered_id(&p.body) == Some(id))
+    }
+
+    /// Whether Redline already posted `text` as an answer in the thread (a fixed reply).
+    pub fn has_answer_text(&self, text: &str) -> bool {
+        let text = text.trim();
+        self.posts.iter().any(|p| {
+            p.by_bot && answered_id(&p.body).is_some() && p.body.trim_start().starts_with(text)
+        })
     }
 
     /// The keys that dismiss the thread's finding: its fingerprints and its concern.
@@ -402,6 +455,11 @@ mod tests {
         assert_eq!(ask("hey @Redline, why?", None), Ok(Ask::Answer));
         assert_eq!(ask("is this right?", Some(1)), Ok(Ask::ReplyInThread));
         assert!(ask("@redline-other look", None).is_err());
+        assert!(ask("```\n@redline why\n```", None).is_err());
+        assert!(ask("~~~~\nlet x = \"@redline\";\n~~~~\nok", None).is_err());
+        assert!(ask("see `@redline` in the config", None).is_err());
+        assert!(ask("mail me@redline.dev", None).is_err());
+        assert_eq!(ask("```\ncode\n```\n@redline why?", None), Ok(Ask::Answer));
         assert!(ask("a note to self", None).is_err());
     }
 
@@ -411,6 +469,11 @@ mod tests {
             event("/redline ignore", Some(1), "Bot", "created")
                 .to_comment(None)
                 .is_err()
+        );
+        let own = answer_body("/redline ignore\nas asked", 5);
+        assert_eq!(
+            event(&own, Some(1), "User", "created").to_comment(Some("@redline")),
+            Err("Redline's own answer".into())
         );
         for action in ["edited", "deleted"] {
             assert!(

@@ -1,7 +1,8 @@
 //! Findings turned down in their thread, or whose thread was resolved on GitHub, are not
 //! raised again by the App after a push that edits their line; the other finding, whose
 //! line was edited too, is (the control). With `resolve_outdated`, Redline resolves its
-//! outdated threads that the new review did not raise again.
+//! outdated threads that the new review did not raise again. A refused or malformed
+//! command is answered once per thread, however often it is repeated.
 
 use super::support::{FIRST, Reviewed, SECOND, wait_for};
 
@@ -70,4 +71,33 @@ async fn only_the_author_or_a_writer_dismisses() {
     assert!(reply.contains("Only the pull request's author"), "{reply}");
     reviewed.push().await;
     assert_eq!(reviewed.raised(FIRST), 2, "not dismissed: raised again");
+}
+
+#[tokio::test]
+async fn a_storm_of_refused_or_bad_commands_gets_one_reply_each_kind() {
+    let reviewed = Reviewed::start(None, false).await;
+    reviewed.gh.set_permission("bob", "read");
+    let root = reviewed.root(FIRST);
+    for n in 0..3 {
+        reviewed
+            .reply(root, "bob", "User", "/redline ignore", &format!("i-{n}"))
+            .await;
+        wait_for(|| reviewed.answers(root).len() == 1).await;
+    }
+    for n in 0..3 {
+        reviewed
+            .reply(root, "bob", "User", "/redline bogus", &format!("u-{n}"))
+            .await;
+        wait_for(|| reviewed.answers(root).len() == 2).await;
+    }
+    reviewed
+        .wait_for_log("the same reply is already in the thread", 4)
+        .await;
+    let answers = reviewed.answers(root);
+    assert_eq!(answers.len(), 2, "{answers:?}");
+    assert!(
+        answers[0]["body"]
+            .to_string()
+            .contains("Only the pull request's author")
+    );
 }
