@@ -25,15 +25,15 @@ use crate::review_flow::PullCommits;
 use crate::tools::Workspace;
 
 /// What `/redline ignore` is answered with.
-pub const DISMISSED_REPLY: &str =
+pub(crate) const DISMISSED_REPLY: &str =
     "Understood: Redline will not raise this finding again on this pull request.";
 /// What `/redline ignore` is answered with when the commenter may not dismiss.
-pub const NOT_DISMISSED_REPLY: &str =
+pub(crate) const NOT_DISMISSED_REPLY: &str =
     "Only the pull request's author or someone with write access can dismiss a finding; it stays.";
 
 /// What to do with a comment after the cheap checks.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Gate {
+pub(crate) enum Gate {
     /// Nothing: the reason, for the log.
     Skip(String),
     /// Post this fixed reply (a usage text or the dismissal's acknowledgement); no model.
@@ -49,7 +49,10 @@ pub enum Gate {
 
 /// The cheap checks: who asks, in which thread, answered before or not. Commands that
 /// request a review ([`Ask::Review`]) are the caller's.
-pub async fn gate(client: &GitHubClient, comment: &ThreadComment) -> Result<Gate, GitHubError> {
+pub(crate) async fn gate(
+    client: &GitHubClient,
+    comment: &ThreadComment,
+) -> Result<Gate, GitHubError> {
     if matches!(comment.ask, Ask::Review { .. }) {
         return Ok(Gate::Skip("a review request, not a conversation".into()));
     }
@@ -157,7 +160,7 @@ pub async fn answer(
 
 /// The keys to dismiss after the model's `answer`: the thread's finding when the model
 /// accepted a rejection from someone who may dismiss it, else none.
-pub async fn dismissal_after(
+pub(crate) async fn dismissal_after(
     client: &GitHubClient,
     comment: &ThreadComment,
     thread: &Thread,
@@ -170,7 +173,7 @@ pub async fn dismissal_after(
 }
 
 /// Posts `text` as the answer to `comment` (with the marker that prevents a second one).
-pub async fn post_answer(
+pub(crate) async fn post_answer(
     client: &GitHubClient,
     comment: &ThreadComment,
     text: &str,

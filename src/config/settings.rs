@@ -101,9 +101,9 @@ pub struct Settings {
 }
 
 /// Model calls of one answer in a review thread when nothing says otherwise.
-pub const DEFAULT_CHAT_MAX_STEPS: u32 = 4;
+pub(crate) const DEFAULT_CHAT_MAX_STEPS: u32 = 4;
 /// Redline's answers in one review thread when nothing says otherwise.
-pub const DEFAULT_CHAT_MAX_REPLIES: u32 = 5;
+pub(crate) const DEFAULT_CHAT_MAX_REPLIES: u32 = 5;
 /// The most model calls `chat_max_steps` may allow: an answer is a short run.
 const MAX_CHAT_STEPS: u32 = 20;
 /// The most answers `chat_max_replies` may allow in one thread.

@@ -13,7 +13,7 @@ use super::EvalError;
 use crate::review::finding::Side;
 
 /// The version of the case format this build reads and writes.
-pub const CASES_VERSION: u32 = 1;
+pub(crate) const CASES_VERSION: u32 = 1;
 
 /// Where a bug is: a line range of one file.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -62,7 +62,7 @@ fn current_version() -> u32 {
 }
 
 /// Parses a cases file's text; `path` names it in errors.
-pub fn parse_cases(text: &str, path: &str) -> Result<Vec<Case>, EvalError> {
+pub(crate) fn parse_cases(text: &str, path: &str) -> Result<Vec<Case>, EvalError> {
     let error = |line: usize, message: String| EvalError::CasesFile {
         path: path.to_string(),
         message: format!("line {line}: {message}"),
@@ -123,7 +123,7 @@ fn check_case(case: &Case) -> Result<(), String> {
 }
 
 /// Reads a cases file.
-pub fn read_cases(path: &Path) -> Result<Vec<Case>, EvalError> {
+pub(crate) fn read_cases(path: &Path) -> Result<Vec<Case>, EvalError> {
     let name = path.display().to_string();
     let text = std::fs::read_to_string(path).map_err(|e| EvalError::CasesFile {
         path: name.clone(),
@@ -133,7 +133,7 @@ pub fn read_cases(path: &Path) -> Result<Vec<Case>, EvalError> {
 }
 
 /// The cases as JSON Lines, one case per line.
-pub fn cases_to_jsonl(cases: &[Case]) -> String {
+pub(crate) fn cases_to_jsonl(cases: &[Case]) -> String {
     cases
         .iter()
         .filter_map(|c| serde_json::to_string(c).ok())

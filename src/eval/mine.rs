@@ -25,11 +25,11 @@ use super::cases::{CASES_VERSION, Case, ExpectedRange};
 use crate::review::finding::Side;
 
 /// Where revert commits are kept (no branch, no tag: nothing the user looks at).
-pub const REF_NAMESPACE: &str = "refs/redline-eval/";
+pub(crate) const REF_NAMESPACE: &str = "refs/redline-eval/";
 /// Most code files a mined commit may touch.
-pub const MAX_CODE_FILES: usize = 3;
+pub(crate) const MAX_CODE_FILES: usize = 3;
 /// Most changed lines (added plus deleted) a mined commit may have.
-pub const MAX_CHANGED_LINES: usize = 60;
+pub(crate) const MAX_CHANGED_LINES: usize = 60;
 
 /// What to mine.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -52,7 +52,7 @@ pub struct Mined {
 }
 
 /// Whether a commit message says it fixes a bug (whole words, any case).
-pub fn is_fix_message(message: &str) -> bool {
+pub(crate) fn is_fix_message(message: &str) -> bool {
     static WORDS: OnceLock<Option<regex::Regex>> = OnceLock::new();
     let pattern = r"(?i)\b(hotfix(es)?|fix(es|ed|ing)?|bugs?|bugfix(es)?|crash(es|ed|ing)?|leak(s|ed|ing)?|overflow(s|ed|ing)?|races?|regressions?|panic(s|ked|king)?)\b";
     WORDS
@@ -135,7 +135,7 @@ pub fn fits(shape: &CommitShape) -> bool {
 /// The expected ranges of one file: runs of consecutive `added` lines, and for each
 /// place where lines were only removed (`removed_after`: the head line before the
 /// removal, 0 at the top) the line there.
-pub fn ranges_of(
+pub(crate) fn ranges_of(
     path: &str,
     added: &[u32],
     removed_after: &[u32],
@@ -167,7 +167,7 @@ pub fn ranges_of(
 
 /// The lines of the fix a revert hunk only removes (base line numbers, side `LEFT`), as
 /// runs: a reviewer pointing at the deleted check comments on them, not on the head.
-pub fn removed_ranges_of(path: &str, removed: &[u32], why: &str) -> Vec<ExpectedRange> {
+pub(crate) fn removed_ranges_of(path: &str, removed: &[u32], why: &str) -> Vec<ExpectedRange> {
     runs_of(removed)
         .into_iter()
         .map(|(start, end)| ExpectedRange {

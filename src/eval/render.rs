@@ -10,7 +10,7 @@ use super::score::{PairSummary, ResultRow};
 
 /// The format of `--format`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ReportFormat {
+pub(crate) enum ReportFormat {
     /// Aligned columns.
     Text,
     /// Markdown tables.
@@ -234,7 +234,7 @@ fn heading(format: ReportFormat) -> &'static str {
 }
 
 /// The report in `format`.
-pub fn render_report(report: &Report, format: ReportFormat) -> String {
+pub(crate) fn render_report(report: &Report, format: ReportFormat) -> String {
     if format == ReportFormat::Json {
         return serde_json::to_string_pretty(report).unwrap_or_default() + "\n";
     }

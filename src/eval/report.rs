@@ -15,11 +15,11 @@ use super::run::PairLabel;
 use super::score::{PairSummary, ResultRow, summarize};
 
 /// The version of the JSON report.
-pub const REPORT_VERSION: u32 = 1;
+pub(crate) const REPORT_VERSION: u32 = 1;
 
 /// A case as the report lists it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct CaseInfo {
+pub(crate) struct CaseInfo {
     /// The case id.
     pub id: String,
     /// Whether it is clean.
@@ -30,7 +30,7 @@ pub struct CaseInfo {
 
 /// The whole report.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Report {
+pub(crate) struct Report {
     /// [`REPORT_VERSION`].
     pub version: u32,
     /// The cases, in run order.
@@ -46,7 +46,7 @@ pub struct Report {
 
 /// How one figure moved.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct FigureDelta {
+pub(crate) struct FigureDelta {
     /// The figure's name (as in [`PairSummary`]).
     pub name: String,
     /// In the baseline.
@@ -59,7 +59,7 @@ pub struct FigureDelta {
 
 /// How a pair's figures moved since the baseline.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct PairDelta {
+pub(crate) struct PairDelta {
     /// The strategy label.
     pub strategy: String,
     /// The model.
@@ -70,7 +70,7 @@ pub struct PairDelta {
 
 /// A case whose outcome under a pair changed.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct CaseChange {
+pub(crate) struct CaseChange {
     /// The case id.
     pub case: String,
     /// The strategy label.
@@ -81,7 +81,7 @@ pub struct CaseChange {
 
 /// The comparison of a report with an earlier one.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct BaselineDiff {
+pub(crate) struct BaselineDiff {
     /// The baseline file.
     pub path: String,
     /// Per pair of the current report.
@@ -93,7 +93,7 @@ pub struct BaselineDiff {
 }
 
 /// Builds the report of a run.
-pub fn build_report(cases: &[Case], pairs: &[PairLabel], results: Vec<ResultRow>) -> Report {
+pub(crate) fn build_report(cases: &[Case], pairs: &[PairLabel], results: Vec<ResultRow>) -> Report {
     let summaries = pairs
         .iter()
         .map(|pair| {
@@ -121,7 +121,7 @@ pub fn build_report(cases: &[Case], pairs: &[PairLabel], results: Vec<ResultRow>
 }
 
 /// Reads a JSON report written earlier (for `--baseline`).
-pub fn parse_report(text: &str, path: &str) -> Result<Report, EvalError> {
+pub(crate) fn parse_report(text: &str, path: &str) -> Result<Report, EvalError> {
     let error = |message: String| EvalError::Baseline {
         path: path.to_string(),
         message,
@@ -158,7 +158,7 @@ fn figures(s: &PairSummary) -> Vec<(&'static str, Option<f64>)> {
 }
 
 /// Compares `current` with `baseline` (read from `path`).
-pub fn compare(baseline: &Report, current: &Report, path: &str) -> BaselineDiff {
+pub(crate) fn compare(baseline: &Report, current: &Report, path: &str) -> BaselineDiff {
     let pairs = current
         .pairs
         .iter()

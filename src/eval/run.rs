@@ -16,7 +16,7 @@ use crate::review::stats::Stats;
 
 /// A (strategy, model) pair as the report names it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PairLabel {
+pub(crate) struct PairLabel {
     /// The strategy label.
     pub strategy: String,
     /// The model.
@@ -25,7 +25,7 @@ pub struct PairLabel {
 
 /// What one review left: its findings and counters, or why it failed.
 #[derive(Debug, Clone)]
-pub struct CaseRun {
+pub(crate) struct CaseRun {
     /// Every finding (anchored or not) and the run's counters, or the error.
     pub result: Result<(Vec<Finding>, Stats), String>,
     /// The review's events file, when one was written.
@@ -34,7 +34,7 @@ pub struct CaseRun {
 
 /// Reviews one case under one pair (the engine of `redline review`, in the binary).
 #[async_trait::async_trait]
-pub trait CaseReviewer: Send + Sync {
+pub(crate) trait CaseReviewer: Send + Sync {
     /// Reviews `case` under pair number `pair`.
     async fn review(&self, case: &Case, pair: usize) -> CaseRun;
 }
@@ -54,7 +54,7 @@ pub struct Progress {
 
 impl Progress {
     /// Time left at the pace so far; `None` before the first review is done.
-    pub fn eta(&self) -> Option<Duration> {
+    pub(crate) fn eta(&self) -> Option<Duration> {
         (self.done > 0).then(|| {
             self.elapsed
                 .mul_f64((self.total - self.done) as f64 / self.done as f64)
@@ -76,7 +76,7 @@ impl Progress {
 }
 
 /// `m:ss`, or `h:mm:ss` past an hour.
-pub fn clock(duration: Duration) -> String {
+pub(crate) fn clock(duration: Duration) -> String {
     let seconds = duration.as_secs();
     let (h, m, s) = (seconds / 3600, seconds / 60 % 60, seconds % 60);
     if h > 0 {
@@ -88,7 +88,7 @@ pub fn clock(duration: Duration) -> String {
 
 /// Reviews every case under every pair, `parallel` at once, calling `on_progress`
 /// after each; returns one row per (case, pair).
-pub async fn run_all(
+pub(crate) async fn run_all(
     cases: &[Case],
     pairs: &[PairLabel],
     reviewer: &dyn CaseReviewer,
@@ -155,7 +155,7 @@ pub(crate) fn count(n: usize, noun: &str) -> String {
 }
 
 /// The scored row of one review.
-pub fn row_of(case: &Case, pair: &PairLabel, run: CaseRun, took: Duration) -> ResultRow {
+pub(crate) fn row_of(case: &Case, pair: &PairLabel, run: CaseRun, took: Duration) -> ResultRow {
     let mut row = ResultRow {
         case: case.id.clone(),
         strategy: pair.strategy.clone(),

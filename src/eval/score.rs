@@ -16,7 +16,7 @@ use super::cases::{Case, ExpectedRange};
 use crate::review::finding::Finding;
 
 /// How many lines an expected range is widened by on each end.
-pub const OVERLAP_SLACK: u32 = 3;
+pub(crate) const OVERLAP_SLACK: u32 = 3;
 
 /// How one review of one case did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

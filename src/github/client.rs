@@ -406,7 +406,7 @@ impl GitHubClient {
     }
 
     /// `PATCH path` with a JSON body; paced like every content-creating request.
-    pub async fn patch_json(&self, path: &str, body: &Value) -> Result<Value, GitHubError> {
+    pub(crate) async fn patch_json(&self, path: &str, body: &Value) -> Result<Value, GitHubError> {
         let interval = self.transport.policy.min_write_interval;
         self.write_json(Method::PATCH, path, body, interval).await
     }

@@ -27,7 +27,7 @@ const MAX_THREAD_PAGES: usize = 10;
 pub type Dismissals = BTreeSet<String>;
 
 /// Whether `key` can be a dismissal key.
-pub fn is_key(key: &str) -> bool {
+pub(crate) fn is_key(key: &str) -> bool {
     (1..=64).contains(&key.len())
         && key
             .chars()
@@ -35,7 +35,7 @@ pub fn is_key(key: &str) -> bool {
 }
 
 /// The keys of the dismissal marker in `body` (the summary comment).
-pub fn parse_dismissed(body: &str) -> Dismissals {
+pub(crate) fn parse_dismissed(body: &str) -> Dismissals {
     marked_in_order(body).into_iter().collect()
 }
 
@@ -57,7 +57,7 @@ fn marked_in_order(body: &str) -> Vec<String> {
 /// `body` with its dismissal marker holding `keys` (added at the end when missing). The
 /// keys already marked keep their order and new ones follow; past [`MAX_MARKED_KEYS`]
 /// the oldest go, so a new dismissal is never the one dropped.
-pub fn with_dismissed(body: &str, keys: &Dismissals) -> String {
+pub(crate) fn with_dismissed(body: &str, keys: &Dismissals) -> String {
     let mut ordered: Vec<String> = marked_in_order(body)
         .into_iter()
         .filter(|key| keys.contains(key))
@@ -85,7 +85,7 @@ pub fn with_dismissed(body: &str, keys: &Dismissals) -> String {
 
 /// A review thread as GraphQL reports it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ReviewThread {
+pub(crate) struct ReviewThread {
     /// The thread's node id (for `resolveReviewThread`).
     pub id: String,
     /// Resolved on GitHub.
@@ -112,7 +112,7 @@ const RESOLVE_MUTATION: &str = "mutation($thread: ID!) {
 }";
 
 /// The review threads of pull request `owner/repo#number` (at most 1,000).
-pub async fn review_threads(
+pub(crate) async fn review_threads(
     client: &GitHubClient,
     owner: &str,
     repo: &str,
@@ -157,7 +157,7 @@ fn thread_of(node: &Value) -> Option<ReviewThread> {
 }
 
 /// The dismissal keys of the resolved threads among `threads`.
-pub fn resolved_keys(threads: &[ReviewThread]) -> Dismissals {
+pub(crate) fn resolved_keys(threads: &[ReviewThread]) -> Dismissals {
     threads
         .iter()
         .filter(|t| t.is_resolved)

@@ -41,7 +41,7 @@ const CONCERN_PREFIX: &str = "c-";
 
 /// A key of a finding's concern alone: its path, category and normalised title, without
 /// the line's text. A dismissed finding stays dismissed when its line is edited.
-pub fn concern_key(path: &str, category: &str, title: &str) -> String {
+pub(crate) fn concern_key(path: &str, category: &str, title: &str) -> String {
     let mut hasher = Sha256::new();
     for part in [path, category, &normalise_title(title)] {
         hasher.update(part.as_bytes());
@@ -53,7 +53,7 @@ pub fn concern_key(path: &str, category: &str, title: &str) -> String {
 
 /// The concern key of one of Redline's inline comments on `path`, read from its heading
 /// (`**[severity · category] title**`); `None` when the body has no such heading.
-pub fn concern_of_comment(path: &str, body: &str) -> Option<String> {
+pub(crate) fn concern_of_comment(path: &str, body: &str) -> Option<String> {
     let heading = body.trim_start().lines().next()?;
     let inner = heading.strip_prefix("**[")?.strip_suffix("**")?;
     let (labels, title) = inner.split_once("] ")?;

@@ -32,10 +32,11 @@ pub(crate) use command::{REVIEW_ACTIONS, parse_command};
 pub use error::GitHubError;
 pub use fingerprint::{fingerprint, marker, parse_markers};
 pub(crate) use notice::post_notice_once;
-pub use permission::{has_read_access, has_write_access};
+pub(crate) use permission::has_read_access;
+pub use permission::has_write_access;
+pub(crate) use publish::record_dismissed;
 pub use publish::{
     PublishConfig, PublishError, PublishOutcome, PublishRequest, last_reviewed_sha, publish_review,
-    record_dismissed,
 };
 pub(crate) use pull::PullInfo;
 pub use pull::fetch_pull;

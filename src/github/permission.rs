@@ -27,7 +27,7 @@ pub async fn has_write_access(
 }
 
 /// Whether `user` may read the repository (any collaborator role but `none`).
-pub async fn has_read_access(
+pub(crate) async fn has_read_access(
     client: &GitHubClient,
     owner: &str,
     repo: &str,

@@ -233,7 +233,7 @@ pub async fn last_reviewed_sha(
 
 /// Adds `keys` to the dismissal marker of the pull request's summary comment (created when
 /// there is none yet): the Action's store of dismissed findings.
-pub async fn record_dismissed(
+pub(crate) async fn record_dismissed(
     client: &GitHubClient,
     owner: &str,
     repo: &str,

@@ -20,7 +20,7 @@ const ANSWER_PREFIX: &str = "<!-- redline:answer=";
 
 /// A `pull_request_review_comment` event, as much of it as Redline reads.
 #[derive(Debug, Clone, Deserialize)]
-pub struct ReviewCommentEvent {
+pub(crate) struct ReviewCommentEvent {
     /// `created`, `edited` or `deleted`.
     pub action: String,
     /// The comment.
@@ -35,7 +35,7 @@ pub struct ReviewCommentEvent {
 
 /// The comment of a [`ReviewCommentEvent`].
 #[derive(Debug, Clone, Deserialize)]
-pub struct EventComment {
+pub(crate) struct EventComment {
     /// The comment's id.
     pub id: u64,
     /// The first comment of its thread, when it is a reply.
@@ -59,7 +59,7 @@ pub struct EventComment {
 
 /// An account of an event.
 #[derive(Debug, Clone, Deserialize)]
-pub struct EventUser {
+pub(crate) struct EventUser {
     /// The login.
     pub login: String,
     /// `User`, `Bot` or `Organization`.
@@ -69,7 +69,7 @@ pub struct EventUser {
 
 /// The pull request of a [`ReviewCommentEvent`].
 #[derive(Debug, Clone, Deserialize)]
-pub struct EventPull {
+pub(crate) struct EventPull {
     /// Its number.
     pub number: u64,
     /// Its author.
@@ -79,14 +79,14 @@ pub struct EventPull {
 
 /// The repository of a [`ReviewCommentEvent`].
 #[derive(Debug, Clone, Deserialize)]
-pub struct EventRepository {
+pub(crate) struct EventRepository {
     /// `owner/name`.
     pub full_name: String,
 }
 
 /// The installation of a [`ReviewCommentEvent`].
 #[derive(Debug, Clone, Copy, Deserialize)]
-pub struct EventInstallation {
+pub(crate) struct EventInstallation {
     /// Its id.
     pub id: u64,
 }
@@ -143,7 +143,7 @@ pub struct ThreadComment {
 impl ReviewCommentEvent {
     /// What the event asks of Redline, or why it asks nothing. `mention` is `@slug` of the
     /// App, when known.
-    pub fn to_comment(&self, mention: Option<&str>) -> Result<ThreadComment, String> {
+    pub(crate) fn to_comment(&self, mention: Option<&str>) -> Result<ThreadComment, String> {
         if self.action != "created" {
             return Err(format!(
                 "review comment action {:?} not handled",
@@ -203,7 +203,7 @@ fn ask_of(body: &str, is_reply: bool, mention: Option<&str>) -> Option<Ask> {
 /// Whether `body` mentions `handle` (`@name`) as a whole word, case-insensitively, in its
 /// prose: as on GitHub, a mention in code (a fenced block or an inline span) or glued to a
 /// word before it (`me@redline.dev`) is not one.
-pub fn mentions(body: &str, handle: &str) -> bool {
+pub(crate) fn mentions(body: &str, handle: &str) -> bool {
     let handle = handle.to_ascii_lowercase();
     let lower = prose_of(body).to_ascii_lowercase();
     lower.match_indices(&handle).any(|(at, _)| {
@@ -272,7 +272,7 @@ pub struct Thread {
 
 impl Thread {
     /// The thread whose first comment is `root_id`, from the pull request's review comments.
-    pub fn from_comments(comments: &[Value], root_id: u64) -> Option<Thread> {
+    pub(crate) fn from_comments(comments: &[Value], root_id: u64) -> Option<Thread> {
         let mut posts: Vec<ThreadPost> = comments
             .iter()
             .filter(|c| {
@@ -293,7 +293,7 @@ impl Thread {
     }
 
     /// Whether the thread is Redline's: a bot's first comment carrying a fingerprint.
-    pub fn is_redline_s(&self) -> bool {
+    pub(crate) fn is_redline_s(&self) -> bool {
         self.root()
             .is_some_and(|root| root.by_bot && !parse_markers(&root.body).is_empty())
     }
@@ -314,7 +314,7 @@ impl Thread {
     }
 
     /// Whether Redline already posted `text` as an answer in the thread (a fixed reply).
-    pub fn has_answer_text(&self, text: &str) -> bool {
+    pub(crate) fn has_answer_text(&self, text: &str) -> bool {
         let text = text.trim();
         self.posts.iter().any(|p| {
             p.by_bot && answered_id(&p.body).is_some() && p.body.trim_start().starts_with(text)
@@ -322,7 +322,7 @@ impl Thread {
     }
 
     /// The keys that dismiss the thread's finding: its fingerprints and its concern.
-    pub fn dismissal_keys(&self) -> Vec<String> {
+    pub(crate) fn dismissal_keys(&self) -> Vec<String> {
         let Some(root) = self.root().filter(|_| self.is_redline_s()) else {
             return Vec::new();
         };
@@ -370,7 +370,7 @@ fn answered_id(body: &str) -> Option<u64> {
 
 /// The body of Redline's answer to comment `id`: the text (markers defused) and the
 /// hidden marker naming `id`.
-pub fn answer_body(text: &str, id: u64) -> String {
+pub(crate) fn answer_body(text: &str, id: u64) -> String {
     format!(
         "{}\n\n{ANSWER_PREFIX}{id} -->",
         neutralise_markers(text.trim_end())
@@ -379,7 +379,7 @@ pub fn answer_body(text: &str, id: u64) -> String {
 
 /// The thread of comment `root_id` on pull request `owner/repo#pr_number`; `None` when
 /// its first comment is gone (deleted).
-pub async fn load_thread(
+pub(crate) async fn load_thread(
     client: &GitHubClient,
     owner: &str,
     repo: &str,
@@ -396,7 +396,7 @@ pub async fn load_thread(
 }
 
 /// Posts `body` as a reply in the thread of `root_id`.
-pub async fn post_reply(
+pub(crate) async fn post_reply(
     client: &GitHubClient,
     comment: &ThreadComment,
     body: &str,
@@ -414,7 +414,7 @@ pub async fn post_reply(
 
 /// Whether the commenter may dismiss a finding: the pull request's author, or someone
 /// with write access.
-pub async fn may_dismiss(
+pub(crate) async fn may_dismiss(
     client: &GitHubClient,
     comment: &ThreadComment,
 ) -> Result<bool, GitHubError> {

@@ -15,11 +15,11 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 /// Areas a review's walkthrough holds at most.
-pub const MAX_AREAS: usize = 12;
+pub(crate) const MAX_AREAS: usize = 12;
 /// Characters of an area's name at most.
-pub const MAX_AREA_CHARS: usize = 80;
+pub(crate) const MAX_AREA_CHARS: usize = 80;
 /// Characters of an area's summary at most.
-pub const MAX_SUMMARY_CHARS: usize = 300;
+pub(crate) const MAX_SUMMARY_CHARS: usize = 300;
 /// Files kept per area.
 pub(crate) const MAX_FILES: usize = 50;
 /// Characters of one file path at most (longer ones are not a path of this change).
@@ -89,7 +89,7 @@ pub(crate) fn one_line(text: &str, max: usize) -> String {
 /// The walkthrough of one review from the parts handed in (one per plan task, or one):
 /// files outside `changed` dropped, areas of the same name merged (files joined,
 /// summaries joined when they differ), at most [`MAX_AREAS`] areas.
-pub fn finalize(parts: Vec<Area>, changed: &[&str]) -> Vec<Area> {
+pub(crate) fn finalize(parts: Vec<Area>, changed: &[&str]) -> Vec<Area> {
     let mut merged: Vec<Area> = Vec::new();
     for mut area in parts {
         area.files.retain(|f| touches(f, changed));
@@ -146,7 +146,7 @@ pub fn markdown(areas: &[Area]) -> String {
 
 /// The walkthrough as plain text (`Walkthrough:` and one indented line per area), `""`
 /// when there is none.
-pub fn text_lines(areas: &[Area], indent: &str) -> String {
+pub(crate) fn text_lines(areas: &[Area], indent: &str) -> String {
     if areas.is_empty() {
         return String::new();
     }

@@ -24,7 +24,7 @@ pub mod metrics;
 pub mod retention;
 pub mod review_runner;
 pub mod signature;
-pub mod thread_runner;
+pub(crate) mod thread_runner;
 mod webhook;
 
 use std::fmt;
@@ -60,10 +60,10 @@ const DATABASE_CHECK_TIMEOUT: Duration = Duration::from_secs(2);
 pub(crate) type InstallationHook = Arc<dyn Fn(u64) + Send + Sync>;
 
 /// Called with the usage reply to a malformed `/redline` command (posting it is up to the hook).
-pub type CommandReplyHook = Arc<dyn Fn(CommandReply) + Send + Sync>;
+pub(crate) type CommandReplyHook = Arc<dyn Fn(CommandReply) + Send + Sync>;
 /// Called with a review comment that may get an answer in its thread (the hook checks,
 /// answers and records; it must not block).
-pub type ThreadCommentHook = Arc<dyn Fn(crate::github::thread::ThreadComment) + Send + Sync>;
+pub(crate) type ThreadCommentHook = Arc<dyn Fn(crate::github::thread::ThreadComment) + Send + Sync>;
 
 /// Behaviour switches of the server.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

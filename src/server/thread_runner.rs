@@ -23,11 +23,11 @@ use crate::thread_flow::{self, Answered, Gate};
 /// Answers computed at once.
 const CONCURRENT_ANSWERS: usize = 2;
 /// Comments waiting for an answer at most; more are dropped.
-pub const MAX_WAITING: usize = 64;
+pub(crate) const MAX_WAITING: usize = 64;
 
 /// The hook that answers review comments with `runner`'s checkout, model and settings,
 /// recording claims and dismissals in `queue`.
-pub fn thread_comment_hook(runner: Arc<ReviewRunner>, queue: Queue) -> ThreadCommentHook {
+pub(crate) fn thread_comment_hook(runner: Arc<ReviewRunner>, queue: Queue) -> ThreadCommentHook {
     let permits = Arc::new(Semaphore::new(CONCURRENT_ANSWERS));
     let waiting = Arc::new(AtomicUsize::new(0));
     Arc::new(move |comment: ThreadComment| {

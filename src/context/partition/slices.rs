@@ -29,17 +29,17 @@ impl Slices {
     }
 
     /// The slices, in the order they were opened.
-    pub fn into_slices(self) -> Vec<Slice> {
+    pub(crate) fn into_slices(self) -> Vec<Slice> {
         self.all
     }
 
     /// Closes every slice: later units start new ones.
-    pub fn close_all(&mut self) {
+    pub(crate) fn close_all(&mut self) {
         self.open_from = self.all.len();
     }
 
     /// The most room left in an open slice (0 when none is open).
-    pub fn most_room(&self) -> usize {
+    pub(crate) fn most_room(&self) -> usize {
         self.all[self.open_from..]
             .iter()
             .map(|s| self.budget.saturating_sub(s.tokens))

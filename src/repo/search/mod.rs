@@ -1,6 +1,6 @@
 //! Searching file contents with ripgrep's libraries, in the work tree
 //! ([`search_dir`], usable on any directory) or in a commit's tree
-//! ([`search_tree`]). Matches come back sorted by path then line, at most
+//! (`search_tree_with`, through a [`crate::repo::RepoView`]). Matches come back sorted by path then line, at most
 //! `max_results` of them, with the total count.
 
 mod top;
@@ -14,7 +14,6 @@ use super::RepoError;
 use super::glob::PathFilter;
 use top::TopMatches;
 
-pub use tree::search_tree;
 pub(crate) use tree::search_tree_with;
 pub use walk::search_dir;
 

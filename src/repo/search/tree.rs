@@ -2,7 +2,6 @@
 //! then searched in memory on several threads, each with its own repository
 //! handle taken from the view's pool (opened only when the pool has none idle).
 
-use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::thread;
 
@@ -19,16 +18,8 @@ const LINK_MODE: i32 = 0o120000;
 /// Most threads a tree search uses.
 const MAX_THREADS: usize = 8;
 
-/// Searches the files of the tree `tree` in the repository at `root`.
-pub fn search_tree(
-    root: &Path,
-    tree: Oid,
-    options: &SearchOptions,
-) -> Result<SearchOutput, SearchError> {
-    search_tree_with(&Handles::new(root, None), tree, options)
-}
-
-/// [`search_tree`] with the handles of a view (reused, not opened per search).
+/// Searches the files of the tree `tree` with the handles of a view (reused, not opened
+/// per search).
 pub(crate) fn search_tree_with(
     handles: &Handles,
     tree: Oid,
