@@ -157,7 +157,7 @@ async fn a_garbage_walkthrough_does_not_break_the_review() {
 }
 
 #[tokio::test]
-async fn the_app_posts_the_walkthrough_in_its_summary_comment_unless_turned_off() {
+async fn the_app_posts_the_walkthrough_in_its_review_and_summary_comment_unless_turned_off() {
     for (config, shown) in [(None, true), (Some("walkthrough = false\n"), false)] {
         let files: Vec<(&str, &str)> = config.map(|c| (".redline.toml", c)).into_iter().collect();
         let (repo, base, head) = repo(&files);
@@ -170,6 +170,17 @@ async fn the_app_posts_the_walkthrough_in_its_summary_comment_unless_turned_off(
             .filter_map(|c| c["body"].as_str())
             .find(|b| b.contains("<!-- redline:summary -->"))
             .expect("the summary comment");
+        let reviews = gh.reviews();
+        let review_body = reviews
+            .first()
+            .and_then(|r| r["body"].as_str())
+            .expect("the review");
+        assert_eq!(
+            review_body.starts_with(&format!("### Walkthrough\n\n{AREA_LINE}\n")),
+            shown,
+            "{review_body}"
+        );
+        assert!(review_body.contains("summary comment"), "{review_body}");
         if shown {
             let walkthrough = body.find(&format!("### Walkthrough\n\n{AREA_LINE}\n"));
             let summary = body.find("One problem.");

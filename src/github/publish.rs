@@ -39,7 +39,7 @@ use super::dismissed::{
     with_dismissed,
 };
 use super::error::GitHubError;
-use super::fingerprint::{concern_key, fingerprint, parse_markers};
+use super::fingerprint::{concern_key, fingerprint, neutralise_markers, parse_markers};
 use super::summary::{
     SUMMARY_MARKER, SummaryEntry, SummaryInput, is_summary, parse_last_sha, render_summary,
 };
@@ -392,7 +392,7 @@ async fn post_review<'f>(
     let mut review = json!({
         "commit_id": req.head_sha,
         "event": event,
-        "body": review_body(comments.len(), summary_url, false),
+        "body": review_body(comments.len(), summary_url, false, req.walkthrough),
         "comments": comments,
     });
     let mut answer = client
@@ -460,7 +460,7 @@ async fn post_summary_only<'f>(
     let fallback = json!({
         "commit_id": req.head_sha,
         "event": event,
-        "body": review_body(0, summary_url, true),
+        "body": review_body(0, summary_url, true, req.walkthrough),
         "comments": [],
     });
     match client
@@ -483,7 +483,27 @@ fn refuses_own_pull_request(answer: &Result<Value, GitHubError>) -> bool {
 }
 
 /// The review's short body, pointing to the summary comment.
-fn review_body(inline: usize, summary_url: Option<&str>, fell_back: bool) -> String {
+/// The review's body: the walkthrough of what this run reviewed (when the model wrote
+/// one), then where the overview and the other findings are.
+fn review_body(
+    inline: usize,
+    summary_url: Option<&str>,
+    fell_back: bool,
+    walkthrough: &[Area],
+) -> String {
+    let pointer = review_pointer(inline, summary_url, fell_back);
+    match crate::review::walkthrough::markdown(walkthrough) {
+        text if text.is_empty() => pointer,
+        text => format!(
+            "{}
+
+{pointer}",
+            neutralise_markers(text.trim_end())
+        ),
+    }
+}
+
+fn review_pointer(inline: usize, summary_url: Option<&str>, fell_back: bool) -> String {
     let summary = match summary_url {
         Some(url) => format!("[summary comment]({url})"),
         None => "summary comment below".to_string(),
