@@ -64,6 +64,16 @@ fn cases() -> Vec<Case> {
             },
         },
         Case {
+            key: "walkthrough",
+            config: "walkthrough = false\n",
+            // The schema of `submit_review` asks for a walkthrough only when it is on.
+            changed: |plain, set| {
+                let asks =
+                    |o: &Observed| o.first()["tools"].to_string().contains("\"walkthrough\"");
+                asks(plain) && !asks(set)
+            },
+        },
+        Case {
             key: "temperature",
             config: "temperature = 0.25\n",
             changed: |plain, set| {
