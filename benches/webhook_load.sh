@@ -25,7 +25,8 @@
 # Environment: DURATION (default 10s), CONNECTIONS (closed-loop connection counts, default
 # "32"), MODE (all | paced: skip the closed-loop runs), PORT (18080), PROBOT_VERSION (14),
 # REDLINE_BENCH_POSTGRES_URL (postgres://postgres@127.0.0.1:5432/test; a scratch schema is
-# created and dropped), CARGO_TARGET_DIR. Traffic goes to 127.0.0.1 only; every run is
+# created and dropped), CARGO_TARGET_DIR, SERVER_BIN (a prebuilt webhook_server to run instead
+# of building one, e.g. an older build to compare in the same session). Traffic goes to 127.0.0.1 only; every run is
 # bounded by DURATION. Needs cargo, jq, openssl, curl, psql (postgres), node and npm (probot);
 # installs wrk with apt-get when missing.
 set -euo pipefail
@@ -72,8 +73,12 @@ for target in "${targets[@]}"; do
 done
 
 if [ -n "${need_redline:-}" ]; then
-  cargo build --release --quiet --example webhook_server
-  server_bin="$target_dir/release/examples/webhook_server"
+  if [ -n "${SERVER_BIN:-}" ]; then
+    server_bin=$SERVER_BIN
+  else
+    cargo build --release --quiet --example webhook_server
+    server_bin="$target_dir/release/examples/webhook_server"
+  fi
 fi
 
 if [ -n "${need_probot:-}" ]; then

@@ -95,6 +95,11 @@ async fn connect_sqlite(url: &str, options: &QueueOptions) -> Result<SqlitePool,
         .journal_mode(SqliteJournalMode::Wal)
         // A job is acknowledged to GitHub only after its commit is on disk.
         .synchronous(SqliteSynchronous::Full)
+        // The committer's checkpoint task keeps the log short; see `checkpoint`.
+        .pragma(
+            "wal_autocheckpoint",
+            super::checkpoint::WAL_AUTOCHECKPOINT_PAGES.to_string(),
+        )
         .busy_timeout(options.sqlite_busy_timeout);
     // Each connection to `sqlite::memory:` is a database of its own, which vanishes when the
     // connection closes: keep exactly one, forever.

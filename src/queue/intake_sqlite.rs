@@ -1,4 +1,5 @@
-//! SQLite: a whole group of deliveries in one transaction of three statements.
+//! SQLite: a whole group in one transaction: its deliveries in three statements, then the
+//! workers' completions and claims (see [`super::lease`]).
 //!
 //! Every statement costs a round trip to the connection's thread, so the group is not stored
 //! member by member: its rows travel as one JSON array (`json_each`), and what running the
@@ -19,7 +20,8 @@ use sqlx::sqlite::SqlitePool;
 
 use super::db::{state_from_row, to_millis};
 use super::error::QueueError;
-use super::intake_db::Entry;
+use super::intake_db::{Entry, Outcomes, Work};
+use super::lease::{Reaper, claim_sqlite, finish_sqlite};
 use super::store::now_millis;
 use super::types::{Accepted, JobId, JobState};
 
@@ -59,23 +61,56 @@ const INSERT_JOBS: &str = "INSERT INTO jobs (delivery_id, repo_full_name, instal
 /// A pull request: repository and number.
 type Pr<'a> = (&'a str, i64);
 
-/// Stores `entries` in one transaction; one outcome per entry, in order.
+/// Stores `work` in one transaction; one outcome per member, in order (deliveries, then
+/// completions, then claims).
 pub(super) async fn store_sqlite(
     pool: &SqlitePool,
-    entries: &[Entry],
-) -> Result<Vec<Accepted>, QueueError> {
+    work: &Work<'_>,
+    reaper: &Reaper,
+) -> Result<Outcomes, QueueError> {
     let now = now_millis();
     let mut tx = pool.begin().await?;
-    let stored = match store_in(&mut tx, entries, now).await {
-        Ok(stored) => stored,
+    match store_work(&mut tx, work, reaper, now).await {
+        Ok(outcomes) => {
+            tx.commit().await?;
+            Ok(outcomes)
+        }
         Err(err) => {
             // Roll back now, so the connection is clean before the members are retried.
             let _ = tx.rollback().await;
-            return Err(err);
+            Err(err)
         }
-    };
-    tx.commit().await?;
-    Ok(stored)
+    }
+}
+
+async fn store_work(
+    conn: &mut sqlx::SqliteConnection,
+    work: &Work<'_>,
+    reaper: &Reaper,
+    now: i64,
+) -> Result<Outcomes, QueueError> {
+    let mut outcomes = Outcomes::default();
+    if !work.deliveries.is_empty() {
+        let accepted = store_in(conn, work.deliveries, now).await?;
+        outcomes.deliveries = accepted.into_iter().map(Ok).collect();
+    }
+    for request in work.finishes {
+        let finished = finish_sqlite(conn, request, now).await;
+        outcomes.finishes.push(own_outcome(finished)?);
+    }
+    for request in work.claims {
+        let claimed = claim_sqlite(conn, request, reaper, now).await;
+        outcomes.claims.push(own_outcome(claimed)?);
+    }
+    Ok(outcomes)
+}
+
+/// A member's own outcome, or (a database error) the error that aborts its transaction.
+fn own_outcome<T>(result: Result<T, QueueError>) -> Result<Result<T, QueueError>, QueueError> {
+    match result {
+        Err(QueueError::Database(err)) => Err(QueueError::Database(err)),
+        other => Ok(other),
+    }
 }
 
 async fn store_in(
