@@ -36,7 +36,7 @@ use tracing::warn;
 use super::checkpoint::Checkpointer;
 use super::db::Db;
 use super::error::QueueError;
-use super::intake_db::{Entry, Outcomes, Work, store_group};
+use super::intake_db::{Entry, Outcomes, Store, Work};
 use super::lease::{ClaimRequest, FinishRequest, Reaper};
 use super::store::Queue;
 use super::types::{Accepted, IntakeStats, Job, NewDelivery, NewJob};
@@ -65,6 +65,8 @@ pub(super) struct Intake {
 /// What the committer shares with the rest of the queue.
 pub(super) struct CommitterParts {
     pub db: Db,
+    /// The queue's URL (an in-memory SQLite database needs the pool's one connection).
+    pub url: String,
     /// SQLite: the process-wide write turn (see [`Queue`]).
     pub writer: Option<Arc<Mutex<()>>>,
     pub wakeup: Arc<Notify>,
@@ -203,6 +205,7 @@ async fn run_committer(
     mut receiver: mpsc::Receiver<Member>,
     counters: Arc<Counters>,
 ) {
+    let mut store = Store::new(parts.db.clone(), &parts.url);
     let mut members = Vec::with_capacity(MAX_GROUP);
     while receiver.recv_many(&mut members, MAX_GROUP).await > 0 {
         let size = members.len() as u64;
@@ -215,7 +218,7 @@ async fn run_committer(
                 Some(lock) => Some(lock.lock().await),
                 None => None,
             };
-            commit_group(&parts, &group.work(), &counters).await
+            commit_group(&mut store, &parts, &group.work(), &counters).await
         };
         counters.committing.store(0, Ordering::Relaxed);
         let deliveries = group.deliveries.len() as u64;
@@ -232,9 +235,14 @@ async fn run_committer(
 
 /// Stores a group in one transaction; when that fails, each member in one of its own.
 /// Returns one outcome per member, in the group's order.
-async fn commit_group(parts: &CommitterParts, work: &Work<'_>, counters: &Counters) -> Outcomes {
+async fn commit_group(
+    store: &mut Store,
+    parts: &CommitterParts,
+    work: &Work<'_>,
+    counters: &Counters,
+) -> Outcomes {
     counters.groups.fetch_add(1, Ordering::Relaxed);
-    let err = match store_group(&parts.db, work, &parts.reaper).await {
+    let err = match store.store(work, &parts.reaper).await {
         Ok(outcomes) => {
             counters.commits.fetch_add(1, Ordering::Relaxed);
             return outcomes;
@@ -247,7 +255,7 @@ async fn commit_group(parts: &CommitterParts, work: &Work<'_>, counters: &Counte
     counters.groups_retried.fetch_add(1, Ordering::Relaxed);
     let mut outcomes = Outcomes::default();
     for single in work.singles() {
-        match store_group(&parts.db, &single, &parts.reaper).await {
+        match store.store(&single, &parts.reaper).await {
             Ok(alone) => {
                 counters.commits.fetch_add(1, Ordering::Relaxed);
                 outcomes.extend(alone);

@@ -3,10 +3,11 @@
 //! deliveries, and claims and completions on the pool (the committer gets them only from
 //! SQLite queues).
 
-use sqlx::Row;
 use sqlx::postgres::PgPool;
+use sqlx::sqlite::{SqliteConnectOptions, SqliteConnection};
+use sqlx::{Connection, Row};
 
-use super::db::{Db, to_millis};
+use super::db::{Db, is_in_memory, to_millis};
 use super::error::QueueError;
 use super::intake_sqlite::store_sqlite;
 use super::lease::{ClaimRequest, FinishRequest, Reaper, claim_postgres, finish_postgres};
@@ -133,16 +134,63 @@ impl Outcomes {
     }
 }
 
-/// Stores `work`; one outcome per member. On error nothing of the deliveries is stored (and,
-/// on SQLite, nothing of the rest).
-pub(super) async fn store_group(
-    db: &Db,
-    work: &Work<'_>,
-    reaper: &Reaper,
-) -> Result<Outcomes, QueueError> {
-    match db {
-        Db::Sqlite(pool) => store_sqlite(pool, work, reaper).await,
-        Db::Postgres(pool) => store_postgres_work(pool, work, reaper).await,
+/// Where the committer stores its groups. On an SQLite file, a connection of its own kept
+/// from group to group: in WAL mode a connection drops its page cache whenever another one
+/// wrote, and the committer is the only regular writer, so its cache stays valid (a pool hands
+/// out its idle connections in turn). In memory (one database per connection) and on
+/// PostgreSQL, the pool.
+pub(super) struct Store {
+    db: Db,
+    /// The options of the committer's own connection (SQLite files only).
+    own: Option<SqliteConnectOptions>,
+    conn: Option<SqliteConnection>,
+}
+
+impl Store {
+    /// `url` is the queue's, to tell an in-memory SQLite database.
+    pub(super) fn new(db: Db, url: &str) -> Store {
+        let own = match &db {
+            Db::Sqlite(pool) if !is_in_memory(url) => Some((*pool.connect_options()).clone()),
+            _ => None,
+        };
+        Store {
+            db,
+            own,
+            conn: None,
+        }
+    }
+
+    /// Stores `work`; one outcome per member. On error nothing of the deliveries is stored
+    /// (and, on SQLite, nothing of the rest). Once the pool is closed, nothing is stored.
+    pub(super) async fn store(
+        &mut self,
+        work: &Work<'_>,
+        reaper: &Reaper,
+    ) -> Result<Outcomes, QueueError> {
+        let pool = match &self.db {
+            Db::Postgres(pool) => return store_postgres_work(pool, work, reaper).await,
+            Db::Sqlite(pool) => pool,
+        };
+        if pool.is_closed() {
+            self.conn = None;
+            return Err(sqlx::Error::PoolClosed.into());
+        }
+        let Some(options) = &self.own else {
+            let mut conn = pool.acquire().await?;
+            return store_sqlite(&mut conn, work, reaper).await;
+        };
+        let conn = match &mut self.conn {
+            Some(conn) => conn,
+            None => self
+                .conn
+                .insert(SqliteConnection::connect_with(options).await?),
+        };
+        let stored = store_sqlite(conn, work, reaper).await;
+        if matches!(stored, Err(QueueError::Database(_))) {
+            // The connection may be what failed: the next group opens a fresh one.
+            self.conn = None;
+        }
+        stored
     }
 }
 

@@ -16,8 +16,9 @@ use std::collections::{HashMap, HashSet};
 use std::sync::OnceLock;
 
 use serde_json::{Value, json};
+use sqlx::Connection;
 use sqlx::Row;
-use sqlx::sqlite::SqlitePool;
+use sqlx::sqlite::SqliteConnection;
 
 use super::db::{state_from_row, to_millis};
 use super::error::QueueError;
@@ -107,12 +108,12 @@ type Pr<'a> = (&'a str, i64);
 /// Stores `work` in one transaction; one outcome per member, in order (deliveries, then
 /// completions, then claims).
 pub(super) async fn store_sqlite(
-    pool: &SqlitePool,
+    conn: &mut SqliteConnection,
     work: &Work<'_>,
     reaper: &Reaper,
 ) -> Result<Outcomes, QueueError> {
     let now = now_millis();
-    let mut tx = pool.begin().await?;
+    let mut tx = conn.begin().await?;
     match store_work(&mut tx, work, reaper, now).await {
         Ok(outcomes) => {
             tx.commit().await?;

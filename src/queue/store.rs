@@ -64,6 +64,7 @@ impl Queue {
         let reaper = Reaper::default();
         let intake = Intake::start(CommitterParts {
             db: db.clone(),
+            url: url.to_string(),
             writer: sqlite_writer.clone(),
             wakeup: Arc::clone(&wakeup),
             reaper: reaper.clone(),
