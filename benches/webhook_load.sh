@@ -6,8 +6,9 @@
 # Each target receives the same signed ~30 KB pull_request payloads (64 PRs, a unique
 # X-GitHub-Delivery per request) from wrk and benches/webhook_load.lua, on loopback:
 #   sqlite, postgres: examples/webhook_server (release build; the real webhook handler and
-#     queue, a no-op review runner and 4 workers draining the queue as fast as they can, so
-#     every claim and completion is a commit of its own competing with the intake);
+#     queue, a no-op review runner and 4 workers draining the queue as fast as they can: on
+#     SQLite their claims and completions join the intake's group commits, on PostgreSQL each
+#     is a statement of its own);
 #   sqlite-busy: the same with jobs that take 30 s (REDLINE_BENCH_JOB_MS), as real reviews
 #     do: the 4 workers hold their jobs, the intake has the database to itself;
 #   probot: a minimal Probot app (npm package `probot`, installed into a temporary directory)
