@@ -6,8 +6,9 @@
 # Each target receives the same signed ~30 KB pull_request payloads (64 PRs, a unique
 # X-GitHub-Delivery per request) from wrk and benches/webhook_load.lua, on loopback:
 #   sqlite, postgres: examples/webhook_server (release build; the real webhook handler and
-#     queue, a no-op review runner and 4 workers draining the queue as fast as they can, so
-#     every claim and completion is a commit of its own competing with the intake);
+#     queue, a no-op review runner and 4 workers draining the queue as fast as they can: on
+#     SQLite their claims and completions join the intake's group commits, on PostgreSQL each
+#     is a statement of its own);
 #   sqlite-busy: the same with jobs that take 30 s (REDLINE_BENCH_JOB_MS), as real reviews
 #     do: the 4 workers hold their jobs, the intake has the database to itself;
 #   probot: a minimal Probot app (npm package `probot`, installed into a temporary directory)
@@ -25,7 +26,8 @@
 # Environment: DURATION (default 10s), CONNECTIONS (closed-loop connection counts, default
 # "32"), MODE (all | paced: skip the closed-loop runs), PORT (18080), PROBOT_VERSION (14),
 # REDLINE_BENCH_POSTGRES_URL (postgres://postgres@127.0.0.1:5432/test; a scratch schema is
-# created and dropped), CARGO_TARGET_DIR. Traffic goes to 127.0.0.1 only; every run is
+# created and dropped), CARGO_TARGET_DIR, SERVER_BIN (a prebuilt webhook_server to run instead
+# of building one, e.g. an older build to compare in the same session). Traffic goes to 127.0.0.1 only; every run is
 # bounded by DURATION. Needs cargo, jq, openssl, curl, psql (postgres), node and npm (probot);
 # installs wrk with apt-get when missing.
 set -euo pipefail
@@ -72,8 +74,12 @@ for target in "${targets[@]}"; do
 done
 
 if [ -n "${need_redline:-}" ]; then
-  cargo build --release --quiet --example webhook_server
-  server_bin="$target_dir/release/examples/webhook_server"
+  if [ -n "${SERVER_BIN:-}" ]; then
+    server_bin=$SERVER_BIN
+  else
+    cargo build --release --quiet --example webhook_server
+    server_bin="$target_dir/release/examples/webhook_server"
+  fi
 fi
 
 if [ -n "${need_probot:-}" ]; then

@@ -4,7 +4,7 @@
 //! `REDLINE_BENCH_JOB_MS` makes each job take that long (default 0: the workers drain the
 //! queue as fast as the database lets them).
 //! Prints `listening on ADDRESS` once ready; stops on Ctrl-C or SIGTERM, and then prints the
-//! intake's group-commit figures (`intake: deliveries=N commits=N ...`).
+//! intake's group-commit figures (`intake: deliveries=N worker_members=N commits=N ...`).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -79,8 +79,12 @@ async fn main() -> anyhow::Result<()> {
     }
     let stats = intake.intake_stats();
     println!(
-        "intake: deliveries={} commits={} largest_group={} groups_retried={}",
-        stats.deliveries, stats.commits, stats.largest_group, stats.groups_retried
+        "intake: deliveries={} worker_members={} commits={} largest_group={} groups_retried={}",
+        stats.deliveries,
+        stats.worker_members,
+        stats.commits,
+        stats.largest_group,
+        stats.groups_retried
     );
     Ok(())
 }

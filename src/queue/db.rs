@@ -107,10 +107,17 @@ async fn connect_sqlite(url: &str, options: &QueueOptions) -> Result<SqlitePool,
         .journal_mode(SqliteJournalMode::Wal)
         // A job is acknowledged to GitHub only after its commit is on disk.
         .synchronous(SqliteSynchronous::Full)
+        // The committer's checkpoint task keeps the log short; see `checkpoint`.
+        .pragma(
+            "wal_autocheckpoint",
+            super::checkpoint::WAL_AUTOCHECKPOINT_PAGES.to_string(),
+        )
+        // Statement journals and the scratch tables of `RETURNING` stay off the disk.
+        .pragma("temp_store", "memory")
         .busy_timeout(options.sqlite_busy_timeout);
     // Each connection to `sqlite::memory:` is a database of its own, which vanishes when the
     // connection closes: keep exactly one, forever.
-    let in_memory = url.contains(":memory:") || url.contains("mode=memory");
+    let in_memory = is_in_memory(url);
     let pool = SqlitePoolOptions::new()
         .max_connections(if in_memory {
             1
@@ -134,6 +141,11 @@ async fn connect_sqlite(url: &str, options: &QueueOptions) -> Result<SqlitePool,
         .connect_with(connect)
         .await?;
     Ok(pool)
+}
+
+/// Whether an SQLite URL names an in-memory database (one per connection).
+pub(crate) fn is_in_memory(url: &str) -> bool {
+    url.contains(":memory:") || url.contains("mode=memory")
 }
 
 async fn connect_postgres(url: &str, options: &QueueOptions) -> Result<PgPool, QueueError> {

@@ -1,23 +1,31 @@
 //! [`Queue::accept_delivery`]: record a delivery and enqueue its job atomically, with group
-//! commit.
+//! commit; on SQLite, workers' claims and completions join the same groups.
 //!
-//! Callers hand their delivery to one committer task per [`Queue`] (and its clones). The task
-//! takes every delivery waiting when it is free (at most [`MAX_GROUP`]) and stores them in one
-//! transaction, so concurrent deliveries share one commit and one fsync; an idle intake commits
-//! a lone delivery at once (no batching delay).
+//! Callers hand their work to one committer task per [`Queue`] (and its clones). The task
+//! takes everything waiting when it is free (at most [`MAX_GROUP`] members) and stores it in
+//! one transaction, so concurrent deliveries share one commit and one fsync; an idle intake
+//! commits a lone delivery at once (no batching delay). On SQLite the workers' claims and
+//! completions ([`Queue::claim`], [`Queue::complete`], [`Queue::cancelled`]) are members too:
+//! a no-op worker would otherwise add two commits of its own per job, each holding the
+//! database's single write lock through an fsync. On PostgreSQL they run on the pool.
 //!
 //! Invariants:
-//! - A caller is answered only after the transaction holding its delivery committed, or with
+//! - A caller is answered only after the transaction holding its work committed, or with
 //!   the error that kept it from committing.
-//! - Members of a group are applied in arrival order, each seeing the ones before it: a
-//!   redelivery within a group is a duplicate, and a later job supersedes an earlier one of
-//!   the same pull request exactly as if they had arrived one after the other.
+//! - Within a transaction, deliveries are applied first, in arrival order, each seeing the
+//!   ones before it (a redelivery within a group is a duplicate, and a later job supersedes an
+//!   earlier one of the same pull request exactly as if they had arrived one after the other);
+//!   then completions, then claims, each in arrival order. The members ran concurrently, so
+//!   this is one order they could have run in.
 //! - When a group's transaction fails, nothing of it is kept and each member is stored again
-//!   in a transaction of its own, so one bad delivery does not fail the others. (If the group
+//!   in a transaction of its own, so one bad member does not fail the others. (If the group
 //!   commit failed only in appearance — the connection dropped after the database committed —
-//!   the retry finds the delivery stored and answers [`Accepted::Duplicate`]: still stored
-//!   once.)
-//! - A delivery handed over is stored even when its caller stops waiting.
+//!   a retried delivery finds itself stored and answers [`Accepted::Duplicate`]: still stored
+//!   once; a retried completion answers [`QueueError::LeaseLost`]; a claim leases another job
+//!   and the first one runs again when its lease expires, as after any crash.)
+//! - Work handed over is stored even when its caller stops waiting.
+//! - The write-ahead log is checkpointed by a task of its own ([`super::checkpoint`]), so no
+//!   commit waits for a checkpoint.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -25,21 +33,27 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use tokio::sync::{Mutex, Notify, mpsc, oneshot};
 use tracing::warn;
 
+use super::checkpoint::Checkpointer;
 use super::db::Db;
 use super::error::QueueError;
-use super::intake_db::{Entry, store_group};
+use super::intake_db::{Entry, Outcomes, Store, Work};
+use super::lease::{ClaimRequest, FinishRequest, Reaper};
 use super::store::Queue;
-use super::types::{Accepted, IntakeStats, NewDelivery, NewJob};
+use super::types::{Accepted, IntakeStats, Job, NewDelivery, NewJob};
 
-/// Most deliveries in one transaction: bounds the transaction's size and the wait of the last.
+/// Most members in one transaction: bounds the transaction's size and the wait of the last.
 pub(super) const MAX_GROUP: usize = 256;
-/// Deliveries that may wait for the committer before callers wait to hand theirs over.
+/// Members that may wait for the committer before callers wait to hand theirs over.
 const CHANNEL_CAPACITY: usize = 4096;
 
-/// One delivery handed to the committer, with where its outcome goes.
-struct Member {
-    entry: Entry,
-    reply: oneshot::Sender<Result<Accepted, QueueError>>,
+/// Where a member's outcome goes.
+type Reply<T> = oneshot::Sender<Result<T, QueueError>>;
+
+/// Work handed to the committer, with where its outcome goes.
+enum Member {
+    Delivery(Entry, Reply<Accepted>),
+    Finish(FinishRequest, Reply<()>),
+    Claim(ClaimRequest, Reply<Option<Job>>),
 }
 
 /// The callers' side of the committer task (shared by a [`Queue`] and its clones).
@@ -51,19 +65,54 @@ pub(super) struct Intake {
 /// What the committer shares with the rest of the queue.
 pub(super) struct CommitterParts {
     pub db: Db,
+    /// The queue's URL (an in-memory SQLite database needs the pool's one connection).
+    pub url: String,
     /// SQLite: the process-wide write turn (see [`Queue`]).
     pub writer: Option<Arc<Mutex<()>>>,
     pub wakeup: Arc<Notify>,
+    pub reaper: Reaper,
 }
 
 impl Intake {
-    /// Starts the committer task on the current Tokio runtime. It ends when every handle to
-    /// this intake is gone.
+    /// Starts the committer task (and, on an SQLite file, its checkpoint task) on the current
+    /// Tokio runtime. They end when every handle to this intake is gone.
     pub(super) fn start(parts: CommitterParts) -> Intake {
         let (sender, receiver) = mpsc::channel(CHANNEL_CAPACITY);
         let counters = Arc::new(Counters::default());
-        tokio::spawn(run_committer(parts, receiver, Arc::clone(&counters)));
+        let checkpointer = Checkpointer::start(&parts.db);
+        tokio::spawn(run_committer(
+            parts,
+            checkpointer,
+            receiver,
+            Arc::clone(&counters),
+        ));
         Intake { sender, counters }
+    }
+
+    /// Hands the member `make` builds to the committer and waits for its outcome. `make` runs
+    /// once a place in the channel is reserved, with no await until the member is sent.
+    async fn submit<T>(&self, make: impl FnOnce(Reply<T>) -> Member) -> Result<T, QueueError> {
+        let (reply, outcome) = oneshot::channel();
+        let slot = self
+            .sender
+            .reserve()
+            .await
+            .map_err(|_| QueueError::IntakeStopped)?;
+        // Counted and sent with no await in between, so a caller that stops waiting cannot
+        // leave the count off.
+        self.counters.waiting.fetch_add(1, Ordering::Relaxed);
+        slot.send(make(reply));
+        outcome.await.map_err(|_| QueueError::IntakeStopped)?
+    }
+
+    /// A claim committed with the group it joins (SQLite).
+    pub(super) async fn claim(&self, request: ClaimRequest) -> Result<Option<Job>, QueueError> {
+        self.submit(|reply| Member::Claim(request, reply)).await
+    }
+
+    /// A completion committed with the group it joins (SQLite).
+    pub(super) async fn finish(&self, request: FinishRequest) -> Result<(), QueueError> {
+        self.submit(|reply| Member::Finish(request, reply)).await
     }
 }
 
@@ -80,18 +129,9 @@ impl Queue {
         job: Option<NewJob>,
     ) -> Result<Accepted, QueueError> {
         let entry = Entry::new(delivery, job, &self.options)?;
-        let (reply, outcome) = oneshot::channel();
-        let slot = self
-            .intake
-            .sender
-            .reserve()
+        self.intake
+            .submit(|reply| Member::Delivery(entry, reply))
             .await
-            .map_err(|_| QueueError::IntakeStopped)?;
-        // Counted and sent with no await in between, so a caller that stops waiting cannot
-        // leave the count off.
-        self.intake.counters.waiting.fetch_add(1, Ordering::Relaxed);
-        slot.send(Member { entry, reply });
-        outcome.await.map_err(|_| QueueError::IntakeStopped)?
     }
 
     /// Counters of the delivery intake since this queue was opened (shared by its clones).
@@ -100,72 +140,128 @@ impl Queue {
     }
 }
 
-/// The committer task: one group at a time, until every sender is gone.
-async fn run_committer(
-    parts: CommitterParts,
-    mut receiver: mpsc::Receiver<Member>,
-    counters: Arc<Counters>,
-) {
-    let mut group = Vec::with_capacity(MAX_GROUP);
-    while receiver.recv_many(&mut group, MAX_GROUP).await > 0 {
-        let size = group.len() as u64;
-        counters.waiting.fetch_sub(size, Ordering::Relaxed);
-        counters.committing.store(size, Ordering::Relaxed);
-        counters.largest_group.fetch_max(size, Ordering::Relaxed);
-        let (entries, replies): (Vec<Entry>, Vec<_>) = group
-            .drain(..)
-            .map(|member| (member.entry, member.reply))
-            .unzip();
-        let outcomes = {
-            let _turn = match &parts.writer {
-                Some(lock) => Some(lock.lock().await),
-                None => None,
-            };
-            commit_group(&parts.db, &entries, &counters).await
-        };
-        counters.committing.store(0, Ordering::Relaxed);
-        counters.deliveries.fetch_add(size, Ordering::Relaxed);
-        for (outcome, reply) in outcomes.into_iter().zip(replies) {
-            if matches!(outcome, Ok(Accepted::Queued { .. })) {
-                parts.wakeup.notify_one();
+/// A group: the members' work, and their replies in the same order.
+#[derive(Default)]
+struct Group {
+    deliveries: Vec<Entry>,
+    finishes: Vec<FinishRequest>,
+    claims: Vec<ClaimRequest>,
+    delivery_replies: Vec<Reply<Accepted>>,
+    finish_replies: Vec<Reply<()>>,
+    claim_replies: Vec<Reply<Option<Job>>>,
+}
+
+impl Group {
+    fn gather(members: impl Iterator<Item = Member>) -> Group {
+        let mut group = Group::default();
+        for member in members {
+            match member {
+                Member::Delivery(entry, reply) => {
+                    group.deliveries.push(entry);
+                    group.delivery_replies.push(reply);
+                }
+                Member::Finish(request, reply) => {
+                    group.finishes.push(request);
+                    group.finish_replies.push(reply);
+                }
+                Member::Claim(request, reply) => {
+                    group.claims.push(request);
+                    group.claim_replies.push(reply);
+                }
             }
-            // A caller that stopped waiting still had its delivery stored.
+        }
+        group
+    }
+
+    fn work(&self) -> Work<'_> {
+        Work {
+            deliveries: &self.deliveries,
+            finishes: &self.finishes,
+            claims: &self.claims,
+        }
+    }
+
+    /// Answers every member. A caller that stopped waiting still had its work stored.
+    fn answer(self, outcomes: Outcomes, wakeup: &Notify) {
+        for (outcome, reply) in outcomes.deliveries.into_iter().zip(self.delivery_replies) {
+            if matches!(outcome, Ok(Accepted::Queued { .. })) {
+                wakeup.notify_one();
+            }
+            let _ = reply.send(outcome);
+        }
+        for (outcome, reply) in outcomes.finishes.into_iter().zip(self.finish_replies) {
+            let _ = reply.send(outcome);
+        }
+        for (outcome, reply) in outcomes.claims.into_iter().zip(self.claim_replies) {
             let _ = reply.send(outcome);
         }
     }
 }
 
-/// Stores a group in one transaction; when that fails, each member in one of its own.
-/// Returns one outcome per entry, in order.
-async fn commit_group(
-    db: &Db,
-    entries: &[Entry],
-    counters: &Counters,
-) -> Vec<Result<Accepted, QueueError>> {
-    counters.groups.fetch_add(1, Ordering::Relaxed);
-    let err = match store_group(db, entries).await {
-        Ok(accepted) => {
-            counters.commits.fetch_add(1, Ordering::Relaxed);
-            return accepted.into_iter().map(Ok).collect();
+/// The committer task: one group at a time, until every sender is gone.
+async fn run_committer(
+    parts: CommitterParts,
+    mut checkpointer: Option<Checkpointer>,
+    mut receiver: mpsc::Receiver<Member>,
+    counters: Arc<Counters>,
+) {
+    let mut store = Store::new(parts.db.clone(), &parts.url);
+    let mut members = Vec::with_capacity(MAX_GROUP);
+    while receiver.recv_many(&mut members, MAX_GROUP).await > 0 {
+        let size = members.len() as u64;
+        let group = Group::gather(members.drain(..));
+        counters.waiting.fetch_sub(size, Ordering::Relaxed);
+        counters.committing.store(size, Ordering::Relaxed);
+        counters.largest_group.fetch_max(size, Ordering::Relaxed);
+        let outcomes = {
+            let _turn = match &parts.writer {
+                Some(lock) => Some(lock.lock().await),
+                None => None,
+            };
+            commit_group(&mut store, &parts, &group.work(), &counters).await
+        };
+        counters.committing.store(0, Ordering::Relaxed);
+        let deliveries = group.deliveries.len() as u64;
+        counters.deliveries.fetch_add(deliveries, Ordering::Relaxed);
+        counters
+            .worker_members
+            .fetch_add(size - deliveries, Ordering::Relaxed);
+        group.answer(outcomes, &parts.wakeup);
+        if let Some(checkpointer) = &mut checkpointer {
+            checkpointer.committed();
         }
-        Err(err) if entries.len() == 1 => return vec![Err(err)],
+    }
+}
+
+/// Stores a group in one transaction; when that fails, each member in one of its own.
+/// Returns one outcome per member, in the group's order.
+async fn commit_group(
+    store: &mut Store,
+    parts: &CommitterParts,
+    work: &Work<'_>,
+    counters: &Counters,
+) -> Outcomes {
+    counters.groups.fetch_add(1, Ordering::Relaxed);
+    let err = match store.store(work, &parts.reaper).await {
+        Ok(outcomes) => {
+            counters.commits.fetch_add(1, Ordering::Relaxed);
+            return outcomes;
+        }
+        Err(err) if work.len() == 1 => return Outcomes::failed(work, err),
         Err(err) => err,
     };
-    warn!(members = entries.len(), error = %err,
-        "group commit failed; storing its deliveries one at a time");
+    warn!(members = work.len(), error = %err,
+        "group commit failed; storing its members one at a time");
     counters.groups_retried.fetch_add(1, Ordering::Relaxed);
-    let mut outcomes = Vec::with_capacity(entries.len());
-    for entry in entries {
-        let alone = store_group(db, std::slice::from_ref(entry)).await;
-        if alone.is_ok() {
-            counters.commits.fetch_add(1, Ordering::Relaxed);
+    let mut outcomes = Outcomes::default();
+    for single in work.singles() {
+        match store.store(&single, &parts.reaper).await {
+            Ok(alone) => {
+                counters.commits.fetch_add(1, Ordering::Relaxed);
+                outcomes.extend(alone);
+            }
+            Err(err) => outcomes.extend(Outcomes::failed(&single, err)),
         }
-        outcomes.push(alone.and_then(|accepted| {
-            accepted
-                .into_iter()
-                .next()
-                .ok_or(QueueError::Database(sqlx::Error::RowNotFound))
-        }));
     }
     outcomes
 }
@@ -174,6 +270,7 @@ async fn commit_group(
 #[derive(Default)]
 struct Counters {
     deliveries: AtomicU64,
+    worker_members: AtomicU64,
     groups: AtomicU64,
     commits: AtomicU64,
     groups_retried: AtomicU64,
@@ -187,6 +284,7 @@ impl Counters {
         let read = |counter: &AtomicU64| counter.load(Ordering::Relaxed);
         IntakeStats {
             deliveries: read(&self.deliveries),
+            worker_members: read(&self.worker_members),
             groups: read(&self.groups),
             commits: read(&self.commits),
             groups_retried: read(&self.groups_retried),

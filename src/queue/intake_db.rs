@@ -1,14 +1,18 @@
-//! Storing a group of deliveries in one transaction, on either backend (SQLite in
-//! [`super::intake_sqlite`]).
+//! Storing a group of the committer's members, on either backend (SQLite in
+//! [`super::intake_sqlite`]): one transaction on SQLite; on PostgreSQL one statement for the
+//! deliveries, and claims and completions on the pool (the committer gets them only from
+//! SQLite queues).
 
-use sqlx::Row;
 use sqlx::postgres::PgPool;
+use sqlx::sqlite::{SqliteConnectOptions, SqliteConnection};
+use sqlx::{Connection, Row};
 
-use super::db::{Db, to_millis};
+use super::db::{Db, is_in_memory, to_millis};
 use super::error::QueueError;
 use super::intake_sqlite::store_sqlite;
+use super::lease::{ClaimRequest, FinishRequest, Reaper, claim_postgres, finish_postgres};
 use super::store::{now_millis, to_db_int};
-use super::types::{Accepted, JobId, NewDelivery, NewJob, QueueOptions};
+use super::types::{Accepted, Job, JobId, NewDelivery, NewJob, QueueOptions};
 
 /// PostgreSQL: the stored function `redline_accept_deliveries` (see the migrations) stores a
 /// whole group in one statement, members in array order. Binds: $1..$4 deliveries, $5..$11
@@ -66,13 +70,154 @@ impl StoredJob {
     }
 }
 
-/// Stores `entries` in one transaction, in order; one outcome per entry. On error nothing of
-/// the group is stored.
-pub(super) async fn store_group(db: &Db, entries: &[Entry]) -> Result<Vec<Accepted>, QueueError> {
-    match db {
-        Db::Sqlite(pool) => store_sqlite(pool, entries).await,
-        Db::Postgres(pool) => store_postgres(pool, entries).await,
+/// The work of one group, by kind, each in arrival order.
+pub(super) struct Work<'a> {
+    pub deliveries: &'a [Entry],
+    pub finishes: &'a [FinishRequest],
+    pub claims: &'a [ClaimRequest],
+}
+
+impl<'a> Work<'a> {
+    /// How many members.
+    pub(super) fn len(&self) -> usize {
+        self.deliveries.len() + self.finishes.len() + self.claims.len()
     }
+
+    /// Each member as a group of its own, deliveries first, then finishes, then claims.
+    pub(super) fn singles(&self) -> impl Iterator<Item = Work<'a>> + use<'a> {
+        let deliveries = self.deliveries.iter().map(|entry| Work {
+            deliveries: std::slice::from_ref(entry),
+            finishes: &[],
+            claims: &[],
+        });
+        let finishes = self.finishes.iter().map(|request| Work {
+            deliveries: &[],
+            finishes: std::slice::from_ref(request),
+            claims: &[],
+        });
+        let claims = self.claims.iter().map(|request| Work {
+            deliveries: &[],
+            finishes: &[],
+            claims: std::slice::from_ref(request),
+        });
+        deliveries.chain(finishes).chain(claims)
+    }
+}
+
+/// One outcome per member of a [`Work`], in the same order.
+#[derive(Debug, Default)]
+pub(super) struct Outcomes {
+    pub deliveries: Vec<Result<Accepted, QueueError>>,
+    pub finishes: Vec<Result<(), QueueError>>,
+    pub claims: Vec<Result<Option<Job>, QueueError>>,
+}
+
+impl Outcomes {
+    /// The outcome of a one-member `work` whose transaction failed with `err`.
+    pub(super) fn failed(work: &Work<'_>, err: QueueError) -> Outcomes {
+        let mut outcomes = Outcomes::default();
+        if !work.deliveries.is_empty() {
+            outcomes.deliveries.push(Err(err));
+        } else if !work.finishes.is_empty() {
+            outcomes.finishes.push(Err(err));
+        } else if !work.claims.is_empty() {
+            outcomes.claims.push(Err(err));
+        }
+        outcomes
+    }
+
+    /// Appends `more` after these, kind by kind.
+    pub(super) fn extend(&mut self, more: Outcomes) {
+        self.deliveries.extend(more.deliveries);
+        self.finishes.extend(more.finishes);
+        self.claims.extend(more.claims);
+    }
+}
+
+/// Where the committer stores its groups. On an SQLite file, a connection of its own kept
+/// from group to group: in WAL mode a connection drops its page cache whenever another one
+/// wrote, and the committer is the only regular writer, so its cache stays valid (a pool hands
+/// out its idle connections in turn). In memory (one database per connection) and on
+/// PostgreSQL, the pool.
+pub(super) struct Store {
+    db: Db,
+    /// The options of the committer's own connection (SQLite files only).
+    own: Option<SqliteConnectOptions>,
+    conn: Option<SqliteConnection>,
+}
+
+impl Store {
+    /// `url` is the queue's, to tell an in-memory SQLite database.
+    pub(super) fn new(db: Db, url: &str) -> Store {
+        let own = match &db {
+            Db::Sqlite(pool) if !is_in_memory(url) => Some((*pool.connect_options()).clone()),
+            _ => None,
+        };
+        Store {
+            db,
+            own,
+            conn: None,
+        }
+    }
+
+    /// Stores `work`; one outcome per member. On error nothing of the deliveries is stored
+    /// (and, on SQLite, nothing of the rest). Once the pool is closed, nothing is stored.
+    pub(super) async fn store(
+        &mut self,
+        work: &Work<'_>,
+        reaper: &Reaper,
+    ) -> Result<Outcomes, QueueError> {
+        let pool = match &self.db {
+            Db::Postgres(pool) => return store_postgres_work(pool, work, reaper).await,
+            Db::Sqlite(pool) => pool,
+        };
+        if pool.is_closed() {
+            self.conn = None;
+            return Err(sqlx::Error::PoolClosed.into());
+        }
+        let Some(options) = &self.own else {
+            let mut conn = pool.acquire().await?;
+            return store_sqlite(&mut conn, work, reaper).await;
+        };
+        let conn = match &mut self.conn {
+            Some(conn) => conn,
+            None => self
+                .conn
+                .insert(SqliteConnection::connect_with(options).await?),
+        };
+        let stored = store_sqlite(conn, work, reaper).await;
+        if matches!(stored, Err(QueueError::Database(_))) {
+            // The connection may be what failed: the next group opens a fresh one.
+            self.conn = None;
+        }
+        stored
+    }
+}
+
+/// PostgreSQL: the deliveries in one statement; claims and completions each on its own,
+/// their errors their own.
+async fn store_postgres_work(
+    pool: &PgPool,
+    work: &Work<'_>,
+    reaper: &Reaper,
+) -> Result<Outcomes, QueueError> {
+    let mut outcomes = Outcomes::default();
+    if !work.deliveries.is_empty() {
+        let accepted = store_postgres(pool, work.deliveries).await?;
+        outcomes.deliveries = accepted.into_iter().map(Ok).collect();
+    }
+    let now = now_millis();
+    for request in work.finishes {
+        outcomes
+            .finishes
+            .push(finish_postgres(pool, request, now).await);
+    }
+    for request in work.claims {
+        outcomes
+            .claims
+            .push(claim_postgres(pool, request, reaper, now).await);
+    }
+    Ok(outcomes)
 }
 
 /// One statement (so one transaction) for the whole group.

@@ -1,8 +1,9 @@
-//! SQLite: a whole group of deliveries in one transaction of three statements.
+//! SQLite: a whole group in one transaction: its deliveries in a few statements, then the
+//! workers' completions and claims (see [`super::lease`]).
 //!
 //! Every statement costs a round trip to the connection's thread, so the group is not stored
-//! member by member: its rows travel as one JSON array (`json_each`), and what running the
-//! members one after the other would have done is worked out here:
+//! member by member: its rows go in multi-row inserts (chunks of [`CHUNK_SIZES`] rows), and
+//! what running the members one after the other would have done is worked out here:
 //! - a delivery id that appears earlier in the group, or is already stored, is a duplicate;
 //! - the stored queued jobs of each pull request in the group are superseded and its running
 //!   job is asked to stop, once (the first new job of that PR in the group does it);
@@ -12,24 +13,27 @@
 //! Job ids follow the group's order, as they would one by one.
 
 use std::collections::{HashMap, HashSet};
+use std::sync::OnceLock;
 
 use serde_json::{Value, json};
+use sqlx::Connection;
 use sqlx::Row;
-use sqlx::sqlite::SqlitePool;
+use sqlx::sqlite::SqliteConnection;
 
 use super::db::{state_from_row, to_millis};
 use super::error::QueueError;
-use super::intake_db::Entry;
+use super::intake_db::{Entry, Outcomes, StoredJob, Work};
+use super::lease::{Reaper, claim_sqlite, finish_sqlite};
 use super::store::now_millis;
 use super::types::{Accepted, JobId, JobState};
 
-/// Binds: $1 JSON array of `{id, event, action, at}`. Returns the ids actually inserted.
-/// (`WHERE true` keeps SQLite from reading `ON CONFLICT` as part of the SELECT.)
-const INSERT_DELIVERIES: &str = "INSERT INTO deliveries (delivery_id, event, action, received_at) \
-     SELECT json_extract(value, '$.id'), json_extract(value, '$.event'), \
-       json_extract(value, '$.action'), json_extract(value, '$.at') \
-     FROM json_each($1) WHERE true \
-     ON CONFLICT (delivery_id) DO NOTHING RETURNING delivery_id";
+/// Inserts rows of `(delivery_id, event, action, received_at)`, one `VALUES` tuple each.
+/// Returns the ids actually inserted.
+const INSERT_DELIVERIES: InsertRows = InsertRows {
+    head: "INSERT INTO deliveries (delivery_id, event, action, received_at) VALUES ",
+    row: "(?, ?, ?, ?)",
+    tail: " ON CONFLICT (delivery_id) DO NOTHING RETURNING delivery_id",
+};
 
 /// Supersedes the queued jobs and flags the running job of each listed PR. Binds: $1 JSON
 /// array of `[repo, pr]`, $2 now. Returns each touched job's PR and new state.
@@ -42,40 +46,120 @@ const REPLACE_PR_JOBS: &str = "UPDATE jobs SET \
        (SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]') FROM json_each($1)) \
      RETURNING state, repo_full_name, pr_number";
 
-/// Binds: $1 JSON array of jobs in group order, $2 max attempts, $3 now. Returns each new
-/// job's id and delivery.
-const INSERT_JOBS: &str = "INSERT INTO jobs (delivery_id, repo_full_name, installation_id, \
-       pr_number, head_sha, kind, strategy, payload, state, attempts, max_attempts, run_at, \
-       cancel_requested, created_at, updated_at, finished_at) \
-     SELECT json_extract(value, '$.delivery'), json_extract(value, '$.repo'), \
-       json_extract(value, '$.installation'), json_extract(value, '$.pr'), \
-       json_extract(value, '$.head'), json_extract(value, '$.kind'), \
-       json_extract(value, '$.strategy'), json_extract(value, '$.payload'), \
-       json_extract(value, '$.state'), 0, $2, $3, FALSE, $3, $3, \
-       CASE WHEN json_extract(value, '$.state') = 'superseded' THEN $3 END \
-     FROM json_each($1) ORDER BY CAST(key AS INTEGER) \
-     RETURNING id, delivery_id";
+/// Inserts jobs, one `VALUES` tuple each, in group order. Returns each new job's id and
+/// delivery.
+const INSERT_JOBS: InsertRows = InsertRows {
+    head: "INSERT INTO jobs (delivery_id, repo_full_name, installation_id, pr_number, head_sha, \
+       kind, strategy, payload, state, attempts, max_attempts, run_at, cancel_requested, \
+       created_at, updated_at, finished_at) VALUES ",
+    row: "(?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, FALSE, ?, ?, ?)",
+    tail: " RETURNING id, delivery_id",
+};
+
+/// Rows per statement, largest first: a group's rows go in chunks of these sizes, so each
+/// insert has one of 32 shapes, each prepared once per connection (within sqlx's statement
+/// cache of 100), and a group of up to 32 deliveries needs one statement per table: every
+/// statement is a round trip to the connection's thread. (Rows travel as bound values:
+/// shipping them as one JSON document made SQLite re-parse every row several times.)
+const CHUNK_SIZES: [usize; 32] = [
+    32, 31, 30, 29, 28, 27, 26, 25, 24, 23, 22, 21, 20, 19, 18, 17, 16, 15, 14, 13, 12, 11, 10, 9,
+    8, 7, 6, 5, 4, 3, 2, 1,
+];
+
+/// A multi-row `INSERT`: `head`, then `row` once per row (comma-separated), then `tail`.
+struct InsertRows {
+    head: &'static str,
+    row: &'static str,
+    tail: &'static str,
+}
+
+impl InsertRows {
+    /// The statement for `rows` rows, one of [`CHUNK_SIZES`].
+    fn sql(&self, rows: usize) -> String {
+        let tuples = vec![self.row; rows].join(", ");
+        format!("{}{tuples}{}", self.head, self.tail)
+    }
+}
+
+/// The statements of `insert` for every chunk size, built once (`cache` is the insert's own).
+fn chunk_statements(
+    insert: &InsertRows,
+    cache: &'static OnceLock<Vec<String>>,
+) -> &'static [String] {
+    cache.get_or_init(|| CHUNK_SIZES.iter().map(|&rows| insert.sql(rows)).collect())
+}
+
+/// Splits `total` rows into consecutive chunks of [`CHUNK_SIZES`]: (statement index, rows).
+fn chunks(total: usize) -> Vec<(usize, std::ops::Range<usize>)> {
+    let mut chunks = Vec::new();
+    let mut start = 0;
+    while start < total {
+        let left = total - start;
+        let (index, size) = CHUNK_SIZES
+            .iter()
+            .copied()
+            .enumerate()
+            .find(|&(_, size)| size <= left)
+            .unwrap_or((CHUNK_SIZES.len() - 1, 1));
+        chunks.push((index, start..start + size));
+        start += size;
+    }
+    chunks
+}
 
 /// A pull request: repository and number.
 type Pr<'a> = (&'a str, i64);
 
-/// Stores `entries` in one transaction; one outcome per entry, in order.
+/// Stores `work` in one transaction; one outcome per member, in order (deliveries, then
+/// completions, then claims).
 pub(super) async fn store_sqlite(
-    pool: &SqlitePool,
-    entries: &[Entry],
-) -> Result<Vec<Accepted>, QueueError> {
+    conn: &mut SqliteConnection,
+    work: &Work<'_>,
+    reaper: &Reaper,
+) -> Result<Outcomes, QueueError> {
     let now = now_millis();
-    let mut tx = pool.begin().await?;
-    let stored = match store_in(&mut tx, entries, now).await {
-        Ok(stored) => stored,
+    let mut tx = conn.begin().await?;
+    match store_work(&mut tx, work, reaper, now).await {
+        Ok(outcomes) => {
+            tx.commit().await?;
+            Ok(outcomes)
+        }
         Err(err) => {
             // Roll back now, so the connection is clean before the members are retried.
             let _ = tx.rollback().await;
-            return Err(err);
+            Err(err)
         }
-    };
-    tx.commit().await?;
-    Ok(stored)
+    }
+}
+
+async fn store_work(
+    conn: &mut sqlx::SqliteConnection,
+    work: &Work<'_>,
+    reaper: &Reaper,
+    now: i64,
+) -> Result<Outcomes, QueueError> {
+    let mut outcomes = Outcomes::default();
+    if !work.deliveries.is_empty() {
+        let accepted = store_in(conn, work.deliveries, now).await?;
+        outcomes.deliveries = accepted.into_iter().map(Ok).collect();
+    }
+    for request in work.finishes {
+        let finished = finish_sqlite(conn, request, now).await;
+        outcomes.finishes.push(own_outcome(finished)?);
+    }
+    for request in work.claims {
+        let claimed = claim_sqlite(conn, request, reaper, now).await;
+        outcomes.claims.push(own_outcome(claimed)?);
+    }
+    Ok(outcomes)
+}
+
+/// A member's own outcome, or (a database error) the error that aborts its transaction.
+fn own_outcome<T>(result: Result<T, QueueError>) -> Result<Result<T, QueueError>, QueueError> {
+    match result {
+        Err(QueueError::Database(err)) => Err(QueueError::Database(err)),
+        other => Ok(other),
+    }
 }
 
 async fn store_in(
@@ -141,27 +225,29 @@ async fn insert_deliveries(
         .iter()
         .map(|entry| first_of_id.insert(entry.delivery.delivery_id.as_str()))
         .collect();
-    let rows: Vec<Value> = entries
+    static STATEMENTS: OnceLock<Vec<String>> = OnceLock::new();
+    let statements = chunk_statements(&INSERT_DELIVERIES, &STATEMENTS);
+    let rows: Vec<&Entry> = entries
         .iter()
         .zip(&first)
         .filter(|(_, first)| **first)
-        .map(|(entry, _)| {
-            let delivery = &entry.delivery;
-            json!({
-                "id": delivery.delivery_id,
-                "event": delivery.event,
-                "action": delivery.action,
-                "at": to_millis(delivery.received_at),
-            })
-        })
+        .map(|(entry, _)| entry)
         .collect();
-    let inserted: HashSet<String> = sqlx::query(INSERT_DELIVERIES)
-        .bind(Value::Array(rows).to_string())
-        .fetch_all(&mut *conn)
-        .await?
-        .iter()
-        .map(|row| row.try_get::<String, _>(0usize))
-        .collect::<Result<_, _>>()?;
+    let mut inserted: HashSet<String> = HashSet::with_capacity(rows.len());
+    for (statement, range) in chunks(rows.len()) {
+        let mut query = sqlx::query(statements[statement].as_str());
+        for entry in &rows[range] {
+            let delivery = &entry.delivery;
+            query = query
+                .bind(delivery.delivery_id.as_str())
+                .bind(delivery.event.as_str())
+                .bind(delivery.action.as_deref())
+                .bind(to_millis(delivery.received_at));
+        }
+        for row in query.fetch_all(&mut *conn).await? {
+            inserted.insert(row.try_get::<String, _>(0usize)?);
+        }
+    }
     Ok(entries
         .iter()
         .zip(first)
@@ -219,45 +305,77 @@ async fn insert_jobs(
     if new_jobs.is_empty() {
         return Ok(HashMap::new());
     }
-    let mut max_attempts = 1;
-    let rows: Vec<Value> = new_jobs
+    static STATEMENTS: OnceLock<Vec<String>> = OnceLock::new();
+    let statements = chunk_statements(&INSERT_JOBS, &STATEMENTS);
+    let jobs: Vec<(usize, &Entry, &StoredJob)> = new_jobs
         .iter()
         .filter_map(|&index| {
             let entry = &entries[index];
-            let job = entry.job.as_ref()?;
-            max_attempts = entry.max_attempts;
+            entry.job.as_ref().map(|job| (index, entry, job))
+        })
+        .collect();
+    let mut ids = HashMap::with_capacity(jobs.len());
+    for (statement, range) in chunks(jobs.len()) {
+        let mut query = sqlx::query(statements[statement].as_str());
+        for &(index, entry, job) in &jobs[range] {
             let last = last_of_pr.get(&(job.repo_full_name.as_str(), job.pr_number));
             let state = if last == Some(&index) {
                 JobState::Queued
             } else {
                 JobState::Superseded
             };
-            Some(json!({
-                "delivery": entry.delivery.delivery_id,
-                "repo": job.repo_full_name,
-                "installation": job.installation_id,
-                "pr": job.pr_number,
-                "head": job.head_sha,
-                "kind": job.kind,
-                "strategy": job.strategy,
-                "payload": job.payload,
-                "state": state.as_str(),
-            }))
-        })
-        .collect();
-    let ids = sqlx::query(INSERT_JOBS)
-        .bind(Value::Array(rows).to_string())
-        .bind(max_attempts)
-        .bind(now)
-        .fetch_all(&mut *conn)
-        .await?
-        .iter()
-        .map(|row| {
-            Ok((
+            let finished_at = (state == JobState::Superseded).then_some(now);
+            query = query
+                .bind(entry.delivery.delivery_id.as_str())
+                .bind(job.repo_full_name.as_str())
+                .bind(job.installation_id)
+                .bind(job.pr_number)
+                .bind(job.head_sha.as_deref())
+                .bind(job.kind)
+                .bind(job.strategy.as_deref())
+                .bind(job.payload.as_str())
+                .bind(state.as_str())
+                .bind(entry.max_attempts)
+                .bind(now)
+                .bind(now)
+                .bind(now)
+                .bind(finished_at);
+        }
+        for row in query.fetch_all(&mut *conn).await? {
+            ids.insert(
                 row.try_get::<String, _>(1usize)?,
                 row.try_get::<i64, _>(0usize)?,
-            ))
-        })
-        .collect::<Result<_, sqlx::Error>>()?;
+            );
+        }
+    }
     Ok(ids)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn chunks_cover_every_row_once_in_order_with_the_largest_sizes() {
+        for total in 0..=100 {
+            let chunks = chunks(total);
+            let mut next = 0;
+            for (statement, range) in &chunks {
+                assert_eq!(range.start, next, "{total}");
+                assert_eq!(CHUNK_SIZES[*statement], range.len(), "{total}");
+                next = range.end;
+            }
+            assert_eq!(next, total);
+            assert_eq!(chunks.len(), total.div_ceil(32), "{total}: {chunks:?}");
+        }
+    }
+
+    #[test]
+    fn statements_have_one_tuple_per_row() {
+        let sql = INSERT_DELIVERIES.sql(3);
+        assert_eq!(sql.matches("(?, ?, ?, ?)").count(), 3, "{sql}");
+        assert!(sql.ends_with("RETURNING delivery_id"), "{sql}");
+        let placeholders = INSERT_JOBS.sql(2).matches('?').count();
+        assert_eq!(placeholders, 2 * 14);
+    }
 }

@@ -2,16 +2,19 @@
 //!
 //! The server records each webhook delivery and, for review requests, enqueues a [`NewJob`]
 //! in the same transaction ([`Queue::accept_delivery`]); concurrent deliveries share one
-//! transaction (group commit), and each is answered only once that transaction committed. Workers ([`WorkerPool`]) claim jobs
-//! with a lease, renew it while a [`JobRunner`] runs the job, and settle the job when the run
-//! ends. A worker that dies leaves its lease to expire; the job is then claimed again
+//! transaction (group commit), and each is answered only once that transaction committed.
+//! Workers ([`WorkerPool`]) claim jobs with a lease, renew it while a [`JobRunner`] runs the
+//! job, and settle the job when the run ends; on SQLite, claims and completions are committed
+//! in the intake's groups too. A worker that dies leaves its lease to expire; the job is then claimed again
 //! (at-least-once). Backends: SQLite (`sqlite://PATH`) and PostgreSQL (`postgres://...`).
 
+mod checkpoint;
 mod db;
 mod error;
 mod intake;
 mod intake_db;
 mod intake_sqlite;
+mod lease;
 mod store;
 mod threads;
 mod types;

@@ -4,7 +4,6 @@ use crate::text::prefix_at_char_boundary;
 use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicI64, Ordering};
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
@@ -14,55 +13,13 @@ use tokio::sync::{Mutex, MutexGuard, Notify};
 use super::db::{Db, job_columns, job_from_row, state_from_row, to_millis, with_pool};
 use super::error::QueueError;
 use super::intake::{CommitterParts, Intake};
+use super::lease::{
+    ClaimRequest, FinishRequest, Reaper, claim_postgres, finish_postgres, millis_after,
+};
 use super::types::{FailOutcome, Job, JobId, JobState, QueueOptions, RetryDecision};
-
-/// The claim statement. SQLite runs it as one atomic write; PostgreSQL adds
-/// `FOR UPDATE SKIP LOCKED` so concurrent workers pass over a row another one is taking.
-/// Binds: $1 worker, $2 lease end, $3 now.
-macro_rules! claim_sql {
-    ($lock:literal) => {
-        concat!(
-            "UPDATE jobs SET state = 'running', lease_owner = $1, lease_until = $2, \
-               attempts = attempts + 1, updated_at = $3 \
-             WHERE id = (SELECT j.id FROM jobs j \
-               WHERE ((j.state = 'queued' AND j.run_at <= $3) \
-                   OR (j.state = 'running' AND j.lease_until < $3 \
-                       AND NOT j.cancel_requested AND j.attempts < j.max_attempts)) \
-                 AND NOT EXISTS (SELECT 1 FROM jobs o \
-                   WHERE o.repo_full_name = j.repo_full_name AND o.pr_number = j.pr_number \
-                     AND o.state = 'running' AND o.id <> j.id) \
-               ORDER BY j.run_at, j.id LIMIT 1 ",
-            $lock,
-            ") RETURNING ",
-            job_columns!()
-        )
-    };
-}
-
-/// Settles expired leases that must not be re-run: asked to stop → cancelled, last attempt →
-/// failed. Binds: $1 now.
-macro_rules! reap_sql {
-    ($lock:literal) => {
-        concat!(
-            "UPDATE jobs SET \
-               state = CASE WHEN cancel_requested THEN 'cancelled' ELSE 'failed' END, \
-               last_error = CASE WHEN cancel_requested THEN last_error \
-                 ELSE 'worker lease expired on the last attempt' END, \
-               lease_until = NULL, finished_at = $1, updated_at = $1 \
-             WHERE id IN (SELECT id FROM jobs \
-               WHERE state = 'running' AND lease_until < $1 \
-                 AND (cancel_requested OR attempts >= max_attempts) ",
-            $lock,
-            ")"
-        )
-    };
-}
 
 /// Longest failure reason kept in the database.
 const MAX_REASON_BYTES: usize = 4000;
-/// How often (milliseconds) a busy queue settles jobs of dead workers; an idle one does it
-/// whenever a claim finds nothing.
-const REAP_INTERVAL_MS: i64 = 1000;
 
 /// The durable job queue, on SQLite or PostgreSQL. Cheap to clone (clones share the pool).
 ///
@@ -76,7 +33,8 @@ pub struct Queue {
     /// SQLite only: writers of this process take turns here instead of spinning in SQLite's
     /// busy handler, whose sleeps would dominate tail latency.
     sqlite_writer: Option<Arc<Mutex<()>>>,
-    last_reap_ms: Arc<AtomicI64>,
+    /// When expired leases were last reaped.
+    pub(super) reaper: Reaper,
     /// Hands deliveries to the group committer.
     pub(super) intake: Arc<Intake>,
 }
@@ -103,17 +61,20 @@ impl Queue {
         let db = Db::connect(url, &options).await?;
         let sqlite_writer = matches!(db, Db::Sqlite(_)).then(|| Arc::new(Mutex::new(())));
         let wakeup = Arc::new(Notify::new());
+        let reaper = Reaper::default();
         let intake = Intake::start(CommitterParts {
             db: db.clone(),
+            url: url.to_string(),
             writer: sqlite_writer.clone(),
             wakeup: Arc::clone(&wakeup),
+            reaper: reaper.clone(),
         });
         Ok(Queue {
             db,
             options: Arc::new(options),
             wakeup,
             sqlite_writer,
-            last_reap_ms: Arc::new(AtomicI64::new(0)),
+            reaper,
             intake: Arc::new(intake),
         })
     }
@@ -146,74 +107,17 @@ impl Queue {
     ///
     /// Runnable: queued and due, or running with an expired lease (its worker died; the queue
     /// is at-least-once). A job is never claimed while another job of its PR is running.
+    /// On SQLite the claim is committed by the intake's committer, in the transaction of the
+    /// deliveries and other claims waiting with it.
     pub async fn claim(&self, worker_id: &str, lease: Duration) -> Result<Option<Job>, QueueError> {
-        let _turn = self.write_turn().await;
-        let now = now_millis();
-        let last_reap = self.last_reap_ms.load(Ordering::Relaxed);
-        let reaped_first = now.saturating_sub(last_reap) >= REAP_INTERVAL_MS;
-        if reaped_first {
-            self.reap_expired(now).await?;
-        }
-        let job = self.claim_next(worker_id, lease, now).await?;
-        if job.is_some() || reaped_first {
-            return Ok(job);
-        }
-        // Nothing runnable: a dead worker's job may be blocking its PR.
-        if self.reap_expired(now).await? == 0 {
-            return Ok(None);
-        }
-        self.claim_next(worker_id, lease, now).await
-    }
-
-    async fn claim_next(
-        &self,
-        worker_id: &str,
-        lease: Duration,
-        now: i64,
-    ) -> Result<Option<Job>, QueueError> {
-        let lease_until = now.saturating_add(duration_millis(lease));
-        let claimed = match &self.db {
-            Db::Sqlite(pool) => sqlx::query(claim_sql!(""))
-                .bind(worker_id)
-                .bind(lease_until)
-                .bind(now)
-                .fetch_optional(pool)
-                .await
-                .map(|row| row.map(|row| job_from_row(&row))),
-            Db::Postgres(pool) => sqlx::query(claim_sql!("FOR UPDATE SKIP LOCKED"))
-                .bind(worker_id)
-                .bind(lease_until)
-                .bind(now)
-                .fetch_optional(pool)
-                .await
-                .map(|row| row.map(|row| job_from_row(&row))),
+        let request = ClaimRequest {
+            worker: worker_id.to_string(),
+            lease,
         };
-        match claimed {
-            // Another worker is committing a claim of a job of the same PR.
-            Err(sqlx::Error::Database(err)) if err.is_unique_violation() => Ok(None),
-            Err(err) => Err(err.into()),
-            Ok(job) => job.transpose(),
+        match &self.db {
+            Db::Sqlite(_) => self.intake.claim(request).await,
+            Db::Postgres(pool) => claim_postgres(pool, &request, &self.reaper, now_millis()).await,
         }
-    }
-
-    /// Settles jobs whose worker died and that must not run again: those asked to stop become
-    /// cancelled, those on their last attempt fail. Returns how many were settled.
-    async fn reap_expired(&self, now: i64) -> Result<u64, QueueError> {
-        self.last_reap_ms.store(now, Ordering::Relaxed);
-        let reaped = match &self.db {
-            Db::Sqlite(pool) => sqlx::query(reap_sql!(""))
-                .bind(now)
-                .execute(pool)
-                .await?
-                .rows_affected(),
-            // Rows another worker is settling are skipped rather than waited for.
-            Db::Postgres(pool) => sqlx::query(reap_sql!("FOR UPDATE SKIP LOCKED"))
-                .bind(now)
-                .execute(pool)
-                .await?
-                .rows_affected(),
-        };
-        Ok(reaped)
     }
 
     /// Extends the lease of a job `worker_id` holds. Returns whether the job was asked to stop.
@@ -225,7 +129,7 @@ impl Queue {
     ) -> Result<bool, QueueError> {
         let _turn = self.write_turn().await;
         let now = now_millis();
-        let lease_until = now.saturating_add(duration_millis(lease));
+        let lease_until = millis_after(now, lease);
         let cancel: Option<bool> = with_pool!(&self.db, pool => {
             sqlx::query(
                 "UPDATE jobs SET lease_until = $3, updated_at = $4 \
@@ -260,26 +164,17 @@ impl Queue {
         self.finish(id, worker_id, JobState::Cancelled).await
     }
 
+    /// Settles a job `worker_id` holds; on SQLite through the committer (see [`Queue::claim`]).
     async fn finish(&self, id: JobId, worker_id: &str, state: JobState) -> Result<(), QueueError> {
-        let _turn = self.write_turn().await;
-        let now = now_millis();
-        let updated = with_pool!(&self.db, pool => {
-            sqlx::query(
-                "UPDATE jobs SET state = $3, lease_until = NULL, finished_at = $4, updated_at = $4 \
-                 WHERE id = $1 AND lease_owner = $2 AND state = 'running'",
-            )
-            .bind(id.0)
-            .bind(worker_id)
-            .bind(state.as_str())
-            .bind(now)
-            .execute(pool)
-            .await?
-            .rows_affected()
-        });
-        if updated == 0 {
-            return Err(QueueError::LeaseLost(id));
+        let request = FinishRequest {
+            id,
+            worker: worker_id.to_string(),
+            state,
+        };
+        match &self.db {
+            Db::Sqlite(_) => self.intake.finish(request).await,
+            Db::Postgres(pool) => finish_postgres(pool, &request, now_millis()).await,
         }
-        Ok(())
     }
 
     /// Records a failure of a job `worker_id` holds. With [`RetryDecision::Retry`] and attempts
@@ -310,7 +205,7 @@ impl Queue {
             .backoff(u32::try_from(attempts).unwrap_or(u32::MAX));
         let _turn = self.write_turn().await;
         let now = now_millis();
-        let run_at = now.saturating_add(duration_millis(backoff));
+        let run_at = millis_after(now, backoff);
         let state = with_pool!(&self.db, pool => {
             sqlx::query(
                 "UPDATE jobs SET \
@@ -472,10 +367,6 @@ pub(super) fn now_millis() -> i64 {
 
 fn from_millis(millis: i64) -> DateTime<Utc> {
     DateTime::from_timestamp_millis(millis).unwrap_or(DateTime::<Utc>::MAX_UTC)
-}
-
-fn duration_millis(duration: Duration) -> i64 {
-    i64::try_from(duration.as_millis()).unwrap_or(i64::MAX)
 }
 
 #[cfg(test)]

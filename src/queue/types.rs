@@ -236,18 +236,21 @@ pub enum Accepted {
 pub struct IntakeStats {
     /// Deliveries answered (stored, duplicate or failed).
     pub deliveries: u64,
-    /// Groups of deliveries the intake tried to store, one transaction each.
+    /// Workers' claims and completions answered by the committer (SQLite only; PostgreSQL
+    /// runs them on the pool).
+    pub worker_members: u64,
+    /// Groups the committer tried to store, one transaction each.
     pub groups: u64,
     /// Transactions committed: one per group stored whole, plus one per member of a failed
     /// group stored alone.
     pub commits: u64,
     /// Groups whose transaction failed, whose members were then stored one at a time.
     pub groups_retried: u64,
-    /// Most deliveries stored in one transaction.
+    /// Most members (deliveries, claims, completions) stored in one transaction.
     pub largest_group: u64,
-    /// Deliveries handed over and waiting for the next group.
+    /// Members handed over and waiting for the next group.
     pub waiting: u64,
-    /// Deliveries in the group being stored now.
+    /// Members in the group being stored now.
     pub committing: u64,
 }
 

@@ -81,8 +81,26 @@ struct Envelope {
 }
 
 /// Reads the raw `body` of event `event`. Payloads are parsed straight into the few typed
-/// fields needed (no JSON tree is built).
+/// fields needed (no JSON tree is built); a well-formed `pull_request` payload, the bulk of
+/// the traffic, in a single pass ([`pull_request_in_one_pass`]).
 pub(crate) fn classify(
+    event: &str,
+    body: &[u8],
+    config: &ServerConfig,
+) -> Result<Classified, PayloadError> {
+    let is_object = body.trim_ascii_start().first() == Some(&b'{');
+    if is_object
+        && event == "pull_request"
+        && let Some(classified) = pull_request_in_one_pass(body, config)
+    {
+        return Ok(classified);
+    }
+    classify_in_two_passes(event, body, config)
+}
+
+/// The reference reading: the envelope (which validates the whole document), then the
+/// event's own fields.
+fn classify_in_two_passes(
     event: &str,
     body: &[u8],
     config: &ServerConfig,
@@ -151,17 +169,67 @@ struct GitRef {
     name: String,
 }
 
+/// Every field a `pull_request` delivery may need, each optional, so that one parse of the
+/// document serves every action.
+#[derive(Deserialize)]
+struct PullRequestDelivery {
+    #[serde(default)]
+    action: Option<String>,
+    #[serde(default)]
+    number: Option<u64>,
+    #[serde(default)]
+    pull_request: Option<PullRequest>,
+    #[serde(default)]
+    repository: Option<Repository>,
+    #[serde(default)]
+    installation: Option<InstallationRef>,
+    #[serde(default)]
+    sender: Option<User>,
+}
+
+/// A `pull_request` payload read in one pass. `None` when the payload is not well-formed
+/// (not JSON, a field missing or of another shape): the two-pass reading then gives the
+/// answer or error, so both readings always agree.
+fn pull_request_in_one_pass(body: &[u8], config: &ServerConfig) -> Option<Classified> {
+    let delivery: PullRequestDelivery = serde_json::from_slice(body).ok()?;
+    let action = delivery.action;
+    let wanted = action.as_deref().unwrap_or("");
+    if !REVIEW_ACTIONS.contains(&wanted) {
+        let decision = action_not_handled(wanted);
+        return Some(Classified { action, decision });
+    }
+    let event = PullRequestEvent {
+        action: action.clone()?,
+        number: delivery.number?,
+        pull_request: delivery.pull_request?,
+        repository: delivery.repository?,
+        installation: delivery.installation,
+        sender: delivery.sender,
+    };
+    let decision = review_pull_request(event, config).ok()?;
+    Some(Classified { action, decision })
+}
+
+fn action_not_handled(action: &str) -> Decision {
+    ignore(format!("pull_request action {action:?} not handled"))
+}
+
 fn pull_request(
     action: &str,
     body: &[u8],
     config: &ServerConfig,
 ) -> Result<Decision, serde_json::Error> {
     if !REVIEW_ACTIONS.contains(&action) {
-        return Ok(ignore(format!(
-            "pull_request action {action:?} not handled"
-        )));
+        return Ok(action_not_handled(action));
     }
-    let event: PullRequestEvent = serde_json::from_slice(body)?;
+    review_pull_request(serde_json::from_slice(body)?, config)
+}
+
+/// What a `pull_request` event with a review action asks for.
+fn review_pull_request(
+    event: PullRequestEvent,
+    config: &ServerConfig,
+) -> Result<Decision, serde_json::Error> {
     if event.pull_request.draft && event.action != "ready_for_review" && !config.review_drafts {
         return Ok(ignore("draft pull request"));
     }
@@ -366,6 +434,57 @@ mod tests {
 
     fn decide(event: &str, payload: &Value) -> Decision {
         classify_value(event, payload, &ServerConfig::default()).expect("classify")
+    }
+
+    #[test]
+    fn one_pass_and_two_pass_readings_of_pull_requests_agree() {
+        let config = ServerConfig::default();
+        let well_formed = [
+            pr_payload("opened", false),
+            pr_payload("synchronize", true),
+            pr_payload("ready_for_review", true),
+            pr_payload("closed", false),
+            json!({"action": "closed", "pull_request": null}),
+            json!({"number": 4}),
+        ];
+        let mut no_installation = pr_payload("opened", false);
+        no_installation["installation"] = Value::Null;
+        let mut no_head = pr_payload("reopened", false);
+        no_head["pull_request"]["head"] = Value::Null;
+        let mut odd_number = pr_payload("opened", false);
+        odd_number["number"] = json!("five");
+        let mut no_repository = pr_payload("opened", false);
+        no_repository
+            .as_object_mut()
+            .expect("object")
+            .remove("repository");
+        let odd_pr_of_ignored_action = json!({"action": "closed", "pull_request": "odd"});
+        let others = [
+            no_installation,
+            no_head,
+            odd_number,
+            no_repository,
+            odd_pr_of_ignored_action,
+            json!({"action": 5}),
+        ];
+        for (index, payload) in well_formed.iter().chain(&others).enumerate() {
+            let body = serde_json::to_vec(payload).expect("serialize");
+            let one = classify("pull_request", &body, &config);
+            let two = classify_in_two_passes("pull_request", &body, &config);
+            assert_eq!(format!("{one:?}"), format!("{two:?}"), "{payload}");
+            if index < well_formed.len() {
+                assert!(
+                    pull_request_in_one_pass(&body, &config).is_some(),
+                    "read in one pass: {payload}"
+                );
+            }
+        }
+        for body in [&b"[1]"[..], b"{\"action\": \"opened\"", b" 7"] {
+            let one = classify("pull_request", body, &config);
+            let two = classify_in_two_passes("pull_request", body, &config);
+            assert_eq!(format!("{one:?}"), format!("{two:?}"));
+            assert!(one.is_err());
+        }
     }
 
     #[test]

@@ -7,9 +7,12 @@
 //! exactly the second group.
 
 use std::collections::HashSet;
+use std::future::Future;
 use std::time::Duration;
 
-use redline::queue::{Accepted, IntakeStats, JobState, NewDelivery, NewJob, Queue, QueueError};
+use redline::queue::{
+    Accepted, IntakeStats, Job, JobId, JobState, NewDelivery, NewJob, Queue, QueueError,
+};
 use sqlx::{Connection, Executor};
 use tokio::task::JoinHandle;
 
@@ -65,13 +68,23 @@ async fn hand_over(
     delivery: NewDelivery,
     job: Option<NewJob>,
 ) -> JoinHandle<Outcome> {
+    let task_queue = queue.clone();
+    hand_over_work(queue, async move {
+        task_queue.accept_delivery(delivery, job).await
+    })
+    .await
+}
+
+/// Runs `work` (one call that goes through the intake) on its own task and waits until the
+/// intake holds it.
+async fn hand_over_work<T: Send + 'static>(
+    queue: &Queue,
+    work: impl Future<Output = T> + Send + 'static,
+) -> JoinHandle<T> {
     let held = |stats: IntakeStats| stats.waiting + stats.committing;
     let before = held(queue.intake_stats());
-    let task = {
-        let queue = queue.clone();
-        tokio::spawn(async move { queue.accept_delivery(delivery, job).await })
-    };
-    eventually("the intake holds the delivery", || async {
+    let task = tokio::spawn(work);
+    eventually("the intake holds the work", || async {
         held(queue.intake_stats()) > before
     })
     .await;
@@ -98,7 +111,7 @@ async fn outcomes(tasks: Vec<JoinHandle<Outcome>>) -> Vec<Outcome> {
     outcomes
 }
 
-fn queued_id(outcome: &Outcome) -> redline::queue::JobId {
+fn queued_id(outcome: &Outcome) -> JobId {
     match outcome {
         Ok(Accepted::Queued { job_id, .. }) => *job_id,
         other => panic!("expected a queued job, got {other:?}"),
@@ -298,4 +311,111 @@ async fn a_failing_member_does_not_fail_the_rest_of_its_group(db: &TestDb) {
         .await
         .unwrap();
     assert!(matches!(retried, Accepted::Queued { .. }), "{retried:?}");
+}
+
+const LEASE: Duration = Duration::from_secs(60);
+
+/// SQLite: a completion of `id` by `worker`, handed over to the intake.
+async fn hand_over_completion(
+    queue: &Queue,
+    id: JobId,
+    worker: &'static str,
+) -> JoinHandle<Result<(), QueueError>> {
+    let task_queue = queue.clone();
+    hand_over_work(queue, async move { task_queue.complete(id, worker).await }).await
+}
+
+/// SQLite: a claim by `worker`, handed over to the intake.
+async fn hand_over_claim(
+    queue: &Queue,
+    worker: &'static str,
+) -> JoinHandle<Result<Option<Job>, QueueError>> {
+    let task_queue = queue.clone();
+    hand_over_work(queue, async move { task_queue.claim(worker, LEASE).await }).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sqlite_claims_and_completions_share_the_deliveries_transaction() {
+    let db = TestDb::sqlite();
+    let queue = db.queue().await;
+    let held = enqueue(&queue, 1).await;
+    assert_eq!(queue.claim("w1", LEASE).await.unwrap().unwrap().id, held);
+    let (lock, plug) = plug_the_intake(&db, &queue).await;
+    let delivered = hand_over(&queue, delivery(), Some(review_job(2))).await;
+    let completed = hand_over_completion(&queue, held, "w1").await;
+    let claimed = hand_over_claim(&queue, "w2").await;
+    let completed_again = hand_over_completion(&queue, held, "w1").await;
+    lock.release().await;
+    let plug_job = queued_id(&plug.await.unwrap());
+    let new_job = queued_id(&delivered.await.unwrap());
+    completed.await.unwrap().unwrap();
+    let claimed = claimed.await.unwrap().unwrap().expect("a job to claim");
+    let again = completed_again.await.unwrap();
+    assert!(
+        matches!(again, Err(QueueError::LeaseLost(id)) if id == held),
+        "a job is settled once: {again:?}"
+    );
+
+    let stats = queue.intake_stats();
+    assert_eq!(stats.largest_group, 4, "one group of four: {stats:?}");
+    // The first enqueue and claim, the plug, the group.
+    assert_eq!((stats.commits, stats.groups_retried), (4, 0), "{stats:?}");
+    assert_eq!(
+        (stats.deliveries, stats.worker_members),
+        (3, 4),
+        "{stats:?}"
+    );
+    // Claims come after the group's deliveries: the oldest runnable job is the plug's.
+    assert_eq!(claimed.id, plug_job);
+    let state = |id| {
+        let queue = queue.clone();
+        async move { queue.job(id).await.unwrap().unwrap() }
+    };
+    assert_eq!(state(held).await.state, JobState::Succeeded);
+    let running = state(plug_job).await;
+    assert_eq!(
+        (running.state, running.lease_owner.as_deref()),
+        (JobState::Running, Some("w2"))
+    );
+    assert_eq!(state(new_job).await.state, JobState::Queued);
+    db.cleanup().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sqlite_claims_and_completions_of_a_failed_group_are_stored_alone() {
+    let db = TestDb::sqlite();
+    let queue = db.queue().await;
+    refuse_poisoned_jobs(&db).await;
+    let held = enqueue(&queue, 1).await;
+    assert_eq!(queue.claim("w1", LEASE).await.unwrap().unwrap().id, held);
+    let mut poisoned = review_job(3);
+    poisoned.head_sha = Some("poison".into());
+    let (lock, plug) = plug_the_intake(&db, &queue).await;
+    let refused = hand_over(&queue, delivery(), Some(poisoned)).await;
+    let completed = hand_over_completion(&queue, held, "w1").await;
+    let claimed = hand_over_claim(&queue, "w2").await;
+    lock.release().await;
+    let plug_job = queued_id(&plug.await.unwrap());
+    let err = refused
+        .await
+        .unwrap()
+        .expect_err("the poisoned job is refused");
+    assert!(err.to_string().contains("poisoned job"), "{err}");
+    completed.await.unwrap().unwrap();
+    let claimed = claimed.await.unwrap().unwrap().expect("a job to claim");
+    assert_eq!(claimed.id, plug_job);
+
+    let stats = queue.intake_stats();
+    assert_eq!(stats.largest_group, 3, "{stats:?}");
+    assert_eq!(stats.groups_retried, 1, "{stats:?}");
+    assert_eq!(
+        queue.job(held).await.unwrap().unwrap().state,
+        JobState::Succeeded
+    );
+    let again = queue.complete(held, "w1").await;
+    assert!(
+        matches!(again, Err(QueueError::LeaseLost(_))),
+        "completed once: {again:?}"
+    );
+    db.cleanup().await;
 }

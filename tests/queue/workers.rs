@@ -385,3 +385,42 @@ async fn concurrent_pushes_to_one_pr_never_run_together(db: &TestDb) {
         assert_eq!(newest.state, JobState::Succeeded, "newest job of PR {pr}");
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sqlite_claims_and_completions_through_the_committer_run_each_job_once() {
+    let db = TestDb::sqlite();
+    let queue = db.queue().await;
+    let runner = FakeRunner::new(Script::Complete);
+    let pool = WorkerPool::start(
+        queue.clone(),
+        runner.clone(),
+        config(4),
+        Arc::new(Metrics::new()),
+    );
+    // Deliveries arrive while the workers claim and complete: they share transactions.
+    let deliveries: Vec<_> = (1..=60)
+        .map(|pr| {
+            let queue = queue.clone();
+            tokio::spawn(async move { enqueue(&queue, pr).await })
+        })
+        .collect();
+    let mut ids = Vec::new();
+    for delivery in deliveries {
+        ids.push(delivery.await.unwrap());
+    }
+    for id in &ids {
+        wait_for_state(&queue, *id, JobState::Succeeded).await;
+    }
+    assert_eq!(pool.shutdown().await, ShutdownOutcome::Drained);
+    for id in &ids {
+        assert_eq!(runner.completions(*id), 1, "job {id}");
+    }
+    assert_eq!(runner.total_completions(), 60);
+    assert!(!runner.overlap.load(Ordering::SeqCst));
+    let stats = queue.intake_stats();
+    assert!(
+        stats.worker_members >= 120,
+        "every claim and completion went through the committer: {stats:?}"
+    );
+    db.cleanup().await;
+}

@@ -1,0 +1,253 @@
+//! Claiming and finishing jobs: the statements, run on SQLite inside the committer's
+//! transaction (see [`super::intake`]) and on PostgreSQL straight on the pool.
+//!
+//! Invariants:
+//! - A claim leases at most one job, never one of a pull request that has a running job
+//!   (the database's unique index enforces it too), and reaps expired leases first at most
+//!   once per [`REAP_INTERVAL_MS`], or whenever it finds nothing runnable.
+//! - A finish changes only a job that is running under the caller's lease; otherwise the
+//!   caller gets [`QueueError::LeaseLost`] and nothing changes.
+//! - Only [`QueueError::Database`] errors abort the transaction a statement runs in; the other
+//!   errors are the member's own outcome (its statement's effect stays, as it would alone).
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::time::Duration;
+
+use sqlx::postgres::PgPool;
+use sqlx::sqlite::SqliteConnection;
+
+use super::db::{job_columns, job_from_row};
+use super::error::QueueError;
+use super::types::{Job, JobId, JobState};
+
+/// The claim statement. SQLite runs it as one atomic write; PostgreSQL adds
+/// `FOR UPDATE SKIP LOCKED` so concurrent workers pass over a row another one is taking.
+/// Binds: $1 worker, $2 lease end, $3 now.
+macro_rules! claim_sql {
+    ($lock:literal) => {
+        concat!(
+            "UPDATE jobs SET state = 'running', lease_owner = $1, lease_until = $2, \
+               attempts = attempts + 1, updated_at = $3 \
+             WHERE id = (SELECT j.id FROM jobs j \
+               WHERE ((j.state = 'queued' AND j.run_at <= $3) \
+                   OR (j.state = 'running' AND j.lease_until < $3 \
+                       AND NOT j.cancel_requested AND j.attempts < j.max_attempts)) \
+                 AND NOT EXISTS (SELECT 1 FROM jobs o \
+                   WHERE o.repo_full_name = j.repo_full_name AND o.pr_number = j.pr_number \
+                     AND o.state = 'running' AND o.id <> j.id) \
+               ORDER BY j.run_at, j.id LIMIT 1 ",
+            $lock,
+            ") RETURNING ",
+            job_columns!()
+        )
+    };
+}
+
+/// Settles expired leases that must not be re-run: asked to stop → cancelled, last attempt →
+/// failed. Binds: $1 now.
+macro_rules! reap_sql {
+    ($lock:literal) => {
+        concat!(
+            "UPDATE jobs SET \
+               state = CASE WHEN cancel_requested THEN 'cancelled' ELSE 'failed' END, \
+               last_error = CASE WHEN cancel_requested THEN last_error \
+                 ELSE 'worker lease expired on the last attempt' END, \
+               lease_until = NULL, finished_at = $1, updated_at = $1 \
+             WHERE id IN (SELECT id FROM jobs \
+               WHERE state = 'running' AND lease_until < $1 \
+                 AND (cancel_requested OR attempts >= max_attempts) ",
+            $lock,
+            ")"
+        )
+    };
+}
+
+/// Binds: $1 id, $2 worker, $3 state, $4 now.
+const FINISH_SQL: &str = "UPDATE jobs SET state = $3, lease_until = NULL, finished_at = $4, \
+       updated_at = $4 \
+     WHERE id = $1 AND lease_owner = $2 AND state = 'running'";
+
+/// How often (milliseconds) a busy queue settles jobs of dead workers; an idle one does it
+/// whenever a claim finds nothing.
+const REAP_INTERVAL_MS: i64 = 1000;
+
+/// A worker asking for the oldest runnable job.
+#[derive(Debug, Clone)]
+pub(super) struct ClaimRequest {
+    pub worker: String,
+    pub lease: Duration,
+}
+
+/// A worker settling the job it holds.
+#[derive(Debug, Clone)]
+pub(super) struct FinishRequest {
+    pub id: JobId,
+    pub worker: String,
+    pub state: JobState,
+}
+
+/// When expired leases were last reaped (shared by a queue's clones and its committer).
+#[derive(Debug, Clone, Default)]
+pub(super) struct Reaper {
+    last_ms: Arc<AtomicI64>,
+}
+
+impl Reaper {
+    /// Whether the periodic reap is due at `now`.
+    fn due(&self, now: i64) -> bool {
+        now.saturating_sub(self.last_ms.load(Ordering::Relaxed)) >= REAP_INTERVAL_MS
+    }
+
+    fn reaped(&self, now: i64) {
+        self.last_ms.store(now, Ordering::Relaxed);
+    }
+}
+
+/// SQLite: claims within the caller's transaction (the committer's).
+pub(super) async fn claim_sqlite(
+    conn: &mut SqliteConnection,
+    request: &ClaimRequest,
+    reaper: &Reaper,
+    now: i64,
+) -> Result<Option<Job>, QueueError> {
+    let reaped_first = reaper.due(now);
+    if reaped_first {
+        reap_sqlite(conn, reaper, now).await?;
+    }
+    let job = claim_next_sqlite(conn, request, now).await?;
+    if job.is_some() || reaped_first {
+        return Ok(job);
+    }
+    // Nothing runnable: a dead worker's job may be blocking its PR.
+    if reap_sqlite(conn, reaper, now).await? == 0 {
+        return Ok(None);
+    }
+    claim_next_sqlite(conn, request, now).await
+}
+
+async fn claim_next_sqlite(
+    conn: &mut SqliteConnection,
+    request: &ClaimRequest,
+    now: i64,
+) -> Result<Option<Job>, QueueError> {
+    let claimed = sqlx::query(claim_sql!(""))
+        .bind(&request.worker)
+        .bind(millis_after(now, request.lease))
+        .bind(now)
+        .fetch_optional(&mut *conn)
+        .await;
+    match claimed {
+        Err(sqlx::Error::Database(err)) if err.is_unique_violation() => Ok(None),
+        Err(err) => Err(err.into()),
+        Ok(row) => row.map(|row| job_from_row(&row)).transpose(),
+    }
+}
+
+async fn reap_sqlite(
+    conn: &mut SqliteConnection,
+    reaper: &Reaper,
+    now: i64,
+) -> Result<u64, QueueError> {
+    reaper.reaped(now);
+    Ok(sqlx::query(reap_sql!(""))
+        .bind(now)
+        .execute(&mut *conn)
+        .await?
+        .rows_affected())
+}
+
+/// SQLite: settles a job within the caller's transaction (the committer's).
+pub(super) async fn finish_sqlite(
+    conn: &mut SqliteConnection,
+    request: &FinishRequest,
+    now: i64,
+) -> Result<(), QueueError> {
+    let updated = sqlx::query(FINISH_SQL)
+        .bind(request.id.0)
+        .bind(&request.worker)
+        .bind(request.state.as_str())
+        .bind(now)
+        .execute(&mut *conn)
+        .await?
+        .rows_affected();
+    if updated == 0 {
+        return Err(QueueError::LeaseLost(request.id));
+    }
+    Ok(())
+}
+
+/// PostgreSQL: claims with statements of their own.
+pub(super) async fn claim_postgres(
+    pool: &PgPool,
+    request: &ClaimRequest,
+    reaper: &Reaper,
+    now: i64,
+) -> Result<Option<Job>, QueueError> {
+    let reaped_first = reaper.due(now);
+    if reaped_first {
+        reap_postgres(pool, reaper, now).await?;
+    }
+    let job = claim_next_postgres(pool, request, now).await?;
+    if job.is_some() || reaped_first {
+        return Ok(job);
+    }
+    if reap_postgres(pool, reaper, now).await? == 0 {
+        return Ok(None);
+    }
+    claim_next_postgres(pool, request, now).await
+}
+
+async fn claim_next_postgres(
+    pool: &PgPool,
+    request: &ClaimRequest,
+    now: i64,
+) -> Result<Option<Job>, QueueError> {
+    let claimed = sqlx::query(claim_sql!("FOR UPDATE SKIP LOCKED"))
+        .bind(&request.worker)
+        .bind(millis_after(now, request.lease))
+        .bind(now)
+        .fetch_optional(pool)
+        .await;
+    match claimed {
+        // Another worker is committing a claim of a job of the same PR.
+        Err(sqlx::Error::Database(err)) if err.is_unique_violation() => Ok(None),
+        Err(err) => Err(err.into()),
+        Ok(row) => row.map(|row| job_from_row(&row)).transpose(),
+    }
+}
+
+async fn reap_postgres(pool: &PgPool, reaper: &Reaper, now: i64) -> Result<u64, QueueError> {
+    reaper.reaped(now);
+    // Rows another worker is settling are skipped rather than waited for.
+    Ok(sqlx::query(reap_sql!("FOR UPDATE SKIP LOCKED"))
+        .bind(now)
+        .execute(pool)
+        .await?
+        .rows_affected())
+}
+
+/// PostgreSQL: settles a job with a statement of its own.
+pub(super) async fn finish_postgres(
+    pool: &PgPool,
+    request: &FinishRequest,
+    now: i64,
+) -> Result<(), QueueError> {
+    let updated = sqlx::query(FINISH_SQL)
+        .bind(request.id.0)
+        .bind(&request.worker)
+        .bind(request.state.as_str())
+        .bind(now)
+        .execute(pool)
+        .await?
+        .rows_affected();
+    if updated == 0 {
+        return Err(QueueError::LeaseLost(request.id));
+    }
+    Ok(())
+}
+
+/// `now` (milliseconds) plus `duration`, saturating.
+pub(super) fn millis_after(now: i64, duration: Duration) -> i64 {
+    now.saturating_add(i64::try_from(duration.as_millis()).unwrap_or(i64::MAX))
+}
