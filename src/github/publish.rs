@@ -39,9 +39,10 @@ use super::dismissed::{
     with_dismissed,
 };
 use super::error::GitHubError;
-use super::fingerprint::{concern_key, fingerprint, neutralise_markers, parse_markers};
+use super::fingerprint::{concern_key, fingerprint, parse_markers};
 use super::summary::{
     SUMMARY_MARKER, SummaryEntry, SummaryInput, is_summary, parse_last_sha, render_summary,
+    review_body,
 };
 use crate::review::diff::ChangeSet;
 use crate::review::finding::{Finding, Severity};
@@ -483,42 +484,6 @@ fn refuses_own_pull_request(answer: &Result<Value, GitHubError>) -> bool {
 }
 
 /// The review's short body, pointing to the summary comment.
-/// The review's body: the walkthrough of what this run reviewed (when the model wrote
-/// one), then where the overview and the other findings are.
-fn review_body(
-    inline: usize,
-    summary_url: Option<&str>,
-    fell_back: bool,
-    walkthrough: &[Area],
-) -> String {
-    let pointer = review_pointer(inline, summary_url, fell_back);
-    match crate::review::walkthrough::markdown(walkthrough) {
-        text if text.is_empty() => pointer,
-        text => format!(
-            "{}
-
-{pointer}",
-            neutralise_markers(text.trim_end())
-        ),
-    }
-}
-
-fn review_pointer(inline: usize, summary_url: Option<&str>, fell_back: bool) -> String {
-    let summary = match summary_url {
-        Some(url) => format!("[summary comment]({url})"),
-        None => "summary comment below".to_string(),
-    };
-    if fell_back {
-        format!(
-            "Redline could not place its comments on this diff; every finding is in the {summary}."
-        )
-    } else if inline == 0 {
-        format!("Redline found issues that need changes; see the {summary}.")
-    } else {
-        format!("Redline left {inline} inline comment(s). Overview and other findings: {summary}.")
-    }
-}
-
 /// Creates the summary comment or edits it in place (not when unchanged).
 async fn write_summary(
     client: &GitHubClient,

@@ -216,6 +216,42 @@ fn short(sha: &str) -> &str {
     sha.get(..12).unwrap_or(sha)
 }
 
+/// The review's body: the walkthrough of what this run reviewed (when the model wrote
+/// one), then where the overview and the other findings are.
+pub(super) fn review_body(
+    inline: usize,
+    summary_url: Option<&str>,
+    fell_back: bool,
+    walkthrough: &[Area],
+) -> String {
+    let pointer = review_pointer(inline, summary_url, fell_back);
+    match walkthrough::markdown(walkthrough) {
+        text if text.is_empty() => pointer,
+        text => format!(
+            "{}
+
+{pointer}",
+            neutralise_markers(text.trim_end())
+        ),
+    }
+}
+
+fn review_pointer(inline: usize, summary_url: Option<&str>, fell_back: bool) -> String {
+    let summary = match summary_url {
+        Some(url) => format!("[summary comment]({url})"),
+        None => "summary comment below".to_string(),
+    };
+    if fell_back {
+        format!(
+            "Redline could not place its comments on this diff; every finding is in the {summary}."
+        )
+    } else if inline == 0 {
+        format!("Redline found issues that need changes; see the {summary}.")
+    } else {
+        format!("Redline left {inline} inline comment(s). Overview and other findings: {summary}.")
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,0 +1,263 @@
+use super::*;
+use serde_json::{Value, json};
+
+fn pr_payload(action: &str, draft: bool) -> Value {
+    json!({
+        "action": action,
+        "number": 5,
+        "pull_request": {
+            "draft": draft,
+            "head": {"sha": "abc", "ref": "feature"},
+            "base": {"sha": "def", "ref": "main"}
+        },
+        "repository": {"full_name": "o/r"},
+        "installation": {"id": 9},
+        "sender": {"login": "dev", "type": "User"}
+    })
+}
+
+fn comment_payload(body: &str, on_pr: bool, user_type: &str) -> Value {
+    let mut issue = json!({"number": 3});
+    if on_pr {
+        issue["pull_request"] = json!({"url": "https://example.invalid/pr/3"});
+    }
+    json!({
+        "action": "created",
+        "issue": issue,
+        "comment": {
+            "id": 77,
+            "body": body,
+            "user": {"login": "alice", "type": user_type},
+            "author_association": "MEMBER"
+        },
+        "repository": {"full_name": "o/r"},
+        "installation": {"id": 9}
+    })
+}
+
+fn classify_value(
+    event: &str,
+    payload: &Value,
+    config: &ServerConfig,
+) -> Result<Decision, PayloadError> {
+    let body = serde_json::to_vec(payload).expect("serialize");
+    classify(event, &body, config).map(|classified| classified.decision)
+}
+
+fn decide(event: &str, payload: &Value) -> Decision {
+    classify_value(event, payload, &ServerConfig::default()).expect("classify")
+}
+
+#[test]
+fn one_pass_and_two_pass_readings_of_pull_requests_agree() {
+    let config = ServerConfig::default();
+    let well_formed = [
+        pr_payload("opened", false),
+        pr_payload("synchronize", true),
+        pr_payload("ready_for_review", true),
+        pr_payload("closed", false),
+        json!({"action": "closed", "pull_request": null}),
+        json!({"number": 4}),
+    ];
+    let mut no_installation = pr_payload("opened", false);
+    no_installation["installation"] = Value::Null;
+    let mut no_head = pr_payload("reopened", false);
+    no_head["pull_request"]["head"] = Value::Null;
+    let mut odd_number = pr_payload("opened", false);
+    odd_number["number"] = json!("five");
+    let mut no_repository = pr_payload("opened", false);
+    no_repository
+        .as_object_mut()
+        .expect("object")
+        .remove("repository");
+    let odd_pr_of_ignored_action = json!({"action": "closed", "pull_request": "odd"});
+    let others = [
+        no_installation,
+        no_head,
+        odd_number,
+        no_repository,
+        odd_pr_of_ignored_action,
+        json!({"action": 5}),
+    ];
+    for (index, payload) in well_formed.iter().chain(&others).enumerate() {
+        let body = serde_json::to_vec(payload).expect("serialize");
+        let one = classify("pull_request", &body, &config);
+        let two = classify_in_two_passes("pull_request", &body, &config);
+        assert_eq!(format!("{one:?}"), format!("{two:?}"), "{payload}");
+        if index < well_formed.len() {
+            assert!(
+                pull_request_in_one_pass(&body, &config).is_some(),
+                "read in one pass: {payload}"
+            );
+        }
+    }
+    for body in [&b"[1]"[..], b"{\"action\": \"opened\"", b" 7"] {
+        let one = classify("pull_request", body, &config);
+        let two = classify_in_two_passes("pull_request", body, &config);
+        assert_eq!(format!("{one:?}"), format!("{two:?}"));
+        assert!(one.is_err());
+    }
+}
+
+#[test]
+fn review_actions_queue_a_job() {
+    let Decision::Review(job) = decide("pull_request", &pr_payload("synchronize", false)) else {
+        panic!("not queued");
+    };
+    assert_eq!(job.repo_full_name, "o/r");
+    assert_eq!((job.installation_id, job.pr_number), (9, 5));
+    assert_eq!(job.head_sha.as_deref(), Some("abc"));
+    assert_eq!(job.payload["head_ref"], "feature");
+}
+
+#[test]
+fn drafts_are_skipped_unless_configured() {
+    let draft = pr_payload("opened", true);
+    assert!(matches!(
+        decide("pull_request", &draft),
+        Decision::Ignore(_)
+    ));
+    let config = ServerConfig {
+        review_drafts: true,
+        ..ServerConfig::default()
+    };
+    assert!(matches!(
+        classify_value("pull_request", &draft, &config),
+        Ok(Decision::Review(_))
+    ));
+}
+
+#[test]
+fn other_pull_request_actions_are_ignored_without_full_parsing() {
+    let decision = decide("pull_request", &json!({"action": "closed"}));
+    assert!(matches!(decision, Decision::Ignore(_)));
+}
+
+#[test]
+fn a_review_action_missing_fields_is_an_error() {
+    let payload = json!({"action": "opened", "number": 1});
+    assert!(matches!(
+        classify_value("pull_request", &payload, &ServerConfig::default()),
+        Err(PayloadError::Unexpected(_))
+    ));
+}
+
+#[test]
+fn comment_commands_on_prs_queue_with_the_commenter() {
+    let payload = comment_payload("/redline review --strategy plan", true, "User");
+    let Decision::Review(job) = decide("issue_comment", &payload) else {
+        panic!("not queued");
+    };
+    assert_eq!(job.kind.strategy(), Some("plan"));
+    assert_eq!(job.head_sha, None);
+    assert_eq!(job.payload["commenter"], "alice");
+    assert_eq!(job.payload["author_association"], "MEMBER");
+}
+
+#[test]
+fn other_comments_are_ignored() {
+    for payload in [
+        comment_payload("/redline review", false, "User"),
+        comment_payload("/redline review", true, "Bot"),
+        comment_payload("nice work", true, "User"),
+    ] {
+        assert!(matches!(
+            decide("issue_comment", &payload),
+            Decision::Ignore(_)
+        ));
+    }
+}
+
+#[test]
+fn a_malformed_command_gets_the_usage() {
+    let payload = comment_payload("/redline review --bogus", true, "User");
+    let Decision::Reply(reply) = decide("issue_comment", &payload) else {
+        panic!("no reply");
+    };
+    assert_eq!((reply.installation_id, reply.pr_number), (9, 3));
+    assert_eq!(reply.commenter, "alice");
+    assert!(reply.text.contains("--bogus") && reply.text.contains(crate::github::USAGE));
+}
+
+#[test]
+fn malformed_bodies_are_refused_for_every_event() {
+    for event in ["pull_request", "ping", "star"] {
+        for body in [&b"{"[..], b"[]", b"", b"{\"action\": 7}"] {
+            let result = classify(event, body, &ServerConfig::default());
+            assert!(
+                matches!(
+                    result,
+                    Err(PayloadError::Malformed(_) | PayloadError::NotAnObject)
+                ),
+                "{event} {body:?}"
+            );
+        }
+    }
+}
+
+#[test]
+fn the_action_is_reported_for_ignored_events() {
+    let body = br#"{"action": "created", "starred_at": null}"#;
+    let classified = classify("star", body, &ServerConfig::default()).expect("classify");
+    assert_eq!(classified.action.as_deref(), Some("created"));
+    assert!(matches!(classified.decision, Decision::Ignore(_)));
+}
+
+fn review_comment_payload(body: &str, reply_to: Option<u64>, user_type: &str) -> Value {
+    json!({
+        "action": "created",
+        "comment": {"id": 80, "in_reply_to_id": reply_to, "body": body, "path": "a.rs",
+            "diff_hunk": "@@ -1 +1 @@", "author_association": "MEMBER",
+            "user": {"login": "alice", "type": user_type}},
+        "pull_request": {"number": 4},
+        "repository": {"full_name": "o/r"},
+        "installation": {"id": 9}
+    })
+}
+
+#[test]
+fn review_comments_become_answers_reviews_or_nothing() {
+    let config = ServerConfig {
+        app_slug: Some("redline".into()),
+        ..ServerConfig::default()
+    };
+    let decide = |payload: &Value| classify_value("pull_request_review_comment", payload, &config);
+    let Ok(Decision::Thread(comment)) = decide(&review_comment_payload("why?", Some(70), "User"))
+    else {
+        panic!("not a thread comment");
+    };
+    assert_eq!((comment.root_id, comment.pr_number), (70, 4));
+    assert!(matches!(
+        decide(&review_comment_payload("@redline why?", None, "User")),
+        Ok(Decision::Thread(_))
+    ));
+    let Ok(Decision::Review(job)) =
+        decide(&review_comment_payload("/redline review", None, "User"))
+    else {
+        panic!("not a review");
+    };
+    assert_eq!(job.payload["commenter"], "alice");
+    for payload in [
+        review_comment_payload("why?", Some(70), "Bot"),
+        review_comment_payload("a note", None, "User"),
+    ] {
+        assert!(matches!(decide(&payload), Ok(Decision::Ignore(_))));
+    }
+    let mut edited = review_comment_payload("why?", Some(70), "User");
+    edited["action"] = json!("edited");
+    assert!(matches!(decide(&edited), Ok(Decision::Ignore(_))));
+}
+
+#[test]
+fn installation_removal_is_flagged() {
+    let payload = json!({"action": "suspend", "installation": {"id": 4}});
+    let Decision::Installation(change) = decide("installation", &payload) else {
+        panic!("not an installation change");
+    };
+    assert!(change.access_removed);
+    let payload = json!({"action": "removed", "installation": {"id": 4}});
+    let Decision::Installation(change) = decide("installation_repositories", &payload) else {
+        panic!("not an installation change");
+    };
+    assert!(!change.access_removed);
+}
