@@ -10,7 +10,7 @@ use serde::Deserialize;
 use serde_json::json;
 
 use super::{AgentConfig, AgentError};
-use crate::llm::{ChatModel, ChatRequest, Message, ToolSpec};
+use crate::llm::{ChatModel, ChatRequest, Message, ToolSpec, Usage};
 use crate::tools::{ToolRegistry, Workspace, parse_args};
 
 /// The tool that ends the run.
@@ -56,6 +56,8 @@ pub struct ChatAnswer {
     pub dismiss: bool,
     /// Model calls made.
     pub model_calls: u32,
+    /// Tokens of all the run's calls (for the server's metrics and cost).
+    pub usage: Usage,
 }
 
 #[derive(Deserialize)]
@@ -94,6 +96,7 @@ pub(crate) async fn answer_in_thread(
         Message::user(first_message(input)),
     ];
     let max_steps = max_steps.max(1);
+    let mut usage = Usage::default();
     for step in 1..=max_steps {
         let last = step == max_steps;
         let mut offered = if last { Vec::new() } else { tools.specs() };
@@ -106,8 +109,9 @@ pub(crate) async fn answer_in_thread(
             temperature: config.temperature,
         };
         let response = model.complete(&request).await?;
+        add_usage(&mut usage, &response.usage);
         if let Some(answer) = final_answer(&response, step)? {
-            return Ok(answer);
+            return Ok(ChatAnswer { usage, ..answer });
         }
         messages.push(response.to_message());
         for call in &response.tool_calls {
@@ -160,6 +164,7 @@ fn final_answer(
                 body: args.body,
                 dismiss: args.dismiss,
                 model_calls: step,
+                usage: Usage::default(),
             })),
             _ => Ok(None),
         };
@@ -170,9 +175,18 @@ fn final_answer(
             body: text.to_string(),
             dismiss: false,
             model_calls: step,
+            usage: Usage::default(),
         }));
     }
     Ok(None)
+}
+
+fn add_usage(total: &mut Usage, call: &Usage) {
+    total.prompt_tokens += call.prompt_tokens;
+    total.completion_tokens += call.completion_tokens;
+    total.cached_prompt_tokens += call.cached_prompt_tokens;
+    total.cache_write_tokens += call.cache_write_tokens;
+    total.estimated |= call.estimated;
 }
 
 fn system_prompt(guidelines: Option<&str>) -> String {
@@ -247,7 +261,8 @@ mod tests {
             Some(ChatAnswer {
                 body: "ok".into(),
                 dismiss: true,
-                model_calls: 2
+                model_calls: 2,
+                usage: Usage::default(),
             })
         );
         let text = final_answer(&response("plain", vec![]), 1).unwrap();

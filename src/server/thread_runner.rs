@@ -15,8 +15,10 @@ use tokio::sync::Semaphore;
 
 use super::ThreadCommentHook;
 use super::review_runner::{PullAt, ReviewRunner, send};
+use crate::config::settings::Settings;
 use crate::github::thread::ThreadComment;
 use crate::github::{GitHubClient, fetch_pull};
+use crate::llm::Usage;
 use crate::queue::Queue;
 use crate::thread_flow::{self, Answered, Gate};
 
@@ -146,7 +148,15 @@ async fn answer(
     .await
     .map_err(|e| e.to_string())?;
     let answered = match answered {
-        Answered::Answer(answered) => answered,
+        Answered::Answer(answered) => {
+            count_cost(
+                runner,
+                &settings,
+                &format!("{owner}/{repo}"),
+                &answered.usage,
+            );
+            answered
+        }
         Answered::Skipped(reason) => {
             tracing::info!(comment = comment.comment_id, %reason, "review comment not answered");
             return Ok(());
@@ -166,4 +176,16 @@ async fn answer(
     send(thread_flow::post_answer(client, comment, &answered.body))
         .await
         .map_err(|e| e.to_string())
+}
+
+/// An answer's tokens and cost go into `/metrics` as a review's do.
+fn count_cost(runner: &ReviewRunner, settings: &Settings, repository: &str, usage: &Usage) {
+    runner
+        .metrics
+        .add_model_tokens(usage.prompt_tokens, usage.completion_tokens);
+    if let Some(price) = settings.agent.price {
+        runner
+            .metrics
+            .add_review_cost(repository, price.cost(usage));
+    }
 }

@@ -18,6 +18,7 @@ fn chat_requests(reviewed: &Reviewed) -> usize {
 async fn a_reply_in_redline_s_thread_gets_one_answer_under_a_storm_and_redelivery() {
     let reviewed = Reviewed::start(None, false).await;
     let root = reviewed.root(FIRST);
+    let tokens_of_the_review = reviewed.input_tokens().await;
     let question = "Are you sure? b is never zero here.";
     let id = reviewed
         .gh
@@ -46,6 +47,8 @@ async fn a_reply_in_redline_s_thread_gets_one_answer_under_a_storm_and_redeliver
     assert!(body.contains(ANSWER_TEXT), "{body}");
     assert!(body.contains(&format!("redline:answer={id}")), "{body}");
     assert_eq!(chat_requests(&reviewed), 1, "one model call for one answer");
+    // The answer's tokens are counted in /metrics as a review's are.
+    assert!(reviewed.input_tokens().await > tokens_of_the_review);
     let chat = reviewed
         .model
         .requests()

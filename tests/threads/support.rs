@@ -211,6 +211,20 @@ impl Reviewed {
             .await
     }
 
+    /// The server's `redline_model_tokens_total{kind="input"}`, from `/metrics`.
+    pub async fn input_tokens(&self) -> u64 {
+        let text = reqwest::get(format!("{}/metrics", self.server.url))
+            .await
+            .expect("metrics")
+            .text()
+            .await
+            .expect("metrics text");
+        text.lines()
+            .find_map(|l| l.strip_prefix("redline_model_tokens_total{kind=\"input\"} "))
+            .and_then(|v| v.trim().parse().ok())
+            .unwrap_or(0)
+    }
+
     /// Redline's answers in the thread of `root`.
     pub fn answers(&self, root: u64) -> Vec<Value> {
         answers_in(&self.gh, root)
