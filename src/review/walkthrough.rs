@@ -202,17 +202,19 @@ fn escape_emphasis(text: &str) -> String {
     out
 }
 
+/// An area, for tests.
+#[cfg(test)]
+pub(crate) fn area(name: &str, files: &[&str], summary: &str) -> Area {
+    Area {
+        area: name.into(),
+        files: files.iter().map(|f| f.to_string()).collect(),
+        summary: summary.into(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn area(name: &str, files: &[&str], summary: &str) -> Area {
-        Area {
-            area: name.into(),
-            files: files.iter().map(|f| f.to_string()).collect(),
-            summary: summary.into(),
-        }
-    }
 
     #[test]
     fn a_review_holds_at_most_max_areas() {

@@ -76,15 +76,8 @@ fn path(raw: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::review::walkthrough::area;
     use serde_json::json;
-
-    fn area(name: &str, files: &[&str], summary: &str) -> Area {
-        Area {
-            area: name.into(),
-            files: files.iter().map(|f| f.to_string()).collect(),
-            summary: summary.into(),
-        }
-    }
 
     #[test]
     fn lists_of_areas_parse_with_other_key_names_and_bad_items_are_dropped() {
