@@ -27,6 +27,11 @@ const SQLITE_MIGRATIONS: &[(i64, &str, &str)] = &[
         "threads",
         include_str!("../../migrations/sqlite/0002_threads.sql"),
     ),
+    (
+        3,
+        "intake schema",
+        include_str!("../../migrations/sqlite/0003_intake_schema.sql"),
+    ),
 ];
 const POSTGRES_MIGRATIONS: &[(i64, &str, &str)] = &[
     (
@@ -327,3 +332,6 @@ fn to_u64(value: i64) -> Result<u64, StoredValueError> {
 fn to_u32(value: i64) -> Result<u32, StoredValueError> {
     u32::try_from(value).map_err(|_| StoredValueError::Count(value))
 }
+
+#[cfg(test)]
+mod tests;

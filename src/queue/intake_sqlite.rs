@@ -36,8 +36,10 @@ const INSERT_DELIVERIES: InsertRows = InsertRows {
 };
 
 /// Supersedes the queued jobs and flags the running job of each listed PR. Binds: $1 JSON
-/// array of `[repo, pr]`, $2 now. Returns each touched job's PR and new state.
-const REPLACE_PR_JOBS: &str = "UPDATE jobs SET \
+/// array of `[repo, pr]`, $2 now. Returns each touched job's PR and new state. The live jobs'
+/// per-PR index is named so that the jobs are found by pull request, never by scanning every
+/// queued job (the planner, without statistics, may prefer the state index).
+const REPLACE_PR_JOBS: &str = "UPDATE jobs INDEXED BY jobs_live_by_pr SET \
        state = CASE WHEN state = 'queued' THEN 'superseded' ELSE state END, \
        cancel_requested = CASE WHEN state = 'running' THEN TRUE ELSE cancel_requested END, \
        finished_at = CASE WHEN state = 'queued' THEN $2 ELSE finished_at END, \
