@@ -24,7 +24,9 @@
 # server gets one core. Peak RSS is the server process's VmHWM after its runs.
 #
 # Environment: DURATION (default 10s), CONNECTIONS (closed-loop connection counts, default
-# "32"), MODE (all | paced: skip the closed-loop runs), PORT (18080), PROBOT_VERSION (14),
+# "32"), ROUNDS (default 1: the target list is run that many times in turn, and each round's
+# closed-loop req/s at the first connection count is given as a multiple of that round's
+# Probot, so drifts in the machine's speed fall on both sides of each ratio), MODE (all | paced: skip the closed-loop runs), PORT (18080), PROBOT_VERSION (14),
 # REDLINE_BENCH_POSTGRES_URL (postgres://postgres@127.0.0.1:5432/test; a scratch schema is
 # created and dropped), CARGO_TARGET_DIR, SERVER_BIN (a prebuilt webhook_server to run instead
 # of building one, e.g. an older build to compare in the same session). Traffic goes to 127.0.0.1 only; every run is
@@ -168,8 +170,13 @@ run_wrk() {
   results+=("$target|$label|$line")
 }
 
-for target in "${targets[@]}"; do
-  case "$target" in
+rounds=${ROUNDS:-1}
+first_connections=${connection_counts%% *}
+for round in $(seq 1 "$rounds"); do
+for kind in "${targets[@]}"; do
+  target=$kind
+  [ "$rounds" -gt 1 ] && target="$kind:r$round"
+  case "$kind" in
     sqlite) url="sqlite://$work/bench.db"; path=/webhook; status=202; job_ms=0 ;;
     sqlite-busy) url="sqlite://$work/bench-busy.db"; path=/webhook; status=202; job_ms=30000 ;;
     postgres)
@@ -179,7 +186,7 @@ for target in "${targets[@]}"; do
       url="$pg_base${sep}options[search_path]=$schema"; path=/webhook; status=202; job_ms=0 ;;
     probot) path=/api/github/webhooks; status=200 ;;
   esac
-  start_server "$target"
+  start_server "$kind"
   case "${MODE:-all}" in
     paced) ;;
     *) for connections in $connection_counts; do
@@ -189,13 +196,14 @@ for target in "${targets[@]}"; do
   run_wrk "paced ~500/s (c=50,100ms)" 50 100
   rss=$(peak_rss_mib)
   results+=("$target|peak RSS|$rss MiB")
-  if [ "$target" != probot ]; then
+  if [ "$kind" != probot ]; then
     curl -s "http://127.0.0.1:$port/metrics" \
       | grep -E '^redline_(webhook_deliveries_total|queue_depth|jobs\{|jobs_total)' \
       | sed "s/^/$target   metrics: /" || true
   fi
   stop_server
   if [ -n "$schema" ]; then PGOPTIONS=--client-min-messages=warning psql -q "$pg_base" -c "DROP SCHEMA $schema CASCADE" >/dev/null; schema=""; fi
+done
 done
 
 # Side by side: one row per target and run.
@@ -211,3 +219,29 @@ for entry in "${results[@]}"; do
     "$(field p50_ms "$line")" "$(field p99_ms "$line")" "$(field max_ms "$line")" \
     "$(( ${non_ok:-0} + ${errors:-0} ))" "$rss"
 done
+
+# Each round's closed-loop req/s as a multiple of the same round's Probot.
+closed_rps() { # TARGET -> req/s of its closed-loop run at the first connection count
+  local entry
+  for entry in "${results[@]}"; do
+    IFS='|' read -r name label line <<<"$entry"
+    if [ "$name" = "$1" ] && [ "$label" = "closed-loop c=$first_connections" ]; then
+      field rps "$line"; return
+    fi
+  done
+}
+if [[ " ${targets[*]} " == *" probot "* ]] && [ "${MODE:-all}" != paced ]; then
+  echo
+  for round in $(seq 1 "$rounds"); do
+    suffix=""; [ "$rounds" -gt 1 ] && suffix=":r$round"
+    probot=$(closed_rps "probot$suffix")
+    [ -n "$probot" ] && [ "$probot" != 0 ] || continue
+    ratios=""
+    for kind in "${targets[@]}"; do
+      [ "$kind" = probot ] && continue
+      rps=$(closed_rps "$kind$suffix")
+      [ -n "$rps" ] && ratios+=" $kind $(awk -v a="$rps" -v b="$probot" 'BEGIN { printf "%.2f", a / b }')x"
+    done
+    echo "round $round: Probot $probot req/s at c=$first_connections;$ratios"
+  done
+fi
