@@ -1,9 +1,10 @@
 //! Reading a webhook body that is not authenticated yet: bounded in size, time and memory,
 //! and hashed for the signature check while it streams in.
 //!
-//! Invariants: bytes are copied into the buffer only while a [`Reservation`] of the unverified
-//! budget covers the buffer's capacity; the reservation ends with this function (verified
-//! bodies are the caller's, refused ones are dropped here). The read never waits longer than
+//! Invariants: bytes are kept (copied into the buffer, or held as the one piece that is the
+//! whole announced body) only while a [`Reservation`] of the unverified budget covers them;
+//! the reservation ends with this function (verified bodies are the caller's, refused ones
+//! are dropped here). The read never waits longer than
 //! the body deadline, and never longer than the minimum rate allows for the bytes so far.
 
 use axum::body::{Body, Bytes};
@@ -64,7 +65,10 @@ pub(crate) async fn read_verified(
     let initial = declared.unwrap_or(CHUNKED_STEP.min(limit));
     let reservation = budget.reserve(initial).await.ok_or(BodyError::Busy)?;
     let mut reader = Reader {
-        buffer: Vec::with_capacity(initial),
+        buffer: Vec::new(),
+        initial,
+        whole: None,
+        declared,
         reservation,
         check,
         limit,
@@ -72,17 +76,18 @@ pub(crate) async fn read_verified(
     let outcome = reader.read(body, limits).await;
     let Reader {
         buffer,
+        whole,
         reservation,
         check,
         ..
     } = reader;
     let verified = outcome.and_then(|()| check.finish().map_err(BodyError::from));
     match verified {
-        Ok(()) => Ok(Bytes::from(buffer)),
+        Ok(()) => Ok(whole.unwrap_or_else(|| Bytes::from(buffer))),
         Err(err) => {
             // The refused body goes before its reservation, so the budget never
-            // under-counts what is allocated.
-            drop(buffer);
+            // under-counts what is held.
+            drop((buffer, whole));
             drop(reservation);
             Err(err)
         }
@@ -91,6 +96,13 @@ pub(crate) async fn read_verified(
 
 struct Reader {
     buffer: Vec<u8>,
+    /// The buffer's first capacity (the reservation's first size), allocated when the first
+    /// byte is copied.
+    initial: usize,
+    /// The body when it came as one piece of the announced length: kept as it is rather than
+    /// copied (the usual case once the connection's read buffer has grown).
+    whole: Option<Bytes>,
+    declared: Option<usize>,
     reservation: Reservation,
     check: SignatureCheck,
     limit: usize,
@@ -102,7 +114,7 @@ impl Reader {
         let hard_deadline = started + limits.body_timeout;
         let mut stream = body.into_data_stream();
         loop {
-            let rate_deadline = rate_deadline(started, self.buffer.len(), limits);
+            let rate_deadline = rate_deadline(started, self.received(), limits);
             let deadline = rate_deadline.min(hard_deadline);
             let next = match timeout_at(deadline, stream.next()).await {
                 Ok(next) => next,
@@ -116,13 +128,40 @@ impl Reader {
             match next {
                 None => return Ok(()),
                 Some(Err(_)) => return Err(BodyError::Incomplete),
-                Some(Ok(piece)) => self.take(&piece).await?,
+                Some(Ok(piece)) => self.take(piece).await?,
             }
         }
     }
 
-    /// Appends `piece`, growing the buffer (and its reservation) first when needed.
-    async fn take(&mut self, piece: &[u8]) -> Result<(), BodyError> {
+    /// Bytes received so far.
+    fn received(&self) -> usize {
+        self.buffer.len() + self.whole.as_ref().map_or(0, Bytes::len)
+    }
+
+    /// Keeps `piece`: as the whole body when it is all of the announced body, otherwise
+    /// appended to the buffer.
+    async fn take(&mut self, piece: Bytes) -> Result<(), BodyError> {
+        let first = self.buffer.is_empty() && self.whole.is_none();
+        if first && Some(piece.len()) == self.declared && piece.len() <= self.limit {
+            // The reservation already covers the announced length.
+            self.check.update(&piece);
+            self.whole = Some(piece);
+            return Ok(());
+        }
+        if let Some(whole) = self.whole.take() {
+            // More than announced (hashed already); the length check decides.
+            self.append(&whole).await?;
+        }
+        self.append(&piece).await?;
+        self.check.update(&piece);
+        Ok(())
+    }
+
+    /// Appends `piece` to the buffer, growing it (and its reservation) first when needed.
+    async fn append(&mut self, piece: &[u8]) -> Result<(), BodyError> {
+        if self.buffer.capacity() == 0 {
+            self.buffer.reserve_exact(self.initial);
+        }
         let needed = self.buffer.len().saturating_add(piece.len());
         if needed > self.limit {
             return Err(BodyError::TooLarge { limit: self.limit });
@@ -139,7 +178,6 @@ impl Reader {
             self.buffer
                 .reserve_exact(capacity.saturating_sub(self.buffer.len()));
         }
-        self.check.update(piece);
         self.buffer.extend_from_slice(piece);
         Ok(())
     }
@@ -155,3 +193,6 @@ fn rate_deadline(started: Instant, received: usize, limits: &RequestLimits) -> I
         / rate;
     started + limits.body_rate_grace + std::time::Duration::from_millis(earned_millis)
 }
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,84 @@
+use std::time::Duration;
+
+use futures::stream;
+
+use super::*;
+use crate::llm::Secret;
+use crate::server::signature::sign;
+
+const SECRET: &str = "body-test-secret";
+
+fn budget() -> UnverifiedBudget {
+    UnverifiedBudget::new(1 << 20, Duration::from_millis(50))
+}
+
+fn check_for(body: &[u8]) -> SignatureCheck {
+    let secret = Secret::new(SECRET.to_string());
+    let header = sign(&secret, body);
+    SignatureCheck::begin(&secret, Some(header.as_str())).expect("well-formed header")
+}
+
+fn in_pieces(body: &[u8], size: usize) -> Body {
+    let pieces: Vec<Result<Bytes, std::io::Error>> = body
+        .chunks(size)
+        .map(|piece| Ok(Bytes::copy_from_slice(piece)))
+        .collect();
+    Body::from_stream(stream::iter(pieces))
+}
+
+async fn read(
+    body: Body,
+    declared: Option<usize>,
+    check: SignatureCheck,
+) -> Result<Bytes, BodyError> {
+    let declared = declared.map(|len| len as u64);
+    read_verified(body, declared, &RequestLimits::default(), &budget(), check).await
+}
+
+#[tokio::test]
+async fn a_body_in_one_piece_or_many_reads_the_same_and_verifies() {
+    let body: Vec<u8> = (0..40_000u32).map(|i| (i % 251) as u8).collect();
+    let whole = read(Body::from(body.clone()), Some(body.len()), check_for(&body)).await;
+    assert_eq!(whole.expect("one piece").as_ref(), body.as_slice());
+    let pieces = read(in_pieces(&body, 4096), Some(body.len()), check_for(&body)).await;
+    assert_eq!(pieces.expect("many pieces").as_ref(), body.as_slice());
+    let chunked = read(in_pieces(&body, 1000), None, check_for(&body)).await;
+    assert_eq!(
+        chunked.expect("no announced length").as_ref(),
+        body.as_slice()
+    );
+}
+
+#[tokio::test]
+async fn a_tampered_body_is_refused_whether_it_came_whole_or_in_pieces() {
+    let signed = b"{\"action\":\"opened\"}".to_vec();
+    let mut sent = signed.clone();
+    sent[3] ^= 1;
+    let whole = read(
+        Body::from(sent.clone()),
+        Some(sent.len()),
+        check_for(&signed),
+    )
+    .await;
+    assert!(matches!(whole, Err(BodyError::Signature(_))), "{whole:?}");
+    let pieces = read(in_pieces(&sent, 5), Some(sent.len()), check_for(&signed)).await;
+    assert!(matches!(pieces, Err(BodyError::Signature(_))), "{pieces:?}");
+}
+
+#[tokio::test]
+async fn bytes_past_the_announced_length_are_hashed_once_and_counted() {
+    // A first piece of exactly the announced length, then more: the whole body, hashed once,
+    // is what the signature must match.
+    let body = b"0123456789abcdef".to_vec();
+    let pieces: Vec<Result<Bytes, std::io::Error>> = vec![
+        Ok(Bytes::copy_from_slice(&body[..10])),
+        Ok(Bytes::copy_from_slice(&body[10..])),
+    ];
+    let read_back = read(
+        Body::from_stream(stream::iter(pieces)),
+        Some(10),
+        check_for(&body),
+    )
+    .await;
+    assert_eq!(read_back.expect("verified").as_ref(), body.as_slice());
+}
