@@ -16,7 +16,7 @@ use tokio::time::{Instant, sleep, timeout};
 use super::error::QueueError;
 use super::types::{Job, JobId, JobKind, JobState, QueueOptions};
 
-const SQLITE_MIGRATIONS: &[(i64, &str, &str)] = &[
+pub(super) const SQLITE_MIGRATIONS: &[(i64, &str, &str)] = &[
     (
         1,
         "queue",

@@ -37,8 +37,8 @@ const INSERT_DELIVERIES: InsertRows = InsertRows {
 
 /// Supersedes the queued jobs and flags the running job of each listed PR. Binds: $1 JSON
 /// array of `[repo, pr]`, $2 now. Returns each touched job's PR and new state. The live jobs'
-/// per-PR index is named so that the jobs are found by pull request, never by scanning every
-/// queued job (the planner, without statistics, may prefer the state index).
+/// per-PR index is named so that the jobs are looked up by repository and number, never found
+/// by scanning every queued job (the planner, without statistics, may prefer the state index).
 const REPLACE_PR_JOBS: &str = "UPDATE jobs INDEXED BY jobs_live_by_pr SET \
        state = CASE WHEN state = 'queued' THEN 'superseded' ELSE state END, \
        cancel_requested = CASE WHEN state = 'running' THEN TRUE ELSE cancel_requested END, \
@@ -370,6 +370,39 @@ mod tests {
             assert_eq!(next, total);
             assert_eq!(chunks.len(), total.div_ceil(32), "{total}: {chunks:?}");
         }
+    }
+
+    #[tokio::test]
+    async fn the_supersede_looks_up_each_listed_pull_request_in_the_live_index() {
+        use sqlx::sqlite::SqliteConnectOptions;
+        use std::str::FromStr;
+
+        let options = SqliteConnectOptions::from_str("sqlite::memory:").expect("url");
+        let mut conn = SqliteConnection::connect_with(&options)
+            .await
+            .expect("open");
+        for (_, _, sql) in super::super::db::SQLITE_MIGRATIONS {
+            sqlx::raw_sql(*sql)
+                .execute(&mut conn)
+                .await
+                .expect("schema");
+        }
+        let plan: Vec<String> = sqlx::query(sqlx::AssertSqlSafe(format!(
+            "EXPLAIN QUERY PLAN {REPLACE_PR_JOBS}"
+        )))
+        .bind("[[\"o/r\", 7]]")
+        .bind(1_i64)
+        .fetch_all(&mut conn)
+        .await
+        .expect("plan")
+        .iter()
+        .map(|row| row.try_get::<String, _>(3usize).expect("detail"))
+        .collect();
+        assert!(
+            plan.iter().any(|step| step
+                .contains("USING INDEX jobs_live_by_pr (repo_full_name=? AND pr_number=?)")),
+            "{plan:?}"
+        );
     }
 
     #[test]
