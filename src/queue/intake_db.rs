@@ -10,7 +10,7 @@ use sqlx::{Connection, Row};
 use super::db::{Db, is_in_memory, to_millis};
 use super::error::QueueError;
 use super::intake_sqlite::store_sqlite;
-use super::lease::{ClaimRequest, FinishRequest, Reaper, claim_postgres, finish_postgres};
+use super::lease::{ClaimRequest, FinishRequest, LeaseDb, Reaper};
 use super::store::{now_millis, to_db_int};
 use super::types::{Accepted, Job, JobId, NewDelivery, NewJob, QueueOptions};
 
@@ -210,12 +210,12 @@ async fn store_postgres_work(
     for request in work.finishes {
         outcomes
             .finishes
-            .push(finish_postgres(pool, request, now).await);
+            .push(LeaseDb::Postgres(pool).finish(request, now).await);
     }
     for request in work.claims {
         outcomes
             .claims
-            .push(claim_postgres(pool, request, reaper, now).await);
+            .push(LeaseDb::Postgres(pool).claim(request, reaper, now).await);
     }
     Ok(outcomes)
 }

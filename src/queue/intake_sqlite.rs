@@ -23,7 +23,7 @@ use sqlx::sqlite::SqliteConnection;
 use super::db::{state_from_row, to_millis};
 use super::error::QueueError;
 use super::intake_db::{Entry, Outcomes, StoredJob, Work};
-use super::lease::{Reaper, claim_sqlite, finish_sqlite};
+use super::lease::{LeaseDb, Reaper};
 use super::store::now_millis;
 use super::types::{Accepted, JobId, JobState};
 
@@ -146,11 +146,11 @@ async fn store_work(
         outcomes.deliveries = accepted.into_iter().map(Ok).collect();
     }
     for request in work.finishes {
-        let finished = finish_sqlite(conn, request, now).await;
+        let finished = LeaseDb::Sqlite(conn).finish(request, now).await;
         outcomes.finishes.push(own_outcome(finished)?);
     }
     for request in work.claims {
-        let claimed = claim_sqlite(conn, request, reaper, now).await;
+        let claimed = LeaseDb::Sqlite(conn).claim(request, reaper, now).await;
         outcomes.claims.push(own_outcome(claimed)?);
     }
     Ok(outcomes)

@@ -21,9 +21,8 @@ use super::db::{job_columns, job_from_row};
 use super::error::QueueError;
 use super::types::{Job, JobId, JobState};
 
-/// The claim statement. SQLite runs it as one atomic write; PostgreSQL adds
-/// `FOR UPDATE SKIP LOCKED` so concurrent workers pass over a row another one is taking.
-/// Binds: $1 worker, $2 lease end, $3 now.
+/// The claim statement, with the row lock clause PostgreSQL adds (see
+/// [`LeaseDb::claim_next`]). Binds: $1 worker, $2 lease end, $3 now.
 macro_rules! claim_sql {
     ($lock:literal) => {
         concat!(
@@ -104,147 +103,115 @@ impl Reaper {
     }
 }
 
-/// SQLite: claims within the caller's transaction (the committer's).
-pub(super) async fn claim_sqlite(
-    conn: &mut SqliteConnection,
-    request: &ClaimRequest,
-    reaper: &Reaper,
-    now: i64,
-) -> Result<Option<Job>, QueueError> {
-    let reaped_first = reaper.due(now);
-    if reaped_first {
-        reap_sqlite(conn, reaper, now).await?;
-    }
-    let job = claim_next_sqlite(conn, request, now).await?;
-    if job.is_some() || reaped_first {
-        return Ok(job);
-    }
-    // Nothing runnable: a dead worker's job may be blocking its PR.
-    if reap_sqlite(conn, reaper, now).await? == 0 {
-        return Ok(None);
-    }
-    claim_next_sqlite(conn, request, now).await
+/// Where the lease statements run: inside the committer's SQLite transaction, or straight on
+/// the PostgreSQL pool. The claim policy and the statements are written once for both.
+pub(super) enum LeaseDb<'a> {
+    Sqlite(&'a mut SqliteConnection),
+    Postgres(&'a PgPool),
 }
 
-async fn claim_next_sqlite(
-    conn: &mut SqliteConnection,
-    request: &ClaimRequest,
-    now: i64,
-) -> Result<Option<Job>, QueueError> {
-    let claimed = sqlx::query(claim_sql!(""))
-        .bind(&request.worker)
-        .bind(millis_after(now, request.lease))
-        .bind(now)
-        .fetch_optional(&mut *conn)
-        .await;
-    match claimed {
-        Err(sqlx::Error::Database(err)) if err.is_unique_violation() => Ok(None),
-        Err(err) => Err(err.into()),
-        Ok(row) => row.map(|row| job_from_row(&row)).transpose(),
-    }
+/// Runs `$body` with `$exec` bound to the executor `$db` holds (each arm type-checks on its
+/// own, so the body is written once for both databases).
+macro_rules! on_lease_db {
+    ($db:expr, $exec:ident => $body:expr) => {
+        match $db {
+            LeaseDb::Sqlite(conn) => {
+                let $exec = &mut **conn;
+                $body
+            }
+            LeaseDb::Postgres(pool) => {
+                let $exec = *pool;
+                $body
+            }
+        }
+    };
 }
 
-async fn reap_sqlite(
-    conn: &mut SqliteConnection,
-    reaper: &Reaper,
-    now: i64,
-) -> Result<u64, QueueError> {
-    reaper.reaped(now);
-    Ok(sqlx::query(reap_sql!(""))
-        .bind(now)
-        .execute(&mut *conn)
-        .await?
-        .rows_affected())
-}
+impl LeaseDb<'_> {
+    /// Leases the oldest runnable job to the requester, reaping expired leases first when
+    /// the periodic reap is due, or when nothing is runnable.
+    pub(super) async fn claim(
+        &mut self,
+        request: &ClaimRequest,
+        reaper: &Reaper,
+        now: i64,
+    ) -> Result<Option<Job>, QueueError> {
+        let reaped_first = reaper.due(now);
+        if reaped_first {
+            self.reap(reaper, now).await?;
+        }
+        let job = self.claim_next(request, now).await?;
+        if job.is_some() || reaped_first {
+            return Ok(job);
+        }
+        // Nothing runnable: a dead worker's job may be blocking its PR.
+        if self.reap(reaper, now).await? == 0 {
+            return Ok(None);
+        }
+        self.claim_next(request, now).await
+    }
 
-/// SQLite: settles a job within the caller's transaction (the committer's).
-pub(super) async fn finish_sqlite(
-    conn: &mut SqliteConnection,
-    request: &FinishRequest,
-    now: i64,
-) -> Result<(), QueueError> {
-    let updated = sqlx::query(FINISH_SQL)
-        .bind(request.id.0)
-        .bind(&request.worker)
-        .bind(request.state.as_str())
-        .bind(now)
-        .execute(&mut *conn)
-        .await?
-        .rows_affected();
-    if updated == 0 {
-        return Err(QueueError::LeaseLost(request.id));
+    /// Settles a job the requester holds; [`QueueError::LeaseLost`] when it holds none.
+    pub(super) async fn finish(
+        &mut self,
+        request: &FinishRequest,
+        now: i64,
+    ) -> Result<(), QueueError> {
+        let updated = on_lease_db!(self, exec => {
+            sqlx::query(FINISH_SQL)
+                .bind(request.id.0)
+                .bind(&request.worker)
+                .bind(request.state.as_str())
+                .bind(now)
+                .execute(exec)
+                .await?
+                .rows_affected()
+        });
+        if updated == 0 {
+            return Err(QueueError::LeaseLost(request.id));
+        }
+        Ok(())
     }
-    Ok(())
-}
 
-/// PostgreSQL: claims with statements of their own.
-pub(super) async fn claim_postgres(
-    pool: &PgPool,
-    request: &ClaimRequest,
-    reaper: &Reaper,
-    now: i64,
-) -> Result<Option<Job>, QueueError> {
-    let reaped_first = reaper.due(now);
-    if reaped_first {
-        reap_postgres(pool, reaper, now).await?;
+    async fn claim_next(
+        &mut self,
+        request: &ClaimRequest,
+        now: i64,
+    ) -> Result<Option<Job>, QueueError> {
+        // SQLite runs the claim as one atomic write; PostgreSQL workers pass over a row another
+        // one is taking.
+        let sql = match self {
+            LeaseDb::Sqlite(_) => claim_sql!(""),
+            LeaseDb::Postgres(_) => claim_sql!("FOR UPDATE SKIP LOCKED"),
+        };
+        let claimed = on_lease_db!(self, exec => {
+            sqlx::query(sql)
+                .bind(&request.worker)
+                .bind(millis_after(now, request.lease))
+                .bind(now)
+                .fetch_optional(exec)
+                .await
+                .map(|row| row.map(|row| job_from_row(&row)))
+        });
+        match claimed {
+            // Another claim of a job of the same PR committed first.
+            Err(sqlx::Error::Database(err)) if err.is_unique_violation() => Ok(None),
+            Err(err) => Err(err.into()),
+            Ok(job) => job.transpose(),
+        }
     }
-    let job = claim_next_postgres(pool, request, now).await?;
-    if job.is_some() || reaped_first {
-        return Ok(job);
-    }
-    if reap_postgres(pool, reaper, now).await? == 0 {
-        return Ok(None);
-    }
-    claim_next_postgres(pool, request, now).await
-}
 
-async fn claim_next_postgres(
-    pool: &PgPool,
-    request: &ClaimRequest,
-    now: i64,
-) -> Result<Option<Job>, QueueError> {
-    let claimed = sqlx::query(claim_sql!("FOR UPDATE SKIP LOCKED"))
-        .bind(&request.worker)
-        .bind(millis_after(now, request.lease))
-        .bind(now)
-        .fetch_optional(pool)
-        .await;
-    match claimed {
-        // Another worker is committing a claim of a job of the same PR.
-        Err(sqlx::Error::Database(err)) if err.is_unique_violation() => Ok(None),
-        Err(err) => Err(err.into()),
-        Ok(row) => row.map(|row| job_from_row(&row)).transpose(),
+    async fn reap(&mut self, reaper: &Reaper, now: i64) -> Result<u64, QueueError> {
+        reaper.reaped(now);
+        // On PostgreSQL, rows another worker is settling are skipped rather than waited for.
+        let sql = match self {
+            LeaseDb::Sqlite(_) => reap_sql!(""),
+            LeaseDb::Postgres(_) => reap_sql!("FOR UPDATE SKIP LOCKED"),
+        };
+        Ok(on_lease_db!(self, exec => {
+            sqlx::query(sql).bind(now).execute(exec).await?.rows_affected()
+        }))
     }
-}
-
-async fn reap_postgres(pool: &PgPool, reaper: &Reaper, now: i64) -> Result<u64, QueueError> {
-    reaper.reaped(now);
-    // Rows another worker is settling are skipped rather than waited for.
-    Ok(sqlx::query(reap_sql!("FOR UPDATE SKIP LOCKED"))
-        .bind(now)
-        .execute(pool)
-        .await?
-        .rows_affected())
-}
-
-/// PostgreSQL: settles a job with a statement of its own.
-pub(super) async fn finish_postgres(
-    pool: &PgPool,
-    request: &FinishRequest,
-    now: i64,
-) -> Result<(), QueueError> {
-    let updated = sqlx::query(FINISH_SQL)
-        .bind(request.id.0)
-        .bind(&request.worker)
-        .bind(request.state.as_str())
-        .bind(now)
-        .execute(pool)
-        .await?
-        .rows_affected();
-    if updated == 0 {
-        return Err(QueueError::LeaseLost(request.id));
-    }
-    Ok(())
 }
 
 /// `now` (milliseconds) plus `duration`, saturating.

@@ -13,9 +13,7 @@ use tokio::sync::{Mutex, MutexGuard, Notify};
 use super::db::{Db, job_columns, job_from_row, state_from_row, to_millis, with_pool};
 use super::error::QueueError;
 use super::intake::{CommitterParts, Intake};
-use super::lease::{
-    ClaimRequest, FinishRequest, Reaper, claim_postgres, finish_postgres, millis_after,
-};
+use super::lease::{ClaimRequest, FinishRequest, LeaseDb, Reaper, millis_after};
 use super::types::{FailOutcome, Job, JobId, JobState, QueueOptions, RetryDecision};
 
 /// Longest failure reason kept in the database.
@@ -116,7 +114,11 @@ impl Queue {
         };
         match &self.db {
             Db::Sqlite(_) => self.intake.claim(request).await,
-            Db::Postgres(pool) => claim_postgres(pool, &request, &self.reaper, now_millis()).await,
+            Db::Postgres(pool) => {
+                LeaseDb::Postgres(pool)
+                    .claim(&request, &self.reaper, now_millis())
+                    .await
+            }
         }
     }
 
@@ -173,7 +175,7 @@ impl Queue {
         };
         match &self.db {
             Db::Sqlite(_) => self.intake.finish(request).await,
-            Db::Postgres(pool) => finish_postgres(pool, &request, now_millis()).await,
+            Db::Postgres(pool) => LeaseDb::Postgres(pool).finish(&request, now_millis()).await,
         }
     }
 
