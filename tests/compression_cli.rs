@@ -88,8 +88,7 @@ async fn old_tool_results_are_pruned_and_a_repeated_read_gets_a_pointer() {
         ],
     )
     .await;
-    assert_eq!(run.code, 0, "stderr: {}", run.stderr);
-    let out = run.json();
+    let out = run.success_json();
     assert_eq!(out["findings"][0]["line"], 2);
     assert!(
         out["stats"]["compression"]["pruned_tokens"]
@@ -151,8 +150,7 @@ async fn a_long_history_is_summarised_and_findings_survive() {
         ],
     )
     .await;
-    assert_eq!(run.code, 0, "stderr: {}", run.stderr);
-    let out = run.json();
+    let out = run.success_json();
     assert!(
         out["stats"]["compression"]["summaries"]
             .as_u64()

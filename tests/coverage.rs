@@ -123,8 +123,7 @@ async fn plan_execute_shows_every_line_once_to_a_model_that_submits_at_once() {
         &["--format", "json", "--yes"],
     )
     .await;
-    assert_eq!(run.code, 0, "stderr: {}", run.stderr);
-    let out = run.json();
+    let out = run.success_json();
     assert_eq!(out["stats"]["strategy"], "plan_execute");
     assert_eq!(out["stats"]["coverage"], 1.0, "{}", out["stats"]);
     let messages = task_messages(&server.requests());
@@ -200,8 +199,7 @@ async fn auto_runs_react_when_a_spread_change_fits() {
         &["--format", "json"],
     )
     .await;
-    assert_eq!(run.code, 0, "stderr: {}", run.stderr);
-    let out = run.json();
+    let out = run.success_json();
     assert_eq!(out["stats"]["strategy"], "react", "{out}");
     assert_eq!(out["stats"]["coverage"], 1.0);
     assert_eq!(server.requests().len(), 1);

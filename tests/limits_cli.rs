@@ -169,8 +169,7 @@ async fn plan_tasks_that_finished_keep_their_findings_at_the_token_limit() {
         ],
     )
     .await;
-    assert_eq!(run.code, 0, "stderr: {}", run.stderr);
-    let out = run.json();
+    let out = run.success_json();
     assert_eq!(out["stats"]["limit_reached"], "tokens", "{out}");
     assert!(tokens_used(&out) <= LIMIT, "{out}");
     let findings = out["findings"].as_array().expect("findings");
@@ -248,8 +247,7 @@ async fn reflection_keeps_the_actors_findings_when_the_evaluator_is_cut() {
         ],
     )
     .await;
-    assert_eq!(run.code, 0, "stderr: {}", run.stderr);
-    let out = run.json();
+    let out = run.success_json();
     assert_eq!(out["stats"]["limit_reached"], "tokens", "{out}");
     assert!(tokens_used(&out) <= LIMIT, "{out}");
     assert_eq!(out["findings"].as_array().map(Vec::len), Some(1), "{out}");
@@ -293,8 +291,7 @@ async fn max_cost_bounds_a_model_that_never_stops() {
         ],
     )
     .await;
-    assert_eq!(run.code, 0, "stderr: {}", run.stderr);
-    let out = run.json();
+    let out = run.success_json();
     assert_eq!(out["stats"]["limit_reached"], "cost", "{out}");
     let cost = out["stats"]["cost_usd"].as_f64().expect("a cost");
     assert!(cost > 0.0 && cost <= MAX_COST, "{cost}");
@@ -321,8 +318,7 @@ async fn cost_comes_from_the_table_and_is_null_for_an_unknown_model() {
             args.extend(["--config", path.as_str()]);
         }
         let run = cli::review(repo.path(), &server.base_url(), "openai", &args).await;
-        assert_eq!(run.code, 0, "stderr: {}", run.stderr);
-        let out = run.json();
+        let out = run.success_json();
         assert!(out["stats"]["limit_reached"].is_null(), "{out}");
         if priced_run {
             let cost = out["stats"]["cost_usd"].as_f64().expect("a cost");
@@ -363,8 +359,7 @@ async fn usage_the_provider_did_not_report_marks_the_cost_estimated() {
         &["--format", "json", "--strategy", "react", "--config", &path],
     )
     .await;
-    assert_eq!(run.code, 0, "stderr: {}", run.stderr);
-    let out = run.json();
+    let out = run.success_json();
     assert_eq!(out["stats"]["cost_estimated"], true, "{out}");
     assert!(
         out["stats"]["cost_usd"].as_f64().unwrap_or(0.0) > 0.0,
@@ -390,8 +385,7 @@ async fn the_timeout_cancels_a_call_in_flight() {
     )
     .await
     .expect("the review ends soon after its timeout");
-    assert_eq!(run.code, 0, "stderr: {}", run.stderr);
-    let out = run.json();
+    let out = run.success_json();
     assert_eq!(out["stats"]["limit_reached"], "time", "{out}");
     assert_eq!(server.requests().len(), 1, "the held call was the only one");
     assert_limit_event(&run, "time");

@@ -89,8 +89,7 @@ async fn plan_execute_adds_forgotten_files_and_survives_a_failing_task() {
         &["--format", "json", "--strategy", "plan"],
     )
     .await;
-    assert_eq!(run.code, 0, "stderr: {}", run.stderr);
-    let out = run.json();
+    let out = run.success_json();
     assert_eq!(out["stats"]["strategy"], "plan_execute");
     let tasks = out["stats"]["tasks"].as_array().expect("tasks");
     assert_eq!(tasks.len(), 2, "{out}");
@@ -143,8 +142,7 @@ async fn plan_execute_reaches_full_coverage_and_merges_duplicates() {
         &["--format", "json", "--strategy", "plan"],
     )
     .await;
-    assert_eq!(run.code, 0, "stderr: {}", run.stderr);
-    let out = run.json();
+    let out = run.success_json();
     assert_eq!(out["findings"].as_array().map(Vec::len), Some(1), "{out}");
     assert_eq!(out["stats"]["coverage"], 1.0);
 }
@@ -261,8 +259,7 @@ async fn plan_only_prints_the_plan_and_a_given_plan_runs() {
         ],
     )
     .await;
-    assert_eq!(run.code, 0, "stderr: {}", run.stderr);
-    let out = run.json();
+    let out = run.success_json();
     assert_eq!(
         out["stats"]["tasks"].as_array().map(Vec::len),
         Some(2),
@@ -316,8 +313,7 @@ async fn reflection_drops_low_scores_and_stops_early_on_a_high_score() {
         &["--format", "json", "--strategy", "reflect"],
     )
     .await;
-    assert_eq!(run.code, 0, "stderr: {}", run.stderr);
-    let out = run.json();
+    let out = run.success_json();
     assert_eq!(out["stats"]["strategy"], "reflection");
     let findings = out["findings"].as_array().expect("findings");
     assert_eq!(findings.len(), 1, "{out}");
@@ -364,8 +360,7 @@ async fn reflection_keeps_findings_that_cannot_be_anchored_as_notes() {
         &["--format", "json", "--strategy", "reflect"],
     )
     .await;
-    assert_eq!(run.code, 0, "stderr: {}", run.stderr);
-    let out = run.json();
+    let out = run.success_json();
     assert_eq!(out["findings"].as_array().map(Vec::len), Some(1), "{out}");
     let summary = out["summary"].as_str().unwrap_or_default();
     assert!(
@@ -394,8 +389,7 @@ async fn reflection_is_capped_at_three_rounds() {
         &["--format", "json", "--strategy", "reflect"],
     )
     .await;
-    assert_eq!(run.code, 0, "stderr: {}", run.stderr);
-    let out = run.json();
+    let out = run.success_json();
     assert_eq!(out["stats"]["scores"]["rounds"], 3);
     assert_eq!(out["stats"]["scores"]["overall"], json!([4.0, 4.0, 4.0]));
     let requests = server.requests();
@@ -473,8 +467,7 @@ async fn text_mode_runs_react_without_native_tools() {
         ],
     )
     .await;
-    assert_eq!(run.code, 0, "stderr: {}", run.stderr);
-    let out = run.json();
+    let out = run.success_json();
     assert_eq!(out["findings"][0]["line"], 3);
     assert_eq!(out["stats"]["tool_calls"], 1);
     let requests = server.requests();

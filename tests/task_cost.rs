@@ -79,8 +79,7 @@ async fn plan_tasks_spend_their_prompts_on_the_change() {
         &["--format", "json", "--yes"],
     )
     .await;
-    assert_eq!(run.code, 0, "stderr: {}", run.stderr);
-    let out = run.json();
+    let out = run.success_json();
     assert_eq!(out["stats"]["strategy"], "plan_execute", "{out}");
     assert_eq!(out["stats"]["coverage"], 1.0);
 

@@ -20,6 +20,12 @@ pub struct Run {
 }
 
 impl Run {
+    /// The JSON on stdout of a run that must have exited 0 (its stderr in the failure).
+    pub fn success_json(&self) -> Value {
+        assert_eq!(self.code, 0, "stderr: {}", self.stderr);
+        self.json()
+    }
+
     /// Standard output as JSON.
     pub fn json(&self) -> Value {
         serde_json::from_str(&self.stdout).unwrap_or_else(|e| {
