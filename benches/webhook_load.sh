@@ -22,6 +22,8 @@
 # coordinated omission (a stalled server delays the next requests instead of queueing them).
 # With 2 or more CPUs the server is pinned to CPU 0 and wrk to CPU 1 (taskset), so each
 # server gets one core. Peak RSS is the server process's VmHWM after its runs.
+# steal% is the share of the machine's CPU time the hypervisor gave to other guests during a
+# run (/proc/stat): a VM slowed by its neighbours shows it, whichever target was running.
 #
 # Environment: DURATION (default 10s), CONNECTIONS (closed-loop connection counts, default
 # "32"), ROUNDS (default 1: the target list is run that many times in turn, and each round's
@@ -157,15 +159,26 @@ stop_server() {
   fi
 }
 
-# run_wrk LABEL CONNECTIONS PAUSE_MS: one wrk run; prints and keeps its RESULT line.
+# CPU time the hypervisor gave to other guests, and all CPU time, in ticks since boot (Linux).
+cpu_ticks() {
+  awk '/^cpu / { print $9, $2 + $3 + $4 + $5 + $6 + $7 + $8 + $9 }' /proc/stat 2>/dev/null || echo "0 0"
+}
+
+# run_wrk LABEL CONNECTIONS PAUSE_MS: one wrk run; prints and keeps its RESULT line, with the
+# share of CPU time stolen by the hypervisor during the run (a run with a high share was slowed
+# by other guests, whatever the target).
 run_wrk() {
   local label=$1 connections=$2 pause=$3
   local threads=$(( connections < 2 ? 1 : 2 ))
-  local line
+  local line before after
+  before=$(cpu_ticks)
   line=$("${client_cpu[@]}" wrk -t"$threads" -c"$connections" -d"$duration" --timeout 5s \
     -s benches/webhook_load.lua "http://127.0.0.1:$port$path" -- "$work/payloads" 64 "$pause" "$status" \
     | grep '^RESULT' || true)
-  line="${line#RESULT }"
+  after=$(cpu_ticks)
+  line="${line#RESULT } steal_pct=$(awk -v a="$before" -v b="$after" 'BEGIN {
+    split(a, x, " "); split(b, y, " "); total = y[2] - x[2]
+    printf "%.1f", (total > 0 ? (y[1] - x[1]) * 100 / total : 0) }')"
   printf '%-11s %-26s %s\n' "$target" "$label" "$line"
   results+=("$target|$label|$line")
 }
@@ -209,15 +222,15 @@ done
 # Side by side: one row per target and run.
 field() { sed -n "s/.*$1=\([^ ]*\).*/\1/p" <<<"$2"; }
 echo
-printf '%-11s %-26s %9s %9s %9s %9s %8s %s\n' target run req/s p50_ms p99_ms max_ms failed peak_rss
+printf '%-11s %-26s %9s %9s %9s %9s %8s %7s %s\n' target run req/s p50_ms p99_ms max_ms failed steal% peak_rss
 for entry in "${results[@]}"; do
   IFS='|' read -r target label line <<<"$entry"
   [ "$label" = "peak RSS" ] && continue
   rss=$(printf '%s\n' "${results[@]}" | sed -n "s/^$target|peak RSS|//p")
   non_ok=$(field non_ok "$line"); errors=$(field errors "$line")
-  printf '%-11s %-26s %9s %9s %9s %9s %8s %s\n' "$target" "$label" "$(field rps "$line")" \
+  printf '%-11s %-26s %9s %9s %9s %9s %8s %7s %s\n' "$target" "$label" "$(field rps "$line")" \
     "$(field p50_ms "$line")" "$(field p99_ms "$line")" "$(field max_ms "$line")" \
-    "$(( ${non_ok:-0} + ${errors:-0} ))" "$rss"
+    "$(( ${non_ok:-0} + ${errors:-0} ))" "$(field steal_pct "$line")" "$rss"
 done
 
 # Each round's closed-loop req/s as a multiple of the same round's Probot.
