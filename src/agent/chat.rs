@@ -109,7 +109,7 @@ pub(crate) async fn answer_in_thread(
             temperature: config.temperature,
         };
         let response = model.complete(&request).await?;
-        add_usage(&mut usage, &response.usage);
+        usage += &response.usage;
         if let Some(answer) = final_answer(&response, step)? {
             return Ok(ChatAnswer { usage, ..answer });
         }
@@ -179,14 +179,6 @@ fn final_answer(
         }));
     }
     Ok(None)
-}
-
-fn add_usage(total: &mut Usage, call: &Usage) {
-    total.prompt_tokens += call.prompt_tokens;
-    total.completion_tokens += call.completion_tokens;
-    total.cached_prompt_tokens += call.cached_prompt_tokens;
-    total.cache_write_tokens += call.cache_write_tokens;
-    total.estimated |= call.estimated;
 }
 
 fn system_prompt(guidelines: Option<&str>) -> String {

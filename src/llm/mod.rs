@@ -145,6 +145,17 @@ pub struct Usage {
     pub estimated: bool,
 }
 
+/// Usage of several calls: the counts add up, and the total is estimated when any call's was.
+impl std::ops::AddAssign<&Usage> for Usage {
+    fn add_assign(&mut self, call: &Usage) {
+        self.prompt_tokens += call.prompt_tokens;
+        self.completion_tokens += call.completion_tokens;
+        self.cached_prompt_tokens += call.cached_prompt_tokens;
+        self.cache_write_tokens += call.cache_write_tokens;
+        self.estimated |= call.estimated;
+    }
+}
+
 /// Why the model stopped.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -585,3 +596,6 @@ mod provider_tests {
         assert!(usage.prompt_tokens > 0 && usage.completion_tokens > 0);
     }
 }
+
+#[cfg(test)]
+mod usage_tests;
