@@ -419,3 +419,37 @@ async fn sqlite_claims_and_completions_of_a_failed_group_are_stored_alone() {
     );
     db.cleanup().await;
 }
+
+/// On one thread, as `redline serve` runs on a one-core machine: the first delivery wakes the
+/// committer while nine other callers are still on their way (each gives the runtime one
+/// turn before handing over, as a request still being read would). The committer lets the
+/// ready tasks run before it stores the group, so all ten share one commit; storing the first
+/// one at once would take two.
+#[tokio::test(flavor = "current_thread")]
+async fn deliveries_ready_on_the_runtime_join_the_group_being_formed() {
+    let db = TestDb::sqlite();
+    let queue = db.queue().await;
+    let mut tasks = Vec::new();
+    let first = queue.clone();
+    tasks.push(tokio::spawn(async move {
+        first.accept_delivery(delivery(), Some(review_job(0))).await
+    }));
+    for pr in 1..10 {
+        let later = queue.clone();
+        tasks.push(tokio::spawn(async move {
+            tokio::task::yield_now().await;
+            later
+                .accept_delivery(delivery(), Some(review_job(pr)))
+                .await
+        }));
+    }
+    let outcomes = outcomes(tasks).await;
+    assert_eq!(
+        outcomes.iter().map(queued_id).collect::<HashSet<_>>().len(),
+        10
+    );
+    let stats = queue.intake_stats();
+    assert_eq!((stats.deliveries, stats.commits), (10, 1), "{stats:?}");
+    assert_eq!(stats.largest_group, 10, "{stats:?}");
+    db.cleanup().await;
+}
