@@ -4,8 +4,7 @@ use std::io::IsTerminal;
 
 use clap::Parser;
 
-#[tokio::main]
-async fn main() {
+fn main() {
     let filter = tracing_subscriber::EnvFilter::try_from_env("REDLINE_LOG")
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
     tracing_subscriber::fmt()
@@ -15,6 +14,12 @@ async fn main() {
         .with_ansi(std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none())
         .init();
     let cli = redline::Cli::parse();
-    let code = redline::run(cli).await;
+    let code = match redline::runtime() {
+        Ok(runtime) => runtime.block_on(redline::run(cli)),
+        Err(err) => {
+            eprintln!("error: cannot start the async runtime: {err}");
+            1
+        }
+    };
     std::process::exit(code);
 }

@@ -34,8 +34,26 @@ impl Server {
         Server::start_in(dir, gh, model, extra).await
     }
 
+    /// A server that may run on CPU 0 only, or `None` when that cannot be arranged.
+    async fn start_on_one_core(gh: &GitHubMock, model: &ModelServer) -> Option<Server> {
+        let command = cli::redline_command_on_one_core()?;
+        let dir = std::sync::Arc::new(tempfile::tempdir().expect("tmp"));
+        Some(Server::spawn(command, dir, gh, model, &[]).await)
+    }
+
     /// A server on the database and cache of `dir` (a restart reuses them).
     async fn start_in(
+        dir: std::sync::Arc<tempfile::TempDir>,
+        gh: &GitHubMock,
+        model: &ModelServer,
+        extra: &[&str],
+    ) -> Server {
+        Server::spawn(cli::redline_command(), dir, gh, model, extra).await
+    }
+
+    /// Runs `command` (the binary, perhaps behind a wrapper) as the server.
+    async fn spawn(
+        mut command: tokio::process::Command,
         dir: std::sync::Arc<tempfile::TempDir>,
         gh: &GitHubMock,
         model: &ModelServer,
@@ -47,7 +65,7 @@ impl Server {
             .port();
         let key = Path::new(env!("CARGO_MANIFEST_DIR"))
             .join("tests/fixtures/github/TEST-ONLY-app-private-key.pem");
-        let mut child = cli::redline_command()
+        let mut child = command
             .args([
                 "serve",
                 "--listen",
@@ -166,6 +184,16 @@ pub(crate) fn pull_request_payload(base: &str, head: &str) -> Vec<u8> {
 
 #[tokio::test]
 async fn a_signed_webhook_becomes_one_review_on_github() {
+    signed_webhook_becomes_one_review(false).await;
+}
+
+/// The same on one core, where the server runs every task on one thread.
+#[tokio::test]
+async fn on_one_core_a_signed_webhook_becomes_one_review_on_github() {
+    signed_webhook_becomes_one_review(true).await;
+}
+
+async fn signed_webhook_becomes_one_review(one_core: bool) {
     let repo = TempRepo::new();
     repo.write("src/calc.rs", "pub fn one() -> i32 {\n    1\n}\n");
     let base = repo.commit("base");
@@ -189,8 +217,23 @@ async fn a_signed_webhook_becomes_one_review_on_github() {
             "category": "bug", "title": "Division by zero", "body": "b may be 0."}], "summary": "Adds ratio."}))],
     )
     .await;
-    let mut server = Server::start(&gh, &model).await;
+    let server = if one_core {
+        Server::start_on_one_core(&gh, &model).await
+    } else {
+        Some(Server::start(&gh, &model).await)
+    };
+    let Some(mut server) = server else {
+        eprintln!("skipped: taskset is not installed");
+        return;
+    };
     let body = pull_request_payload(&base, &head);
+    if one_core {
+        assert!(
+            server.log().contains("async runtime started cores=1"),
+            "{}",
+            server.log()
+        );
+    }
 
     let (status, _) = server
         .deliver("pull_request", "d-bad", &body, Some("sha256=00".into()))

@@ -111,7 +111,26 @@ pub async fn review(repo: &Path, base_url: &str, provider: &str, extra: &[&str])
 
 /// The binary with every variable that could change its behaviour removed.
 pub fn redline_command() -> tokio::process::Command {
-    let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_redline"));
+    isolated(tokio::process::Command::new(env!("CARGO_BIN_EXE_redline")))
+}
+
+/// [`redline_command`] allowed to run on CPU 0 only (`taskset`, as on a one-core machine), or
+/// `None` when `taskset` is not installed.
+pub fn redline_command_on_one_core() -> Option<tokio::process::Command> {
+    let taskset = std::process::Command::new("taskset")
+        .args(["-c", "0", "true"])
+        .status()
+        .is_ok_and(|status| status.success());
+    if !taskset {
+        return None;
+    }
+    let mut command = tokio::process::Command::new("taskset");
+    command.args(["-c", "0", env!("CARGO_BIN_EXE_redline")]);
+    Some(isolated(command))
+}
+
+/// `command` with every variable that could change the binary's behaviour removed.
+fn isolated(mut command: tokio::process::Command) -> tokio::process::Command {
     for var in [
         "OPENAI_API_KEY",
         "ANTHROPIC_API_KEY",
