@@ -34,9 +34,9 @@ pub mod tools;
 pub use cli::{Cli, run};
 
 /// The Tokio runtime every entry point runs on: Tokio's multi-thread runtime (a worker thread
-/// per core the process may use), and on a single core a current-thread runtime. Both do the same work there (one
-/// thread runs every task; blocking work goes to the blocking pool either way), but the
-/// current-thread scheduler skips the multi-thread one's cross-thread bookkeeping on every
+/// per core the process may use), and on a single core a current-thread runtime. On one core
+/// both run every task on one thread (blocking work goes to the blocking pool either way), but
+/// the current-thread scheduler skips the multi-thread one's cross-thread bookkeeping on every
 /// wake: `redline serve` pinned to one core used 13 % less CPU per webhook delivery.
 pub fn runtime() -> std::io::Result<tokio::runtime::Runtime> {
     let cores = std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get);

@@ -3,12 +3,13 @@
 //!
 //! Callers hand their work to one committer task per [`Queue`] (and its clones). The task
 //! takes everything waiting when it is free (at most [`MAX_GROUP`] members), lets the tasks
-//! the runtime already has ready hand theirs over too ([`GATHER_ROUNDS`]), and stores it all in
-//! one transaction, so concurrent deliveries share one commit and one fsync; an idle intake
-//! commits a lone delivery at once (no timer, no batching delay). On SQLite the workers' claims and
-//! completions ([`Queue::claim`], [`Queue::complete`], [`Queue::cancelled`]) are members too:
-//! a no-op worker would otherwise add two commits of its own per job, each holding the
-//! database's single write lock through an fsync. On PostgreSQL they run on the pool.
+//! the runtime already has ready hand theirs over too ([`GATHER_ROUNDS`]), and stores it all
+//! in one transaction, so concurrent deliveries share one commit and one fsync; an idle
+//! intake commits a lone delivery at once (no timer, no batching delay). On SQLite the
+//! workers' claims and completions ([`Queue::claim`], [`Queue::complete`],
+//! [`Queue::cancelled`]) are members too: a no-op worker would otherwise add two commits of
+//! its own per job, each holding the database's single write lock through an fsync. On
+//! PostgreSQL they run on the pool.
 //!
 //! Invariants:
 //! - A caller is answered only after the transaction holding its work committed, or with
