@@ -387,6 +387,44 @@ async fn a_redelivery_is_not_queued_again() {
     assert_eq!(h.stored().await, (1, 1));
 }
 
+/// GitHub's "redeliver" pressed many times at once: the copies arrive together, share the
+/// intake's group commits, and still make one job with one `queued` answer.
+#[tokio::test]
+async fn concurrent_redeliveries_of_one_id_queue_one_job() {
+    const COPIES: usize = 200;
+    let h = harness(ServerConfig::default()).await;
+    let body = fixture("pull_request/opened.payload");
+    let signature = sign(&Secret::new(SECRET), &body);
+    let delivery = fresh_delivery_id();
+    let copies = (0..COPIES).map(|_| {
+        h.post(
+            Some("pull_request"),
+            Some(&delivery),
+            Some(signature.clone()),
+            body.clone(),
+        )
+    });
+    let answers = futures::future::join_all(copies).await;
+
+    let queued: Vec<_> = answers
+        .iter()
+        .filter(|(status, _)| *status == StatusCode::ACCEPTED)
+        .collect();
+    assert_eq!(queued.len(), 1, "one copy is queued");
+    assert_eq!(queued[0].1["status"], "queued");
+    let duplicates = answers
+        .iter()
+        .filter(|(status, answer)| *status == StatusCode::OK && answer["status"] == "duplicate")
+        .count();
+    assert_eq!(duplicates, COPIES - 1, "every other copy is a duplicate");
+    assert_eq!(h.stored().await, (1, 1), "one delivery and one job stored");
+    let stats = h.state.queue.intake_stats();
+    assert!(
+        stats.largest_group > 1,
+        "the copies were committed together: {stats:?}"
+    );
+}
+
 #[tokio::test]
 async fn malformed_json_is_a_bad_request_and_nothing_is_stored() {
     let h = harness(ServerConfig::default()).await;
