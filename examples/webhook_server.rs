@@ -37,6 +37,13 @@ impl JobRunner for NoopRunner {
 }
 
 fn main() -> anyhow::Result<()> {
+    // Before the runtime, so that its start (one thread or many) is logged too.
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
+        )
+        .init();
     // The runtime `redline serve` runs on (one thread when pinned to one core).
     redline::runtime()
         .context("starting the async runtime")?
@@ -44,12 +51,6 @@ fn main() -> anyhow::Result<()> {
 }
 
 async fn run() -> anyhow::Result<()> {
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
-        )
-        .init();
     let mut args = std::env::args().skip(1);
     let Some(database_url) = args.next() else {
         bail!("usage: webhook_server DATABASE_URL [ADDRESS]");
