@@ -6,6 +6,7 @@
 //! Prints `listening on ADDRESS` once ready; stops on Ctrl-C or SIGTERM, and then prints the
 //! intake's group-commit figures (`intake: deliveries=N worker_members=N commits=N ...`).
 
+use std::io::IsTerminal;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -43,6 +44,9 @@ fn main() -> anyhow::Result<()> {
             tracing_subscriber::EnvFilter::try_from_default_env()
                 .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
         )
+        .with_writer(std::io::stderr)
+        // The load test redirects the log to a file: plain text there, as `redline serve`.
+        .with_ansi(std::io::stderr().is_terminal())
         .init();
     // The runtime `redline serve` runs on (one thread when pinned to one core).
     redline::runtime()
