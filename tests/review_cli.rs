@@ -419,3 +419,54 @@ async fn server_error_messages_never_show_the_key() {
     );
     run.assert_no_key();
 }
+
+#[tokio::test]
+async fn a_key_the_model_repeats_never_reaches_the_report() {
+    let repo = planted_bug_repo();
+    let mut finding = division_finding(10);
+    finding["body"] = json!(format!("The server said the key is {KEY}."));
+    let submit = || {
+        Reply::tool(
+            "call_1",
+            "submit_review",
+            json!({"findings": [finding.clone()], "summary": format!("key {KEY}")}),
+        )
+    };
+    // One reply per run: JSON on stdout, then SARIF to a file.
+    let server = ModelServer::start(Wire::OpenAi, vec![submit(), submit()]).await;
+    let sarif = repo.path().join(".git").join("out.sarif");
+    let run = cli::review(
+        repo.path(),
+        &server.base_url(),
+        "openai",
+        &["--format", "json", "--verbose"],
+    )
+    .await;
+    let out = run.success_json();
+    assert_eq!(out["findings"][0]["line"], 10, "{out}");
+    assert!(
+        out["findings"][0]["body"]
+            .as_str()
+            .is_some_and(|body| body.contains("[REDACTED]")),
+        "{out}"
+    );
+    run.assert_no_key();
+    let run = cli::review(
+        repo.path(),
+        &server.base_url(),
+        "openai",
+        &[
+            "--format",
+            "sarif",
+            "--output",
+            &sarif.display().to_string(),
+        ],
+    )
+    .await;
+    assert_eq!(run.code, 0, "stderr: {}", run.stderr);
+    let written = std::fs::read_to_string(&sarif).expect("sarif written");
+    assert!(
+        !written.contains(KEY) && written.contains("[REDACTED]"),
+        "{written}"
+    );
+}

@@ -10,6 +10,7 @@ mod http;
 pub mod openai;
 pub mod pricing;
 pub mod retry;
+mod scrub;
 mod secret;
 mod sse;
 mod timeouts;
@@ -435,10 +436,13 @@ pub fn build_client_reporting_every(
     hooks: ClientHooks,
     every: Duration,
 ) -> Arc<dyn ChatModel> {
-    let inner: Arc<dyn ChatModel> = match settings.provider {
+    let mut inner: Arc<dyn ChatModel> = match settings.provider {
         Provider::OpenAi => Arc::new(openai::OpenAiClient::new(&settings)),
         Provider::Anthropic => Arc::new(anthropic::AnthropicClient::new(&settings)),
     };
+    if let Some(key) = settings.api_key.clone() {
+        inner = Arc::new(scrub::ScrubbingModel::new(inner, key));
+    }
     let mut model = RetryingModel::new(inner, settings.retry, hooks.on_retry);
     if let Some(on_wait) = hooks.on_wait {
         model = model.with_wait_hook(on_wait, every);
