@@ -254,7 +254,7 @@ async fn a_review_command_on_a_pull_request_is_queued_with_the_commenter() {
     assert_eq!(job.head_sha, None);
     assert_eq!(
         job.kind,
-        JobKind::Review {
+        JobKind::Requested {
             strategy: Some("deep".into())
         }
     );

@@ -32,6 +32,11 @@ pub(super) const SQLITE_MIGRATIONS: &[(i64, &str, &str)] = &[
         "intake schema",
         include_str!("../../migrations/sqlite/0003_intake_schema.sql"),
     ),
+    (
+        4,
+        "requested jobs",
+        include_str!("../../migrations/sqlite/0004_requested_jobs.sql"),
+    ),
 ];
 const POSTGRES_MIGRATIONS: &[(i64, &str, &str)] = &[
     (
@@ -48,6 +53,11 @@ const POSTGRES_MIGRATIONS: &[(i64, &str, &str)] = &[
         3,
         "threads",
         include_str!("../../migrations/postgres/0003_threads.sql"),
+    ),
+    (
+        4,
+        "requested jobs",
+        include_str!("../../migrations/postgres/0004_requested_jobs.sql"),
     ),
 ];
 
@@ -257,6 +267,9 @@ where
     let unfit = |error: StoredValueError| corrupt(error.to_string());
     let kind = match row.try_get::<String, _>("kind")?.as_str() {
         "review" => JobKind::Review {
+            strategy: row.try_get("strategy")?,
+        },
+        "requested" => JobKind::Requested {
             strategy: row.try_get("strategy")?,
         },
         other => return Err(corrupt(format!("unknown kind {other:?}"))),

@@ -38,6 +38,8 @@ pub(super) struct StoredJob {
     pub kind: &'static str,
     pub strategy: Option<String>,
     pub payload: String,
+    /// Queueing it supersedes the PR's earlier jobs ([`super::types::JobKind::replaces_earlier`]).
+    pub replaces: bool,
 }
 
 impl Entry {
@@ -62,6 +64,7 @@ impl StoredJob {
             installation_id: to_db_int(job.installation_id, "installation_id")?,
             pr_number: to_db_int(job.pr_number, "pr_number")?,
             kind: job.kind.name(),
+            replaces: job.kind.replaces_earlier(),
             strategy: job.kind.strategy().map(str::to_string),
             payload: job.payload.to_string(),
             repo_full_name: job.repo_full_name,

@@ -5,10 +5,12 @@
 //! member by member: its rows go in multi-row inserts (chunks of [`CHUNK_SIZES`] rows), and
 //! what running the members one after the other would have done is worked out here:
 //! - a delivery id that appears earlier in the group, or is already stored, is a duplicate;
-//! - the stored queued jobs of each pull request in the group are superseded and its running
-//!   job is asked to stop, once (the first new job of that PR in the group does it);
-//! - a new job followed in the group by another new job of its PR is stored as superseded
-//!   (the later one replaced it before it could run), and the later one reports it.
+//! - a job that replaces earlier ones (a `review`; a `requested` review replaces nothing, see
+//!   [`super::types::JobKind::replaces_earlier`]) supersedes the stored queued jobs of its
+//!   PR and asks its running job to stop, once (the first such job of that PR in the group
+//!   does it);
+//! - a new job followed in the group by a replacing job of its PR is stored as superseded
+//!   (that one replaced it before it could run), and the replacing one reports it.
 //!
 //! Job ids follow the group's order, as they would one by one.
 
@@ -170,37 +172,37 @@ async fn store_in(
     now: i64,
 ) -> Result<Vec<Accepted>, QueueError> {
     let fresh = insert_deliveries(conn, entries).await?;
-    // New jobs in group order, and the last one of each PR (it alone stays queued).
+    // New jobs in group order, and the last replacing one of each PR: every new job of the
+    // PR before it is superseded in the group.
     let new_jobs: Vec<usize> = (0..entries.len())
         .filter(|&index| fresh[index] && entries[index].job.is_some())
         .collect();
     let mut last_of_pr: HashMap<Pr<'_>, usize> = HashMap::new();
     for &index in &new_jobs {
-        if let Some(pr) = pr_of(&entries[index]) {
+        if let Some(pr) = replacing_pr(&entries[index]) {
             last_of_pr.insert(pr, index);
         }
     }
     let replaced = replace_stored_jobs(conn, last_of_pr.keys().copied(), now).await?;
     let ids = insert_jobs(conn, entries, &new_jobs, &last_of_pr, now).await?;
 
-    let mut seen_pr: HashSet<Pr<'_>> = HashSet::new();
+    let mut group = GroupReplacements::default();
     let mut outcomes = Vec::with_capacity(entries.len());
     for (index, entry) in entries.iter().enumerate() {
-        let outcome = match (fresh[index], pr_of(entry)) {
+        let outcome = match (fresh[index], &entry.job) {
             (false, _) => Accepted::Duplicate,
             (true, None) => Accepted::Recorded,
-            (true, Some(pr)) => {
-                let (stored_queued, running) = replaced.get(&pr).copied().unwrap_or((0, 0));
+            (true, Some(job)) => {
+                let pr = (job.repo_full_name.as_str(), job.pr_number);
                 let job_id = ids
                     .get(&entry.delivery.delivery_id)
                     .copied()
                     .ok_or(QueueError::Database(sqlx::Error::RowNotFound))?;
+                let (superseded, cancel_requested) = group.queue(pr, job.replaces, &replaced);
                 Accepted::Queued {
                     job_id: JobId(job_id),
-                    // The first new job of the PR replaced the stored ones; each later one
-                    // replaced the new job before it.
-                    superseded: if seen_pr.insert(pr) { stored_queued } else { 1 },
-                    cancel_requested: running,
+                    superseded,
+                    cancel_requested,
                 }
             }
         };
@@ -209,10 +211,48 @@ async fn store_in(
     Ok(outcomes)
 }
 
-fn pr_of(entry: &Entry) -> Option<Pr<'_>> {
+/// What each new job of a group replaced, as if the group's jobs were queued one by one.
+#[derive(Default)]
+struct GroupReplacements<'a> {
+    /// PRs whose stored jobs a job of the group already replaced.
+    stored_taken: HashSet<Pr<'a>>,
+    /// New jobs of each PR queued since its last replacing job (or the group's start).
+    waiting: HashMap<Pr<'a>, u64>,
+}
+
+impl<'a> GroupReplacements<'a> {
+    /// Queues a job of `pr`; returns how many jobs it superseded and how many it asked to
+    /// stop. The first replacing job of a PR takes the stored jobs (`replaced`); each takes
+    /// the group's jobs of its PR queued before it since the previous replacing one.
+    fn queue(
+        &mut self,
+        pr: Pr<'a>,
+        replaces: bool,
+        replaced: &HashMap<Pr<'a>, (u64, u64)>,
+    ) -> (u64, u64) {
+        let waiting = self.waiting.entry(pr).or_default();
+        if !replaces {
+            *waiting += 1;
+            return (0, 0);
+        }
+        let (stored_queued, running) = replaced.get(&pr).copied().unwrap_or((0, 0));
+        let stored = if self.stored_taken.insert(pr) {
+            stored_queued
+        } else {
+            0
+        };
+        let superseded = stored + *waiting;
+        *waiting = 1;
+        (superseded, running)
+    }
+}
+
+/// The PR of an entry's job when queueing it replaces the PR's earlier jobs.
+fn replacing_pr(entry: &Entry) -> Option<Pr<'_>> {
     entry
         .job
         .as_ref()
+        .filter(|job| job.replaces)
         .map(|job| (job.repo_full_name.as_str(), job.pr_number))
 }
 
@@ -321,10 +361,9 @@ async fn insert_jobs(
         let mut query = sqlx::query(statements[statement].as_str());
         for &(index, entry, job) in &jobs[range] {
             let last = last_of_pr.get(&(job.repo_full_name.as_str(), job.pr_number));
-            let state = if last == Some(&index) {
-                JobState::Queued
-            } else {
-                JobState::Superseded
+            let state = match last {
+                Some(&last) if index < last => JobState::Superseded,
+                _ => JobState::Queued,
             };
             let finished_at = (state == JobState::Superseded).then_some(now);
             query = query

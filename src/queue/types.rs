@@ -85,8 +85,16 @@ impl FromStr for JobState {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case", tag = "kind")]
 pub enum JobKind {
-    /// Review the pull request, optionally with a named strategy instead of the configured one.
+    /// Review the pull request (a push, an opened or reopened pull request): the job replaces
+    /// the pull request's queued jobs and asks its running one to stop.
     Review {
+        /// Strategy override.
+        strategy: Option<String>,
+    },
+    /// Review the pull request because a `/redline review` comment asked for it. Anyone who
+    /// can comment can send one; the worker checks the commenter may ask for a review, so
+    /// until then the job replaces nothing and stops nothing (it waits its turn).
+    Requested {
         /// Strategy override from `/redline review --strategy NAME`.
         strategy: Option<String>,
     },
@@ -97,14 +105,22 @@ impl JobKind {
     pub fn name(&self) -> &'static str {
         match self {
             JobKind::Review { .. } => "review",
+            JobKind::Requested { .. } => "requested",
         }
     }
 
     /// The strategy override, if any.
     pub fn strategy(&self) -> Option<&str> {
         match self {
-            JobKind::Review { strategy } => strategy.as_deref(),
+            JobKind::Review { strategy } | JobKind::Requested { strategy } => strategy.as_deref(),
         }
+    }
+
+    /// Whether queueing the job supersedes the pull request's queued jobs and asks its
+    /// running job to stop. (PostgreSQL's `redline_accept_delivery` decides by the stored
+    /// name, `review`; see migration 4.)
+    pub fn replaces_earlier(&self) -> bool {
+        matches!(self, JobKind::Review { .. })
     }
 }
 

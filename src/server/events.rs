@@ -321,7 +321,7 @@ fn issue_comment(action: &str, body: &[u8]) -> Result<Decision, serde_json::Erro
         installation_id: installation.id,
         pr_number: event.issue.number,
         head_sha: None,
-        kind: JobKind::Review { strategy },
+        kind: JobKind::Requested { strategy },
         payload: serde_json::to_value(trigger)?,
     }))
 }
@@ -360,7 +360,7 @@ fn review_comment(
         installation_id,
         pr_number: comment.pr_number,
         head_sha: None,
-        kind: JobKind::Review {
+        kind: JobKind::Requested {
             strategy: strategy.clone(),
         },
         payload: serde_json::to_value(trigger)?,

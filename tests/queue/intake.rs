@@ -16,11 +16,12 @@ use redline::queue::{
 use sqlx::{Connection, Executor};
 use tokio::task::JoinHandle;
 
-use super::support::{TestDb, delivery, enqueue, eventually, review_job};
+use super::support::{TestDb, delivery, enqueue, eventually, requested_job, review_job};
 
 crate::backend_tests!(
     concurrent_deliveries_share_transactions,
     each_member_of_a_group_gets_its_own_outcome,
+    requested_reviews_in_a_group_replace_nothing,
     a_failing_member_does_not_fail_the_rest_of_its_group,
 );
 
@@ -233,6 +234,59 @@ async fn each_member_of_a_group_gets_its_own_outcome(db: &TestDb) {
     );
     // Two before, the plug, four distinct deliveries of the group.
     assert_eq!(queue.delivery_count().await.unwrap(), 7);
+}
+
+/// In one group: a requested review, a push, another requested review of the same pull
+/// request. As one by one: the push replaces the stored job and the first request, and
+/// asks the running job to stop; the requests replace nothing.
+async fn requested_reviews_in_a_group_replace_nothing(db: &TestDb) {
+    let queue = db.queue().await;
+    let running = enqueue(&queue, 1).await;
+    let claimed = queue.claim("w", Duration::from_secs(60)).await.unwrap();
+    assert_eq!(claimed.map(|job| job.id), Some(running));
+    let stored = enqueue(&queue, 1).await;
+    let (lock, plug) = plug_the_intake(db, &queue).await;
+    let tasks = vec![
+        hand_over(&queue, delivery(), Some(requested_job(1))).await,
+        hand_over(&queue, delivery(), Some(review_job(1))).await,
+        hand_over(&queue, delivery(), Some(requested_job(1))).await,
+    ];
+    lock.release().await;
+    plug.await.unwrap().unwrap();
+    let outcomes = outcomes(tasks).await;
+    assert_eq!(queue.intake_stats().largest_group, 3, "one group of three");
+    let replaced = |outcome: &Outcome| match outcome {
+        Ok(Accepted::Queued {
+            superseded,
+            cancel_requested,
+            ..
+        }) => (*superseded, *cancel_requested),
+        other => panic!("expected a queued job, got {other:?}"),
+    };
+    assert_eq!(replaced(&outcomes[0]), (0, 0));
+    assert_eq!(
+        replaced(&outcomes[1]),
+        (2, 1),
+        "the stored job and the first request"
+    );
+    assert_eq!(replaced(&outcomes[2]), (0, 0));
+    let states: Vec<_> = queue
+        .jobs_for_pr("owner/repo", 1)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|job| (job.id, job.state))
+        .collect();
+    assert_eq!(
+        states,
+        vec![
+            (running, JobState::Running),
+            (stored, JobState::Superseded),
+            (queued_id(&outcomes[0]), JobState::Superseded),
+            (queued_id(&outcomes[1]), JobState::Queued),
+            (queued_id(&outcomes[2]), JobState::Queued),
+        ]
+    );
 }
 
 /// Makes the database refuse to store a job whose head is `poison`.

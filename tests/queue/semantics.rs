@@ -7,7 +7,7 @@ use redline::queue::{
     ReviewTrigger,
 };
 
-use super::support::{TestDb, delivery, enqueue, review_job, test_options};
+use super::support::{TestDb, delivery, enqueue, requested_job, review_job, test_options};
 
 const LONG: Duration = Duration::from_secs(60);
 const TINY: Duration = Duration::from_millis(5);
@@ -25,6 +25,7 @@ crate::backend_tests!(
     live_lease_is_not_reclaimed,
     expired_lease_is_reclaimed_and_the_old_worker_is_fenced_off,
     new_job_supersedes_queued_and_cancels_running,
+    a_requested_review_supersedes_and_stops_nothing,
     one_running_job_per_pr,
     expired_job_that_was_asked_to_stop_is_not_rerun,
     retries_with_backoff_then_fails,
@@ -222,6 +223,51 @@ async fn new_job_supersedes_queued_and_cancels_running(db: &TestDb) {
     }
     claimed.sort();
     assert_eq!(claimed, vec![other_pr, newest]);
+}
+
+/// A `/redline review` comment can come from anyone: its job waits its turn and leaves the
+/// pull request's running and queued reviews alone; a push still replaces it.
+async fn a_requested_review_supersedes_and_stops_nothing(db: &TestDb) {
+    let queue = db.queue().await;
+    let running = enqueue(&queue, 1).await;
+    assert_eq!(queue.claim("w", LONG).await.unwrap().unwrap().id, running);
+    let accepted = queue
+        .accept_delivery(delivery(), Some(requested_job(1)))
+        .await
+        .unwrap();
+    let Accepted::Queued {
+        job_id: requested,
+        superseded: 0,
+        cancel_requested: 0,
+    } = accepted
+    else {
+        panic!("a requested review replaced something: {accepted:?}");
+    };
+    assert!(!queue.is_cancelled(running).await.unwrap());
+    let job = queue.job(requested).await.unwrap().unwrap();
+    assert_eq!(job.kind, JobKind::Requested { strategy: None });
+    assert_eq!(job.state, JobState::Queued);
+
+    let accepted = queue
+        .accept_delivery(delivery(), Some(review_job(1)))
+        .await
+        .unwrap();
+    assert!(
+        matches!(
+            accepted,
+            Accepted::Queued {
+                superseded: 1,
+                cancel_requested: 1,
+                ..
+            }
+        ),
+        "{accepted:?}"
+    );
+    assert!(queue.is_cancelled(running).await.unwrap());
+    assert_eq!(
+        queue.job(requested).await.unwrap().unwrap().state,
+        JobState::Superseded
+    );
 }
 
 async fn one_running_job_per_pr(db: &TestDb) {

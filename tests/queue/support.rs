@@ -127,6 +127,21 @@ pub fn review_job(pr: u64) -> NewJob {
     }
 }
 
+/// A review of PR `pr` asked for in a `/redline review` comment (not yet authorised).
+pub fn requested_job(pr: u64) -> NewJob {
+    NewJob {
+        head_sha: None,
+        kind: JobKind::Requested { strategy: None },
+        payload: serde_json::to_value(ReviewTrigger::Command {
+            commenter: "someone".into(),
+            author_association: "NONE".into(),
+            comment_id: 7,
+        })
+        .expect("payload"),
+        ..review_job(pr)
+    }
+}
+
 /// A delivery with a fresh id.
 pub fn delivery() -> NewDelivery {
     static NEXT: AtomicU32 = AtomicU32::new(0);

@@ -104,3 +104,46 @@ async fn after_the_intake_schema_migration_the_queue_dedupes_and_supersedes_olde
         "the new job replaces the queued one stored before the migration: {fresh:?}"
     );
 }
+
+#[tokio::test]
+async fn the_requested_jobs_migration_keeps_rows_and_never_reuses_a_job_id() {
+    use crate::queue::{Accepted, JobKind, NewDelivery, NewJob, Queue};
+
+    let dir = tempfile::tempdir().expect("temp dir");
+    let url = format!("sqlite://{}", dir.path().join("queue.db").display());
+    sqlite_at_version_2(&url).await;
+    // The newest job was pruned before the upgrade: its id must not come back.
+    let pool = connect_sqlite(&url, &QueueOptions::default())
+        .await
+        .expect("open");
+    pool.execute("DELETE FROM jobs WHERE delivery_id = 'd-old'")
+        .await
+        .expect("prune");
+    pool.close().await;
+
+    let queue = Queue::connect(&url).await.expect("open and migrate");
+    let kept = queue.job(crate::queue::JobId(1)).await.expect("read");
+    assert_eq!(kept.map(|job| job.delivery_id), Some(Some("d-done".into())));
+    let accepted = queue
+        .accept_delivery(
+            NewDelivery {
+                delivery_id: "d-comment".into(),
+                event: "issue_comment".into(),
+                action: Some("created".into()),
+                received_at: chrono::Utc::now(),
+            },
+            Some(NewJob {
+                repo_full_name: "o/r".into(),
+                installation_id: 1,
+                pr_number: 7,
+                head_sha: None,
+                kind: JobKind::Requested { strategy: None },
+                payload: serde_json::json!({}),
+            }),
+        )
+        .await;
+    let Ok(Accepted::Queued { job_id, .. }) = accepted else {
+        panic!("a requested review is stored: {accepted:?}");
+    };
+    assert_eq!(job_id.0, 3, "ids continue after the pruned job 2");
+}
