@@ -169,7 +169,7 @@ impl FileConfig {
     pub fn parse(text: &str, origin: &str) -> Result<Self, ConfigError> {
         toml::from_str(text).map_err(|e| ConfigError::Invalid {
             origin: origin.to_string(),
-            message: e.to_string(),
+            message: toml_error(&e, text),
         })
     }
 
@@ -392,6 +392,37 @@ pub(crate) fn parse_timeout(key: &str, text: &str) -> Result<std::time::Duration
         return Err(bad(format!("`{text}` is not between 1ms and 1h")));
     }
     Ok(duration)
+}
+
+/// A TOML error as `line L, column C: what`, without the quoted source line that the
+/// error's own text carries: a config line may hold a secret (an API key pasted under a
+/// key Redline does not know), and errors are printed and posted.
+pub(crate) fn toml_error(error: &toml::de::Error, text: &str) -> String {
+    let message = error.message().trim_end();
+    let Some(start) = error.span().map(|span| span.start.min(text.len())) else {
+        return message.to_string();
+    };
+    let before = text.get(..start).unwrap_or_default();
+    let line = before.matches('\n').count() + 1;
+    let column = before
+        .rsplit('\n')
+        .next()
+        .unwrap_or_default()
+        .chars()
+        .count()
+        + 1;
+    // The key the line sets (what is left of `=`) is shown; its value is not.
+    let line_start = before.rfind('\n').map_or(0, |at| at + 1);
+    let key = text[line_start..]
+        .lines()
+        .next()
+        .and_then(|line| line.split_once('='))
+        .map(|(key, _)| key.trim())
+        .filter(|key| !key.is_empty() && key.len() <= 64);
+    match key {
+        Some(key) => format!("line {line}, column {column} (`{key}`): {message}"),
+        None => format!("line {line}, column {column}: {message}"),
+    }
 }
 
 /// Whether a URL points at this machine or a private network, where local model

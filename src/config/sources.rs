@@ -44,7 +44,8 @@ impl ConfigSource {
         FileConfig::parse(text, origin)?
             .check_ranges()
             .map_err(|e| invalid(e.to_string()))?;
-        let mut table: toml::Table = toml::from_str(text).map_err(|e| invalid(e.to_string()))?;
+        let mut table: toml::Table =
+            toml::from_str(text).map_err(|e| invalid(super::toml_error(&e, text)))?;
         let mut ignored = Vec::new();
         if owner == Owner::Repository {
             for key in USER_ONLY_KEYS {
@@ -242,7 +243,8 @@ pub(crate) fn merge_sources(
         .try_into()
         .map_err(|e: toml::de::Error| ConfigError::Invalid {
             origin: origins.join(" and "),
-            message: e.to_string(),
+            // A merged table has no source text: the message names the key, not a line.
+            message: e.message().trim_end().to_string(),
         })
 }
 

@@ -155,3 +155,19 @@ fn bad_provider_is_named() {
         .to_string();
     assert!(err.contains("provider"), "{err}");
 }
+
+#[test]
+fn a_config_error_names_the_line_and_key_without_quoting_the_line() {
+    let text = "model = \"gpt-4.1\"\napi_key = \"sk-live-0123456789abcdef\"\n";
+    let err = ConfigSource::parse(text, ".redline.toml", Owner::User)
+        .expect_err("unknown key")
+        .to_string();
+    assert!(err.contains("api_key") && err.contains("line 2"), "{err}");
+    assert!(!err.contains("0123456789"), "the value is quoted: {err}");
+    let broken = "model = \"gpt-4.1\nsecret = \"sk-live-0123456789abcdef\"\n";
+    let err = ConfigSource::parse(broken, ".redline.toml", Owner::User)
+        .expect_err("unclosed string")
+        .to_string();
+    assert!(err.contains("line 1"), "{err}");
+    assert!(!err.contains("0123456789"), "the value is quoted: {err}");
+}
