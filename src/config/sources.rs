@@ -132,17 +132,22 @@ impl ConfigSource {
             .collect()
     }
 
-    /// Reads a file that must exist and be a regular file.
+    /// Reads a file that must exist and be a regular file (after symlinks) of at most
+    /// [`MAX_CONFIG_BYTES`]: a device, a pipe or a huge file is an error, never a hang.
     pub fn read_file(path: &Path, owner: Owner) -> Result<Self, ConfigError> {
         let origin = path.display().to_string();
         let read_error = |message: String| ConfigError::Read {
             origin: origin.clone(),
             message,
         };
-        if path.is_dir() {
+        let metadata = std::fs::metadata(path).map_err(|e| read_error(e.to_string()))?;
+        if metadata.is_dir() {
             return Err(read_error("it is a directory, not a file".into()));
         }
-        let text = std::fs::read_to_string(path).map_err(|e| read_error(e.to_string()))?;
+        if !metadata.is_file() {
+            return Err(read_error("it is not a regular file".into()));
+        }
+        let text = read_capped(path).map_err(read_error)?;
         Self::parse(&text, &origin, owner)
     }
 
@@ -156,9 +161,26 @@ impl ConfigSource {
         }
     }
 
-    /// `.redline.toml` in a work tree, as a repository source.
+    /// `.redline.toml` in a work tree, as a repository source. The file is the branch's:
+    /// a symbolic link is followed only to a file inside the work tree, so a checked-out
+    /// branch cannot make Redline read (and quote in errors) a file elsewhere.
     pub(crate) fn read_worktree(root: &Path) -> Result<Option<Self>, ConfigError> {
-        Self::read_optional(&root.join(CONFIG_FILE), Owner::Repository)
+        let path = root.join(CONFIG_FILE);
+        if let Ok(link) = std::fs::symlink_metadata(&path)
+            && link.file_type().is_symlink()
+        {
+            let inside = match (path.canonicalize(), root.canonicalize()) {
+                (Ok(target), Ok(root)) => target.starts_with(&root),
+                _ => false,
+            };
+            if !inside {
+                return Err(ConfigError::Read {
+                    origin: path.display().to_string(),
+                    message: "it is a symbolic link to a file outside the repository".into(),
+                });
+            }
+        }
+        Self::read_optional(&path, Owner::Repository)
     }
 
     /// A repository path as it is in commit `rev`, as a repository source; a missing
@@ -189,6 +211,9 @@ impl ConfigSource {
             .to_object(&repo)
             .and_then(|o| o.peel_to_blob())
             .map_err(git_error)?;
+        if blob.size() as u64 > MAX_CONFIG_BYTES {
+            return Err(read_error(too_large()));
+        }
         let text = std::str::from_utf8(blob.content()).map_err(|e| read_error(e.to_string()))?;
         Self::parse(text, &origin, Owner::Repository).map(Some)
     }
@@ -202,6 +227,29 @@ impl ConfigSource {
             None => Ok(None),
         }
     }
+}
+
+/// The largest config file read: far above any real one, and a bound on what a file
+/// from a repository can make Redline hold.
+const MAX_CONFIG_BYTES: u64 = 1024 * 1024;
+
+fn too_large() -> String {
+    format!("it is larger than {} KiB", MAX_CONFIG_BYTES / 1024)
+}
+
+/// The text of the file at `path`, read up to [`MAX_CONFIG_BYTES`] (a file that grows while
+/// it is read is cut there and refused).
+fn read_capped(path: &Path) -> Result<String, String> {
+    use std::io::Read;
+    let file = std::fs::File::open(path).map_err(|e| e.to_string())?;
+    let mut bytes = Vec::new();
+    file.take(MAX_CONFIG_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| e.to_string())?;
+    if bytes.len() as u64 > MAX_CONFIG_BYTES {
+        return Err(too_large());
+    }
+    String::from_utf8(bytes).map_err(|e| e.to_string())
 }
 
 /// The parts of a dotted key; quoted parts may hold dots.
@@ -359,6 +407,47 @@ mod tests {
             Some(PathBuf::from("/h/.config/redline/config.toml"))
         );
         assert_eq!(user_config_path(&env(&[])), None);
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_work_tree_file_links_only_inside_the_repository() {
+        let outside = tempfile::tempdir().unwrap();
+        let secret = outside.path().join("secret.txt");
+        std::fs::write(&secret, "db_password = \"hunter2-SECRETLINE\"\n").unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let config = dir.path().join(CONFIG_FILE);
+        for target in [secret.as_path(), Path::new("/dev/zero")] {
+            let _ = std::fs::remove_file(&config);
+            std::os::unix::fs::symlink(target, &config).unwrap();
+            let err = ConfigSource::read_worktree(dir.path())
+                .unwrap_err()
+                .to_string();
+            assert!(err.contains("outside the repository"), "{err}");
+            assert!(!err.contains("hunter2"), "{err}");
+        }
+        std::fs::write(dir.path().join("shared.toml"), "model = \"m\"\n").unwrap();
+        let _ = std::fs::remove_file(&config);
+        std::os::unix::fs::symlink("shared.toml", &config).unwrap();
+        let linked = ConfigSource::read_worktree(dir.path()).unwrap().unwrap();
+        assert!(linked.has_key("model"));
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn devices_pipes_and_huge_files_are_refused_without_reading_them_whole() {
+        let err = ConfigSource::read_file(Path::new("/dev/zero"), Owner::Repository)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("not a regular file"), "{err}");
+        let dir = tempfile::tempdir().unwrap();
+        let huge = dir.path().join("huge.toml");
+        let line = "# padding padding padding padding padding padding padding padding\n";
+        std::fs::write(&huge, line.repeat(20_000)).unwrap();
+        let err = ConfigSource::read_file(&huge, Owner::User)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("larger than 1024 KiB"), "{err}");
     }
 
     #[test]
