@@ -433,13 +433,19 @@ async fn malformed_json_is_a_bad_request_and_nothing_is_stored() {
         .await;
     assert_eq!(status, StatusCode::BAD_REQUEST);
     assert!(answer["error"].as_str().unwrap().contains("malformed JSON"));
-    let (status, _) = h
-        .deliver(
-            "pull_request",
-            br#"{"action":"opened","number":"two"}"#.to_vec(),
-        )
-        .await;
-    assert_eq!(status, StatusCode::BAD_REQUEST);
+    // A wrong type, and numbers past what the queue stores (i64): the sender's mistake (400),
+    // not a queue failure to retry (503).
+    let mut past_i64 = fixture_json("pull_request/opened.payload");
+    past_i64["number"] = 9_223_372_036_854_775_808_u64.into();
+    let mut installation = fixture_json("pull_request/opened.payload");
+    installation["installation"]["id"] = u64::MAX.into();
+    for body in [br#"{"action":"opened","number":"two"}"#.to_vec()]
+        .into_iter()
+        .chain([past_i64, installation].map(|v| v.to_string().into_bytes()))
+    {
+        let (status, answer) = h.deliver("pull_request", body).await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{answer}");
+    }
     assert_eq!(h.stored().await, (0, 0));
 }
 

@@ -17,7 +17,7 @@ use super::body::{BodyError, read_verified};
 use super::events::{Classified, CommandReply, Decision, InstallationChange, classify};
 use super::metrics::DeliveryOutcome;
 use super::signature::SignatureCheck;
-use crate::queue::{Accepted, NewDelivery};
+use crate::queue::{Accepted, NewDelivery, QueueError};
 
 const EVENT_HEADER: &str = "x-github-event";
 const DELIVERY_HEADER: &str = "x-github-delivery";
@@ -136,13 +136,21 @@ async fn accept(
         .queue
         .accept_delivery(delivery, job)
         .await
-        .map_err(|err| {
-            error!(delivery = delivery_id, event, error = %err, "could not store the delivery");
-            (
-                DeliveryOutcome::Error,
-                StatusCode::SERVICE_UNAVAILABLE,
-                "the queue is unavailable; retry the delivery".to_string(),
-            )
+        .map_err(|err| match err {
+            // A value from the payload the database cannot hold (a number past i64): the
+            // sender's mistake, which no retry mends.
+            QueueError::InvalidJob { reason } => {
+                warn!(delivery = delivery_id, event, %reason, "webhook payload refused");
+                bad_request(format!("unexpected payload: {reason}"))
+            }
+            err => {
+                error!(delivery = delivery_id, event, error = %err, "could not store the delivery");
+                (
+                    DeliveryOutcome::Error,
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "the queue is unavailable; retry the delivery".to_string(),
+                )
+            }
         })?;
     Ok(answer(
         state,
