@@ -172,7 +172,7 @@ impl Reader {
                 .max(self.buffer.capacity().saturating_add(CHUNKED_STEP))
                 .min(self.limit);
             let more = capacity.saturating_sub(self.reservation.bytes());
-            if !self.reservation.grow(more).await {
+            if !self.reservation.grow(more) {
                 return Err(BodyError::Busy);
             }
             self.buffer

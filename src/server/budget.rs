@@ -4,7 +4,10 @@
 //! reads body bytes into it, and gives it back when the signature is verified or the request
 //! ends (drop). The sum of reservations never exceeds the budget. The semaphore is fair, so a
 //! large waiting reservation is not starved by a stream of small ones; a request that cannot
-//! reserve within the wait is refused rather than queued indefinitely.
+//! reserve within the wait is refused rather than queued indefinitely. Only a request that
+//! holds nothing waits: growing a reservation takes room that is free at once or fails, so
+//! requests never hold part of the budget while waiting for more (which let bodies of
+//! unannounced length block each other until their deadlines).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -78,23 +81,27 @@ impl Reservation {
         self.bytes
     }
 
-    /// Reserves `more` bytes on top of those held; `false` when there is no room in time.
-    pub(crate) async fn grow(&mut self, more: usize) -> bool {
+    /// Reserves `more` bytes on top of those held, from what is free now; `false` when there
+    /// is not enough (the caller refuses the request and gives back what it holds).
+    pub(crate) fn grow(&mut self, more: usize) -> bool {
+        if more == 0 {
+            return true;
+        }
         if self.bytes.saturating_add(more) > self.budget.total {
             return false;
         }
-        match self.budget.acquire(more).await {
-            Some(Some(extra)) => {
-                match &mut self.permit {
-                    Some(permit) => permit.merge(extra),
-                    None => self.permit = Some(extra),
-                }
-                self.bytes += more;
-                true
-            }
-            Some(None) => true,
-            None => false,
+        let Ok(count) = u32::try_from(more) else {
+            return false;
+        };
+        let Ok(extra) = self.budget.bytes.clone().try_acquire_many_owned(count) else {
+            return false;
+        };
+        match &mut self.permit {
+            Some(permit) => permit.merge(extra),
+            None => self.permit = Some(extra),
         }
+        self.bytes += more;
+        true
     }
 }
 
@@ -113,9 +120,9 @@ mod tests {
             "larger than the budget"
         );
         let mut second = budget.reserve(40).await.expect("room");
-        assert!(!second.grow(1).await, "no room to grow");
+        assert!(!second.grow(1), "no room to grow");
         drop(first);
-        assert!(second.grow(60).await);
+        assert!(second.grow(60));
         assert_eq!((second.bytes(), budget.available()), (100, 0));
         drop(second);
         assert_eq!(budget.available(), 100);

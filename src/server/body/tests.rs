@@ -82,3 +82,42 @@ async fn bytes_past_the_announced_length_are_hashed_once_and_counted() {
     .await;
     assert_eq!(read_back.expect("verified").as_ref(), body.as_slice());
 }
+
+/// Two bodies of unannounced length that together need more than the budget: the one that
+/// cannot grow is refused as busy at once (it does not wait holding part of the budget), the
+/// other is read and verified, and the whole budget is free afterwards.
+#[tokio::test]
+async fn a_body_that_cannot_grow_is_refused_and_the_other_is_read() {
+    let total = 600 * 1024;
+    let budget = UnverifiedBudget::new(total, Duration::from_secs(10));
+    let body: Vec<u8> = (0..500 * 1024u32).map(|i| (i % 251) as u8).collect();
+    let pieces: Vec<Bytes> = body.chunks(8192).map(Bytes::copy_from_slice).collect();
+    let start = |held_after: usize| {
+        let (tx, rx) = futures::channel::mpsc::unbounded::<Result<Bytes, std::io::Error>>();
+        let (budget, check) = (budget.clone(), check_for(&body));
+        let task = tokio::spawn(async move {
+            let limits = RequestLimits::default();
+            read_verified(Body::from_stream(rx), None, &limits, &budget, check).await
+        });
+        (tx, task, held_after)
+    };
+    let (second_tx, second, held) = start(total - CHUNKED_STEP);
+    while budget.available() != held {
+        tokio::task::yield_now().await;
+    }
+    let (first_tx, first, held) = start(total - 2 * CHUNKED_STEP);
+    while budget.available() != held {
+        tokio::task::yield_now().await;
+    }
+    // One piece past its first step: the first body must grow, and cannot.
+    for piece in &pieces[..CHUNKED_STEP / 8192 + 1] {
+        first_tx.unbounded_send(Ok(piece.clone())).unwrap();
+    }
+    assert_eq!(first.await.unwrap(), Err(BodyError::Busy));
+    for piece in &pieces {
+        second_tx.unbounded_send(Ok(piece.clone())).unwrap();
+    }
+    drop(second_tx);
+    assert_eq!(second.await.unwrap().map(|b| b.len()), Ok(body.len()));
+    assert_eq!(budget.available(), total);
+}
