@@ -376,6 +376,38 @@ async fn missing_key_and_bad_flags_exit_2() {
     )
     .await;
     assert_eq!(run.code, 2);
+    // The events file of `cli::review` given as --output too: each would overwrite the other.
+    let events = repo.path().join(".git").join("redline-events.jsonl");
+    let events = events.display().to_string();
+    let run = cli::review(
+        repo.path(),
+        &server.base_url(),
+        "openai",
+        &["--output", &events],
+    )
+    .await;
+    assert_eq!(run.code, 2);
+    assert!(run.stderr.contains("same file"), "{}", run.stderr);
+    let empty_model = cli::redline_command()
+        .args(["review", "--repo", &repo.path().display().to_string()])
+        .args([
+            "--base",
+            "main",
+            "--base-url",
+            &server.base_url(),
+            "--model",
+            "",
+        ])
+        .env("REDLINE_API_KEY", KEY)
+        .output()
+        .await
+        .expect("run");
+    let stderr = String::from_utf8_lossy(&empty_model.stderr);
+    assert_eq!(empty_model.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("`model`") && stderr.contains("empty"),
+        "{stderr}"
+    );
     assert!(server.requests().is_empty(), "no model call on bad input");
 }
 
@@ -468,5 +500,54 @@ async fn a_key_the_model_repeats_never_reaches_the_report() {
     assert!(
         !written.contains(KEY) && written.contains("[REDACTED]"),
         "{written}"
+    );
+}
+
+/// An output file that refuses the write (a full disk) loses nothing: the result goes to
+/// stdout and the run fails naming `--output`.
+#[cfg(target_os = "linux")]
+#[tokio::test]
+async fn a_result_that_cannot_be_written_to_output_goes_to_stdout() {
+    let repo = planted_bug_repo();
+    let submit = || {
+        Reply::tool(
+            "call_1",
+            "submit_review",
+            json!({"findings": [division_finding(10)], "summary": "Adds ratio."}),
+        )
+    };
+    let server = ModelServer::start(Wire::OpenAi, vec![submit(), submit()]).await;
+    let args = ["--format", "json", "--output", "/dev/full"];
+    let run = cli::review(repo.path(), &server.base_url(), "openai", &args).await;
+    assert_eq!(run.code, 2, "stderr: {}", run.stderr);
+    assert!(
+        run.stderr.contains("cannot write --output /dev/full")
+            && run.stderr.contains("on stdout instead"),
+        "{}",
+        run.stderr
+    );
+    assert_eq!(run.json()["findings"][0]["line"], 10);
+    // An events file that refuses writes is said once; the review goes on.
+    let events_full = cli::redline_command()
+        .args(["review", "--repo", &repo.path().display().to_string()])
+        .args(["--base", "main", "--base-url", &server.base_url()])
+        .args([
+            "--model",
+            "test-model",
+            "--format",
+            "json",
+            "--events",
+            "/dev/full",
+        ])
+        .env("REDLINE_API_KEY", KEY)
+        .output()
+        .await
+        .expect("run");
+    let stderr = String::from_utf8_lossy(&events_full.stderr);
+    assert_eq!(events_full.status.code(), Some(0), "{stderr}");
+    assert_eq!(
+        stderr.matches("cannot write --events").count(),
+        1,
+        "{stderr}"
     );
 }

@@ -56,18 +56,39 @@ impl OutputTarget {
                 } else {
                     Ok(())
                 };
-                truncate
+                let written = truncate
                     .and_then(|_| opened.file.write_all(text.as_bytes()))
-                    .and_then(|_| opened.file.flush())
-                    .with_context(|| format!("cannot write {}", opened.path.display()))
+                    .and_then(|_| opened.file.flush());
+                match written {
+                    Ok(()) => Ok(()),
+                    // A full disk or a device that refuses writes: the review must not be
+                    // lost, so it goes to stdout, and the run still fails.
+                    Err(err) => {
+                        let shown = write_stdout(text);
+                        let fallback = match shown {
+                            Ok(()) => "the result is on stdout instead",
+                            Err(_) => "nor could the result be written to stdout",
+                        };
+                        Err(anyhow::Error::new(err).context(format!(
+                            "cannot write --output {} ({fallback})",
+                            opened.path.display()
+                        )))
+                    }
+                }
             }
-            None => {
-                let mut stdout = std::io::stdout().lock();
-                stdout
-                    .write_all(text.as_bytes())
-                    .and_then(|_| stdout.flush())
-                    .context("cannot write to stdout")
-            }
+            None => write_stdout(text),
+        }
+    }
+
+    /// Whether `other` names the file this target writes (`--events` and `--output` must
+    /// not be the same file: each would overwrite the other).
+    pub(crate) fn is_same_file(&self, other: &Path) -> bool {
+        let Some(opened) = &self.file else {
+            return false;
+        };
+        match (same_file_key(&opened.path), same_file_key(other)) {
+            (Some(ours), Some(theirs)) => ours == theirs,
+            _ => false,
         }
     }
 
@@ -80,4 +101,24 @@ impl OutputTarget {
             let _ = std::fs::remove_file(&opened.path);
         }
     }
+}
+
+fn write_stdout(text: &str) -> anyhow::Result<()> {
+    let mut stdout = std::io::stdout().lock();
+    stdout
+        .write_all(text.as_bytes())
+        .and_then(|_| stdout.flush())
+        .context("cannot write to stdout")
+}
+
+/// A path's directory (resolved) and file name: two paths that name the same file, whether
+/// it exists yet or not, have the same key.
+fn same_file_key(path: &Path) -> Option<(PathBuf, std::ffi::OsString)> {
+    let path = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
+    let name = path.file_name()?.to_os_string();
+    let parent = match path.parent() {
+        Some(dir) if !dir.as_os_str().is_empty() => dir.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    Some((std::fs::canonicalize(&parent).unwrap_or(parent), name))
 }

@@ -160,10 +160,14 @@ impl EventLog {
     fn write_line(&mut self, line: &str) {
         if let Some(file) = self.file.as_mut() {
             // One write per line, straight to the file. A full disk must not abort the
-            // review; the result still reaches stdout.
-            let _ = file
+            // review (the result still reaches stdout), but it is said once on stderr.
+            let written = file
                 .write_all(format!("{line}\n").as_bytes())
                 .and_then(|_| file.flush());
+            if let Err(err) = written {
+                self.file = None;
+                eprintln!("warning: cannot write --events ({err}); no more events are recorded");
+            }
         }
     }
 

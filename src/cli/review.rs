@@ -204,6 +204,15 @@ async fn review(args: ReviewArgs) -> anyhow::Result<i32> {
     let transcript = RunTranscript::open(&args, &prepared.settings, &prepared.agent, has_changes)?;
     // Both files are opened before any model call: a bad path must not cost a review.
     let output = OutputTarget::open(args.output.as_deref())?;
+    if let Some(events) = args.events.as_deref()
+        && output.is_same_file(events)
+    {
+        output.abandon();
+        anyhow::bail!(
+            "--events and --output name the same file ({}); give each its own",
+            events.display()
+        );
+    }
     let (events, rx) = EventSink::channel();
     let events = transcript.events(events);
     let consumer =

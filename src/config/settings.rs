@@ -205,6 +205,10 @@ fn resolve_unlocated(input: &SettingsInput<'_>) -> Result<Settings, ConfigError>
             }
         }
     };
+    if model.model.trim().is_empty() {
+        // An empty name (`--model ""`, `REDLINE_MODEL=`) is a mistake, not a choice.
+        return Err(bad_value("model", "the model name is empty"));
+    }
     let mut agent = agent_config(flags, &file, &model)?;
     match &input.scope {
         Scope::Local | Scope::Offline => limits::apply_to_agent(&mut agent, &flags.limits, &file)?,
