@@ -172,3 +172,90 @@ async fn sigterm_ends_the_events_with_a_cancelled_record_and_exit_143() {
 async fn sigint_ends_the_events_with_a_cancelled_record_and_exit_130() {
     cancelled_by("INT", 130).await;
 }
+
+/// A plan of two tasks: the one about `src/a.rs` submits a finding, the other's model call
+/// is held. SIGINT then ends the run as at a limit: the cancelled record carries the
+/// finished task's finding and the run's real counters (cost included), once.
+#[tokio::test]
+async fn an_interrupted_plan_keeps_what_finished_in_its_cancelled_record() {
+    use crate::limits_cli::{PRICING, another_tool_call, submit_a, two_file_repo};
+    use crate::strategies::is_planner;
+
+    let repo = two_file_repo();
+    let config = repo.path().join(".git").join("pricing.toml");
+    std::fs::write(&config, PRICING).expect("config");
+    let server = ModelServer::start_with(Wire::OpenAi, |req, index| {
+        if is_planner(req) {
+            Reply::tool(
+                "p",
+                "submit_plan",
+                json!({"tasks": [
+                    {"title": "A", "files": ["src/a.rs"], "focus": "arithmetic"},
+                    {"title": "B", "files": ["lib/b.rs"], "focus": "arithmetic"}
+                ]}),
+            )
+        } else if req.first_user_text().contains("+++ b/src/a.rs") {
+            submit_a()
+        } else {
+            another_tool_call(index).delayed(Duration::from_secs(120))
+        }
+    })
+    .await;
+    let events = repo.path().join(".git").join("events.jsonl");
+    let mut child = cli::redline_command()
+        .args(["review", "--repo", &repo.path().display().to_string()])
+        .args(["--base", "main", "--strategy", "plan", "--parallel", "2"])
+        .args(["--model", "test-model", "--base-url", &server.base_url()])
+        .arg("--config")
+        .arg(&config)
+        .arg("--events")
+        .arg(&events)
+        .env("REDLINE_API_KEY", KEY)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("start redline");
+    // The planner's call and task A's have answered; task B's call is held.
+    eventually("two answered model calls and a third in flight", || {
+        let answered = events_in(&events)
+            .iter()
+            .filter(|e| e["type"] == "model_call")
+            .count();
+        answered >= 2 && server.requests().len() >= 3
+    })
+    .await;
+    let pid = child.id().expect("pid").to_string();
+    let killed = tokio::process::Command::new("kill")
+        .args(["-INT", &pid])
+        .status()
+        .await
+        .expect("kill");
+    assert!(killed.success());
+    let status = tokio::time::timeout(Duration::from_secs(20), child.wait())
+        .await
+        .expect("redline exits within 20 s of the signal")
+        .expect("wait");
+    assert_eq!(status.code(), Some(130));
+
+    let all = events_in(&events);
+    let last = all.last().expect("events");
+    assert_eq!(
+        (&last["type"], &last["cancelled"]),
+        (&json!("run_finished"), &json!(true)),
+        "{last}"
+    );
+    let findings = last["findings"].as_array().expect("findings");
+    assert_eq!(findings.len(), 1, "task A's finding is kept: {last}");
+    assert_eq!(findings[0]["path"], "src/a.rs");
+    assert_eq!(last["stats"]["limit_reached"], "interrupted", "{last}");
+    assert!(
+        last["stats"]["cost_usd"].as_f64().is_some_and(|c| c > 0.0),
+        "the calls made are priced: {last}"
+    );
+    assert_eq!(
+        all.iter().filter(|e| e["type"] == "run_finished").count(),
+        1,
+        "only the cancelled record ends the run"
+    );
+}

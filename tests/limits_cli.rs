@@ -12,7 +12,7 @@ use crate::common::model_server::{ModelServer, RecordedRequest, Reply, Wire};
 use crate::strategies::{is_evaluator, is_planner};
 
 /// A change of two files in two areas.
-fn two_file_repo() -> TempRepo {
+pub(crate) fn two_file_repo() -> TempRepo {
     let repo = TempRepo::new();
     repo.write("src/a.rs", "pub fn a() -> u32 {\n    1\n}\n");
     repo.write("lib/b.rs", "pub fn b() -> u32 {\n    2\n}\n");
@@ -31,7 +31,7 @@ fn two_file_repo() -> TempRepo {
 }
 
 /// The model that never stops: every reply is one more tool call.
-fn another_tool_call(index: usize) -> Reply {
+pub(crate) fn another_tool_call(index: usize) -> Reply {
     Reply::tool(
         format!("c{index}"),
         "search",
@@ -44,7 +44,7 @@ fn finding_in_a() -> Value {
            "title": "Division by zero", "body": "`x / 0` panics."})
 }
 
-fn submit_a() -> Reply {
+pub(crate) fn submit_a() -> Reply {
     Reply::tool(
         "s",
         "submit_review",
@@ -254,7 +254,8 @@ async fn reflection_keeps_the_actors_findings_when_the_evaluator_is_cut() {
     assert_eq!(out["findings"][0]["path"], "src/a.rs");
 }
 
-const PRICING: &str = "[pricing.\"test-model\"]\ninput = 10\ncached_input = 1\noutput = 20\n";
+pub(crate) const PRICING: &str =
+    "[pricing.\"test-model\"]\ninput = 10\ncached_input = 1\noutput = 20\n";
 
 /// The cost the table gives the stats' token counts.
 fn priced(out: &Value) -> f64 {

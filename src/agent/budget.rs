@@ -9,13 +9,17 @@
 //!   the call fails or is dropped (cancel-safe);
 //! - once a limit is reached it stays reached: every later `admit` fails with
 //!   the same [`LimitKind`], so every task stops at its next model call;
-//! - the time limit also ends calls in flight ([`Budget::expired`]).
+//! - the time limit also ends calls in flight ([`Budget::expired`]);
+//! - an interrupt (SIGINT or SIGTERM in `redline review`) acts as a limit reached at once:
+//!   calls in flight end and no call is admitted, so the parts that finished are kept and
+//!   the run ends as at any other limit.
 
 use std::sync::Mutex;
 use std::time::Duration;
 
 use tokio::sync::Notify;
 use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
 
 use crate::llm::pricing::Price;
 use crate::llm::tokens::TokenCounter;
@@ -57,6 +61,7 @@ pub(crate) struct Budget {
     deadline: std::sync::OnceLock<Instant>,
     ledger: Mutex<Ledger>,
     settled: Notify,
+    interrupt: CancellationToken,
 }
 
 /// A call's reservation: settle it with the reply's usage; dropping it releases it.
@@ -86,7 +91,14 @@ impl Budget {
             deadline: std::sync::OnceLock::new(),
             ledger: Mutex::new(Ledger::default()),
             settled: Notify::new(),
+            interrupt: CancellationToken::new(),
         }
+    }
+
+    /// Stops the review as at a limit ([`LimitKind::Interrupted`]) when `interrupt` fires.
+    pub(crate) fn with_interrupt(mut self, interrupt: CancellationToken) -> Self {
+        self.interrupt = interrupt;
+        self
     }
 
     /// Starts the clock of the time limit (idempotent: the first start counts).
@@ -148,9 +160,9 @@ impl Budget {
                 Verdict::Wait => {
                     tokio::select! {
                         _ = settled => {}
-                        _ = self.expired() => {
-                            self.reach(LimitKind::Time);
-                            return Err(self.reached().unwrap_or(LimitKind::Time));
+                        kind = self.expired() => {
+                            self.reach(kind);
+                            return Err(self.reached().unwrap_or(kind));
                         }
                     }
                 }
@@ -163,6 +175,9 @@ impl Budget {
         let mut ledger = self.lock();
         if let Some(kind) = ledger.reached {
             return Verdict::Stop(kind);
+        }
+        if self.interrupt.is_cancelled() {
+            return Verdict::Stop(LimitKind::Interrupted);
         }
         if self.deadline.get().is_some_and(|d| Instant::now() >= *d) {
             return Verdict::Stop(LimitKind::Time);
@@ -228,11 +243,18 @@ impl Budget {
         }
     }
 
-    /// Completes when the time limit passes; never without one.
-    pub async fn expired(&self) {
-        match self.deadline.get() {
-            Some(deadline) => tokio::time::sleep_until(*deadline).await,
-            None => std::future::pending().await,
+    /// Completes when the time limit passes or the review is interrupted, with which of
+    /// the two it was; never without either.
+    pub async fn expired(&self) -> LimitKind {
+        let deadline = async {
+            match self.deadline.get() {
+                Some(deadline) => tokio::time::sleep_until(*deadline).await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            _ = deadline => LimitKind::Time,
+            _ = self.interrupt.cancelled() => LimitKind::Interrupted,
         }
     }
 
@@ -404,6 +426,24 @@ mod tests {
         budget.start();
         tokio::time::sleep(Duration::from_millis(5)).await;
         assert_eq!(budget.admit(10, 100).await.unwrap_err(), LimitKind::Time);
+    }
+
+    #[tokio::test]
+    async fn an_interrupt_ends_calls_in_flight_and_stops_admission() {
+        let interrupt = CancellationToken::new();
+        let budget = Budget::new(ReviewLimits::default(), None).with_interrupt(interrupt.clone());
+        budget.start();
+        let in_flight = budget
+            .admit(10, 100)
+            .await
+            .expect("granted before the interrupt");
+        interrupt.cancel();
+        assert_eq!(budget.expired().await, LimitKind::Interrupted);
+        drop(in_flight);
+        assert_eq!(
+            budget.admit(10, 100).await.unwrap_err(),
+            LimitKind::Interrupted
+        );
     }
 
     #[tokio::test]

@@ -233,6 +233,13 @@ impl Orchestrator {
         self
     }
 
+    /// Ends the run as at a limit when `interrupt` fires: calls in flight end, the parts
+    /// that finished are kept and the review is reported ([`LimitKind::Interrupted`]).
+    pub(crate) fn with_interrupt(mut self, interrupt: CancellationToken) -> Self {
+        self.budget = self.budget.with_interrupt(interrupt);
+        self
+    }
+
     /// The strategy this review would use, and why.
     pub(crate) fn decide(&self) -> Decision {
         strategy::decide(
@@ -522,12 +529,13 @@ impl Orchestrator {
 /// The summary of a review stopped at a limit: what was kept, and why it is partial.
 fn limit_summary(summary: &str, kind: LimitKind) -> String {
     let what = match kind {
-        LimitKind::Cost => "cost limit (`max_cost`)",
-        LimitKind::Tokens => "token limit (`max_tokens`)",
-        LimitKind::Time => "time limit (`timeout`)",
+        LimitKind::Cost => "the cost limit (`max_cost`) was reached",
+        LimitKind::Tokens => "the token limit (`max_tokens`) was reached",
+        LimitKind::Time => "the time limit (`timeout`) was reached",
+        LimitKind::Interrupted => "the review was interrupted",
     };
     let note = format!(
-        "**Partial review:** the {what} was reached; the findings of the parts that finished are kept, the rest was not reviewed."
+        "**Partial review:** {what}; the findings of the parts that finished are kept, the rest was not reviewed."
     );
     match summary.trim() {
         "" => note,

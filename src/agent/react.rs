@@ -313,7 +313,7 @@ impl<F: Finisher> ReactRun<'_, F> {
             }
             _ = self.ctx.cancel.cancelled() => Err(AgentError::Cancelled),
             // At the timeout the call in flight is dropped (its reservation with it).
-            _ = self.ctx.budget.expired() => Err(self.limit_reached(LimitKind::Time)),
+            kind = self.ctx.budget.expired() => Err(self.limit_reached(kind)),
         }
     }
 

@@ -8,6 +8,8 @@
 use std::fs::File;
 use std::io::Write;
 use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
 use serde::Serialize;
@@ -34,9 +36,16 @@ pub(crate) enum Verbosity {
 pub(crate) struct EventConsumer {
     stop: oneshot::Sender<()>,
     task: JoinHandle<EventLog>,
+    hold: Arc<AtomicBool>,
 }
 
 impl EventConsumer {
+    /// From now on a `run_finished` event is taken in (its counters) but not written: the
+    /// run was stopped by a signal, and [`EventLog::cancelled`] writes its one last record.
+    pub fn hold_run_finished(&self) {
+        self.hold.store(true, Ordering::SeqCst);
+    }
+
     /// Writes every event sent so far, stops the task and hands back the log.
     pub async fn finish(self) -> Option<EventLog> {
         // The task may already have ended (every sender dropped); then there is nobody to tell.
@@ -56,11 +65,13 @@ pub(crate) fn spawn_event_consumers(
         Some(path) => Some(File::create(path)?),
         None => None,
     };
+    let hold = Arc::new(AtomicBool::new(false));
     let mut log = EventLog {
         file,
         verbosity,
         started: Instant::now(),
         seen: Seen::default(),
+        hold: hold.clone(),
     };
     let (stop, mut stopped) = oneshot::channel();
     let task = tokio::spawn(async move {
@@ -82,7 +93,7 @@ pub(crate) fn spawn_event_consumers(
         }
         log
     });
-    Ok(EventConsumer { stop, task })
+    Ok(EventConsumer { stop, task, hold })
 }
 
 /// The events file and stderr progress of one run, and what its events told so far.
@@ -92,6 +103,7 @@ pub(crate) struct EventLog {
     verbosity: Verbosity,
     started: Instant,
     seen: Seen,
+    hold: Arc<AtomicBool>,
 }
 
 /// Counters and findings gathered from the events, for the record of a cancelled run.
@@ -118,6 +130,9 @@ struct CancelledRecord<'a> {
 impl EventLog {
     fn record(&mut self, event: &Event) {
         self.seen.absorb(&event.kind);
+        if matches!(event.kind, EventKind::RunFinished { .. }) && self.hold.load(Ordering::SeqCst) {
+            return;
+        }
         if let Ok(line) = serde_json::to_string(event) {
             self.write_line(&line);
         }

@@ -24,6 +24,7 @@ use crate::llm::{
 use crate::review::render::{Format, render};
 use crate::review::report::{FailOn, ReviewReport};
 use crate::tools::Workspace;
+use tokio_util::sync::CancellationToken;
 
 /// Runs `redline review` and returns the exit code.
 pub async fn run(args: ReviewArgs) -> i32 {
@@ -145,6 +146,10 @@ pub(crate) struct ConfigChoice<'a> {
     pub(crate) quiet: bool,
 }
 
+/// How long an interrupted review may take to end as at a limit (its calls in flight end at
+/// once; what remains is checking the findings) before it is dropped as it stands.
+const INTERRUPT_GRACE: std::time::Duration = std::time::Duration::from_secs(5);
+
 /// The repository's config for a local review: `--config FILE`, else `.redline.toml` of the
 /// work tree with `--uncommitted`, else `.redline.toml` as it is at the base revision (so a
 /// checked-out branch cannot change its own review rules). Says on stderr which was used.
@@ -223,8 +228,9 @@ async fn review(args: ReviewArgs) -> anyhow::Result<i32> {
             )
         })?;
     let mut signals = StopSignals::install();
+    let interrupt = CancellationToken::new();
 
-    let run = async {
+    let mut run = Box::pin(async {
         if prepared.workspace.changes.files.is_empty() {
             return Ok(Outcome::report(empty_report(
                 &prepared.base_label,
@@ -238,12 +244,16 @@ async fn review(args: ReviewArgs) -> anyhow::Result<i32> {
                 prepared.workspace.clone(),
                 prepared.agent.clone(),
             ))
-            .with_events(events.clone());
+            .with_events(events.clone())
+            .with_interrupt(interrupt.clone());
         drive(&orchestrator, &args, plan_file).await
-    };
+    });
     let outcome = tokio::select! {
-        outcome = run => outcome,
+        outcome = &mut run => outcome,
         stop = signals.recv() => {
+            consumer.hold_run_finished();
+            interrupt.cancel();
+            wind_down(&mut run, &mut signals).await;
             transcript.cancelled(stop.name());
             if let Some(mut log) = consumer.finish().await {
                 log.cancelled(stop.name());
@@ -252,6 +262,7 @@ async fn review(args: ReviewArgs) -> anyhow::Result<i32> {
             return Ok(stop.exit_code());
         }
     };
+    drop(run);
     drop(events);
     // Every event is in the log before the process reports.
     let _ = consumer.finish().await;
@@ -262,6 +273,17 @@ async fn review(args: ReviewArgs) -> anyhow::Result<i32> {
             output.abandon();
             Err(error.into())
         }
+    }
+}
+
+/// Lets an interrupted run end as at a limit, keeping what finished, so that the cancelled
+/// record carries its findings and counters; a second signal, or a run that does not wind
+/// down within [`INTERRUPT_GRACE`], leaves it as it stands.
+async fn wind_down<F: std::future::Future + Unpin>(run: &mut F, signals: &mut StopSignals) {
+    tokio::select! {
+        _ = run => {}
+        _ = signals.recv() => {}
+        _ = tokio::time::sleep(INTERRUPT_GRACE) => {}
     }
 }
 

@@ -128,15 +128,20 @@ pub enum LimitKind {
     Tokens,
     /// `timeout` (wall time).
     Time,
+    /// Not a limit the user set: the review was told to stop (SIGINT or SIGTERM during
+    /// `redline review`) and ended as at a limit, keeping what had finished.
+    Interrupted,
 }
 
 impl LimitKind {
-    /// The name in `stats.limit_reached` and events: `cost`, `tokens` or `time`.
+    /// The name in `stats.limit_reached` and events: `cost`, `tokens`, `time` or
+    /// `interrupted`.
     pub fn as_str(self) -> &'static str {
         match self {
             LimitKind::Cost => "cost",
             LimitKind::Tokens => "tokens",
             LimitKind::Time => "time",
+            LimitKind::Interrupted => "interrupted",
         }
     }
 }
