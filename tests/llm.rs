@@ -546,3 +546,45 @@ async fn short_pause_within_the_idle_timeout_is_fine() {
         );
     }
 }
+
+/// A 200 whose body holds no event at all (an HTML page behind a wrong base URL) is named as
+/// such, for both wire formats, not reported as a stream cut off.
+#[tokio::test]
+async fn a_body_without_any_event_is_not_called_a_cut_stream() {
+    use wiremock::matchers::method;
+    use wiremock::{Mock, MockServer, ResponseTemplate};
+
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .respond_with(
+            ResponseTemplate::new(200)
+                .insert_header("content-type", "text/event-stream")
+                .set_body_bytes(b"\x00\xffthis is not json <html>garbage</html>".to_vec()),
+        )
+        .mount(&server)
+        .await;
+    for (provider, wire) in [
+        (redline::llm::Provider::OpenAi, Wire::OpenAi),
+        (redline::llm::Provider::Anthropic, Wire::Anthropic),
+    ] {
+        let settings = ProviderSettings {
+            provider,
+            base_url: server.uri(),
+            api_key: Some(Secret::new(KEY)),
+            timeout: Duration::from_secs(10),
+            timeouts: CallTimeouts::default(),
+            retry: fast_retry(0),
+        };
+        let (model, _) = client_with(settings);
+        let err = model
+            .complete(&ask(wire, "Review this."))
+            .await
+            .unwrap_err();
+        let text = err.to_string();
+        assert!(
+            text.contains("no server-sent events"),
+            "{provider:?}: {text}"
+        );
+        assert!(!text.contains("cut off"), "{text}");
+    }
+}

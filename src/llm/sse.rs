@@ -137,6 +137,8 @@ pub(crate) struct SseStream {
     started: bool,
     key: Option<Secret>,
     ended: bool,
+    /// Events handed out so far.
+    events: usize,
 }
 
 impl SseStream {
@@ -158,14 +160,25 @@ impl SseStream {
             started: false,
             key,
             ended: false,
+            events: 0,
         }
     }
 
-    /// The next event; `Ok(None)` once the server closed the stream normally.
+    /// The next event; `Ok(None)` once the server closed the stream normally. A body that
+    /// ends without a single event is no stream at all (an HTML page, a wrong base URL):
+    /// an error saying so, rather than a stream cut off.
     pub(crate) async fn next_event(&mut self) -> Result<Option<SseEvent>, LlmError> {
         loop {
             if let Some(event) = self.pending.pop_front() {
+                self.events += 1;
                 return Ok(Some(event));
+            }
+            if self.ended && self.events == 0 {
+                return Err(LlmError::Malformed(
+                    "the model server answered 200 with a body that holds no server-sent \
+                     events; is the base URL an OpenAI-compatible or Anthropic API?"
+                        .to_string(),
+                ));
             }
             if self.ended {
                 return Ok(None);
