@@ -18,6 +18,12 @@ use super::signature::{SignatureCheck, SignatureError};
 /// Growth step of a buffer whose size was not announced (chunked transfer).
 const CHUNKED_STEP: usize = 256 * 1024;
 
+/// The most a request reserves before its first body byte arrives, whatever length it
+/// announces: a peer that announces 25 MB and sends nothing holds this much of the budget,
+/// not 25 MB (the default connection cap times this stays within the default budget). The
+/// rest is reserved as the bytes arrive, so holding the budget costs bandwidth.
+const FIRST_RESERVATION: usize = 64 * 1024;
+
 /// Why a body was not read to the end, or was refused after it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 pub(crate) enum BodyError {
@@ -62,7 +68,10 @@ pub(crate) async fn read_verified(
         Some(_) => return Err(BodyError::TooLarge { limit }),
         None => None,
     };
-    let initial = declared.unwrap_or(CHUNKED_STEP.min(limit));
+    let initial = declared
+        .unwrap_or(CHUNKED_STEP)
+        .min(FIRST_RESERVATION)
+        .min(limit);
     let reservation = budget.reserve(initial).await.ok_or(BodyError::Busy)?;
     let mut reader = Reader {
         buffer: Vec::new(),
@@ -143,7 +152,7 @@ impl Reader {
     async fn take(&mut self, piece: Bytes) -> Result<(), BodyError> {
         let first = self.buffer.is_empty() && self.whole.is_none();
         if first && Some(piece.len()) == self.declared && piece.len() <= self.limit {
-            // The reservation already covers the announced length.
+            self.cover(piece.len())?;
             self.check.update(&piece);
             self.whole = Some(piece);
             return Ok(());
@@ -167,19 +176,26 @@ impl Reader {
             return Err(BodyError::TooLarge { limit: self.limit });
         }
         if needed > self.buffer.capacity() {
-            // Grow in steps whose size is reserved before it is allocated.
-            let capacity = needed
-                .max(self.buffer.capacity().saturating_add(CHUNKED_STEP))
-                .min(self.limit);
-            let more = capacity.saturating_sub(self.reservation.bytes());
-            if !self.reservation.grow(more) {
-                return Err(BodyError::Busy);
-            }
+            // Grow to the announced length at once (one allocation), or in steps when none
+            // was announced; the room is reserved before it is allocated.
+            let step = self.buffer.capacity().saturating_add(CHUNKED_STEP);
+            let capacity = needed.max(self.declared.unwrap_or(step)).min(self.limit);
+            self.cover(capacity)?;
             self.buffer
                 .reserve_exact(capacity.saturating_sub(self.buffer.len()));
         }
         self.buffer.extend_from_slice(piece);
         Ok(())
+    }
+
+    /// Makes the reservation cover `bytes`, from room free now ([`Reservation::grow`]).
+    fn cover(&mut self, bytes: usize) -> Result<(), BodyError> {
+        let more = bytes.saturating_sub(self.reservation.bytes());
+        if self.reservation.grow(more) {
+            Ok(())
+        } else {
+            Err(BodyError::Busy)
+        }
     }
 }
 

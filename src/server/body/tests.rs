@@ -18,6 +18,18 @@ fn check_for(body: &[u8]) -> SignatureCheck {
     SignatureCheck::begin(&secret, Some(header.as_str())).expect("well-formed header")
 }
 
+/// Lets the spawned reads run until `budget` has `available` bytes free, and checks it
+/// (a reservation of another size fails here instead of waiting forever).
+async fn settle(budget: &UnverifiedBudget, available: usize) {
+    for _ in 0..10_000 {
+        if budget.available() == available {
+            break;
+        }
+        tokio::task::yield_now().await;
+    }
+    assert_eq!(budget.available(), available);
+}
+
 fn in_pieces(body: &[u8], size: usize) -> Body {
     let pieces: Vec<Result<Bytes, std::io::Error>> = body
         .chunks(size)
@@ -101,16 +113,13 @@ async fn a_body_that_cannot_grow_is_refused_and_the_other_is_read() {
         });
         (tx, task, held_after)
     };
-    let (second_tx, second, held) = start(total - CHUNKED_STEP);
-    while budget.available() != held {
-        tokio::task::yield_now().await;
-    }
-    let (first_tx, first, held) = start(total - 2 * CHUNKED_STEP);
-    while budget.available() != held {
-        tokio::task::yield_now().await;
-    }
-    // One piece past its first step: the first body must grow, and cannot.
-    for piece in &pieces[..CHUNKED_STEP / 8192 + 1] {
+    let (second_tx, second, held) = start(total - FIRST_RESERVATION);
+    settle(&budget, held).await;
+    let (first_tx, first, held) = start(total - 2 * FIRST_RESERVATION);
+    settle(&budget, held).await;
+    // The first body grows step by step until the room left (the second one holds its
+    // first reservation) is not enough for its next step.
+    for piece in &pieces {
         first_tx.unbounded_send(Ok(piece.clone())).unwrap();
     }
     assert_eq!(first.await.unwrap(), Err(BodyError::Busy));
@@ -120,4 +129,29 @@ async fn a_body_that_cannot_grow_is_refused_and_the_other_is_read() {
     drop(second_tx);
     assert_eq!(second.await.unwrap().map(|b| b.len()), Ok(body.len()));
     assert_eq!(budget.available(), total);
+}
+
+/// A peer that announces a large body and sends nothing holds the first reservation only,
+/// not its announced length; the body's bytes are reserved as they arrive.
+#[tokio::test]
+async fn an_announced_length_is_reserved_as_the_bytes_arrive() {
+    let budget = UnverifiedBudget::new(1 << 20, Duration::from_secs(10));
+    let body: Vec<u8> = (0..300 * 1024u32).map(|i| (i % 251) as u8).collect();
+    let (tx, rx) = futures::channel::mpsc::unbounded::<Result<Bytes, std::io::Error>>();
+    let task = {
+        let (budget, check) = (budget.clone(), check_for(&body));
+        let declared = Some(body.len() as u64);
+        tokio::spawn(async move {
+            let limits = RequestLimits::default();
+            read_verified(Body::from_stream(rx), declared, &limits, &budget, check).await
+        })
+    };
+    settle(&budget, (1 << 20) - FIRST_RESERVATION).await;
+    for piece in body.chunks(8192) {
+        tx.unbounded_send(Ok(Bytes::copy_from_slice(piece)))
+            .unwrap();
+    }
+    drop(tx);
+    assert_eq!(task.await.unwrap().map(|b| b.len()), Ok(body.len()));
+    assert_eq!(budget.available(), 1 << 20);
 }
