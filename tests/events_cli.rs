@@ -43,6 +43,21 @@ async fn eventually(what: &str, mut check: impl FnMut() -> bool) {
     panic!("{what} did not happen within 20 s");
 }
 
+/// Sends `signal` (`INT`, `TERM`) to `child` and waits at most 20 s for it to exit.
+async fn stop_with(child: &mut tokio::process::Child, signal: &str) -> std::process::ExitStatus {
+    let pid = child.id().expect("pid").to_string();
+    let killed = tokio::process::Command::new("kill")
+        .args([&format!("-{signal}"), &pid])
+        .status()
+        .await
+        .expect("kill");
+    assert!(killed.success());
+    tokio::time::timeout(Duration::from_secs(20), child.wait())
+        .await
+        .expect("redline exits within 20 s of the signal")
+        .expect("wait")
+}
+
 /// Starts a review whose second model call is held, waits until it is held, checks the
 /// events file already has the run so far, sends `signal`, and checks the ending.
 async fn cancelled_by(signal: &str, expected_code: i32) {
@@ -122,17 +137,7 @@ async fn cancelled_by(signal: &str, expected_code: i32) {
     })
     .await;
 
-    let pid = child.id().expect("pid").to_string();
-    let killed = tokio::process::Command::new("kill")
-        .args([&format!("-{signal}"), &pid])
-        .status()
-        .await
-        .expect("kill");
-    assert!(killed.success());
-    let status = tokio::time::timeout(Duration::from_secs(20), child.wait())
-        .await
-        .expect("redline exits within 20 s of the signal")
-        .expect("wait");
+    let status = stop_with(&mut child, signal).await;
     let _ = tokio::time::timeout(Duration::from_secs(5), reader).await;
     let stderr = progress_text();
     assert_eq!(status.code(), Some(expected_code), "stderr: {stderr}");
@@ -225,17 +230,7 @@ async fn an_interrupted_plan_keeps_what_finished_in_its_cancelled_record() {
         answered >= 2 && server.requests().len() >= 3
     })
     .await;
-    let pid = child.id().expect("pid").to_string();
-    let killed = tokio::process::Command::new("kill")
-        .args(["-INT", &pid])
-        .status()
-        .await
-        .expect("kill");
-    assert!(killed.success());
-    let status = tokio::time::timeout(Duration::from_secs(20), child.wait())
-        .await
-        .expect("redline exits within 20 s of the signal")
-        .expect("wait");
+    let status = stop_with(&mut child, "INT").await;
     assert_eq!(status.code(), Some(130));
 
     let all = events_in(&events);

@@ -388,25 +388,12 @@ async fn missing_key_and_bad_flags_exit_2() {
     .await;
     assert_eq!(run.code, 2);
     assert!(run.stderr.contains("same file"), "{}", run.stderr);
-    let empty_model = cli::redline_command()
-        .args(["review", "--repo", &repo.path().display().to_string()])
-        .args([
-            "--base",
-            "main",
-            "--base-url",
-            &server.base_url(),
-            "--model",
-            "",
-        ])
-        .env("REDLINE_API_KEY", KEY)
-        .output()
-        .await
-        .expect("run");
-    let stderr = String::from_utf8_lossy(&empty_model.stderr);
-    assert_eq!(empty_model.status.code(), Some(2), "{stderr}");
+    let empty_model = cli::review_bare(repo.path(), &server.base_url(), &["--model", ""]).await;
+    assert_eq!(empty_model.code, 2, "{}", empty_model.stderr);
     assert!(
-        stderr.contains("`model`") && stderr.contains("empty"),
-        "{stderr}"
+        empty_model.stderr.contains("`model`") && empty_model.stderr.contains("empty"),
+        "{}",
+        empty_model.stderr
     );
     assert!(server.requests().is_empty(), "no model call on bad input");
 }
@@ -528,23 +515,17 @@ async fn a_result_that_cannot_be_written_to_output_goes_to_stdout() {
     );
     assert_eq!(run.json()["findings"][0]["line"], 10);
     // An events file that refuses writes is said once; the review goes on.
-    let events_full = cli::redline_command()
-        .args(["review", "--repo", &repo.path().display().to_string()])
-        .args(["--base", "main", "--base-url", &server.base_url()])
-        .args([
-            "--model",
-            "test-model",
-            "--format",
-            "json",
-            "--events",
-            "/dev/full",
-        ])
-        .env("REDLINE_API_KEY", KEY)
-        .output()
-        .await
-        .expect("run");
-    let stderr = String::from_utf8_lossy(&events_full.stderr);
-    assert_eq!(events_full.status.code(), Some(0), "{stderr}");
+    let args = [
+        "--model",
+        "test-model",
+        "--format",
+        "json",
+        "--events",
+        "/dev/full",
+    ];
+    let events_full = cli::review_bare(repo.path(), &server.base_url(), &args).await;
+    let stderr = events_full.stderr;
+    assert_eq!(events_full.code, 0, "{stderr}");
     assert_eq!(
         stderr.matches("cannot write --events").count(),
         1,

@@ -109,6 +109,25 @@ pub async fn review(repo: &Path, base_url: &str, provider: &str, extra: &[&str])
     }
 }
 
+/// `redline review --repo REPO --base main --base-url URL ARGS…` with the key and nothing
+/// else chosen (no model, no events file), for checks of those flags themselves.
+pub async fn review_bare(repo: &Path, base_url: &str, extra: &[&str]) -> Run {
+    let output = redline_command()
+        .args(["review", "--repo", &repo.display().to_string()])
+        .args(["--base", "main", "--base-url", base_url])
+        .args(extra)
+        .env("REDLINE_API_KEY", KEY)
+        .output()
+        .await
+        .expect("run redline");
+    Run {
+        code: output.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+        events: String::new(),
+    }
+}
+
 /// The binary with every variable that could change its behaviour removed.
 pub fn redline_command() -> tokio::process::Command {
     isolated(tokio::process::Command::new(env!("CARGO_BIN_EXE_redline")))
