@@ -101,11 +101,18 @@ pub async fn review(repo: &Path, base_url: &str, provider: &str, extra: &[&str])
         .output()
         .await
         .expect("run redline");
+    run_of(
+        output,
+        std::fs::read_to_string(&events_path).unwrap_or_default(),
+    )
+}
+
+fn run_of(output: std::process::Output, events: String) -> Run {
     Run {
         code: output.status.code().unwrap_or(-1),
         stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
         stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
-        events: std::fs::read_to_string(&events_path).unwrap_or_default(),
+        events,
     }
 }
 
@@ -120,12 +127,7 @@ pub async fn review_bare(repo: &Path, base_url: &str, extra: &[&str]) -> Run {
         .output()
         .await
         .expect("run redline");
-    Run {
-        code: output.status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
-        events: String::new(),
-    }
+    run_of(output, String::new())
 }
 
 /// The binary with every variable that could change its behaviour removed.
