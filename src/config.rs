@@ -394,13 +394,14 @@ pub(crate) fn parse_timeout(key: &str, text: &str) -> Result<std::time::Duration
     Ok(duration)
 }
 
-/// A TOML error as `line L, column C: what`, without the quoted source line that the
-/// error's own text carries: a config line may hold a secret (an API key pasted under a
-/// key Redline does not know), and errors are printed and posted.
+/// A TOML error as `line L, column C (`key`): what`, without any value from the file: the
+/// error's own text quotes the source line and serde's message quotes the value, and a
+/// config line may hold a secret (a key pasted under the wrong name or into a wrong-typed
+/// setting), while errors are printed and, by the App, posted.
 pub(crate) fn toml_error(error: &toml::de::Error, text: &str) -> String {
-    let message = error.message().trim_end();
+    let message = without_values(error.message().trim_end());
     let Some(start) = error.span().map(|span| span.start.min(text.len())) else {
-        return message.to_string();
+        return message;
     };
     let before = text.get(..start).unwrap_or_default();
     let line = before.matches('\n').count() + 1;
@@ -411,18 +412,57 @@ pub(crate) fn toml_error(error: &toml::de::Error, text: &str) -> String {
         .chars()
         .count()
         + 1;
-    // The key the line sets (what is left of `=`) is shown; its value is not.
+    // The key the line sets (what is left of `=`), when it reads as one of ours.
     let line_start = before.rfind('\n').map_or(0, |at| at + 1);
     let key = text[line_start..]
         .lines()
         .next()
         .and_then(|line| line.split_once('='))
         .map(|(key, _)| key.trim())
-        .filter(|key| !key.is_empty() && key.len() <= 64);
+        .filter(|key| is_plain_name(key));
     match key {
         Some(key) => format!("line {line}, column {column} (`{key}`): {message}"),
         None => format!("line {line}, column {column}: {message}"),
     }
+}
+
+/// `message` with every quoted value (`"…"`) blanked, and every backquoted one that is not a
+/// plain name (a key or a variant such as `max_steps`, `react`).
+fn without_values(message: &str) -> String {
+    let mut out = String::with_capacity(message.len());
+    let mut rest = message;
+    while let Some(at) = rest.find(['"', '`']) {
+        let quote = rest[at..].chars().next().unwrap_or('"');
+        out.push_str(&rest[..at]);
+        let after = &rest[at + 1..];
+        let Some(end) = after.find(quote) else {
+            out.push(quote);
+            out.push('…');
+            return out;
+        };
+        let inner = &after[..end];
+        let shown = if quote == '`' && is_plain_name(inner) {
+            inner
+        } else {
+            "…"
+        };
+        out.push(quote);
+        out.push_str(shown);
+        out.push(quote);
+        rest = &after[end + 1..];
+    }
+    out.push_str(rest);
+    out
+}
+
+/// A setting's or variant's name: short, lower-case letters, digits, `_`, `-` and `.`.
+fn is_plain_name(text: &str) -> bool {
+    !text.is_empty()
+        && text.len() <= 32
+        && text.starts_with(|c: char| c.is_ascii_lowercase())
+        && text
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || matches!(c, '_' | '-' | '.'))
 }
 
 /// Whether a URL points at this machine or a private network, where local model

@@ -15,7 +15,13 @@ fn main() {
         .init();
     let cli = redline::Cli::parse();
     let code = match redline::runtime() {
-        Ok(runtime) => runtime.block_on(redline::run(cli)),
+        Ok(runtime) => {
+            let code = runtime.block_on(redline::run(cli));
+            // Without waiting for blocking reads still running (a prompt the run no
+            // longer needs after a signal): the process ends now.
+            runtime.shutdown_background();
+            code
+        }
         Err(err) => {
             eprintln!("error: cannot start the async runtime: {err}");
             1

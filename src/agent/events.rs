@@ -260,9 +260,15 @@ pub(crate) fn progress_line(event: &Event, verbose: bool) -> Option<String> {
                 .unwrap_or_default(),
             stats.duration_ms as f64 / 1000.0
         )),
-        EventKind::LimitReached { limit, tokens, .. } => Some(format!(
-            "{limit} limit reached after {tokens} tokens: no more model calls; finished work is kept"
-        )),
+        EventKind::LimitReached { limit, tokens, .. } => {
+            let what = match limit.as_str() {
+                "interrupted" => "interrupted".to_string(),
+                limit => format!("{limit} limit reached"),
+            };
+            Some(format!(
+                "{what} after {tokens} tokens: no more model calls; finished work is kept"
+            ))
+        }
         EventKind::Error { message } => Some(format!("error: {message}")),
         _ => None,
     }

@@ -137,8 +137,7 @@ pub(crate) async fn execute(
         match result {
             Err(AgentError::Cancelled) => return Err(AgentError::Cancelled),
             Err(AgentError::LimitReached(kind)) => {
-                let why =
-                    format!("not reviewed: the {kind} limit was reached before this task finished");
+                let why = format!("not reviewed: {} before this task finished", kind.reason());
                 merge_unreviewed(run, &why, "limit_reached", None, &mut merged, stats);
             }
             Ok(submission) => merge_success(run, submission, &mut merged, stats),

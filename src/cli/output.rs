@@ -80,18 +80,6 @@ impl OutputTarget {
         }
     }
 
-    /// Whether `other` names the file this target writes (`--events` and `--output` must
-    /// not be the same file: each would overwrite the other).
-    pub(crate) fn is_same_file(&self, other: &Path) -> bool {
-        let Some(opened) = &self.file else {
-            return false;
-        };
-        match (same_file_key(&opened.path), same_file_key(other)) {
-            (Some(ours), Some(theirs)) => ours == theirs,
-            _ => false,
-        }
-    }
-
     /// Ends without a result: a file this run created is removed, an existing one is left as it was.
     pub(crate) fn abandon(self) {
         if let Some(opened) = self.file
@@ -100,6 +88,21 @@ impl OutputTarget {
             drop(opened.file);
             let _ = std::fs::remove_file(&opened.path);
         }
+    }
+}
+
+/// Whether `a` and `b` name the same regular file, whether it exists yet or not (`--events`
+/// and `--output` must not: each would overwrite the other). Devices such as `/dev/null`
+/// may be given for both.
+pub(crate) fn same_file(a: &Path, b: &Path) -> bool {
+    let regular_or_missing =
+        |path: &Path| std::fs::metadata(path).map_or(true, |meta| meta.is_file());
+    if !regular_or_missing(a) || !regular_or_missing(b) {
+        return false;
+    }
+    match (same_file_key(a), same_file_key(b)) {
+        (Some(a), Some(b)) => a == b,
+        _ => false,
     }
 }
 
@@ -121,4 +124,23 @@ fn same_file_key(path: &Path) -> Option<(PathBuf, std::ffi::OsString)> {
         _ => PathBuf::from("."),
     };
     Some((std::fs::canonicalize(&parent).unwrap_or(parent), name))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_same_file_is_recognised_by_any_name_and_devices_are_not_files() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let file = dir.path().join("out.json");
+        let other = dir.path().join("events.jsonl");
+        let roundabout = dir.path().join(".").join("out.json");
+        assert!(same_file(&file, &roundabout), "not created yet");
+        std::fs::write(&file, "{}").expect("write");
+        assert!(same_file(&file, &roundabout));
+        assert!(!same_file(&file, &other));
+        #[cfg(unix)]
+        assert!(!same_file(Path::new("/dev/null"), Path::new("/dev/null")));
+    }
 }

@@ -56,6 +56,14 @@ pub(crate) fn prepare(args: &ReviewArgs) -> anyhow::Result<Prepared> {
     let root = crate::repo::discover(&start)?;
     let range = crate::repo::resolve_range(&root, args.base.as_deref(), &args.head)?;
     let format: Format = args.format.parse().context("--format")?;
+    if let (Some(events), Some(output)) = (args.events.as_deref(), args.output.as_deref())
+        && super::output::same_file(events, output)
+    {
+        anyhow::bail!(
+            "--events and --output name the same file ({}); give each its own",
+            events.display()
+        );
+    }
     let choice = ConfigChoice {
         config: args.config.as_deref(),
         uncommitted: args.uncommitted,
@@ -209,15 +217,6 @@ async fn review(args: ReviewArgs) -> anyhow::Result<i32> {
     let transcript = RunTranscript::open(&args, &prepared.settings, &prepared.agent, has_changes)?;
     // Both files are opened before any model call: a bad path must not cost a review.
     let output = OutputTarget::open(args.output.as_deref())?;
-    if let Some(events) = args.events.as_deref()
-        && output.is_same_file(events)
-    {
-        output.abandon();
-        anyhow::bail!(
-            "--events and --output name the same file ({}); give each its own",
-            events.display()
-        );
-    }
     let (events, rx) = EventSink::channel();
     let events = transcript.events(events);
     let consumer =
@@ -246,9 +245,11 @@ async fn review(args: ReviewArgs) -> anyhow::Result<i32> {
             ))
             .with_events(events.clone())
             .with_interrupt(interrupt.clone());
-        drive(&orchestrator, &args, plan_file).await
+        drive(&orchestrator, &args, plan_file, &interrupt).await
     });
     let outcome = tokio::select! {
+        // A run that has ended wins over a signal in the same instant: its report stands.
+        biased;
         outcome = &mut run => outcome,
         stop = signals.recv() => {
             consumer.hold_run_finished();
@@ -343,6 +344,7 @@ async fn drive(
     orchestrator: &Orchestrator,
     args: &ReviewArgs,
     plan_file: Option<Plan>,
+    interrupt: &CancellationToken,
 ) -> Result<Outcome, AgentError> {
     if let Some(plan) = plan_file {
         return orchestrator
@@ -361,7 +363,12 @@ async fn drive(
     if interactive && orchestrator.decide().strategy == Strategy::PlanExecute {
         let (plan, planning) = orchestrator.plan().await?;
         eprintln!("{}", plan.render_text());
-        if !confirm("Run this plan? [Y/n] ").await {
+        // A signal at the prompt declines the plan (the read itself cannot be cancelled).
+        let confirmed = tokio::select! {
+            answer = confirm("Run this plan? [Y/n] ") => answer,
+            _ = interrupt.cancelled() => false,
+        };
+        if !confirmed {
             return Ok(Outcome::Declined);
         }
         return orchestrator

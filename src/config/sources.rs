@@ -207,13 +207,18 @@ impl ConfigSource {
         if entry.kind() != Some(git2::ObjectType::Blob) {
             return Err(read_error("it is not a file".into()));
         }
+        // The size from the object's header, before the object is inflated.
+        let (size, _) = repo
+            .odb()
+            .and_then(|odb| odb.read_header(entry.id()))
+            .map_err(git_error)?;
+        if size as u64 > MAX_CONFIG_BYTES {
+            return Err(read_error(too_large()));
+        }
         let blob = entry
             .to_object(&repo)
             .and_then(|o| o.peel_to_blob())
             .map_err(git_error)?;
-        if blob.size() as u64 > MAX_CONFIG_BYTES {
-            return Err(read_error(too_large()));
-        }
         let text = std::str::from_utf8(blob.content()).map_err(|e| read_error(e.to_string()))?;
         Self::parse(text, &origin, Owner::Repository).map(Some)
     }

@@ -170,4 +170,30 @@ fn a_config_error_names_the_line_and_key_without_quoting_the_line() {
         .to_string();
     assert!(err.contains("line 1"), "{err}");
     assert!(!err.contains("0123456789"), "the value is quoted: {err}");
+    // A value under a known key of another type, a bad variant, a line that is a pasted
+    // secret: the key is named, the value never shown.
+    for (text, key) in [
+        (
+            "context_window = \"sk-live-0123456789abcdef\"\n",
+            Some("context_window"),
+        ),
+        (
+            "walkthrough = \"sk-live-0123456789abcdef\"\n",
+            Some("walkthrough"),
+        ),
+        (
+            "max_steps = \"sk-live-0123456789abcdef\"\n",
+            Some("max_steps"),
+        ),
+        ("c2VjcmV0LTAxMjM0NTY3ODlhYmNkZWY0123456789abcdef==\n", None),
+    ] {
+        let err = ConfigSource::parse(text, ".redline.toml", Owner::User)
+            .expect_err("invalid")
+            .to_string();
+        assert!(!err.contains("0123456789"), "a value is quoted: {err}");
+        assert!(!err.contains("c2VjcmV0"), "a value is quoted: {err}");
+        if let Some(key) = key {
+            assert!(err.contains(&format!("`{key}`")), "{err}");
+        }
+    }
 }

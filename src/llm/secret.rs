@@ -44,6 +44,42 @@ impl Secret {
     }
 }
 
+impl Secret {
+    /// `text` (a model's reply) with the key scrubbed out: the whole key, and any eight
+    /// characters in a row of its random part (after a prefix such as `sk-proj-`, which
+    /// reviewed code may mention). A short key (`ollama`, `EMPTY`: local servers' place
+    /// holders, no secret) is left alone, so ordinary words and paths are never changed.
+    pub(crate) fn redact_reply(&self, text: &str) -> String {
+        let random = random_part(&self.0);
+        if random.len() < MIN_SECRET_PART {
+            return text.to_string();
+        }
+        let mut out = text.replace(&self.0, "[REDACTED]");
+        for start in 0..=random.len() - 8 {
+            if let Some(fragment) = random.get(start..start + 8)
+                && out.contains(fragment)
+            {
+                out = out.replace(fragment, "[REDACTED]");
+            }
+        }
+        out
+    }
+}
+
+/// Shortest random part a key must have for replies to be scrubbed of it: real API keys
+/// have 32 or more random characters.
+const MIN_SECRET_PART: usize = 16;
+
+/// A key without its fixed prefix: what follows the last `-` or `_` among its first 16
+/// characters (`sk-proj-…`, `sk-ant-api03-…`, `gsk_…`), or the whole key.
+fn random_part(key: &str) -> &str {
+    let head: String = key.chars().take(16).collect();
+    match head.rfind(['-', '_']) {
+        Some(at) => key.get(at + 1..).unwrap_or(key),
+        None => key,
+    }
+}
+
 impl fmt::Debug for Secret {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("Secret([REDACTED])")
@@ -64,6 +100,22 @@ mod tests {
     fn never_prints_the_value() {
         let s = Secret::new("sk-live-0123456789abcdef");
         assert!(!format!("{s:?} {s}").contains("0123456789"));
+    }
+
+    #[test]
+    fn replies_lose_the_key_but_keep_prefixes_and_ordinary_words() {
+        let key = Secret::new("sk-proj-AbCdEfGhIjKlMnOpQrStUvWx0123");
+        let reply = "key sk-proj-AbCdEfGhIjKlMnOpQrStUvWx0123, part QrStUvWx, code `sk-proj-`";
+        let red = key.redact_reply(reply);
+        assert!(
+            !red.contains("AbCdEfGh") && !red.contains("QrStUvWx"),
+            "{red}"
+        );
+        assert!(red.contains("`sk-proj-`"), "{red}");
+        for placeholder in ["ollama", "EMPTY", "test", "lm-studio"] {
+            let text = "tests/x.rs: ollama EMPTY test lm-studio";
+            assert_eq!(Secret::new(placeholder).redact_reply(text), text);
+        }
     }
 
     #[test]

@@ -146,6 +146,16 @@ impl LimitKind {
     }
 }
 
+impl LimitKind {
+    /// What happened, as a phrase: `the cost limit was reached`, `the review was interrupted`.
+    pub fn reason(self) -> String {
+        match self {
+            LimitKind::Interrupted => "the review was interrupted".to_string(),
+            kind => format!("the {kind} limit was reached"),
+        }
+    }
+}
+
 impl std::fmt::Display for LimitKind {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(self.as_str())

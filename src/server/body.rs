@@ -176,10 +176,14 @@ impl Reader {
             return Err(BodyError::TooLarge { limit: self.limit });
         }
         if needed > self.buffer.capacity() {
-            // Grow to the announced length at once (one allocation), or in steps when none
-            // was announced; the room is reserved before it is allocated.
-            let step = self.buffer.capacity().saturating_add(CHUNKED_STEP);
-            let capacity = needed.max(self.declared.unwrap_or(step)).min(self.limit);
+            // Grow by doubling up to the announced length (at most twice what arrived, so
+            // holding room costs a peer sending half of it), or in steps when no length was
+            // announced; the room is reserved before it is allocated.
+            let step = match self.declared {
+                Some(declared) => self.buffer.capacity().saturating_mul(2).min(declared),
+                None => self.buffer.capacity().saturating_add(CHUNKED_STEP),
+            };
+            let capacity = needed.max(step).min(self.limit);
             self.cover(capacity)?;
             self.buffer
                 .reserve_exact(capacity.saturating_sub(self.buffer.len()));

@@ -155,3 +155,35 @@ async fn an_announced_length_is_reserved_as_the_bytes_arrive() {
     assert_eq!(task.await.unwrap().map(|b| b.len()), Ok(body.len()));
     assert_eq!(budget.available(), 1 << 20);
 }
+
+/// Past its first reservation, a body announced as large holds at most twice the bytes it
+/// has sent, not its announced length.
+#[tokio::test]
+async fn a_large_announced_body_holds_room_in_step_with_what_it_sent() {
+    let total = 32 << 20;
+    let budget = UnverifiedBudget::new(total, Duration::from_secs(10));
+    let (tx, rx) = futures::channel::mpsc::unbounded::<Result<Bytes, std::io::Error>>();
+    let task = {
+        let budget = budget.clone();
+        let check = check_for(b"never completed");
+        tokio::spawn(async move {
+            let limits = RequestLimits::default();
+            read_verified(
+                Body::from_stream(rx),
+                Some(25 << 20),
+                &limits,
+                &budget,
+                check,
+            )
+            .await
+        })
+    };
+    settle(&budget, total - FIRST_RESERVATION).await;
+    // 64 KiB + 1 byte sent: the next step is 128 KiB, not the announced 25 MiB.
+    tx.unbounded_send(Ok(Bytes::from(vec![b'x'; FIRST_RESERVATION + 1])))
+        .unwrap();
+    settle(&budget, total - 2 * FIRST_RESERVATION).await;
+    drop(tx);
+    assert!(task.await.unwrap().is_err(), "a body cut short is refused");
+    assert_eq!(budget.available(), total);
+}
