@@ -28,23 +28,15 @@ impl Secret {
         if self.0.len() < 4 {
             return text.to_string();
         }
-        let mut out = text.replace(&self.0, "[REDACTED]");
         // Providers echo keys partly masked ("sk-abc...xyz"); scrub any 8+ char run of the key.
-        if self.0.len() >= 12 {
-            let bytes = self.0.as_bytes();
-            for start in 0..=bytes.len() - 8 {
-                if let Some(fragment) = self.0.get(start..start + 8)
-                    && out.contains(fragment)
-                {
-                    out = out.replace(fragment, "[REDACTED]");
-                }
-            }
-        }
-        out
+        let runs_of = if self.0.len() >= 12 {
+            self.0.as_str()
+        } else {
+            ""
+        };
+        self.scrub(text, runs_of)
     }
-}
 
-impl Secret {
     /// `text` (a model's reply) with the key scrubbed out: the whole key, and any eight
     /// characters in a row of its random part (after a prefix such as `sk-proj-`, which
     /// reviewed code may mention). A short key (`ollama`, `EMPTY`: local servers' place
@@ -54,9 +46,14 @@ impl Secret {
         if random.len() < MIN_SECRET_PART {
             return text.to_string();
         }
+        self.scrub(text, random)
+    }
+
+    /// `text` without the whole key, nor any eight characters in a row of `runs_of`.
+    fn scrub(&self, text: &str, runs_of: &str) -> String {
         let mut out = text.replace(&self.0, "[REDACTED]");
-        for start in 0..=random.len() - 8 {
-            if let Some(fragment) = random.get(start..start + 8)
+        for start in 0..=runs_of.len().saturating_sub(8) {
+            if let Some(fragment) = runs_of.get(start..start + 8)
                 && out.contains(fragment)
             {
                 out = out.replace(fragment, "[REDACTED]");
