@@ -106,6 +106,9 @@ pub struct FileConfig {
     pub guidelines_files: Option<Vec<String>>,
     /// Tokens of quoted guideline text at most (default 2,000).
     pub guidelines_budget: Option<usize>,
+    /// Tokens at most of what the author says the change does (title, description, linked
+    /// issues, commit messages) in the model's first message (default 1,000; 0 leaves it out).
+    pub intent_budget: Option<usize>,
     /// Whether the review opens with a walkthrough of the change, per area (default true).
     pub walkthrough: Option<bool>,
     /// Default for `--fail-on`.
@@ -164,6 +167,9 @@ pub struct FileConfig {
     pub stream_idle_timeout: Option<String>,
 }
 
+/// Largest `intent_budget`: the author's text may not crowd out the change.
+const MAX_INTENT_BUDGET: usize = 16_000;
+
 impl FileConfig {
     /// Parses TOML text; `origin` names where it came from in errors.
     pub fn parse(text: &str, origin: &str) -> Result<Self, ConfigError> {
@@ -205,6 +211,14 @@ impl FileConfig {
             if value == Some(0) {
                 return bad(key, "must be at least 1".into());
             }
+        }
+        if let Some(budget) = self.intent_budget
+            && budget > MAX_INTENT_BUDGET
+        {
+            return bad(
+                "intent_budget",
+                format!("{budget} is over {MAX_INTENT_BUDGET}"),
+            );
         }
         for (key, value) in [
             ("reflection.drop_below", self.reflection.drop_below),

@@ -19,6 +19,7 @@ pub mod eval;
 mod fuzzing;
 pub mod github;
 pub mod guidelines;
+pub mod intent;
 pub mod llm;
 pub mod prompts;
 pub mod queue;

@@ -22,7 +22,8 @@ pub(crate) const REFLECTOR: &str = include_str!("../prompts/reflector.md");
 pub struct Prompts {
     /// The reviewer's standing instructions.
     pub system: String,
-    /// The first user message; `{overview}`, `{instructions}` and `{diff}` are filled in.
+    /// The first user message; `{intent}`, `{overview}`, `{instructions}` and `{diff}` are
+    /// filled in (a template without `{intent}` gets the intent section in front).
     pub task: String,
     /// Sent when the step budget is spent: asks for the conclusion, without tools.
     pub final_turn: String,
@@ -67,9 +68,11 @@ impl Prompts {
         }
     }
 
-    /// The first user message for a change.
+    /// The first user message for a change; `intent` is the author's rendered claim
+    /// ([`crate::intent::Intent::render`]), empty when there is none.
     pub(crate) fn render_task(
         &self,
+        intent: &str,
         overview: &str,
         instructions: Option<&str>,
         diff: &str,
@@ -79,10 +82,12 @@ impl Prompts {
                 format!("Additional review instructions from the repository's maintainers:\n{i}")
             })
             .unwrap_or_default();
+        let template = crate::intent::place(&self.task, intent);
         // Placeholders are filled in one pass so text inside the diff is never re-expanded.
         fill(
-            &self.task,
+            &template,
             &[
+                ("{intent}", intent),
                 ("{overview}", overview),
                 ("{instructions}", &instructions),
                 ("{diff}", diff),
@@ -91,10 +96,16 @@ impl Prompts {
     }
 }
 
-/// Replaces each placeholder once, scanning the template left to right.
+/// Replaces each placeholder once, scanning the template left to right. A placeholder
+/// with nothing to say takes the blank line after it along, so an absent section leaves
+/// no gap in the message.
 pub(crate) fn fill(template: &str, values: &[(&str, &str)]) -> String {
+    let mut template = template.to_string();
+    for (key, _) in values.iter().filter(|(_, value)| value.is_empty()) {
+        template = template.replace(&format!("{key}\n\n"), key);
+    }
     let mut out = String::with_capacity(template.len());
-    let mut rest = template;
+    let mut rest = template.as_str();
     while !rest.is_empty() {
         let next = values
             .iter()
@@ -132,9 +143,34 @@ mod tests {
     #[test]
     fn placeholders_inside_values_are_not_expanded() {
         let p = Prompts::default();
-        let task = p.render_task("2 files", None, "+ let s = \"{overview}\";");
+        let task = p.render_task("", "2 files", None, "+ let s = \"{overview}\";");
         assert!(task.contains("+ let s = \"{overview}\";"));
         assert!(task.contains("2 files"));
         assert!(!task.contains("{diff}"));
+    }
+
+    #[test]
+    fn the_intent_comes_first_and_absent_sections_leave_no_gap() {
+        let p = Prompts::default();
+        let task = p.render_task("INTENT", "", None, "DIFF");
+        assert!(
+            task.starts_with("Review this change.\n\nINTENT\n\nDIFF"),
+            "{task:?}"
+        );
+        let bare = p.render_task("", "", None, "DIFF");
+        assert!(bare.starts_with("Review this change.\n\nDIFF"), "{bare:?}");
+    }
+
+    #[test]
+    fn an_override_without_the_placeholder_gets_the_intent_in_front() {
+        let p = Prompts::with_overrides(&PromptOverrides {
+            task: Some("Check this: {diff}".into()),
+            ..Default::default()
+        });
+        assert_eq!(
+            p.render_task("INTENT", "", None, "D"),
+            "INTENT\n\nCheck this: D"
+        );
+        assert_eq!(p.render_task("", "", None, "D"), "Check this: D");
     }
 }

@@ -20,9 +20,11 @@ use crate::config::settings::Settings;
 use crate::github::checkout::{ensure_merge_base, mirror};
 use crate::github::dismissed::Dismissals;
 use crate::github::{
-    GitHubClient, PublishConfig, PublishError, PublishOutcome, PublishRequest, publish_review,
+    GitHubClient, PublishConfig, PublishError, PublishOutcome, PublishRequest, PullText,
+    publish_review,
 };
 use crate::guidelines::GuidelineSource;
+use crate::intent::Intent;
 use crate::llm::{ChatModel, Secret};
 use crate::repo::{RepoView, ResolvedRange, load_change};
 use crate::review::diff::ChangeSet;
@@ -145,8 +147,33 @@ pub fn short(sha: &str) -> &str {
     sha.get(..7).unwrap_or(sha)
 }
 
+/// What the author says the pull request does: its title, description and linked issues
+/// ([`crate::github::pull_intent`]), and the messages of the reviewed commits (from the
+/// last reviewed head, else the merge base). Never fails: what cannot be read is left out.
+pub async fn pull_intent(client: &GitHubClient, at: PullText<'_>, commits: &PullCommits) -> Intent {
+    let head = commits.changes.head.clone().unwrap_or_default();
+    let (root, from) = (commits.root.clone(), commits.from.clone());
+    let messages =
+        tokio::task::spawn_blocking(move || crate::repo::commit_messages(&root, &from, &head))
+            .await;
+    let messages = match messages {
+        Ok(Ok(messages)) => messages,
+        Ok(Err(error)) => {
+            tracing::warn!(%error, "commit messages not read");
+            Vec::new()
+        }
+        Err(error) => {
+            tracing::warn!(%error, "commit messages not read");
+            Vec::new()
+        }
+    };
+    crate::github::pull_intent(client, at, messages).await
+}
+
 /// Reviews what is new (the `include` globs applied); nothing new is no model call.
-/// With a `recorder`, the run is written to (and continued from) its transcript.
+/// With a `recorder`, the run is written to (and continued from) its transcript. What the
+/// author says the change does is `settings.agent.intent` ([`pull_intent`], set by the caller
+/// before the transcript's header is written).
 pub async fn review(
     model: Arc<dyn ChatModel>,
     settings: &Settings,

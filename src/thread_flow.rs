@@ -111,13 +111,15 @@ pub enum Answered {
 }
 
 /// The model's answer to `comment` in `thread`; none past `chat_max_replies` or when the
-/// thread's file is gone from the head (deleted since).
+/// thread's file is gone from the head (deleted since). `intent` is what the author says
+/// the pull request does ([`crate::github::pull_intent`]).
 pub async fn answer(
     model: Arc<dyn ChatModel>,
     settings: &Settings,
     commits: &PullCommits,
     comment: &ThreadComment,
     thread: &Thread,
+    intent: &crate::intent::Intent,
 ) -> Result<Answered, crate::agent::AgentError> {
     if thread.answers() >= settings.threads.chat_max_replies as usize {
         return Ok(Answered::Skipped(
@@ -140,7 +142,10 @@ pub async fn answer(
         repo: Arc::new(commits.view.clone()),
         changes: Arc::new(commits.pr_changes.clone()),
     };
+    let mut agent = settings.agent.clone();
+    agent.set_intent(intent);
     let input = ChatInput {
+        intent: &agent.intent,
         path: &comment.path,
         diff_hunk: &comment.diff_hunk,
         thread: &posts,
@@ -149,7 +154,7 @@ pub async fn answer(
     };
     let answer = answer_in_thread(
         model.as_ref(),
-        &settings.agent,
+        &agent,
         settings.threads.chat_max_steps,
         &workspace,
         &input,

@@ -15,6 +15,7 @@ mod github;
 mod guidelines_cli;
 mod init_cli;
 mod install_script;
+mod intent_cli;
 mod limits_cli;
 mod llm;
 mod llm_limits;

@@ -62,6 +62,8 @@ async fn init_action_writes_the_workflow_and_names_the_secret() {
         "{workflow}"
     );
     assert!(workflow.contains("pull-requests: write"), "{workflow}");
+    // The issues a pull request closes are part of what the model is told it is for.
+    assert!(workflow.contains("issues: read"), "{workflow}");
     let uses = workflow
         .lines()
         .filter_map(|l| l.trim().strip_prefix("- uses: "))

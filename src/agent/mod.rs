@@ -101,6 +101,11 @@ pub struct AgentConfig {
     /// The project guidelines' section of the system prompt, also shown to the planner
     /// (set by [`crate::guidelines::append_section`]).
     pub guidelines: Option<String>,
+    /// What the author says the change does, rendered within `intent_budget` (set by
+    /// [`AgentConfig::set_intent`]); empty for none. Only ever part of a user message.
+    pub intent: String,
+    /// Tokens the intent section may take (`intent_budget`).
+    pub intent_budget: usize,
 }
 
 impl AgentConfig {
@@ -129,7 +134,22 @@ impl AgentConfig {
             tool_mode: ToolMode::Auto,
             walkthrough: true,
             guidelines: None,
+            intent: String::new(),
+            intent_budget: crate::intent::DEFAULT_INTENT_BUDGET,
         }
+    }
+
+    /// Every setting that shapes the review, for a transcript's settings digest: the
+    /// intent is left out (it is recorded on its own, and a resumed run uses the recorded one).
+    pub(crate) fn settings_description(&self) -> String {
+        let mut settings = self.clone();
+        settings.intent.clear();
+        format!("{settings:?}")
+    }
+
+    /// Renders `intent` within `intent_budget` for this model's tokenizer.
+    pub fn set_intent(&mut self, intent: &crate::intent::Intent) {
+        self.intent = intent.render(self.intent_budget, &TokenCounter::for_model(&self.model));
     }
 }
 
@@ -519,6 +539,7 @@ impl Orchestrator {
     /// The first user message of a whole-change run: the shaped change (stage 1).
     fn task_message(&self) -> String {
         self.config.prompts.render_task(
+            &self.config.intent,
             "",
             self.config.instructions.as_deref(),
             &self.shaped.message,

@@ -42,7 +42,7 @@ pub(crate) async fn make_plan(
     let overview = bounded_overview(overview, budget, ctx);
     let history = vec![
         Message::system(planner_system(ctx)),
-        Message::user(format!("Plan the review of this change.\n\n{overview}")),
+        Message::user(planner_message(&ctx.config.intent, &overview)),
     ];
     let mut plan = match planner.run(history, stats).await {
         Ok(plan) => plan,
@@ -57,6 +57,14 @@ pub(crate) async fn make_plan(
     }
     plan.cover(ctx.reviewable);
     Ok(plan)
+}
+
+/// The planner's first message: what the author says the change does, then the files.
+fn planner_message(intent: &str, overview: &str) -> String {
+    fill(
+        "Plan the review of this change.\n\n{intent}\n\n{overview}",
+        &[("{intent}", intent), ("{overview}", overview)],
+    )
 }
 
 /// The planner's instructions, with the project guidelines' section (the one every review
@@ -252,6 +260,7 @@ const FILES_LINE_TOKENS: usize = 600;
 
 /// What every task message of a review shares.
 struct TaskFrame<'a> {
+    intent: &'a str,
     instructions: String,
     shaped: &'a ShapedContext,
     budget: usize,
@@ -264,6 +273,7 @@ struct TaskFrame<'a> {
 fn task_runs(ctx: &RunContext<'_>, plan: &Plan, packing: Packing) -> Vec<TaskRun> {
     let budget = task_budget(ctx);
     let frame = TaskFrame {
+        intent: &ctx.config.intent,
         shaped: ctx.shaped,
         budget,
         counter: ctx.counter,
@@ -278,7 +288,11 @@ fn task_runs(ctx: &RunContext<'_>, plan: &Plan, packing: Packing) -> Vec<TaskRun
     };
     let fixed = ctx.counter.count(&fill(
         TASK_FOCUS,
-        &[("{overview}", ""), ("{instructions}", &frame.instructions)],
+        &[
+            ("{intent}", frame.intent),
+            ("{overview}", ""),
+            ("{instructions}", &frame.instructions),
+        ],
     )) + budget / other_files::SHARE
         + OTHER_FILES_TAIL_TOKENS;
     let groups: Vec<Vec<String>> = plan.tasks.iter().map(|t| t.files.clone()).collect();
@@ -430,6 +444,7 @@ fn task_message(
         &[
             ("{task_id}", id),
             ("{title}", title),
+            ("{intent}", frame.intent),
             ("{focus}", focus),
             ("{files}", &files),
             ("{overview}", &others),

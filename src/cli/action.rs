@@ -16,7 +16,7 @@ use crate::config::settings::{SettingFlags, Settings};
 use crate::config::{CONFIG_FILE, ConfigSource};
 use crate::github::dismissed::Dismissals;
 use crate::github::{
-    GitHubClient, PublishConfig, PublishError, Trigger, TriggerOptions, api_url_from_env,
+    GitHubClient, PublishConfig, PublishError, PullText, Trigger, TriggerOptions, api_url_from_env,
     check_action_event, fetch_pull, has_write_access, last_reviewed_sha, parse_action_event,
     post_notice_once,
 };
@@ -47,6 +47,9 @@ pub(super) struct Target {
     pub(super) base_sha: String,
     pub(super) head_sha: String,
     pub(super) strategy: Option<String>,
+    /// The pull request's title and description, as the author wrote them.
+    pub(super) title: String,
+    pub(super) body: String,
 }
 
 pub(super) fn env(name: &str) -> anyhow::Result<String> {
@@ -165,6 +168,17 @@ async fn review_and_publish(
     settings: &Settings,
 ) -> anyhow::Result<i32> {
     let model = model_client(&settings.model, &EventSink::discard());
+    let text = PullText {
+        owner: &target.owner,
+        repo: &target.repo,
+        title: &target.title,
+        body: &target.body,
+    };
+    let mut settings = settings.clone();
+    settings
+        .agent
+        .set_intent(&review_flow::pull_intent(client, text, commits).await);
+    let settings = &settings;
     let report =
         review_flow::review(model, settings, commits, CancellationToken::new(), None).await?;
     // Written before publishing, so that a workflow can upload it whatever happens next; a
@@ -232,6 +246,8 @@ async fn resolve_target(client: &GitHubClient, trigger: Trigger) -> anyhow::Resu
             base_sha,
             head_sha,
             strategy,
+            title,
+            body,
             ..
         } => Ok(Some(Target {
             owner,
@@ -240,6 +256,8 @@ async fn resolve_target(client: &GitHubClient, trigger: Trigger) -> anyhow::Resu
             base_sha,
             head_sha,
             strategy,
+            title,
+            body,
         })),
         Trigger::NeedsPullRequest {
             owner,
@@ -262,6 +280,8 @@ async fn resolve_target(client: &GitHubClient, trigger: Trigger) -> anyhow::Resu
                 base_sha: pull.base_sha,
                 head_sha: pull.head_sha,
                 strategy,
+                title: pull.title,
+                body: pull.body,
             }))
         }
         Trigger::Usage {

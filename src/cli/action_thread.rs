@@ -8,8 +8,9 @@ use super::review::model_client;
 use super::{ActionArgs, EXIT_OK};
 use crate::agent::events::EventSink;
 use crate::github::thread::{Thread, ThreadComment};
-use crate::github::{GitHubClient, fetch_pull, record_dismissed};
+use crate::github::{GitHubClient, PullText, fetch_pull, record_dismissed};
 use crate::llm::Secret;
+use crate::review_flow::pull_intent;
 use crate::thread_flow::{self, Answered, Gate};
 
 /// Answers `comment` in its thread when the checks let it; the step's exit code.
@@ -49,16 +50,26 @@ async fn answer_with_model(
         base_sha: pull.base_sha.clone(),
         head_sha: pull.head_sha.clone(),
         strategy: None,
+        title: pull.title.clone(),
+        body: pull.body.clone(),
     };
     let settings = action_settings(args, &target, &commits)?;
     let model = model_client(&settings.model, &EventSink::discard());
-    let answered = match thread_flow::answer(model, &settings, &commits, comment, thread).await? {
-        Answered::Answer(answered) => answered,
-        Answered::Skipped(reason) => {
-            println!("::notice::Redline: no answer ({})", escape_data(&reason));
-            return Ok(());
-        }
+    let text = PullText {
+        owner: &comment.owner,
+        repo: &comment.repo,
+        title: &pull.title,
+        body: &pull.body,
     };
+    let intent = pull_intent(client, text, &commits).await;
+    let answered =
+        match thread_flow::answer(model, &settings, &commits, comment, thread, &intent).await? {
+            Answered::Answer(answered) => answered,
+            Answered::Skipped(reason) => {
+                println!("::notice::Redline: no answer ({})", escape_data(&reason));
+                return Ok(());
+            }
+        };
     let keys = thread_flow::dismissal_after(client, comment, thread, &answered).await?;
     dismiss_in_summary(client, comment, &keys).await?;
     thread_flow::post_answer(client, comment, &answered.body).await?;

@@ -59,7 +59,9 @@ fn context(args: &ContextArgs) -> anyhow::Result<String> {
         },
         ..SettingFlags::default()
     };
-    let settings = settings_in_scope(flags, "flag", repository, Scope::Offline)?;
+    let mut settings = settings_in_scope(flags, "flag", repository, Scope::Offline)?;
+    let intent = super::intent::local_intent(&args.intent, &root, &range)?;
+    settings.agent.set_intent(&intent);
     let (view, mut changes) = crate::repo::load_change(&root, &range, args.uncommitted)?;
     settings.include.apply(&mut changes);
     let workspace = Workspace {
@@ -70,17 +72,33 @@ fn context(args: &ContextArgs) -> anyhow::Result<String> {
     let counter = TokenCounter::for_model(&agent.model);
     let shaped = shape_first_message(&workspace, agent, &counter);
     let budget = stage1_budget(agent.limits);
+    let intent_tokens = counter.count(&agent.intent);
+    let intent_line = format!(
+        "intent: {intent_tokens} tokens (intent_budget {})\n",
+        agent.intent_budget
+    );
     Ok(match (args.format.as_str(), args.show) {
-        ("json", _) => format!(
-            "{}\n",
-            shaped.to_json(&agent.model, counter.encoding().name(), budget)
-        ),
+        ("json", _) => {
+            let mut value = shaped.to_json(&agent.model, counter.encoding().name(), budget);
+            if let Some(object) = value.as_object_mut() {
+                object.insert(
+                    "intent".into(),
+                    serde_json::json!({
+                        "text": agent.intent,
+                        "tokens": intent_tokens,
+                        "budget": agent.intent_budget,
+                    }),
+                );
+            }
+            format!("{value}\n")
+        }
         (_, true) => format!(
-            "{}\n--- the first message, as the model would see it ---\n{}",
+            "{}{intent_line}\n--- what the author says the change does, as the model would see it ---\n{}\n\n--- the first message, as the model would see it ---\n{}",
             shaped.render_text(),
+            agent.intent,
             shaped.message
         ),
-        _ => shaped.render_text(),
+        _ => format!("{}{intent_line}", shaped.render_text()),
     })
 }
 
@@ -102,15 +120,17 @@ mod tests {
             show: false,
             uncommitted: false,
             config: None,
+            intent: Default::default(),
         };
         let before = opened::on_this_thread();
         let output = context(&args).unwrap();
         let opened = opened::on_this_thread() - before;
         // Every changed file's head text was read (each is shown with its content).
         assert!(output.contains("src/f39.rs"), "{output}");
-        // Range + change (whose handle the view reuses); 3 per file before the fix.
+        // Range + commit messages + change (whose handle the view reuses); 3 per file
+        // before the fix.
         assert!(
-            opened <= 2,
+            opened <= 3,
             "opened the repository {opened} times for 40 files"
         );
     }

@@ -17,7 +17,9 @@ use super::progress::{Verbosity, spawn_event_consumers};
 use super::review::{local_settings, model_client, prepare};
 use super::runs::runs_dir;
 use super::signals::StopSignals;
-use super::{EXIT_ERROR, EXIT_OK, EvalArgs, ModelArgs, ReviewArgs, RunsArgs, error_message};
+use super::{
+    EXIT_ERROR, EXIT_OK, EvalArgs, IntentArgs, ModelArgs, ReviewArgs, RunsArgs, error_message,
+};
 use crate::agent::Orchestrator;
 use crate::agent::events::EventSink;
 use crate::config::settings::SettingFlags;
@@ -302,6 +304,7 @@ impl EngineReviewer {
                 no_transcript: true,
                 ..RunsArgs::default()
             },
+            intent: IntentArgs::default(),
         }
     }
 

@@ -50,6 +50,10 @@ const CONFIG_TEMPLATE: &str = r#"# Redline review settings for this repository (
 # Open the review with a walkthrough: one line per area of the change saying what it does.
 # walkthrough = true
 
+# Tokens at most of what the author says the change does (title, description, the issues it
+# closes, commit messages), shown to the model as a claim to check (0 leaves it out).
+# intent_budget = 1000
+
 # Native tool calling, text-mode ReAct, or native falling back to text: native, text, auto.
 # tool_mode = "auto"
 
@@ -83,6 +87,7 @@ on:
 permissions:
   contents: read
   pull-requests: write
+  issues: read                # the issues a pull request closes, shown to the model as its intent
 jobs:
   review:
     if: >-

@@ -7,6 +7,7 @@ mod check;
 mod context;
 mod eval;
 mod init;
+mod intent;
 mod output;
 mod progress;
 mod replay;
@@ -320,6 +321,28 @@ pub struct ContextArgs {
     /// as it is at the base revision, as `redline review` reads it).
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
+    /// What the change is for, besides its commit messages.
+    #[command(flatten)]
+    pub intent: IntentArgs,
+}
+
+/// What the author says a local change does, besides the commit messages of base..head.
+#[derive(Debug, Clone, Default, Args)]
+pub struct IntentArgs {
+    /// The change's title, as a pull request's would be.
+    #[arg(long, value_name = "TEXT")]
+    pub title: Option<String>,
+    /// A file with the change's description (`-`: standard input; a review reading it there
+    /// asks no plan confirmation, as with --yes).
+    #[arg(long, value_name = "FILE")]
+    pub description_file: Option<PathBuf>,
+}
+
+impl IntentArgs {
+    /// Whether the description is read from standard input.
+    pub(crate) fn reads_stdin(&self) -> bool {
+        self.description_file.as_deref() == Some(std::path::Path::new("-"))
+    }
 }
 
 /// Model selection, shared by every command that talks to a model.
@@ -414,6 +437,9 @@ pub struct ReviewArgs {
     /// Run transcripts: where they are kept, pruning, resuming.
     #[command(flatten)]
     pub runs: RunsArgs,
+    /// What the change is for, besides its commit messages.
+    #[command(flatten)]
+    pub intent: IntentArgs,
 }
 
 /// Where `redline review` keeps its run transcripts, and which run to resume.

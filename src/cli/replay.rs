@@ -54,7 +54,9 @@ async fn replay(args: ReplayArgs) -> anyhow::Result<i32> {
         return Ok(EXIT_OK);
     }
     let review_args = review_args(&transcript, args.repo)?;
-    let prepared = prepare(&review_args)?;
+    let mut prepared = prepare(&review_args)?;
+    // The author's words as the model saw them, not as the sources say now.
+    prepared.agent.intent = transcript.header.intent.clone();
     let now = header_for(
         &review_args,
         &prepared.settings,

@@ -71,6 +71,8 @@ pub(crate) fn prepare(args: &ReviewArgs) -> anyhow::Result<Prepared> {
     };
     let repository = repository_config(&root, &choice, &range.base)?;
     let mut settings = local_settings(review_flags(args), "flag", repository)?;
+    let intent = super::intent::local_intent(&args.intent, &root, &range)?;
+    settings.agent.set_intent(&intent);
 
     let (view, mut changes) = crate::repo::load_change(&root, &range, args.uncommitted)?;
     // `exclude` keeps files in the change but lists them as noise (stage 1); `include` narrows the change.
@@ -204,7 +206,7 @@ pub(crate) fn repository_config(
 }
 
 async fn review(args: ReviewArgs) -> anyhow::Result<i32> {
-    let prepared = prepare(&args)?;
+    let mut prepared = prepare(&args)?;
     let plan_file = read_plan(args.plan.as_deref())?;
     let verbosity = match (args.quiet, args.verbose) {
         (true, _) => Verbosity::Quiet,
@@ -215,6 +217,10 @@ async fn review(args: ReviewArgs) -> anyhow::Result<i32> {
     // stops here, before any output file is created.
     let has_changes = !prepared.workspace.changes.files.is_empty();
     let transcript = RunTranscript::open(&args, &prepared.settings, &prepared.agent, has_changes)?;
+    if let Some(recorded) = transcript.recorded_intent() {
+        prepared.agent.intent = recorded.to_string();
+    }
+    let prepared = prepared;
     // Both files are opened before any model call: a bad path must not cost a review.
     let output = OutputTarget::open(args.output.as_deref())?;
     let (events, rx) = EventSink::channel();
@@ -358,8 +364,11 @@ async fn drive(
             .await
             .map(|(plan, _)| Outcome::Plan(plan));
     }
-    let interactive =
-        !args.yes && std::io::stdin().is_terminal() && std::io::stderr().is_terminal();
+    // A description read from standard input leaves nothing there to answer with.
+    let interactive = !args.yes
+        && !args.intent.reads_stdin()
+        && std::io::stdin().is_terminal()
+        && std::io::stderr().is_terminal();
     if interactive && orchestrator.decide().strategy == Strategy::PlanExecute {
         let (plan, planning) = orchestrator.plan().await?;
         eprintln!("{}", plan.render_text());

@@ -30,6 +30,8 @@ pub(crate) struct RunTranscript {
     recorder: Option<Arc<Recorder>>,
     resumed_from: Option<usize>,
     quiet: bool,
+    /// The intent section recorded by the run being resumed.
+    recorded_intent: Option<String>,
 }
 
 impl RunTranscript {
@@ -44,6 +46,7 @@ impl RunTranscript {
             recorder: None,
             resumed_from: None,
             quiet: args.quiet,
+            recorded_intent: None,
         };
         if (args.runs.no_transcript || args.plan_only || !has_changes) && args.runs.resume.is_none()
         {
@@ -54,19 +57,20 @@ impl RunTranscript {
             .with_context(|| format!("cannot create the runs directory {}", dir.display()))?;
         let header = header_for(args, settings, agent, new_run_id())?;
         let secret = settings.api_key.clone();
-        let (recorder, path, resumed_from) = match &args.runs.resume {
+        let (recorder, path, resumed_from, recorded_intent) = match &args.runs.resume {
             Some(wanted) => {
                 let (path, transcript) = resumable(&dir, wanted, &header)?;
                 let recorder = Recorder::resume(&path, &transcript, secret).with_context(|| {
                     format!("cannot continue the transcript {}", path.display())
                 })?;
-                (recorder, path, Some(transcript.model_calls()))
+                let intent = transcript.header.intent.clone();
+                (recorder, path, Some(transcript.model_calls()), Some(intent))
             }
             None => {
                 let path = dir.join(format!("{}.{EXTENSION}", header.run_id));
                 let recorder = Recorder::create(&path, &header, secret)
                     .with_context(|| format!("cannot write the transcript {}", path.display()))?;
-                (recorder, path, None)
+                (recorder, path, None, None)
             }
         };
         prune(&dir, &args.runs, &path);
@@ -74,6 +78,7 @@ impl RunTranscript {
             recorder: Some(Arc::new(recorder)),
             resumed_from,
             quiet: args.quiet,
+            recorded_intent,
         };
         run.note(&match resumed_from {
             Some(calls) => format!(
@@ -84,6 +89,12 @@ impl RunTranscript {
             None => format!("run {}: transcript {}", run.run_id(), path.display()),
         });
         Ok(run)
+    }
+
+    /// The intent section of the run being resumed: the same requests as before, whatever
+    /// the title, description or commit messages say now.
+    pub fn recorded_intent(&self) -> Option<&str> {
+        self.recorded_intent.as_deref()
     }
 
     fn run_id(&self) -> &str {
@@ -188,7 +199,12 @@ pub(crate) fn header_for(
         StrategyChoice::Fixed(strategy) => strategy.name().to_string(),
     };
     // Every setting that shapes the review; the key is not part of it (and `Secret` never prints).
-    let description = format!("{agent:?}\n{}\n{}", settings.provider, settings.model);
+    let description = format!(
+        "{}\n{}\n{}",
+        agent.settings_description(),
+        settings.provider,
+        settings.model
+    );
     Ok(Header {
         format: FORMAT_VERSION,
         redline: env!("CARGO_PKG_VERSION").to_string(),
@@ -206,6 +222,7 @@ pub(crate) fn header_for(
         uncommitted: args.uncommitted,
         model: settings.model.clone(),
         provider: settings.provider.name().to_string(),
+        intent: agent.intent.clone(),
     })
 }
 

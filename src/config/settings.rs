@@ -346,6 +346,9 @@ fn agent_config(
         agent.summary_threshold = threshold;
     }
     agent.task_budget = checked_task_budget(file.task_budget)?;
+    agent.intent_budget = file
+        .intent_budget
+        .unwrap_or(crate::intent::DEFAULT_INTENT_BUDGET);
     agent.reflection = file.reflection.clone();
     agent.parallel = flags.parallel.or(file.parallel).unwrap_or(4);
     if !(1..=32).contains(&agent.parallel) {

@@ -481,6 +481,7 @@ mod tests {
             ("context_window = 0", "context_window"),
             ("max_steps = 0", "max_steps"),
             ("keep_tool_results = 0", "keep_tool_results"),
+            ("intent_budget = 99999", "intent_budget"),
             ("[reflection]\ntarget = 11.0", "reflection.target"),
         ] {
             let err = ConfigSource::parse(text, "f.toml", Owner::User)

@@ -38,6 +38,10 @@ pub enum Trigger {
         is_fork: bool,
         /// A strategy named by the requester, if any.
         strategy: Option<String>,
+        /// The pull request's title.
+        title: String,
+        /// The pull request's description.
+        body: String,
     },
     /// A comment asked for a review; the payload has no SHAs, so the caller
     /// must check the commenter's access ([`super::has_write_access`]) and fetch the
@@ -185,6 +189,8 @@ fn pull_request_event(payload: &Value, opts: &TriggerOptions) -> Result<Trigger,
         head_ref: info.head_ref,
         is_fork: info.is_fork,
         strategy: None,
+        title: info.title,
+        body: info.body,
     })
 }
 

@@ -24,6 +24,12 @@ pub struct PullInfo {
     pub draft: bool,
     /// Where the base repository can be cloned from, when given.
     pub clone_url: Option<String>,
+    /// The title, as the author wrote it.
+    #[serde(default)]
+    pub title: String,
+    /// The description, as the author wrote it (empty when none).
+    #[serde(default)]
+    pub body: String,
 }
 
 /// The fields read from GitHub's pull request object.
@@ -31,6 +37,10 @@ pub struct PullInfo {
 struct ApiPull {
     #[serde(default)]
     draft: Option<bool>,
+    #[serde(default)]
+    title: Option<String>,
+    #[serde(default)]
+    body: Option<String>,
     base: ApiRef,
     head: ApiRef,
 }
@@ -60,6 +70,8 @@ impl From<ApiPull> for PullInfo {
             // A deleted head repository (`null`) can only have been a fork.
             is_fork: head_repo.is_none() || head_repo != base_repo,
             draft: pull.draft.unwrap_or(false),
+            title: pull.title.unwrap_or_default(),
+            body: pull.body.unwrap_or_default(),
             clone_url: pull.base.repo.and_then(|repo| repo.clone_url),
             base_sha: pull.base.sha,
             head_sha: pull.head.sha,

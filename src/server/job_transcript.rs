@@ -113,8 +113,10 @@ pub(crate) fn remove(cache_dir: &Path, job: &Job) {
 fn header(attempt: &Attempt<'_>) -> Header {
     let settings = attempt.settings;
     let description = format!(
-        "{:?}\n{}\n{}",
-        attempt.config, settings.provider, settings.model
+        "{}\n{}\n{}",
+        attempt.config.settings_description(),
+        settings.provider,
+        settings.model
     );
     Header {
         format: FORMAT_VERSION,
@@ -133,5 +135,6 @@ fn header(attempt: &Attempt<'_>) -> Header {
         model: settings.model.clone(),
         provider: settings.provider.name().to_string(),
         invocation: Vec::new(),
+        intent: attempt.config.intent.clone(),
     }
 }

@@ -17,8 +17,8 @@ use crate::config::settings::{self, Scope, SettingFlags, Settings, SettingsInput
 use crate::config::{CONFIG_FILE, ConfigError, ConfigSource, ModelSettings};
 use crate::github::dismissed::Dismissals;
 use crate::github::{
-    AppAuth, GitHubClient, GitHubError, PublishConfig, PublishError, PullInfo, fetch_pull,
-    has_write_access, last_reviewed_sha, path_segment, post_notice_once,
+    AppAuth, GitHubClient, GitHubError, PublishConfig, PublishError, PullInfo, PullText,
+    fetch_pull, has_write_access, last_reviewed_sha, path_segment, post_notice_once,
 };
 use crate::llm::ChatModel;
 use crate::queue::{Job, JobError, JobRunner, Queue, ReviewTrigger, RunOutcome};
@@ -122,7 +122,7 @@ impl ReviewRunner {
             return Ok(RunOutcome::Cancelled);
         }
         let strategy = job.kind.strategy();
-        let settings = match self.repository_settings(&job.id.to_string(), strategy, &commits) {
+        let mut settings = match self.repository_settings(&job.id.to_string(), strategy, &commits) {
             Ok(settings) => settings,
             Err(error) => {
                 let text = format!("Redline did not review this pull request: {error}");
@@ -132,6 +132,14 @@ impl ReviewRunner {
                 return Ok(RunOutcome::Completed);
             }
         };
+        let text = PullText {
+            owner,
+            repo,
+            title: &pull.title,
+            body: &pull.body,
+        };
+        let intent = send(review_flow::pull_intent(&client, text, &commits)).await;
+        settings.agent.set_intent(&intent);
         let Some(report) = send(self.review_recorded(job, &settings, &commits, &cancel)).await?
         else {
             return Ok(RunOutcome::Cancelled);

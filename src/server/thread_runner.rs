@@ -17,9 +17,10 @@ use super::ThreadCommentHook;
 use super::review_runner::{PullAt, ReviewRunner, send};
 use crate::config::settings::Settings;
 use crate::github::thread::ThreadComment;
-use crate::github::{GitHubClient, fetch_pull};
+use crate::github::{GitHubClient, PullText, fetch_pull};
 use crate::llm::Usage;
 use crate::queue::Queue;
+use crate::review_flow::pull_intent;
 use crate::thread_flow::{self, Answered, Gate};
 
 /// Answers computed at once.
@@ -142,8 +143,15 @@ async fn answer(
         .repository_settings(&label, None, &commits)
         .map_err(|e| e.to_string())?;
     let model = (runner.model)(&settings.model);
+    let text = PullText {
+        owner,
+        repo,
+        title: &pull.title,
+        body: &pull.body,
+    };
+    let intent = send(pull_intent(client, text, &commits)).await;
     let answered = send(thread_flow::answer(
-        model, &settings, &commits, comment, thread,
+        model, &settings, &commits, comment, thread, &intent,
     ))
     .await
     .map_err(|e| e.to_string())?;

@@ -130,6 +130,41 @@ pub async fn review_bare(repo: &Path, base_url: &str, extra: &[&str]) -> Run {
     run_of(output, String::new())
 }
 
+/// `redline action` on a `pull_request` event `event` for the checkout `workspace`, against
+/// the mock GitHub at `github_url` and the model server at `model_url` serving `model`;
+/// asserts exit 0 and returns the process's output.
+pub async fn action_on_pull_request(
+    workspace: &Path,
+    event: &Value,
+    github_url: &str,
+    model_url: &str,
+    model: &str,
+) -> std::process::Output {
+    let dir = tempfile::tempdir().expect("tmp");
+    let event_path = dir.path().join("event.json");
+    std::fs::write(&event_path, event.to_string()).expect("event");
+    let output = redline_command()
+        .arg("action")
+        .env("GITHUB_EVENT_NAME", "pull_request")
+        .env("GITHUB_EVENT_PATH", &event_path)
+        .env("GITHUB_TOKEN", "ghs_test_token")
+        .env("GITHUB_API_URL", github_url)
+        .env("GITHUB_WORKSPACE", workspace)
+        .env("REDLINE_BASE_URL", model_url)
+        .env("REDLINE_MODEL", model)
+        .env("REDLINE_API_KEY", KEY)
+        .output()
+        .await
+        .expect("run redline action");
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&output.stdout)
+    );
+    output
+}
+
 /// The binary with every variable that could change its behaviour removed.
 pub fn redline_command() -> tokio::process::Command {
     isolated(tokio::process::Command::new(env!("CARGO_BIN_EXE_redline")))

@@ -19,6 +19,8 @@
 //!
 //! Endpoints (anything else answers 404):
 //! - `GET /repos/{o}/{r}/pulls/{n}` (from [`GitHubMock::add_pull`])
+//! - `GET /repos/{o}/{r}/issues/{n}` (from [`GitHubMock::add_issue`]; 403 after
+//!   [`GitHubMock::forbid_issue_reads`], as for a token without `issues: read`)
 //! - `POST /repos/{o}/{r}/pulls/{n}/reviews` (checks `commit_id`, `event`, and that
 //!   every comment has `path`, `line`, `body` and no `position`; stores its comments)
 //! - `GET /repos/{o}/{r}/pulls/{n}/comments` (paginated: `per_page`, `page`, `Link`)
@@ -75,6 +77,9 @@ pub struct PullSpec {
     pub draft: bool,
     /// `base.repo.clone_url`: where the App clones from (a local path in tests).
     pub clone_url: Option<String>,
+    /// Title and description.
+    pub title: String,
+    pub body: Option<String>,
 }
 
 impl PullSpec {
@@ -88,7 +93,16 @@ impl PullSpec {
             is_fork: false,
             draft: false,
             clone_url: None,
+            title: String::new(),
+            body: None,
         }
+    }
+
+    /// The same pull request with this title and description.
+    pub fn with_text(mut self, title: &str, body: &str) -> Self {
+        self.title = title.into();
+        self.body = Some(body.into());
+        self
     }
 
     /// The same pull request, clonable from `url`.
@@ -104,6 +118,8 @@ struct MockState {
     requests: Vec<RecordedRequest>,
     next_id: u64,
     pulls: HashMap<String, Value>,
+    issues: HashMap<String, Value>,
+    forbid_issue_reads: bool,
     reviews: Vec<Value>,
     /// Keyed by `owner/repo/number`.
     review_comments: HashMap<String, Vec<Value>>,
@@ -167,12 +183,27 @@ impl GitHubMock {
             "number": number,
             "draft": spec.draft,
             "state": "open",
+            "title": spec.title,
+            "body": spec.body,
             "base": { "sha": spec.base_sha, "ref": spec.base_ref, "repo": { "full_name": full, "clone_url": spec.clone_url } },
             "head": { "sha": spec.head_sha, "ref": spec.head_ref, "repo": { "full_name": head_repo } },
         });
         self.state()
             .pulls
             .insert(format!("{owner}/{repo}/{number}"), pull);
+    }
+
+    /// Makes `GET /repos/{owner}/{repo}/issues/{number}` answer this issue.
+    pub fn add_issue(&self, owner: &str, repo: &str, number: u64, title: &str, body: &str) {
+        let issue = json!({"number": number, "state": "open", "title": title, "body": body});
+        self.state()
+            .issues
+            .insert(format!("{owner}/{repo}/{number}"), issue);
+    }
+
+    /// Every later issue read answers 403, as for a token without `issues: read`.
+    pub fn forbid_issue_reads(&self) {
+        self.state().forbid_issue_reads = true;
     }
 
     /// The collaborator permission of `user` (`admin`, `write`, `read`, `none`); unknown users get 404.
@@ -321,6 +352,13 @@ impl MockState {
             ("POST", ["app", "installations", id, "access_tokens"]) => self.issue_token(req, id),
             ("GET", ["repos", o, r, "pulls", n]) => match self.pulls.get(&key(o, r, n)) {
                 Some(pull) => ResponseTemplate::new(200).set_body_json(pull),
+                None => error(404, "Not Found"),
+            },
+            ("GET", ["repos", _, _, "issues", _]) if self.forbid_issue_reads => {
+                error(403, "Resource not accessible by integration")
+            }
+            ("GET", ["repos", o, r, "issues", n]) => match self.issues.get(&key(o, r, n)) {
+                Some(issue) => ResponseTemplate::new(200).set_body_json(issue),
                 None => error(404, "Not Found"),
             },
             ("POST", ["repos", o, r, "pulls", n, "reviews"]) => self.create_review(req, o, r, n),

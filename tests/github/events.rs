@@ -34,6 +34,8 @@ fn pull_request_events() {
             head_ref,
             is_fork,
             strategy,
+            title,
+            body,
         } = trigger
         else {
             panic!("{name}: expected Review, got {trigger:?}");
@@ -49,6 +51,12 @@ fn pull_request_events() {
         assert!(!base_ref.is_empty() && !head_ref.is_empty());
         assert!(!is_fork);
         assert_eq!(strategy, None);
+        // The author's words travel with the trigger, for the intent section.
+        assert_eq!(title, "Update the README with new information.", "{name}");
+        assert!(
+            body.contains("This is a pretty simple change"),
+            "{name}: {body}"
+        );
     }
     let closed = parse_action_event(
         "pull_request",

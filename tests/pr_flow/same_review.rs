@@ -3,7 +3,7 @@
 
 use serde_json::{Value, json};
 
-use crate::common::cli::{self, KEY};
+use crate::common::cli;
 use crate::common::github_mock::GitHubMock;
 use crate::settings::support::{SERVER_MODEL, pull_request_repo, run_app, scripted_model};
 
@@ -36,28 +36,14 @@ async fn action_and_app_publish_the_same_review() {
 
     let action_gh = GitHubMock::start().await;
     let action_model = scripted_model().await;
-    let dir = tempfile::tempdir().expect("tmp");
-    let event_path = dir.path().join("event.json");
-    std::fs::write(&event_path, pull_request_event(&base, &head).to_string()).expect("event");
-    let output = cli::redline_command()
-        .arg("action")
-        .env("GITHUB_EVENT_NAME", "pull_request")
-        .env("GITHUB_EVENT_PATH", &event_path)
-        .env("GITHUB_TOKEN", "ghs_test_token")
-        .env("GITHUB_API_URL", action_gh.url())
-        .env("GITHUB_WORKSPACE", repo.path())
-        .env("REDLINE_BASE_URL", action_model.base_url())
-        .env("REDLINE_MODEL", SERVER_MODEL)
-        .env("REDLINE_API_KEY", KEY)
-        .output()
-        .await
-        .expect("run redline action");
-    assert_eq!(
-        output.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&output.stdout)
-    );
+    cli::action_on_pull_request(
+        repo.path(),
+        &pull_request_event(&base, &head),
+        &action_gh.url(),
+        &action_model.base_url(),
+        SERVER_MODEL,
+    )
+    .await;
 
     let app_gh = GitHubMock::start().await;
     let app_model = scripted_model().await;

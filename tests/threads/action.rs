@@ -6,7 +6,8 @@ use std::path::Path;
 use serde_json::{Value, json};
 
 use super::support::{
-    ANSWER_TEXT, FIRST, PUSHED_CALC, SECOND, answers_in, is_chat, model, reply_event,
+    ANSWER_TEXT, FIRST, PR_BODY, PR_TITLE, PUSHED_CALC, SECOND, answers_in, is_chat, model,
+    reply_event,
 };
 use crate::common::cli::{self, KEY};
 use crate::common::github_mock::{GitHubMock, PullSpec};
@@ -81,7 +82,12 @@ async fn the_action_answers_a_reply_once_and_remembers_an_ignore() {
     let (repo, base, head) = pull_request_repo(None);
     let gh = GitHubMock::start().await;
     gh.set_permission("alice", "read");
-    gh.add_pull("octo", "demo", 7, PullSpec::new(&base, &head));
+    gh.add_pull(
+        "octo",
+        "demo",
+        7,
+        PullSpec::new(&base, &head).with_text(PR_TITLE, PR_BODY),
+    );
     let model = model(false).await;
     let opened = pull_request_event("opened", &base, &head).to_string();
     run(repo.path(), "pull_request", opened.as_bytes(), &gh, &model).await;
@@ -108,6 +114,9 @@ async fn the_action_answers_a_reply_once_and_remembers_an_ignore() {
     );
     assert!(answers[0]["body"].to_string().contains(ANSWER_TEXT));
     assert_eq!(model.requests().iter().filter(|r| is_chat(r)).count(), 1);
+    let chat = model.requests().into_iter().find(is_chat).expect("chat");
+    let told = chat.first_user_text();
+    assert!(told.contains(PR_TITLE) && told.contains(PR_BODY), "{told}");
 
     let ignore = gh.add_review_comment("octo", "demo", 7, "alice", "/redline ignore", Some(first));
     let event = reply_event(ignore, Some(first), "alice", "User", "/redline ignore");

@@ -1,7 +1,9 @@
 //! `redline serve` answers replies in its review threads: once, only to people who may
 //! read the repository, never to a bot, at most `chat_max_replies` times per thread.
 
-use super::support::{ANSWER_TEXT, FIRST, Reviewed, is_chat, model_with, wait_for};
+use super::support::{
+    ANSWER_TEXT, FIRST, PR_BODY, PR_TITLE, Reviewed, is_chat, model_with, wait_for,
+};
 
 const NOT_ANSWERED: &str = "review comment not answered";
 
@@ -61,6 +63,17 @@ async fn a_reply_in_redline_s_thread_gets_one_answer_under_a_storm_and_redeliver
         "{prompt}"
     );
     assert!(prompt.contains("@@"), "the commented hunk is in the prompt");
+    // What the pull request is for comes first, in the user message, never the system's.
+    let first = chat.first_user_text();
+    assert!(
+        first.starts_with("What the author says this change does"),
+        "{first}"
+    );
+    assert!(
+        first.contains(PR_TITLE) && first.contains(PR_BODY),
+        "{first}"
+    );
+    assert!(!chat.system_text().contains(PR_BODY));
 }
 
 #[tokio::test]

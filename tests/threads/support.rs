@@ -22,6 +22,9 @@ pub const PUSHED_CALC: &str = "pub fn one() -> i32 {\n    1\n}\n\npub fn ratio(a
 pub const FIRST: &str = "Division by zero";
 /// Title of the finding on line 10.
 pub const SECOND: &str = "Rounds down";
+/// The pull request's title and description: what a thread answer is told it is for.
+pub const PR_TITLE: &str = "Add ratio and half";
+pub const PR_BODY: &str = "Integer helpers for the report page.";
 
 /// Whether a model request is a thread answer (it offers the `answer` tool).
 pub fn is_chat(request: &RecordedRequest) -> bool {
@@ -115,7 +118,9 @@ impl Reviewed {
             "octo",
             "demo",
             7,
-            PullSpec::new(&self.base, head).with_clone_url(&clone),
+            PullSpec::new(&self.base, head)
+                .with_clone_url(&clone)
+                .with_text(PR_TITLE, PR_BODY),
         );
         let event = json!({
             "action": action, "number": 7,

@@ -57,6 +57,10 @@ pub struct Header {
     /// The command-line arguments that reproduce the run's settings (no secrets).
     #[serde(default)]
     pub invocation: Vec<String>,
+    /// What the author said the change does, as the model was shown it (empty: nothing),
+    /// so that replay and resume send the same requests without the original sources.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub intent: String,
 }
 
 impl Header {

@@ -87,6 +87,7 @@ fn header(run_id: &str) -> Header {
         model: "m".into(),
         provider: "openai".into(),
         invocation: vec![],
+        intent: String::new(),
     }
 }
 
