@@ -267,6 +267,53 @@ async fn what_the_first_message_shows_is_not_sent_again() {
 }
 
 #[tokio::test]
+async fn diff_of_a_file_whose_removed_lines_were_summarised_returns_the_raw_hunks() {
+    let repo = TempRepo::new();
+    let base: String = (1..=30).map(|n| format!("value_{n} = {n}\n")).collect();
+    repo.write("api/a.py", &base);
+    repo.commit("base");
+    repo.checkout_new_branch("feature");
+    // Lines 5-12 go (the first message summarises them in one line); one line changes.
+    let head: String = (1..=30)
+        .filter(|n| !(5..=12).contains(n))
+        .map(|n| match n {
+            20 => "value_20 = 2000\n".to_string(),
+            n => format!("value_{n} = {n}\n"),
+        })
+        .collect();
+    repo.write("api/a.py", head);
+    repo.commit("change");
+    let server = ModelServer::start(
+        Wire::OpenAi,
+        vec![
+            Reply::tool("d1", "diff", json!({"path": "api/a.py"})),
+            submit(vec![], "fine"),
+        ],
+    )
+    .await;
+    let run = cli::review(
+        repo.path(),
+        &server.base_url(),
+        "openai",
+        &["--format", "json", "--strategy", "react"],
+    )
+    .await;
+    assert_eq!(run.code, 0, "stderr: {}", run.stderr);
+    let requests = server.requests();
+    let first = requests[0].first_user_text();
+    assert!(
+        first.contains("of base removed (8 lines)") && !first.contains("value_7 = 7"),
+        "the first message summarises the removed lines: {first}"
+    );
+    let results = tool_results(&requests[1]);
+    let diff = results.get("d1").map(String::as_str).unwrap_or_default();
+    assert!(!diff.contains("in the first message above"), "{diff}");
+    for n in 5..=12 {
+        assert!(diff.contains(&format!("-value_{n} = {n}\n")), "{diff}");
+    }
+}
+
+#[tokio::test]
 async fn a_task_budget_from_the_config_bounds_every_first_message() {
     let (repo, markers) = large_change(&format!("{SMALL_WINDOW}task_budget = 2500\n"));
     let server = ModelServer::start_with(Wire::OpenAi, |req, _| {
