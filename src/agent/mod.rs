@@ -12,6 +12,7 @@ mod finish;
 mod other_files;
 pub mod plan;
 mod plan_execute;
+mod plan_overview;
 mod react;
 pub mod reflection;
 pub mod strategy;

@@ -439,30 +439,15 @@ fn task_message(
     )
 }
 
-/// The change's overview for the planner, cut to a sixteenth of the budget: a
-/// change of thousands of files must not fill its message with the file list.
+/// The change's overview for the planner, within a quarter of the budget:
+/// every file named (or, for thousands, counted by directory), and no tool
+/// named, since the planner is offered only `submit_plan`.
 fn bounded_overview(overview: &str, budget: usize, ctx: &RunContext<'_>) -> String {
-    let cap = budget / 16;
-    if ctx.counter.count(overview) <= cap {
-        return overview.to_string();
-    }
-    let lines: Vec<&str> = overview.lines().collect();
-    let mut kept = String::new();
-    let mut tokens = 0;
-    let mut count = 0;
-    for line in &lines {
-        let cost = ctx.counter.count(line) + 1;
-        if tokens + cost > cap.saturating_sub(40) {
-            break;
-        }
-        kept.push_str(line);
-        kept.push('\n');
-        tokens += cost;
-        count += 1;
-    }
-    kept.push_str(&format!(
-        "… and {} more files (the `diff` tool without a path lists them all)\n",
-        lines.len().saturating_sub(count)
-    ));
-    kept
+    super::plan_overview::planner_overview(
+        overview,
+        &ctx.workspace.changes,
+        ctx.shaped,
+        budget / super::plan_overview::SHARE,
+        ctx.counter,
+    )
 }
