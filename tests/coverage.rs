@@ -154,9 +154,9 @@ async fn plan_tasks_own_each_file_once_and_are_labelled_by_their_areas() {
                     json!({"title": format!("Area {d}"), "files": files, "focus": "x"})
                 })
                 .collect();
-            tasks[1]["files"]
-                .as_array_mut()
-                .map(|f| f.push(json!("area0/mod0.rs")));
+            if let Some(files) = tasks[1]["files"].as_array_mut() {
+                files.push(json!("area0/mod0.rs"));
+            }
             return Reply::tool("p", "submit_plan", json!({ "tasks": tasks }));
         }
         submit(vec![], "nothing found")
