@@ -134,6 +134,8 @@ pub struct FileConfig {
     pub max_output_tokens: Option<u32>,
     /// Tool results kept whole in the history; older ones become stubs.
     pub keep_tool_results: Option<usize>,
+    /// Share of the window (0 to 1) past which seen tool results are elided.
+    pub prune_threshold: Option<f32>,
     /// Share of the window (0 to 1) at which the history is summarised.
     pub summary_threshold: Option<f32>,
     /// Token budget of one plan-and-execute task's first message (default: the stage-1 budget).

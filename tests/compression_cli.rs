@@ -60,7 +60,11 @@ fn read(id: &str, start: u32) -> Reply {
 #[tokio::test]
 async fn old_tool_results_are_pruned_and_a_repeated_read_gets_a_pointer() {
     let repo = long_file_repo();
-    repo.write(".redline.toml", "keep_tool_results = 1\n");
+    // A small window: past 55% of its 8,000 usable tokens, seen results are elided.
+    repo.write(
+        ".redline.toml",
+        "context_window = 9000\nmax_output_tokens = 1000\nkeep_tool_results = 1\n",
+    );
     repo.commit("config");
     let config = repo.path().join(".redline.toml").display().to_string();
     let server = ModelServer::start(
@@ -117,6 +121,107 @@ async fn old_tool_results_are_pruned_and_a_repeated_read_gets_a_pointer() {
         .filter_map(|e| e["stage"].as_u64())
         .collect();
     assert!(stages.contains(&1) && stages.contains(&2), "{stages:?}");
+}
+
+/// The tool results a request carries, by call id.
+fn tool_results(req: &RecordedRequest) -> Vec<(String, String)> {
+    req.body["messages"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|m| m["role"] == "tool")
+        .map(|m| {
+            let id = m["tool_call_id"].as_str().unwrap_or_default().to_string();
+            (id, m["content"].as_str().unwrap_or_default().to_string())
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn a_result_is_never_elided_in_the_request_that_first_delivers_it() {
+    let repo = long_file_repo();
+    let more: String = (1..=300)
+        .map(|n| format!("pub const MORE_{n}: u64 = {n} * 3 + 1; // more line {n}\n"))
+        .collect();
+    repo.write("src/more.rs", more);
+    // Past 55% of 8,000 usable tokens the history is under pressure.
+    repo.write(
+        ".redline.toml",
+        "context_window = 9000\nmax_output_tokens = 1000\n",
+    );
+    repo.commit("more");
+    let config = repo.path().join(".redline.toml").display().to_string();
+    let more_read =
+        |start: u32| json!({"path": "src/more.rs", "start_line": start, "end_line": start + 29});
+    let server = ModelServer::start(
+        Wire::OpenAi,
+        vec![
+            read("r1", 1),
+            read("r2", 101),
+            read("r3", 201),
+            // Four parallel calls after the earlier ones.
+            Reply::tools(vec![
+                ("p1", "read_file", more_read(1)),
+                ("p2", "read_file", more_read(31)),
+                ("p3", "read_file", more_read(61)),
+                ("p4", "read_file", more_read(91)),
+            ]),
+            submit(),
+        ],
+    )
+    .await;
+    let run = cli::review(
+        repo.path(),
+        &server.base_url(),
+        "openai",
+        &[
+            "--format",
+            "json",
+            "--strategy",
+            "react",
+            "--config",
+            &config,
+        ],
+    )
+    .await;
+    run.success_json();
+    let requests = server.requests();
+    assert_eq!(requests.len(), 5);
+    let mut delivered: Vec<String> = Vec::new();
+    for (k, req) in requests.iter().enumerate() {
+        for (id, content) in tool_results(req) {
+            if delivered.contains(&id) {
+                continue;
+            }
+            assert!(
+                !content.contains("elided: call again if needed"),
+                "request {k} delivers {id} elided: {content}"
+            );
+            delivered.push(id);
+        }
+    }
+    let last = tool_results(&requests[4]);
+    for (id, first_line) in [("p1", 1), ("p2", 31), ("p3", 61), ("p4", 91)] {
+        let content = last.iter().find(|(i, _)| i == id).map(|(_, c)| c.as_str());
+        assert!(
+            content.is_some_and(|c| c.contains(&format!("more line {first_line}\n"))),
+            "{id}: {content:?}"
+        );
+    }
+    // The pressure was real: older results were elided, and the event says which.
+    let removed: Vec<String> = run
+        .events()
+        .iter()
+        .filter(|e| e["type"] == "compression" && e["stage"] == 2)
+        .flat_map(|e| e["removed"].as_array().cloned().unwrap_or_default())
+        .filter_map(|r| r.as_str().map(str::to_string))
+        .collect();
+    assert!(
+        removed
+            .iter()
+            .any(|r| r.starts_with("read_file src/lib.rs:1-100, ")),
+        "{removed:?}"
+    );
 }
 
 #[tokio::test]

@@ -143,6 +143,102 @@ async fn plan_execute_shows_every_line_once_to_a_model_that_submits_at_once() {
 }
 
 #[tokio::test]
+async fn plan_tasks_own_each_file_once_and_are_labelled_by_their_areas() {
+    let (repo, markers) = large_change(SMALL_WINDOW);
+    let server = ModelServer::start_with(Wire::OpenAi, |req, _| {
+        if is_planner(req) {
+            // One area per directory; area0/mod0.rs is also claimed by the second area.
+            let mut tasks: Vec<serde_json::Value> = (0..12)
+                .map(|d| {
+                    let files: Vec<String> = (0..24).filter(|i| i % 12 == d).map(module).collect();
+                    json!({"title": format!("Area {d}"), "files": files, "focus": "x"})
+                })
+                .collect();
+            if let Some(files) = tasks[1]["files"].as_array_mut() {
+                files.push(json!("area0/mod0.rs"));
+            }
+            return Reply::tool("p", "submit_plan", json!({ "tasks": tasks }));
+        }
+        submit(vec![], "nothing found")
+    })
+    .await;
+    let run = cli::review(
+        repo.path(),
+        &server.base_url(),
+        "openai",
+        &["--format", "json", "--yes"],
+    )
+    .await;
+    let out = run.success_json();
+    assert_eq!(out["stats"]["strategy"], "plan_execute");
+    // One owner per file in the plan.
+    let plan = run
+        .events()
+        .into_iter()
+        .find(|e| e["type"] == "plan")
+        .expect("plan event");
+    let owners = |path: &str| {
+        plan["tasks"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|t| {
+                t["files"]
+                    .as_array()
+                    .is_some_and(|f| f.iter().any(|f| f == path))
+            })
+            .count()
+    };
+    for i in 0..24 {
+        assert_eq!(owners(&module(i)), 1, "{}: {plan}", module(i));
+    }
+    assert_eq!(owners("src/huge.rs"), 1);
+    // A task's own files are never among its "other files".
+    for text in task_messages(&server.requests()).values() {
+        let (own, others) = match text.split_once("Other files of this change") {
+            Some((head, rest)) => {
+                let (others, tail) = rest.split_once("\n\n").unwrap_or((rest, ""));
+                (format!("{head}{tail}"), others.to_string())
+            }
+            None => (text.clone(), String::new()),
+        };
+        for line in own.lines().filter_map(|l| l.strip_prefix("+++ b/")) {
+            let name = line.rsplit('/').next().unwrap_or(line);
+            let dir = line.rsplit_once('/').map_or("", |(d, _)| d);
+            assert!(
+                !others
+                    .lines()
+                    .any(|l| l.starts_with(&format!("{dir}/: ")) && l.contains(name)),
+                "{line} is the task's own and among its other files:\n{others}"
+            );
+        }
+    }
+    assert_each_line_once(&task_messages(&server.requests()), &markers);
+    // Labels a person can read: the planner's area titles, parts as "part k of n".
+    let tasks = out["stats"]["tasks"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    let titles: Vec<String> = tasks
+        .iter()
+        .filter_map(|t| t["title"].as_str().map(str::to_string))
+        .collect();
+    assert!(
+        titles.iter().any(|t| t.contains("(part 1 of ")),
+        "{titles:?}"
+    );
+    assert!(titles.iter().any(|t| t.contains("Area 0")), "{titles:?}");
+    for task in &tasks {
+        let (id, title) = (task["id"].to_string(), task["title"].to_string());
+        assert!(!id.contains('+') && !title.contains('+'), "{id} {title}");
+        assert!(
+            !title.contains("more planned task") && !title.contains("/2)"),
+            "{title}"
+        );
+    }
+}
+
+#[tokio::test]
 async fn plan_execute_coverage_holds_when_the_planner_writes_garbage() {
     let (repo, markers) = large_change(SMALL_WINDOW);
     let server = ModelServer::start_with(Wire::OpenAi, |req, _| {
@@ -264,6 +360,53 @@ async fn what_the_first_message_shows_is_not_sent_again() {
     // More than the first message shows: read for real.
     assert!(pointer("r2").contains("line 22 of web/b.ts"), "{results:?}");
     assert!(pointer("d1").len() < 200);
+}
+
+#[tokio::test]
+async fn diff_of_a_file_whose_removed_lines_were_summarised_returns_the_raw_hunks() {
+    let repo = TempRepo::new();
+    let base: String = (1..=30).map(|n| format!("value_{n} = {n}\n")).collect();
+    repo.write("api/a.py", &base);
+    repo.commit("base");
+    repo.checkout_new_branch("feature");
+    // Lines 5-12 go (the first message summarises them in one line); one line changes.
+    let head: String = (1..=30)
+        .filter(|n| !(5..=12).contains(n))
+        .map(|n| match n {
+            20 => "value_20 = 2000\n".to_string(),
+            n => format!("value_{n} = {n}\n"),
+        })
+        .collect();
+    repo.write("api/a.py", head);
+    repo.commit("change");
+    let server = ModelServer::start(
+        Wire::OpenAi,
+        vec![
+            Reply::tool("d1", "diff", json!({"path": "api/a.py"})),
+            submit(vec![], "fine"),
+        ],
+    )
+    .await;
+    let run = cli::review(
+        repo.path(),
+        &server.base_url(),
+        "openai",
+        &["--format", "json", "--strategy", "react"],
+    )
+    .await;
+    assert_eq!(run.code, 0, "stderr: {}", run.stderr);
+    let requests = server.requests();
+    let first = requests[0].first_user_text();
+    assert!(
+        first.contains("of base removed (8 lines)") && !first.contains("value_7 = 7"),
+        "the first message summarises the removed lines: {first}"
+    );
+    let results = tool_results(&requests[1]);
+    let diff = results.get("d1").map(String::as_str).unwrap_or_default();
+    assert!(!diff.contains("in the first message above"), "{diff}");
+    for n in 5..=12 {
+        assert!(diff.contains(&format!("-value_{n} = {n}\n")), "{diff}");
+    }
 }
 
 #[tokio::test]

@@ -579,3 +579,104 @@ async fn plan_and_reflection_work_in_text_mode() {
             .all(|r| r.body.get("tools").is_none())
     );
 }
+
+/// Every tool Redline can offer a model.
+const ALL_TOOLS: &[&str] = &[
+    "diff",
+    "read_file",
+    "search",
+    "list_files",
+    "submit_review",
+    "submit_plan",
+    "submit_evaluation",
+    "answer",
+];
+
+/// The tools a request's text names (`` `diff` ``, "the diff tool") that it does not offer.
+pub(crate) fn tools_named_but_not_offered(req: &RecordedRequest) -> Vec<String> {
+    let offered: Vec<&str> = req.body["tools"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|t| t["function"]["name"].as_str())
+        .collect();
+    let text: String = req.body["messages"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|m| m["content"].as_str())
+        .collect::<Vec<_>>()
+        .join("\n");
+    ALL_TOOLS
+        .iter()
+        .filter(|name| !offered.contains(name))
+        .filter(|name| {
+            text.contains(&format!("`{name}`"))
+                || text.contains(&format!("{name} tool"))
+                || text.contains(&format!("tool {name}"))
+        })
+        .map(|name| name.to_string())
+        .collect()
+}
+
+#[tokio::test]
+async fn the_planner_sees_every_file_and_no_tool_it_is_not_offered() {
+    let repo = TempRepo::new();
+    // Far more than the 20-odd lines the planner was shown before.
+    let paths: Vec<String> = (0..120)
+        .map(|i| format!("pkg{}/module_{i:03}.py", i % 6))
+        .collect();
+    for path in &paths {
+        repo.write(path, "value = 1\n");
+    }
+    repo.commit("base");
+    repo.checkout_new_branch("feature");
+    for path in &paths {
+        repo.write(path, "value = 2\n");
+    }
+    repo.commit("change");
+    let server = ModelServer::start_with(Wire::OpenAi, |req, _| {
+        if is_planner(req) {
+            // Directories for most, one file named by two tasks.
+            return Reply::tool("p", "submit_plan", json!({"tasks": [
+                {"title": "Package 0", "files": ["pkg0/", "pkg1/module_001.py"], "focus": "x"},
+                {"title": "The rest", "files": ["pkg1/module_001.py", "pkg1", "pkg2/", "pkg3/", "pkg4/", "pkg5/"], "focus": "y"}
+            ]}));
+        }
+        submit(vec![], "fine")
+    })
+    .await;
+    let run = cli::review(
+        repo.path(),
+        &server.base_url(),
+        "openai",
+        &["--format", "json", "--plan-only"],
+    )
+    .await;
+    assert_eq!(run.code, 0, "stderr: {}", run.stderr);
+    let requests = server.requests();
+    let planner = requests.iter().find(|r| is_planner(r)).expect("planner");
+    assert_eq!(tools_named_but_not_offered(planner), Vec::<String>::new());
+    let text = planner.first_user_text();
+    for path in &paths {
+        let (dir, name) = path.split_once('/').unwrap_or_default();
+        let named = text.contains(path.as_str())
+            || text
+                .lines()
+                .any(|l| l.starts_with(&format!("{dir}/: ")) && l.contains(&format!("{name} ")));
+        assert!(named, "{path} is not named:\n{text}");
+    }
+    // Each file in exactly one task, the first to name it one by one.
+    let plan = run.json();
+    let tasks = plan["tasks"].as_array().cloned().unwrap_or_default();
+    let mut owned: Vec<String> = tasks
+        .iter()
+        .flat_map(|t| t["files"].as_array().cloned().unwrap_or_default())
+        .filter_map(|f| f.as_str().map(str::to_string))
+        .collect();
+    assert!(owned.iter().take(21).any(|f| f == "pkg1/module_001.py"));
+    owned.sort();
+    let mut expected = paths.clone();
+    expected.sort();
+    assert_eq!(owned, expected);
+}

@@ -119,6 +119,9 @@ pub enum EventKind {
         before_tokens: u64,
         /// Tokens after.
         after_tokens: u64,
+        /// Stage 2: the tool results elided, each as its call and size.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        removed: Vec<String>,
     },
     /// Something went wrong.
     Error {

@@ -12,6 +12,7 @@ mod finish;
 mod other_files;
 pub mod plan;
 mod plan_execute;
+mod plan_overview;
 mod react;
 pub mod reflection;
 pub mod strategy;
@@ -90,6 +91,8 @@ pub struct AgentConfig {
     pub exclude: Vec<String>,
     /// Tool results kept whole in the history (stage 2).
     pub keep_tool_results: usize,
+    /// Share of the window past which seen tool results are elided (stage 2).
+    pub prune_threshold: f32,
     /// Share of the window at which the history is summarised (stage 3).
     pub summary_threshold: f32,
     /// Hard limits of the review (cost, tokens, wall time).
@@ -118,6 +121,7 @@ impl AgentConfig {
             price: builtin_price(&model),
             exclude: Vec::new(),
             keep_tool_results: crate::context::Pruner::default().keep_recent,
+            prune_threshold: crate::context::DEFAULT_PRUNE_THRESHOLD,
             summary_threshold: crate::context::DEFAULT_SUMMARY_THRESHOLD,
             model,
             max_steps: DEFAULT_MAX_STEPS,
@@ -325,6 +329,7 @@ impl Orchestrator {
             stage: 1,
             before_tokens: self.shaped.naive_tokens as u64,
             after_tokens: self.shaped.shaped_tokens as u64,
+            removed: Vec::new(),
         });
         let result = match self.run_strategy(decision.strategy, plan, &mut stats).await {
             Err(AgentError::LimitReached(_)) => Ok(self.nothing_finished()),

@@ -3,7 +3,7 @@
 //! and the orchestrator's guarantee that every reviewable file is covered.
 
 use serde::{Deserialize, Serialize};
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use crate::llm::ToolSpec;
 use crate::review::diff::ChangeSet;
@@ -97,8 +97,15 @@ impl Plan {
         Ok(plan)
     }
 
-    /// Drops files that are not part of the change, removes tasks left empty, and
-    /// adds a task for every reviewable changed file no task covers. Returns the added files.
+    /// Gives every reviewable changed file exactly one owner, removes tasks left
+    /// empty, and adds a task for every reviewable changed file no task covers.
+    /// Returns the added files.
+    ///
+    /// An entry that is a changed file is kept in the first task naming it; an
+    /// entry naming a directory (`src/config/`, also without the slash) covers
+    /// the changed files under it that no task names one by one, each going to
+    /// the task with the deepest such directory (the first on a tie). Anything
+    /// else is dropped. So no file is in two tasks' scopes.
     pub fn cover(&mut self, changes: &ChangeSet) -> Vec<String> {
         let reviewable: BTreeSet<&str> = changes
             .files
@@ -106,18 +113,52 @@ impl Plan {
             .filter(|f| !f.binary)
             .map(|f| f.path.as_str())
             .collect();
-        for task in &mut self.tasks {
-            task.files.retain(|f| reviewable.contains(f.as_str()));
+        // Per file: (rank, task); lower wins. Rank 0 is a file named one by one,
+        // then deeper directories before shallower ones.
+        let mut owner: BTreeMap<&str, (usize, usize)> = BTreeMap::new();
+        for (t, task) in self.tasks.iter().enumerate() {
+            for entry in &task.files {
+                let entry = entry.trim().trim_start_matches("./");
+                if let Some(&file) = reviewable.get(entry) {
+                    claim(&mut owner, file, (0, t));
+                    continue;
+                }
+                let dir = entry.trim_end_matches('/');
+                let depth = dir.split('/').filter(|c| !c.is_empty()).count();
+                let rank = usize::MAX - depth;
+                let under = |f: &&&str| {
+                    dir.is_empty() || f.strip_prefix(dir).is_some_and(|r| r.starts_with('/'))
+                };
+                for file in reviewable.iter().filter(under) {
+                    claim(&mut owner, file, (rank, t));
+                }
+            }
+        }
+        let mut owned: Vec<Vec<String>> = vec![Vec::new(); self.tasks.len()];
+        for (file, (_, t)) in &owner {
+            owned[*t].push(file.to_string());
+        }
+        for (task, files) in self.tasks.iter_mut().zip(owned) {
+            // The planner's order first, then what its directories brought in.
+            let mut ordered: Vec<String> = task
+                .files
+                .iter()
+                .map(|f| f.trim().trim_start_matches("./").to_string())
+                .filter(|f| files.contains(f))
+                .collect();
+            ordered.dedup();
+            let mut seen: BTreeSet<String> = ordered.iter().cloned().collect();
+            for file in files {
+                if seen.insert(file.clone()) {
+                    ordered.push(file);
+                }
+            }
+            task.files = ordered;
         }
         self.tasks.retain(|t| !t.files.is_empty());
-        let covered: BTreeSet<&str> = self
-            .tasks
-            .iter()
-            .flat_map(|t| t.files.iter().map(String::as_str))
-            .collect();
         let forgotten: Vec<String> = reviewable
             .iter()
-            .filter(|f| !covered.contains(**f))
+            .filter(|f| !owner.contains_key(**f))
             .map(|f| f.to_string())
             .collect();
         if !forgotten.is_empty() {
@@ -155,6 +196,14 @@ impl Plan {
     }
 }
 
+/// Keeps the better claim on `file`: the lower (rank, task).
+fn claim<'a>(owner: &mut BTreeMap<&'a str, (usize, usize)>, file: &'a str, bid: (usize, usize)) {
+    let held = owner.entry(file).or_insert(bid);
+    if bid < *held {
+        *held = bid;
+    }
+}
+
 /// The `submit_plan` tool's spec.
 pub(crate) fn submit_plan_spec() -> ToolSpec {
     ToolSpec {
@@ -169,7 +218,7 @@ pub(crate) fn submit_plan_spec() -> ToolSpec {
                         "type": "object",
                         "properties": {
                             "title": {"type": "string", "description": "What this task reviews."},
-                            "files": {"type": "array", "items": {"type": "string"}, "description": "Changed file paths this task covers."},
+                            "files": {"type": "array", "items": {"type": "string"}, "description": "Changed file paths this task covers (each file in one task only); a directory ending in `/` covers the changed files under it that no task names."},
                             "focus": {"type": "string", "description": "What to check: risks, invariants, callers to verify."}
                         },
                         "required": ["title", "files", "focus"]
@@ -218,6 +267,36 @@ mod tests {
         assert_eq!(plan.tasks.len(), 2);
         assert_eq!(plan.tasks[0].files, vec!["src/api.rs".to_string()]);
         assert_eq!(plan.tasks[1].id, "t2");
+    }
+
+    #[test]
+    fn every_file_has_one_owner_and_directories_cover_the_rest() {
+        let args = serde_json::json!({"tasks": [
+            {"title": "Config", "files": ["src/config/", "src/api.rs"]},
+            {"title": "API", "files": ["src/api.rs", "src/config/ssl.rs", "src/api.rs"]},
+            {"title": "Everything", "files": ["src"]},
+            {"title": "Root", "files": ["./"]}
+        ]});
+        let mut plan = Plan::from_submission(&args).unwrap();
+        let added = plan.cover(&changes(&[
+            "src/api.rs",
+            "src/config/load.rs",
+            "src/config/ssl.rs",
+            "src/db.rs",
+            "README.md",
+        ]));
+        assert!(added.is_empty());
+        let files = |i: usize| plan.tasks[i].files.clone();
+        // Named one by one: the first task naming it; the deepest directory next.
+        assert_eq!(files(0), vec!["src/api.rs", "src/config/load.rs"]);
+        assert_eq!(files(1), vec!["src/config/ssl.rs"]);
+        assert_eq!(files(2), vec!["src/db.rs"]);
+        assert_eq!(files(3), vec!["README.md"]);
+        let mut all: Vec<String> = plan.tasks.iter().flat_map(|t| t.files.clone()).collect();
+        let count = all.len();
+        all.sort();
+        all.dedup();
+        assert_eq!(all.len(), count, "no file in two tasks");
     }
 
     #[test]

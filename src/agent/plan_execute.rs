@@ -103,9 +103,9 @@ pub(crate) fn plan_by_directory(changes: &ChangeSet) -> Plan {
 
 /// One review task as it runs: a slice of the change under one plan task.
 struct TaskRun {
-    /// `t3`, or `t3.2` for the second slice of task t3.
+    /// `t3`, `t3.2` for the second slice of task t3, `t1,t2,t4.1` for a slice of several.
     id: String,
-    /// The plan task's title (with `(k/n)` for slices).
+    /// The plan task's title (`Config and SSL (part 1 of 2)` for slices), or the titles of several.
     title: String,
     /// Files (and parts) shown in its first message.
     files: Vec<String>,
@@ -320,33 +320,11 @@ const MIN_ROOM: usize = 1_000;
 
 /// Ids, titles and first messages of the slices.
 fn name_runs(plan: &Plan, slices: Vec<Slice>, frame: &TaskFrame<'_>) -> Vec<TaskRun> {
-    let mut per_group = vec![0usize; plan.tasks.len() + 1];
-    for slice in &slices {
-        for g in &slice.groups {
-            per_group[*g] += 1;
-        }
-    }
-    let mut seen = vec![0usize; plan.tasks.len() + 1];
-    let task = |g: usize| plan.tasks.get(g).unwrap_or(&LEFTOVER);
+    let names = slice_names(plan, &slices);
     slices
         .into_iter()
-        .map(|slice| {
-            for g in &slice.groups {
-                seen[*g] += 1;
-            }
-            let (id, title, focus) = match slice.groups.as_slice() {
-                [g] if per_group[*g] == 1 => (
-                    task(*g).id.clone(),
-                    title_of(task(*g)).to_string(),
-                    focus_of(task(*g)).to_string(),
-                ),
-                [g] => (
-                    format!("{}.{}", task(*g).id, seen[*g]),
-                    format!("{} ({}/{})", title_of(task(*g)), seen[*g], per_group[*g]),
-                    focus_of(task(*g)).to_string(),
-                ),
-                many => merged_names(many.iter().map(|g| task(*g)).collect()),
-            };
+        .zip(names)
+        .map(|(slice, (id, title, focus))| {
             let message = task_message(&id, &title, &focus, &slice, frame);
             TaskRun {
                 id,
@@ -359,35 +337,105 @@ fn name_runs(plan: &Plan, slices: Vec<Slice>, frame: &TaskFrame<'_>) -> Vec<Task
         .collect()
 }
 
-/// Id, title and focus of a slice that holds several planned tasks.
-fn merged_names(tasks: Vec<&PlanTask>) -> (String, String, String) {
-    let id = tasks
+/// One planned task's share of a slice: the task, and which of its slices this is.
+struct Share<'a> {
+    task: &'a PlanTask,
+    /// 1-based.
+    part: usize,
+    /// Slices holding some of the task.
+    parts: usize,
+}
+
+impl Share<'_> {
+    /// The planner's title, with `(part k of n)` when the task is spread over slices.
+    fn label(&self) -> String {
+        match self.parts {
+            1 => title_of(self.task).to_string(),
+            n => format!("{} (part {} of {n})", title_of(self.task), self.part),
+        }
+    }
+
+    /// `t3`, or `t3.2` for its second slice.
+    fn id(&self) -> String {
+        match self.parts {
+            1 => self.task.id.clone(),
+            _ => format!("{}.{}", self.task.id, self.part),
+        }
+    }
+}
+
+/// Id, title and focus of every slice: a slice of one planned task is named by
+/// its title (with `(part k of n)` when the task takes several slices); a slice
+/// of several by their titles, so a person reads which areas a task covers.
+fn slice_names(plan: &Plan, slices: &[Slice]) -> Vec<(String, String, String)> {
+    let mut per_group = vec![0usize; plan.tasks.len() + 1];
+    for slice in slices {
+        for g in &slice.groups {
+            per_group[*g] += 1;
+        }
+    }
+    let mut seen = vec![0usize; plan.tasks.len() + 1];
+    let task = |g: usize| plan.tasks.get(g).unwrap_or(&LEFTOVER);
+    slices
         .iter()
-        .map(|t| t.id.as_str())
-        .collect::<Vec<_>>()
-        .join("+");
-    let title = format!(
-        "{} and {} more planned task(s)",
-        title_of(tasks[0]),
-        tasks.len() - 1
-    );
+        .map(|slice| {
+            let shares: Vec<Share<'_>> = slice
+                .groups
+                .iter()
+                .map(|&g| {
+                    seen[g] += 1;
+                    Share {
+                        task: task(g),
+                        part: seen[g],
+                        parts: per_group[g],
+                    }
+                })
+                .collect();
+            match shares.as_slice() {
+                [one] => (one.id(), one.label(), focus_of(one.task).to_string()),
+                many => merged_names(many),
+            }
+        })
+        .collect()
+}
+
+/// Id, title and focus of a slice that holds several planned tasks.
+fn merged_names(shares: &[Share<'_>]) -> (String, String, String) {
+    let id = shares.iter().map(Share::id).collect::<Vec<_>>().join(",");
+    let labels: Vec<String> = shares.iter().map(Share::label).collect();
+    let title = match labels.len() {
+        n if n <= MERGED_TITLES_NAMED => labels.join("; "),
+        n => format!(
+            "{} and {} more area{}",
+            labels[..MERGED_TITLES_NAMED].join("; "),
+            n - MERGED_TITLES_NAMED,
+            if n - MERGED_TITLES_NAMED == 1 {
+                ""
+            } else {
+                "s"
+            }
+        ),
+    };
     // Planned tasks that ask for the same checks are named together, and their
     // files are not repeated: the task's file line and its diffs name them (and
     // under shared packing a planned task's files may be spread over slices).
-    let mut by_focus: Vec<(&str, Vec<&str>)> = Vec::new();
-    for t in &tasks {
-        let what = crate::text::prefix_at_char_boundary(focus_of(t), MERGED_FOCUS_BYTES);
+    let mut by_focus: Vec<(&str, Vec<String>)> = Vec::new();
+    for (share, label) in shares.iter().zip(labels) {
+        let what = crate::text::prefix_at_char_boundary(focus_of(share.task), MERGED_FOCUS_BYTES);
         match by_focus.iter_mut().find(|(focus, _)| *focus == what) {
-            Some((_, titles)) => titles.push(title_of(t)),
-            None => by_focus.push((what, vec![title_of(t)])),
+            Some((_, titles)) => titles.push(label),
+            None => by_focus.push((what, vec![label])),
         }
     }
-    let mut focus = String::from("This part of the review covers several planned tasks:");
+    let mut focus = String::from("This part of the review covers several planned areas:");
     for (what, titles) in by_focus {
         focus.push_str(&format!("\n- {}: {what}", titles.join("; ")));
     }
     (id, title, focus)
 }
+
+/// Areas named in the title of a slice of several; the rest are counted.
+const MERGED_TITLES_NAMED: usize = 3;
 
 /// Focus kept of each planned task when several share a slice.
 const MERGED_FOCUS_BYTES: usize = 400;
@@ -454,30 +502,18 @@ fn task_message(
     )
 }
 
-/// The change's overview for the planner, cut to a sixteenth of the budget: a
-/// change of thousands of files must not fill its message with the file list.
+/// The change's overview for the planner, within a quarter of the budget:
+/// every file named (or, for thousands, counted by directory), and no tool
+/// named, since the planner is offered only `submit_plan`.
 fn bounded_overview(overview: &str, budget: usize, ctx: &RunContext<'_>) -> String {
-    let cap = budget / 16;
-    if ctx.counter.count(overview) <= cap {
-        return overview.to_string();
-    }
-    let lines: Vec<&str> = overview.lines().collect();
-    let mut kept = String::new();
-    let mut tokens = 0;
-    let mut count = 0;
-    for line in &lines {
-        let cost = ctx.counter.count(line) + 1;
-        if tokens + cost > cap.saturating_sub(40) {
-            break;
-        }
-        kept.push_str(line);
-        kept.push('\n');
-        tokens += cost;
-        count += 1;
-    }
-    kept.push_str(&format!(
-        "… and {} more files (the `diff` tool without a path lists them all)\n",
-        lines.len().saturating_sub(count)
-    ));
-    kept
+    super::plan_overview::planner_overview(
+        overview,
+        &ctx.workspace.changes,
+        ctx.shaped,
+        budget / super::plan_overview::SHARE,
+        ctx.counter,
+    )
 }
+
+#[cfg(test)]
+mod tests;

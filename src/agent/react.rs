@@ -16,8 +16,8 @@ use super::text_mode::{self, TextStep};
 use super::tool_mode::ModeState;
 use super::{AgentConfig, AgentError};
 use crate::context::{
-    FirstMessageIndex, Pruner, ReadTracker, compact, drop_oldest_turns, needs_summary,
-    summary_request,
+    DEFAULT_MAX_OBSERVATION_TOKENS, FirstMessageIndex, Pruner, ReadTracker, compact,
+    drop_oldest_turns, needs_summary, prune_threshold_tokens, summary_request,
 };
 use crate::llm::tokens::TokenCounter;
 use crate::llm::{ChatModel, ChatRequest, ChatResponse, LlmError, Message, ToolCall, ToolSpec};
@@ -152,18 +152,24 @@ impl<F: Finisher> ReactRun<'_, F> {
         }
     }
 
-    /// Stage 2: old tool results become stubs, oversized ones are cut.
+    /// Stage 2: past the prune threshold, old seen results become stubs; oversized
+    /// new ones are cut. The event names what was elided.
     fn prune(&self, history: &mut [Message]) {
-        let pruner = Pruner {
-            keep_recent: self.ctx.config.keep_tool_results,
-            ..Pruner::default()
-        };
+        let config = self.ctx.config;
+        let pruner =
+            Pruner::new(config.keep_tool_results, DEFAULT_MAX_OBSERVATION_TOKENS).with_threshold(
+                prune_threshold_tokens(config.limits, config.prune_threshold),
+            );
         let pruned = pruner.prune(history, self.ctx.counter);
         if pruned.after_tokens < pruned.before_tokens {
             let saved = (pruned.before_tokens - pruned.after_tokens) as u64;
-            self.record(2, pruned.before_tokens, pruned.after_tokens, |c| {
-                c.pruned_tokens += saved
-            });
+            self.record_removed(
+                2,
+                pruned.before_tokens,
+                pruned.after_tokens,
+                pruned.removed,
+                |c| c.pruned_tokens += saved,
+            );
         }
     }
 
@@ -198,6 +204,17 @@ impl<F: Finisher> ReactRun<'_, F> {
         after: usize,
         update: impl FnOnce(&mut CompressionStats),
     ) {
+        self.record_removed(stage, before, after, Vec::new(), update);
+    }
+
+    fn record_removed(
+        &self,
+        stage: u8,
+        before: usize,
+        after: usize,
+        removed: Vec<String>,
+        update: impl FnOnce(&mut CompressionStats),
+    ) {
         if let Ok(mut totals) = self.ctx.compression.lock() {
             update(&mut totals);
         }
@@ -205,6 +222,7 @@ impl<F: Finisher> ReactRun<'_, F> {
             stage,
             before_tokens: before as u64,
             after_tokens: after as u64,
+            removed,
         });
     }
 

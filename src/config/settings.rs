@@ -336,6 +336,15 @@ fn agent_config(
     if let Some(keep) = file.keep_tool_results {
         agent.keep_tool_results = keep;
     }
+    if let Some(threshold) = file.prune_threshold {
+        if !(0.1..=0.95).contains(&threshold) {
+            return Err(bad_value(
+                "prune_threshold",
+                format!("{threshold} is not between 0.1 and 0.95"),
+            ));
+        }
+        agent.prune_threshold = threshold;
+    }
     if let Some(threshold) = file.summary_threshold {
         if !(0.1..=0.95).contains(&threshold) {
             return Err(bad_value(

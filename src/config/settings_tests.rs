@@ -70,6 +70,7 @@ fn a_bad_file_value_names_the_key_the_file_and_the_line() {
         ("include = [\"src/[\"]\n", "include", 1),
         ("exclude = [\"{a\"]\n", "exclude", 1),
         ("summary_threshold = 0.01\n", "summary_threshold", 1),
+        ("prune_threshold = 0.99\n", "prune_threshold", 1),
         ("task_budget = 5\n", "task_budget", 1),
         (
             "\n[reflection]\nmax_rounds = 50\n",

@@ -1,7 +1,7 @@
 //! One file's part of the shaped first prompt: its changes with asymmetric
-//! context taken from the head text, widened to the enclosing definition when
-//! that is close (and naming it in the hunk header when it is farther, up to 30
-//! lines), overlapping windows merged, every line numbered (in the aligned
+//! context taken from the head text, widened to the innermost enclosing
+//! definition when that is close (and naming it in the hunk header when it is
+//! farther; found by indentation, see [`enclosing_definition`]), overlapping windows merged, every line numbered (in the aligned
 //! layout as the `diff` tool numbers it; in the compact layout of plan tasks
 //! unpadded, see [`Layout`]), and long pure deletions summarised in one line.
 
@@ -53,8 +53,9 @@ impl Layout {
 /// context, and the `@@` line names a definition for the price of one line.
 pub(crate) const COMPACT_WIDENING_LINES: u32 = 2;
 
-/// How far up to look for the enclosing definition.
-const DEFINITION_SCAN_LINES: u32 = 30;
+/// How far up to look for the enclosing definition (lines are skipped by
+/// their indentation alone, so a long method's start is still found).
+const DEFINITION_SCAN_LINES: u32 = 5_000;
 
 /// A window is widened up to its enclosing definition when that adds at most
 /// this many lines; a farther definition is named in the hunk header instead.
@@ -293,17 +294,24 @@ fn window_for(
         end = end.min(hunk.new_start + hunk.new_lines.saturating_sub(1));
     }
     let mut header = hunk.header.clone();
-    if lines.full.is_some()
-        && let Some(definition) = enclosing_definition(block, lines)
-        && definition < start
-    {
-        if start - definition <= context.layout.max_widening() {
-            start = definition;
-            header.clear();
-        } else {
-            // Too far to show the lines in between: name the definition in the
-            // hunk header, as git does, for the price of one line.
-            header = lines.get(definition).unwrap_or_default().trim().to_string();
+    if lines.full.is_some() {
+        match enclosing_definition(block, lines) {
+            Enclosing::At(definition) if definition < start => {
+                if start - definition <= context.layout.max_widening() {
+                    start = definition;
+                    header.clear();
+                } else {
+                    // Too far to show the lines in between: name the definition in the
+                    // hunk header, as git does, for the price of one line.
+                    header = lines.get(definition).unwrap_or_default().trim().to_string();
+                }
+            }
+            // The window shows it.
+            Enclosing::At(_) => header.clear(),
+            // Git's guess (the nearest unindented line above) is a definition
+            // that does not contain the block.
+            Enclosing::None if looks_like_definition(&header) => header.clear(),
+            Enclosing::None | Enclosing::Unknown => {}
         }
     }
     if header_is_in_view(&header, start, block.start, lines) {
@@ -328,17 +336,56 @@ fn header_is_in_view(header: &str, from: u32, to: u32, lines: &HeadLines<'_>) ->
         })
 }
 
-/// The nearest line above the block that looks like a definition and is less
-/// indented than the block, within [`DEFINITION_SCAN_LINES`].
-fn enclosing_definition(block: &Block, lines: &HeadLines<'_>) -> Option<u32> {
+/// What contains a block, as far as indentation tells.
+enum Enclosing {
+    /// The innermost definition containing it, at this head line.
+    At(u32),
+    /// No definition contains it.
+    None,
+    /// Not found within [`DEFINITION_SCAN_LINES`].
+    Unknown,
+}
+
+/// The innermost definition containing the block: walking up, each line less
+/// indented than everything passed so far opens a scope that contains the
+/// block (a sibling's body or its closing brace is never less indented than
+/// the block); the first such line that looks like a definition is the one.
+/// So a method is found inside its class, not the class, and a definition
+/// that ended above the block is never named.
+fn enclosing_definition(block: &Block, lines: &HeadLines<'_>) -> Enclosing {
     let lowest = block.start.saturating_sub(DEFINITION_SCAN_LINES).max(1);
-    (lowest..block.start).rev().find(|&n| {
-        lines.get(n).is_some_and(|text| {
-            !text.trim().is_empty()
-                && indentation(text) < block.indent
-                && looks_like_definition(text)
-        })
-    })
+    let mut limit = block.indent;
+    for n in (lowest..block.start).rev() {
+        if limit == 0 {
+            return Enclosing::None;
+        }
+        let Some(text) = lines.get(n) else {
+            continue;
+        };
+        let indent = indentation(text);
+        if indent >= limit || is_blank_or_comment(text) {
+            continue;
+        }
+        if looks_like_definition(text) {
+            return Enclosing::At(n);
+        }
+        limit = indent;
+    }
+    if limit == 0 || lowest == 1 {
+        Enclosing::None
+    } else {
+        Enclosing::Unknown
+    }
+}
+
+/// Blank lines and comments (and C's `#if`) say nothing about scopes: a
+/// comment at column 0 inside a function is not the function's end.
+fn is_blank_or_comment(line: &str) -> bool {
+    let line = line.trim_start();
+    line.is_empty()
+        || ["#", "//", "/*", "*", "--"]
+            .iter()
+            .any(|c| line.starts_with(c))
 }
 
 /// Definition keywords after optional modifiers (Rust, Python, Go, JS/TS, Java, C#, Kotlin, Ruby, ...).
@@ -366,12 +413,24 @@ static C_LIKE_DEFINITION: LazyLock<Option<Regex>> = LazyLock::new(|| {
     .ok()
 });
 
+/// A JS/TS class method or a class field holding a function:
+/// `async handle(req) {`, `get size(): number {`, `onClick = (e) => {`.
+static METHOD_DEFINITION: LazyLock<Option<Regex>> = LazyLock::new(|| {
+    Regex::new(concat!(
+        r"^\s*(?:(?:public|private|protected|static|async|get|set|override|readonly|abstract)\s+)*",
+        r"(?:\*\s*)?#?[A-Za-z_$][\w$]*\s*",
+        r"(?:(?:<[^>]*>)?\([^)]*\)\s*(?::\s*[^{=;]+)?\{\s*$|(?::\s*[^=;]+)?=\s*(?:async\s+)?(?:\([^)]*\)|\w+)\s*=>)",
+    ))
+    .ok()
+});
+
 fn matches(regex: &LazyLock<Option<Regex>>, line: &str) -> bool {
     regex.as_ref().is_some_and(|r| r.is_match(line))
 }
 
 const CONTROL_WORDS: &[&str] = &[
     "if", "else", "for", "while", "switch", "match", "return", "catch", "do", "try", "case",
+    "await", "new", "throw", "yield", "with", "defer", "go", "select",
 ];
 
 /// Whether a line opens a function, type or module in a common language.
@@ -384,7 +443,8 @@ pub(crate) fn looks_like_definition(line: &str) -> bool {
         .split(|c: char| !c.is_alphanumeric() && c != '_')
         .next()
         .unwrap_or("");
-    !CONTROL_WORDS.contains(&first_word) && matches(&C_LIKE_DEFINITION, line)
+    !CONTROL_WORDS.contains(&first_word)
+        && (matches(&C_LIKE_DEFINITION, line) || matches(&METHOD_DEFINITION, line))
 }
 
 fn indentation(text: &str) -> usize {

@@ -9,9 +9,10 @@
 //!    by name, deletions are summarised, every other changed line is shown with
 //!    numbered, asymmetric context, or its file is listed with its size when the
 //!    budget runs out.
-//! 2. **Prune** ([`Pruner`], before every call): old tool results become one-line
-//!    stubs that say how to get them again; oversized ones are cut to head and
-//!    tail; [`ReadTracker`] answers a repeated read with a pointer to the result
+//! 2. **Prune** ([`Pruner`], before every call): past a share of the window, old
+//!    results the model has seen become one-line stubs that say how to get them
+//!    again (a result not yet seen is never elided); oversized new ones are cut
+//!    to head and tail; [`ReadTracker`] answers a repeated read with a pointer to the result
 //!    still in view, and [`FirstMessageIndex`] a request for what the first
 //!    message already shows with a pointer to it.
 //! 3. **Summarise** ([`needs_summary`], [`summary_request`], [`compact`]) when the
@@ -38,7 +39,10 @@ mod shown;
 mod summarize;
 
 pub(crate) use partition::{Packing, Slice, partition};
-pub use prune::{DEFAULT_KEEP_RECENT, DEFAULT_MAX_OBSERVATION_TOKENS, DEFAULT_PRUNE_BATCH, Pruner};
+pub use prune::{
+    DEFAULT_KEEP_RECENT, DEFAULT_MAX_OBSERVATION_TOKENS, DEFAULT_PRUNE_THRESHOLD, LOW_WATER,
+    PruneStats, Pruner, prune_threshold_tokens,
+};
 pub use reads::ReadTracker;
 pub(crate) use shape::STAGE1_MIN_BUDGET;
 pub use shape::{FileEntry, ShapeOptions, ShapeStatus, ShapedContext, shape_change, stage1_budget};

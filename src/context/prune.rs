@@ -1,17 +1,29 @@
 //! Stage 2: prune tool observations before every model call.
 //!
-//! Tool results older than the most recent few become a one-line stub that
-//! says what the result was and how to get it again; a single oversized result
-//! is cut to its head and tail (before it is first sent). Old results are
-//! elided in batches, not one per call: every elision changes the
-//! conversation's prefix and so breaks the provider's prompt cache, and a batch
-//! breaks it once for several results. Error observations and the results of the
-//! findings tools are never touched: the model must not lose what went wrong
-//! or what it already reported.
+//! Invariants:
+//! - a result the model has not seen yet is never elided or replaced: a result
+//!   is seen once an assistant message follows it (the reply to a request that
+//!   carried it), so every result after the last assistant message is new and
+//!   goes out whole (a single oversized one is cut to head and tail, with a note
+//!   saying how to get the rest, before it is first sent);
+//! - seen results are elided only under real pressure: when the history passes
+//!   [`Pruner::threshold_tokens`] (a share of the usable window, `prune_threshold`),
+//!   and never the latest [`Pruner::keep_recent`] results (`keep_tool_results`);
+//! - a prune takes the oldest results first and, among those, the largest, and
+//!   frees enough at once to bring the history down to [`LOW_WATER`] of the
+//!   threshold: every elision changes the conversation's prefix and so breaks the
+//!   provider's prompt cache from that point on, and one batch breaks it once
+//!   for several turns;
+//! - each elided result becomes a stub that names the call, its size and how to
+//!   get it again, and [`PruneStats::removed`] names them for the `compression`
+//!   event; a pointer to an elided result is elided with it, so no pointer
+//!   points at nothing;
+//! - error observations and the results of the findings tools are never
+//!   touched: the model must not lose what went wrong or what it already reported.
 
 use std::collections::{HashMap, HashSet};
 
-use crate::llm::tokens::TokenCounter;
+use crate::llm::tokens::{ModelLimits, TokenCounter};
 use crate::llm::{Message, ToolCall};
 
 use super::thousands;
@@ -25,11 +37,22 @@ pub(crate) const CUT_MARKER: &str = "[… cut ";
 /// Tokens set aside for the cut note.
 const CUT_NOTE_TOKENS: usize = 48;
 
-/// Tool results kept whole by default.
+/// Tool results kept whole by default, however full the window.
 pub const DEFAULT_KEEP_RECENT: usize = 3;
 
-/// Old results elided at once by default.
-pub const DEFAULT_PRUNE_BATCH: usize = 3;
+/// Default share of the usable window past which seen results are elided.
+///
+/// Measured with `benches/history_share.py` on 50 real changes (bytes and
+/// marshmallow): a thorough 10-step review ends at a median of 0.42 and a p90 of
+/// 0.54 of a 128k window (0.34 and 0.44 of a 200k one), so at 0.55 nine in ten
+/// such reviews prune nothing there; and between 0.55 and the summary threshold
+/// (0.7) there is room for one more turn of four parallel reads at their p90 size
+/// (about 4,300 tokens each) before stage 3 summarises.
+pub const DEFAULT_PRUNE_THRESHOLD: f32 = 0.55;
+
+/// A prune brings the history down to this share of the threshold, so that
+/// the next turns fit without another prune (one cache break for several turns).
+pub const LOW_WATER: f64 = 0.75;
 
 /// Default cap on one observation, in tokens (about the tool output cap).
 pub const DEFAULT_MAX_OBSERVATION_TOKENS: usize = 6_000;
@@ -42,17 +65,17 @@ pub(crate) const FINDINGS_TOOLS: &[&str] = &[
     "report_finding",
 ];
 
-/// Elides old tool results and cuts oversized ones.
+/// Elides old tool results under pressure and cuts oversized new ones.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Pruner {
-    /// Most recent tool results kept whole.
+    /// Most recent tool results always kept whole (a floor; unseen ones are kept anyway).
     pub keep_recent: usize,
-    /// Longest observation kept in full, in tokens; longer ones are cut to head and tail.
+    /// Longest observation kept in full, in tokens; longer new ones are cut to head and tail.
     pub max_observation_tokens: usize,
     /// Tools whose results are never elided or cut (the findings tools by default).
     pub protected_tools: Vec<String>,
-    /// Old results are elided only once at least this many are due, all at once.
-    pub batch: usize,
+    /// Seen results are elided only when the history is larger than this (tokens).
+    pub threshold_tokens: usize,
 }
 
 impl Default for Pruner {
@@ -61,85 +84,149 @@ impl Default for Pruner {
     }
 }
 
-/// Tokens of the history before and after a prune.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+/// Tokens of the history before and after a prune, and what it elided.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct PruneStats {
     /// Before.
     pub before_tokens: usize,
     /// After.
     pub after_tokens: usize,
+    /// The results elided, each described by its call and size
+    /// (`read_file src/a.rs:1-200, 1,840 tokens`).
+    pub removed: Vec<String>,
+}
+
+/// The share `share` of the usable window (context window minus the output reserve), in tokens.
+pub fn prune_threshold_tokens(limits: ModelLimits, share: f32) -> usize {
+    let usable = limits
+        .context_window
+        .saturating_sub(limits.max_output_tokens) as f64;
+    // Rounded so that an f32 share like 0.5 means exactly 50%.
+    (usable * f64::from(share.clamp(0.0, 1.0))).round() as usize
+}
+
+/// A tool result of the history that may be elided.
+struct Candidate {
+    index: usize,
+    /// Tokens an elision frees.
+    saving: usize,
 }
 
 impl Pruner {
-    /// A pruner keeping `keep_recent` results whole and cutting any above `max_observation_tokens`.
+    /// A pruner keeping `keep_recent` results whole and cutting any new one above
+    /// `max_observation_tokens`; it elides nothing until a threshold is set.
     pub fn new(keep_recent: usize, max_observation_tokens: usize) -> Self {
         Pruner {
             keep_recent,
             max_observation_tokens,
             protected_tools: FINDINGS_TOOLS.iter().map(|s| s.to_string()).collect(),
-            batch: DEFAULT_PRUNE_BATCH,
+            threshold_tokens: usize::MAX,
         }
+    }
+
+    /// The same pruner, eliding once the history passes `tokens`.
+    pub fn with_threshold(mut self, tokens: usize) -> Self {
+        self.threshold_tokens = tokens;
+        self
     }
 
     /// Prunes `history` in place. Running it again changes nothing more.
     pub fn prune(&self, history: &mut [Message], counter: &TokenCounter) -> PruneStats {
         let before_tokens = counter.count_messages(history);
-        let descriptions: HashMap<String, String> = calls_by_id(history)
-            .into_iter()
-            .map(|(id, call)| (id.to_string(), describe_call(call)))
-            .collect();
-        let tool_positions: Vec<usize> = history
+        let seen_until = history
             .iter()
-            .enumerate()
-            .filter(|(_, m)| matches!(m, Message::Tool { .. }))
-            .map(|(i, _)| i)
-            .collect();
-        let recent_from = tool_positions.len().saturating_sub(self.keep_recent);
-        // A recent pointer promises the model that the result it names is still in view.
-        let pointed_to: HashSet<String> = tool_positions[recent_from..]
-            .iter()
-            .filter_map(|&i| super::reads::pointer_target(history[i].text()))
-            .map(str::to_string)
-            .collect();
-        let due = tool_positions[..recent_from]
-            .iter()
-            .filter(|&&i| self.elidable(&history[i], &pointed_to))
-            .count();
-        let elide_now = due >= self.batch.max(1);
-        for (rank, &index) in tool_positions.iter().enumerate() {
-            let Some(Message::Tool {
-                call_id,
+            .rposition(|m| matches!(m, Message::Assistant { .. }))
+            .unwrap_or(0);
+        self.cut_new(history, seen_until, counter);
+        let mut tokens = counter.count_messages(history);
+        let mut removed = Vec::new();
+        if tokens > self.threshold_tokens {
+            let target = (self.threshold_tokens as f64 * LOW_WATER) as usize;
+            let chosen = self.choose(history, seen_until, tokens - target, counter);
+            removed = elide(history, &chosen, counter);
+            tokens = counter.count_messages(history);
+        }
+        PruneStats {
+            before_tokens,
+            after_tokens: tokens,
+            removed,
+        }
+    }
+
+    /// Cuts every oversized result the model has not seen yet (at or after `seen_until`).
+    fn cut_new(&self, history: &mut [Message], seen_until: usize, counter: &TokenCounter) {
+        for message in history.iter_mut().skip(seen_until) {
+            if let Message::Tool {
                 name,
                 content,
-                is_error,
-            }) = history.get_mut(index)
-            else {
-                continue;
-            };
-            if *is_error || self.protected_tools.iter().any(|p| p == name) || is_stub(content) {
-                continue;
-            }
-            if rank < recent_from && elide_now && !pointed_to.contains(call_id.as_str()) {
-                let tokens = counter.count(content);
-                let what = descriptions.get(call_id.as_str()).unwrap_or(name);
-                *content = stub(what, tokens);
-            } else if rank >= recent_from {
+                is_error: false,
+                ..
+            } = message
+                && !self.protected_tools.iter().any(|p| p == name)
+                && !is_stub(content)
+            {
                 let tokens = counter.count(content);
                 if tokens > self.max_observation_tokens {
                     *content = cut_head_tail(content, tokens, self.max_observation_tokens, counter);
                 }
             }
         }
-        PruneStats {
-            before_tokens,
-            after_tokens: counter.count_messages(history),
-        }
     }
-}
 
-impl Pruner {
-    /// Whether an old result would become a stub now.
-    fn elidable(&self, message: &Message, pointed_to: &HashSet<String>) -> bool {
+    /// The results to elide to free `need` tokens: seen, not among the latest
+    /// `keep_recent`, not pointed at by a new pointer; the smallest run of the
+    /// oldest ones that frees enough, and within it the largest first.
+    fn choose(
+        &self,
+        history: &[Message],
+        seen_until: usize,
+        need: usize,
+        counter: &TokenCounter,
+    ) -> Vec<usize> {
+        let tools: Vec<usize> = history
+            .iter()
+            .enumerate()
+            .filter(|(_, m)| matches!(m, Message::Tool { .. }))
+            .map(|(i, _)| i)
+            .collect();
+        let floor_from = tools.len().saturating_sub(self.keep_recent);
+        // A new pointer promises the model that the result it names is in view.
+        let pointed_to: HashSet<&str> = history[seen_until..]
+            .iter()
+            .filter_map(|m| super::reads::pointer_target(m.text()))
+            .collect();
+        let candidates: Vec<Candidate> = tools[..floor_from]
+            .iter()
+            .filter(|&&i| i < seen_until && self.elidable(&history[i], &pointed_to))
+            .map(|&i| Candidate {
+                index: i,
+                saving: counter.count(history[i].text()).saturating_sub(STUB_TOKENS),
+            })
+            .filter(|c| c.saving > 0)
+            .collect();
+        let mut freed = 0;
+        let mut oldest = 0;
+        while oldest < candidates.len() && freed < need {
+            freed += candidates[oldest].saving;
+            oldest += 1;
+        }
+        let mut run: Vec<&Candidate> = candidates[..oldest].iter().collect();
+        run.sort_by(|a, b| b.saving.cmp(&a.saving).then(a.index.cmp(&b.index)));
+        let mut chosen = Vec::new();
+        let mut freed = 0;
+        for candidate in run {
+            if freed >= need {
+                break;
+            }
+            freed += candidate.saving;
+            chosen.push(candidate.index);
+        }
+        chosen.sort_unstable();
+        chosen
+    }
+
+    /// Whether a seen result may become a stub.
+    fn elidable(&self, message: &Message, pointed_to: &HashSet<&str>) -> bool {
         match message {
             Message::Tool {
                 call_id,
@@ -155,6 +242,50 @@ impl Pruner {
             _ => false,
         }
     }
+}
+
+/// About the tokens of a stub: results smaller than this are not worth eliding.
+const STUB_TOKENS: usize = 30;
+
+/// Turns the results at `indexes` into stubs, and every pointer to one of them
+/// too; returns what was elided.
+fn elide(history: &mut [Message], indexes: &[usize], counter: &TokenCounter) -> Vec<String> {
+    let descriptions: HashMap<String, String> = calls_by_id(history)
+        .into_iter()
+        .map(|(id, call)| (id.to_string(), describe_call(call)))
+        .collect();
+    let mut removed = Vec::new();
+    let mut gone: HashSet<String> = HashSet::new();
+    for &index in indexes {
+        if let Some(Message::Tool {
+            call_id,
+            name,
+            content,
+            ..
+        }) = history.get_mut(index)
+        {
+            let what = descriptions.get(call_id.as_str()).unwrap_or(name);
+            let tokens = counter.count(content);
+            removed.push(format!("{what}, {} tokens", thousands(tokens)));
+            *content = stub(what, tokens);
+            gone.insert(call_id.clone());
+        }
+    }
+    // A pointer to an elided result would promise what is no longer there.
+    for message in history.iter_mut() {
+        if let Message::Tool {
+            call_id,
+            name,
+            content,
+            ..
+        } = message
+            && super::reads::pointer_target(content).is_some_and(|t| gone.contains(t))
+        {
+            let what = descriptions.get(call_id.as_str()).unwrap_or(name);
+            *content = stub(what, counter.count(content));
+        }
+    }
+    removed
 }
 
 /// Whether an observation is already an elision stub.

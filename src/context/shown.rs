@@ -2,7 +2,8 @@
 //!
 //! The first user message of a review conversation holds stage-1 sections
 //! (`+++ b/PATH`, then numbered head lines). When the model asks the `diff`
-//! tool for a file whose section is there whole, or `read_file` for head lines
+//! tool for a file whose section is there whole and verbatim (every hunk, no
+//! removed lines summarised, not cut into parts), or `read_file` for head lines
 //! that are all printed there, it gets a short pointer instead of a second copy.
 //! A request for more than was shown (lines outside the printed windows, a read
 //! to the end of the file, the diff of a file shown only in part) is answered
@@ -21,7 +22,7 @@ pub(crate) struct FirstMessageIndex {
     files: HashMap<String, Printed>,
 }
 
-/// One file's printed head lines, and whether its whole section is there.
+/// One file's printed head lines, and whether its section shows its diff whole and verbatim.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 struct Printed {
     lines: BTreeSet<u32>,
@@ -42,23 +43,26 @@ impl FirstMessageIndex {
     pub fn parse(message: &str) -> Self {
         let mut files: HashMap<String, Printed> = HashMap::new();
         let mut current: Option<&mut Printed> = None;
-        let mut after_header = false;
         for line in message.lines() {
             if let Some(path) = line.strip_prefix("+++ b/") {
                 let entry = files.entry(path.to_string()).or_default();
                 entry.whole = true;
                 current = Some(entry);
-                after_header = true;
                 continue;
             }
+            if line.starts_with('#') {
+                // A heading ends the diffs (no diff line starts with `#`).
+                current = None;
+            }
             if let Some(printed) = current.as_deref_mut() {
-                if after_header && line.starts_with("[part ") {
+                if line.trim_start().starts_with('[') {
+                    // A note instead of diff lines: a part of the file, or removed
+                    // lines summarised. The section is not the diff verbatim.
                     printed.whole = false;
                 } else if let Some(n) = head_number(line) {
                     printed.lines.insert(n);
                 }
             }
-            after_header = false;
         }
         files.retain(|_, p| !p.lines.is_empty());
         FirstMessageIndex { files }
@@ -133,7 +137,15 @@ mod tests {
         @@ -0,0 +1,3 @@\n\
         \x20   1 +a\n\
         \x20   2 +b\n\
-        \x20   3 +c\n";
+        \x20   3 +c\n\
+        --- a/src/cut.rs\n\
+        +++ b/src/cut.rs\n\
+        @@ -4,6 +4,2 @@\n\
+        \x20   4  fn kept() {}\n\
+        \x20       [lines 5-8 of base removed (4 lines): fn old()]\n\
+        \x20   5 +fn new() {}\n\
+        # Files listed without their diff\n\
+        [over budget] src/late.rs\n";
 
     fn call(name: &str, arguments: &str) -> ToolCall {
         ToolCall {
@@ -157,6 +169,17 @@ mod tests {
             None
         );
         assert_eq!(index.pointer_for_call(&call("diff", "{}")), None);
+        // Removed lines summarised: the raw hunk is new to this conversation.
+        assert_eq!(
+            index.pointer_for_call(&call("diff", r#"{"path":"src/cut.rs"}"#)),
+            None
+        );
+        // A list after the diffs belongs to no section.
+        assert!(
+            index
+                .pointer_for_call(&call("diff", r#"{"path":"src/a.rs"}"#))
+                .is_some()
+        );
     }
 
     #[test]

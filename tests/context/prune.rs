@@ -1,7 +1,7 @@
 //! Stage 2: old observations become stubs, oversized ones are cut, repeated reads point back.
 
 use redline::context::{
-    DEFAULT_KEEP_RECENT, DEFAULT_MAX_OBSERVATION_TOKENS, DEFAULT_PRUNE_BATCH, Pruner, ReadTracker,
+    DEFAULT_KEEP_RECENT, DEFAULT_MAX_OBSERVATION_TOKENS, LOW_WATER, Pruner, ReadTracker,
 };
 use redline::llm::tokens::{Encoding, TokenCounter};
 use redline::llm::{Message, ToolCall};
@@ -49,12 +49,9 @@ fn read(id: &str, path: &str, start: u32, end: u32) -> [Message; 2] {
     )
 }
 
-/// A pruner that elides every old result as soon as it is old (no batching).
+/// A pruner always under pressure: it elides every seen result it may.
 fn immediate(keep_recent: usize, max_observation_tokens: usize) -> Pruner {
-    Pruner {
-        batch: 1,
-        ..Pruner::new(keep_recent, max_observation_tokens)
-    }
+    Pruner::new(keep_recent, max_observation_tokens).with_threshold(0)
 }
 
 fn history(turns: Vec<[Message; 2]>) -> Vec<Message> {
@@ -261,36 +258,141 @@ fn a_result_a_recent_pointer_names_is_kept() {
     assert!(tool_content(&history, "c2").ends_with("elided: call again if needed]"));
 }
 
+fn is_stub(content: &str) -> bool {
+    content.ends_with("elided: call again if needed]")
+}
+
 #[test]
-fn old_results_are_elided_in_batches_so_the_prefix_changes_rarely() {
+fn nothing_is_elided_below_the_threshold() {
+    let mut history = history(vec![
+        read("c1", "src/a.rs", 1, 200),
+        read("c2", "src/b.rs", 1, 200),
+        read("c3", "src/c.rs", 1, 200),
+        read("c4", "src/d.rs", 1, 200),
+        read("c5", "src/e.rs", 1, 200),
+    ]);
     let counter = counter();
-    let pruner = Pruner::default();
-    assert_eq!(pruner.batch, DEFAULT_PRUNE_BATCH);
+    let original = history.clone();
+    let tokens = counter.count_messages(&history);
+    let stats = Pruner::new(1, DEFAULT_MAX_OBSERVATION_TOKENS)
+        .with_threshold(tokens)
+        .prune(&mut history, &counter);
+    assert_eq!(history, original, "no pressure, no pruning");
+    assert!(stats.removed.is_empty());
+    // One token over: the oldest go, enough to reach the low-water mark.
+    let stats = Pruner::new(1, DEFAULT_MAX_OBSERVATION_TOKENS)
+        .with_threshold(tokens - 1)
+        .prune(&mut history, &counter);
+    assert!(is_stub(&tool_content(&history, "c1")));
+    assert!(
+        stats.after_tokens <= ((tokens - 1) as f64 * LOW_WATER) as usize,
+        "{stats:?}"
+    );
+    assert_eq!(tool_content(&history, "c5"), tool_content(&original, "c5"));
+}
+
+#[test]
+fn a_result_not_yet_seen_is_never_elided() {
+    // Three turns the model has seen, then one turn of four parallel reads.
+    let mut history = history(vec![
+        read("c1", "src/a.rs", 1, 100),
+        read("c2", "src/b.rs", 1, 100),
+        read("c3", "src/c.rs", 1, 100),
+    ]);
+    let parallel = ["p1", "p2", "p3", "p4"];
+    history.push(Message::Assistant {
+        content: String::new(),
+        tool_calls: parallel
+            .iter()
+            .map(|id| call(id, "read_file", &format!(r#"{{"path":"src/{id}.rs"}}"#)))
+            .collect(),
+    });
+    for id in parallel {
+        history.push(Message::Tool {
+            call_id: id.into(),
+            name: "read_file".into(),
+            content: format!("{id}: {}", "fn x() {}\n".repeat(300)),
+            is_error: false,
+        });
+    }
+    let original = history.clone();
+    let stats = immediate(1, DEFAULT_MAX_OBSERVATION_TOKENS).prune(&mut history, &counter());
+    for id in parallel {
+        assert_eq!(
+            tool_content(&history, id),
+            tool_content(&original, id),
+            "{id}"
+        );
+    }
+    for id in ["c1", "c2", "c3"] {
+        assert!(is_stub(&tool_content(&history, id)), "{id} was seen");
+    }
+    assert_eq!(
+        stats.removed.len(),
+        3,
+        "each elision is named: {:?}",
+        stats.removed
+    );
+    assert!(stats.removed[0].starts_with("read_file src/a.rs:1-100, "));
+}
+
+#[test]
+fn the_oldest_and_largest_go_first() {
+    let mut history = history(vec![
+        read("small", "src/a.rs", 1, 5),
+        read("large", "src/b.rs", 1, 400),
+        read("mid", "src/c.rs", 1, 100),
+        read("newer", "src/d.rs", 1, 400),
+        read("last", "src/e.rs", 1, 10),
+    ]);
+    let counter = counter();
+    let original = history.clone();
+    let tokens = counter.count_messages(&history);
+    // Just over the threshold: freeing the oldest large result is enough.
+    let threshold = tokens - 1;
+    let stats = Pruner::new(1, DEFAULT_MAX_OBSERVATION_TOKENS)
+        .with_threshold(threshold)
+        .prune(&mut history, &counter);
+    assert!(is_stub(&tool_content(&history, "large")), "{stats:?}");
+    for id in ["small", "mid", "newer", "last"] {
+        assert_eq!(
+            tool_content(&history, id),
+            tool_content(&original, id),
+            "{id}"
+        );
+    }
+    assert_eq!(stats.removed.len(), 1, "{stats:?}");
+}
+
+#[test]
+fn under_pressure_results_are_elided_in_batches_so_the_prefix_changes_rarely() {
+    let counter = counter();
+    let pruner =
+        Pruner::new(DEFAULT_KEEP_RECENT, DEFAULT_MAX_OBSERVATION_TOKENS).with_threshold(4_000);
     let mut history = history(Vec::new());
     let mut prefix_changes = 0;
     let mut previous: Vec<Message> = history.clone();
-    let calls = DEFAULT_KEEP_RECENT + 4 * DEFAULT_PRUNE_BATCH;
+    let calls = 40;
     for i in 0..calls {
-        let first = i as u32 * 10 + 1;
-        history.extend(read(&format!("c{i}"), "src/a.rs", first, first + 9));
-        pruner.prune(&mut history, &counter);
+        let first = i as u32 * 40 + 1;
+        history.extend(read(&format!("c{i}"), "src/a.rs", first, first + 39));
+        let stats = pruner.prune(&mut history, &counter);
         // What was sent before must still be the start of what is sent now.
         if history[..previous.len()] != previous[..] {
             prefix_changes += 1;
+            assert!(!stats.removed.is_empty());
         }
-        previous = history.clone();
-        let whole = history
-            .iter()
-            .filter(|m| matches!(m, Message::Tool { content, .. } if !content.ends_with("elided: call again if needed]")))
-            .count();
         assert!(
-            whole < DEFAULT_KEEP_RECENT + DEFAULT_PRUNE_BATCH,
-            "{whole} whole results kept"
+            !is_stub(&tool_content(&history, &format!("c{i}"))),
+            "the new result c{i} is whole"
         );
+        assert!(stats.after_tokens <= 4_000, "{stats:?}");
+        previous = history.clone();
     }
-    // One prefix change per batch, not one per call.
-    assert_eq!(
-        prefix_changes,
-        (calls - DEFAULT_KEEP_RECENT) / DEFAULT_PRUNE_BATCH
+    assert!(prefix_changes >= 2, "{prefix_changes}");
+    // Each prune frees a quarter of the threshold: several calls between two.
+    assert!(
+        prefix_changes <= calls / 3,
+        "{prefix_changes} prunes in {calls} calls"
     );
 }

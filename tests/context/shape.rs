@@ -133,7 +133,7 @@ fn context_is_asymmetric_and_reaches_the_enclosing_function() {
     // Change at line 21: the definition is 14 lines above the window: named in the header.
     let mid_old = function("mid", 30);
     let mid_new = mid_old.replace("let v20 = 20;", "let v20 = 200;");
-    // Change at line 51: the definition is more than 30 lines up: not looked for.
+    // Change at line 51: the definition is 50 lines up: named in the header too.
     let far_old = function("far", 60);
     let far_new = far_old.replace("let v50 = 50;", "let v50 = 500;");
     let change = Change::default()
@@ -164,7 +164,7 @@ fn context_is_asymmetric_and_reaches_the_enclosing_function() {
         (45..=53).collect::<Vec<_>>(),
         "{far}"
     );
-    assert!(far.contains("@@ -45,9 +45,9 @@\n"), "{far}");
+    assert!(far.contains("@@ -45,9 +45,9 @@ fn far() {\n"), "{far}");
     assert!(far.contains("   51 -    let v50 = 50;\n"));
     assert!(far.contains("   51 +    let v50 = 500;\n"));
 }
@@ -184,7 +184,103 @@ fn a_git_header_naming_a_line_in_view_is_dropped() {
     change.files[1].hunks[0].header = "impl Far {".into();
     let shaped = change.shape(&ShapeOptions::default());
     assert!(section(&shaped.message, "src/state.rs").contains("@@ -1,8 +1,8 @@\n"));
-    assert!(section(&shaped.message, "src/far.rs").contains("@@ -45,9 +45,9 @@ impl Far {\n"));
+    // Git's guess is not the innermost definition: the function the change is in is named.
+    assert!(section(&shaped.message, "src/far.rs").contains("@@ -45,9 +45,9 @@ fn far() {\n"));
+}
+
+/// The `@@` line of `path`'s only window after changing `from` to `to`, with
+/// git's header set to what git's default rule picks (the nearest unindented line).
+fn hunk_header(path: &str, old: &str, from: &str, to: &str, git_header: &str) -> String {
+    let new = old.replacen(from, to, 1);
+    assert_ne!(new, old);
+    let mut change = Change::default().file(path, old, &new);
+    change.files[0].hunks[0].header = git_header.into();
+    let shaped = change.shape(&ShapeOptions::default());
+    let body = section(&shaped.message, path);
+    let line = body
+        .lines()
+        .find(|l| l.starts_with("@@"))
+        .unwrap_or_default();
+    line.splitn(3, "@@")
+        .nth(2)
+        .unwrap_or_default()
+        .trim()
+        .to_string()
+}
+
+/// `n` filler lines at `indent`.
+fn filler(indent: &str, n: usize, what: &str) -> String {
+    (0..n)
+        .map(|i| format!("{indent}{what}_{i} = {i}\n"))
+        .collect()
+}
+
+#[test]
+fn the_hunk_header_names_the_innermost_definition() {
+    // Python: a method of a class, far below the class line.
+    let python = format!(
+        "class Parser:\n    def __init__(self):\n{}\n    def parse(self, text):\n        # a comment\n{}        return None\n",
+        filler("        ", 5, "self.a"),
+        filler("        ", 40, "x")
+    );
+    assert_eq!(
+        hunk_header("p.py", &python, "x_30 = 30", "x_30 = 31", "class Parser:"),
+        "def parse(self, text):"
+    );
+    // Rust: a method inside an impl, with a nested block in between.
+    let rust = format!(
+        "impl Parser {{\n    pub fn new() -> Self {{\n        Parser\n    }}\n\n    pub fn parse(&self) -> u32 {{\n        if self.ok {{\n            return 1;\n        }}\n{}        0\n    }}\n}}\n",
+        filler("        let ", 40, "x")
+    );
+    assert_eq!(
+        hunk_header(
+            "p.rs",
+            &rust,
+            "let x_30 = 30",
+            "let x_30 = 31",
+            "impl Parser {"
+        ),
+        "pub fn parse(&self) -> u32 {"
+    );
+    // TypeScript: a class method without a keyword.
+    let ts = format!(
+        "export class Parser {{\n  constructor() {{}}\n\n  async parse(text: string): Promise<number> {{\n{}    return 0;\n  }}\n}}\n",
+        filler("    const ", 40, "x")
+    );
+    assert_eq!(
+        hunk_header(
+            "p.ts",
+            &ts,
+            "const x_30 = 30",
+            "const x_30 = 31",
+            "export class Parser {"
+        ),
+        "async parse(text: string): Promise<number> {"
+    );
+    // Go: a method declared on a type.
+    let go = format!(
+        "type Parser struct{{}}\n\nfunc (p *Parser) Parse() int {{\n{}\treturn 0\n}}\n",
+        filler("\t", 40, "x")
+    );
+    assert_eq!(
+        hunk_header(
+            "p.go",
+            &go,
+            "x_30 = 30",
+            "x_30 = 31",
+            "type Parser struct{}"
+        ),
+        "func (p *Parser) Parse() int {"
+    );
+    // A change after a definition that ended is in none: git's guess is dropped.
+    let top = format!(
+        "def helper():\n    return 1\n\n\nTABLE = [\n{}]\n",
+        filler("    ", 40, "row")
+    );
+    assert_eq!(
+        hunk_header("t.py", &top, "row_30 = 30", "row_30 = 31", "def helper():"),
+        ""
+    );
 }
 
 #[test]

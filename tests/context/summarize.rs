@@ -145,6 +145,7 @@ fn compression_events_serialise_with_their_type() {
         stage: 2,
         before_tokens: 9_000,
         after_tokens: 3_000,
+        removed: Vec::new(),
     };
     let json = serde_json::to_value(&kind).expect("serialise");
     assert_eq!(

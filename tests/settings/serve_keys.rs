@@ -166,6 +166,11 @@ fn cases() -> Vec<Case> {
             changed: |_, set| notice_names(set, "keep_tool_results"),
         },
         Case {
+            key: "prune_threshold",
+            config: "prune_threshold = 0.99\n",
+            changed: |_, set| notice_names(set, "prune_threshold"),
+        },
+        Case {
             key: "summary_threshold",
             config: "summary_threshold = 0.99\n",
             changed: |_, set| notice_names(set, "summary_threshold"),

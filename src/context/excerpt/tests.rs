@@ -15,6 +15,11 @@ fn definitions_are_recognised() {
         "export const load = async () => {",
         "public static void main(String[] args) {",
         "int compute(int a, int b)",
+        "  async handleRequest(req, res) {",
+        "  get size(): number {",
+        "  private parse<T>(input: string): T {",
+        "  constructor(options) {",
+        "  onClick = async (event) => {",
     ] {
         assert!(looks_like_definition(line), "{line}");
     }
@@ -25,6 +30,11 @@ fn definitions_are_recognised() {
         "    } else {",
         "    for (int i = 0; i < n; i++) {",
         "// fn not_really",
+        "    while (running) {",
+        "    describe('x', () => {",
+        "    x = y.map(|a| {",
+        "    Some(x) => {",
+        "    } catch (e) {",
     ] {
         assert!(!looks_like_definition(line), "{line}");
     }
