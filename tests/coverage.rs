@@ -223,8 +223,11 @@ async fn plan_tasks_own_each_file_once_and_are_labelled_by_their_areas() {
         .iter()
         .filter_map(|t| t["title"].as_str().map(str::to_string))
         .collect();
+    // (Which part shares a task with other areas depends on the packing.)
     assert!(
-        titles.iter().any(|t| t.contains("(part 1 of ")),
+        titles
+            .iter()
+            .any(|t| t.contains("(part ") && t.contains(" of ")),
         "{titles:?}"
     );
     assert!(titles.iter().any(|t| t.contains("Area 0")), "{titles:?}");
