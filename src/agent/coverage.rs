@@ -3,7 +3,9 @@
 //! A changed line is an added, non-blank head line of a non-binary file that the
 //! review did not leave out. It counts as shown when it appeared in the model's
 //! context under its own file: in the first message, in a `diff` result, or in a
-//! `read_file` result that covered its line number.
+//! `read_file` result that covered its line number. A moved, unchanged line is
+//! shown by the move line that stands for it (see [`crate::context::moves`]);
+//! a read of the base revision shows no head line.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Mutex;
@@ -75,6 +77,9 @@ impl Coverage {
             .get("path")
             .and_then(|p| p.as_str())
             .map(|p| p.trim_start_matches("./"));
+        if crate::tools::reads_base(&args) {
+            return;
+        }
         match (name, path) {
             // What a diff result prints, file by file: a result cut for size
             // counts only for the lines it still holds.

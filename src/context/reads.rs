@@ -1,5 +1,7 @@
 //! Repeated reads: when the model asks for file lines whose earlier result is
 //! still whole in the history, answer with a pointer instead of a second copy.
+//! A read of the base revision (`"revision": "base"`) and one of the head are
+//! different reads: neither answers the other.
 
 use crate::llm::{Message, ToolCall};
 
@@ -26,6 +28,8 @@ struct ReadRange {
     path: String,
     start: u32,
     end: u32,
+    /// Whether it reads the base revision.
+    base: bool,
 }
 
 impl ReadRange {
@@ -34,6 +38,7 @@ impl ReadRange {
             path: normalise(path),
             start: start.unwrap_or(1).max(1),
             end: end.unwrap_or(u32::MAX),
+            base: false,
         }
     }
 
@@ -45,15 +50,17 @@ impl ReadRange {
                 .and_then(|v| v.as_u64())
                 .map(|n| n.min(u32::MAX as u64) as u32)
         };
-        Some(ReadRange::new(
-            path,
-            number("start_line"),
-            number("end_line"),
-        ))
+        Some(ReadRange {
+            base: crate::tools::reads_base(&args),
+            ..ReadRange::new(path, number("start_line"), number("end_line"))
+        })
     }
 
     fn covers(&self, other: &ReadRange) -> bool {
-        self.path == other.path && self.start <= other.start && self.end >= other.end
+        self.path == other.path
+            && self.base == other.base
+            && self.start <= other.start
+            && self.end >= other.end
     }
 }
 
@@ -75,7 +82,10 @@ impl ReadTracker {
         end: Option<u32>,
         history: &[Message],
     ) -> Option<String> {
-        let wanted = ReadRange::new(path, start, end);
+        self.pointer_to(ReadRange::new(path, start, end), history)
+    }
+
+    fn pointer_to(&self, wanted: ReadRange, history: &[Message]) -> Option<String> {
         let (id, earlier) = history
             .iter()
             .rev()
@@ -96,8 +106,9 @@ impl ReadTracker {
             } else {
                 wanted.end.to_string()
             };
+            let at = if wanted.base { " at base" } else { "" };
             format!(
-                "[lines {}-{end} of {} are in the result of call {id} {POINTER_SUFFIX}",
+                "[lines {}-{end} of {}{at} are in the result of call {id} {POINTER_SUFFIX}",
                 wanted.start, wanted.path
             )
         })
@@ -108,9 +119,7 @@ impl ReadTracker {
         if call.name != self.tool_name {
             return None;
         }
-        let range = ReadRange::from_call(call)?;
-        let end = (range.end != u32::MAX).then_some(range.end);
-        self.pointer(&range.path, Some(range.start), end, history)
+        self.pointer_to(ReadRange::from_call(call)?, history)
     }
 }
 

@@ -56,6 +56,9 @@ impl FirstMessageIndex {
                     printed.whole = false;
                 } else if let Some(n) = head_number(line) {
                     printed.lines.insert(n);
+                } else if let Some((first, last)) = super::moves::span_of(line) {
+                    // A move line stands for the unchanged lines of its block.
+                    printed.lines.extend(first..=last);
                 }
             }
             after_header = false;
@@ -79,6 +82,8 @@ impl FirstMessageIndex {
                 "[the diff of {path} is shown whole, numbered with its context, {SUFFIX} \
                  (use read_file with start_line and end_line for more context)"
             )),
+            // The first message shows head lines only.
+            "read_file" if crate::tools::reads_base(&args) => None,
             "read_file" => {
                 let number = |key: &str| args.get(key).and_then(|v| v.as_u64());
                 let start = number("start_line").unwrap_or(1).max(1);
