@@ -180,4 +180,19 @@ mod tests {
         assert_eq!(c.shown(), 3);
         assert!((c.ratio() - 1.0).abs() < f64::EPSILON);
     }
+
+    #[test]
+    fn a_move_line_shows_its_span_and_a_read_of_the_base_shows_nothing() {
+        let c = Coverage::new(&change());
+        c.observe_tool(
+            "read_file",
+            r#"{"path":"a.rs","start_line":1,"end_line":20,"revision":"base"}"#,
+            "a.rs at base (lines 1-20 of 20)\n   10 | x\n   13 | x\n",
+        );
+        assert_eq!(c.shown(), 0);
+        let moved =
+            "--- a/a.rs\n+++ b/a.rs\n@@ -9,0 +10,4 @@\n10-13 ~ moved from `b.rs:1-4`, unchanged\n";
+        c.observe_tool("diff", r#"{"path":"a.rs"}"#, moved);
+        assert_eq!(c.shown(), 3);
+    }
 }

@@ -164,3 +164,56 @@ pub(crate) fn pointer_target(content: &str) -> Option<&str> {
 fn was_cut(content: &str) -> bool {
     content.contains(CUT_MARKER) || content.contains("[output truncated")
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn read(id: &str, arguments: &str) -> [Message; 2] {
+        [
+            Message::Assistant {
+                content: String::new(),
+                tool_calls: vec![ToolCall {
+                    id: id.into(),
+                    name: "read_file".into(),
+                    arguments: arguments.into(),
+                }],
+            },
+            Message::Tool {
+                call_id: id.into(),
+                name: "read_file".into(),
+                content: "a.py (lines 1-50 of 50)\n    1 | x\n".into(),
+                is_error: false,
+            },
+        ]
+    }
+
+    fn call(arguments: &str) -> ToolCall {
+        ToolCall {
+            id: "new".into(),
+            name: "read_file".into(),
+            arguments: arguments.into(),
+        }
+    }
+
+    #[test]
+    fn a_read_of_the_base_is_answered_only_by_an_earlier_read_of_the_base() {
+        let head: Vec<Message> =
+            read("h1", r#"{"path":"a.py","start_line":1,"end_line":50}"#).into();
+        let tracker = ReadTracker::default();
+        let base_call = call(r#"{"path":"a.py","start_line":5,"end_line":9,"revision":"base"}"#);
+        assert_eq!(tracker.pointer_for_call(&base_call, &head), None);
+        let base: Vec<Message> = read(
+            "b1",
+            r#"{"path":"a.py","start_line":1,"end_line":50,"revision":"base"}"#,
+        )
+        .into();
+        assert_eq!(
+            tracker.pointer_for_call(&base_call, &base).as_deref(),
+            Some("[lines 5-9 of a.py at base are in the result of call b1 above, still in view]")
+        );
+        let head_call = call(r#"{"path":"a.py","start_line":5,"end_line":9}"#);
+        assert_eq!(tracker.pointer_for_call(&head_call, &base), None);
+        assert!(tracker.pointer_for_call(&head_call, &head).is_some());
+    }
+}

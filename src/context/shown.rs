@@ -165,6 +165,27 @@ mod tests {
     }
 
     #[test]
+    fn a_move_line_counts_for_its_head_span_and_base_reads_get_no_pointer() {
+        let message = "+++ b/pkg/core.py\n\
+            \x20  11  \n\
+            12-35 ~ moved from `pkg/util.py:11-34`, edited (- original, + now):\n\
+            \x20  20 -    scaled = total * factor\n\
+            \x20  21 +    scaled = total + factor\n";
+        let index = FirstMessageIndex::parse(message);
+        let printed: Vec<u32> = index
+            .printed_lines()
+            .flat_map(|(_, lines)| lines.iter().copied())
+            .collect();
+        assert_eq!(printed, (11..=35).collect::<Vec<u32>>());
+        let read = |args: &str| index.pointer_for_call(&call("read_file", args));
+        assert!(read(r#"{"path":"pkg/core.py","start_line":12,"end_line":35}"#).is_some());
+        assert_eq!(
+            read(r#"{"path":"pkg/core.py","start_line":12,"end_line":35,"revision":"base"}"#),
+            None
+        );
+    }
+
+    #[test]
     fn reads_within_printed_lines_get_a_pointer_and_wider_reads_do_not() {
         let index = FirstMessageIndex::parse(MESSAGE);
         let read = |args: &str| index.pointer_for_call(&call("read_file", args));

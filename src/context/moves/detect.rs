@@ -55,6 +55,29 @@ struct Chain {
     anchors: Vec<(usize, usize)>,
 }
 
+/// A chain aligned into a possible move.
+struct Candidate {
+    chain: Chain,
+    ops: Vec<Op>,
+    shift: i64,
+    same: usize,
+}
+
+impl Candidate {
+    fn of(chain: Chain, added: &[Run<'_>], removed: &[Run<'_>]) -> Option<Self> {
+        let (a, r) = (&added[chain.added], &removed[chain.removed]);
+        let shift = shift_of(a, r, &chain.anchors);
+        let ops = align(a, r, &chain.anchors, shift)?;
+        let same = ops.iter().filter(|op| matches!(op, Op::Same(..))).count();
+        Some(Candidate {
+            chain,
+            ops,
+            shift,
+            same,
+        })
+    }
+}
+
 /// One step of an alignment.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Op {
@@ -70,28 +93,28 @@ pub(super) fn detect(changes: &ChangeSet) -> Vec<Move> {
         return Vec::new();
     }
     let index = index_removed(&removed);
-    let mut chains: Vec<Chain> = added
+    let mut candidates: Vec<Candidate> = added
         .iter()
         .enumerate()
         .flat_map(|(a, run)| chains_of(a, run, &removed, &index))
+        .filter_map(|chain| Candidate::of(chain, &added, &removed))
         .collect();
-    // Longest first; ties in change order, so the result never depends on hashing.
-    chains.sort_by(|x, y| {
-        y.anchors
-            .len()
-            .cmp(&x.anchors.len())
-            .then(x.added.cmp(&y.added))
-            .then(x.anchors.cmp(&y.anchors))
-            .then(x.removed.cmp(&y.removed))
+    // Closest first: most equal lines, fewest edits, least re-indented; ties in
+    // change order, so the result never depends on hashing.
+    candidates.sort_by(|x, y| {
+        y.same
+            .cmp(&x.same)
+            .then(x.ops.len().cmp(&y.ops.len()))
+            .then(x.shift.abs().cmp(&y.shift.abs()))
+            .then(x.chain.added.cmp(&y.chain.added))
+            .then(x.chain.anchors.cmp(&y.chain.anchors))
+            .then(x.chain.removed.cmp(&y.chain.removed))
     });
     let mut taken_added: HashMap<usize, Vec<(usize, usize)>> = HashMap::new();
     let mut taken_removed: HashMap<usize, Vec<(usize, usize)>> = HashMap::new();
     let mut moves = Vec::new();
-    for chain in chains {
+    for Candidate { chain, ops, .. } in candidates {
         let (a, r) = (&added[chain.added], &removed[chain.removed]);
-        let Some(ops) = align(a, r, &chain.anchors) else {
-            continue;
-        };
         let (a_span, r_span) = spans(&ops);
         let free = |taken: &HashMap<usize, Vec<(usize, usize)>>, run, span: (usize, usize)| {
             taken
@@ -310,11 +333,16 @@ fn shift_of(added: &Run<'_>, removed: &Run<'_>, anchors: &[(usize, usize)]) -> i
 
 /// The alignment of the block the anchors span, extended over equal lines at
 /// both ends; `None` when it is not similar enough to be a move.
-fn align(added: &Run<'_>, removed: &Run<'_>, anchors: &[(usize, usize)]) -> Option<Vec<Op>> {
+fn align(
+    added: &Run<'_>,
+    removed: &Run<'_>,
+    anchors: &[(usize, usize)],
+    shift: i64,
+) -> Option<Vec<Op>> {
     let equal = Equal {
         added,
         removed,
-        shift: shift_of(added, removed, anchors),
+        shift,
     };
     let mut ops = Vec::new();
     for (k, &(ai, aj)) in anchors.iter().enumerate() {
