@@ -24,8 +24,10 @@
 //!   equal to the original (whitespace at the ends ignored, indentation shifted
 //!   consistently), at least [`detect::MIN_ANCHORS`] of them long enough to be
 //!   distinctive (so runs of `}` or `return None` never form one), and at least
-//!   [`detect::MIN_SIMILARITY_PERCENT`] % of its lines equal. A removal and an
-//!   addition at the same place of one file are an edit, not a move.
+//!   [`detect::MIN_SIMILARITY_PERCENT`] % of its lines equal, and prints at
+//!   most [`detect::MAX_EDIT_PERCENT`] % of its head lines as edits (else it
+//!   would cost more than the plain lines). A removal and an addition at the
+//!   same place of one file are an edit, not a move.
 //! - **Each line once**: an added line is the destination of at most one move,
 //!   a removed line the source of at most one.
 //! - **Nothing hidden**: every line of a move's head span is either equal to
@@ -104,19 +106,31 @@ impl Moves {
     /// What the moves amount to: their head lines, and their tokens as shown
     /// (move lines, edits, moved-away lines) and as plain diff lines.
     pub fn summary(&self, changes: &ChangeSet, counter: &TokenCounter) -> MoveSummary {
-        let mut summary = MoveSummary {
-            blocks: self.list.len(),
-            ..MoveSummary::default()
+        let shown: Vec<String> = self
+            .list
+            .iter()
+            .map(|m| {
+                let mut shown = String::new();
+                render::move_block(m, render::Numbers::Aligned, &mut shown);
+                shown.push_str(&format!("      {}\n", render::moved_away(m)));
+                shown
+            })
+            .collect();
+        let plain: Vec<String> = self.list.iter().map(|m| plain_lines(changes, m)).collect();
+        let count = |texts: &[String]| -> usize {
+            let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+            super::count_parallel(counter, &refs).into_iter().sum()
         };
-        for m in &self.list {
-            let mut shown = String::new();
-            render::move_block(m, render::Numbers::Aligned, &mut shown);
-            shown.push_str(&format!("      {}\n", render::moved_away(m)));
-            summary.tokens += counter.count(&shown);
-            summary.raw_tokens += counter.count(&plain_lines(changes, m));
-            summary.lines += (m.to.1 - m.to.0 + 1) as usize;
+        MoveSummary {
+            blocks: self.list.len(),
+            lines: self
+                .list
+                .iter()
+                .map(|m| (m.to.1 - m.to.0 + 1) as usize)
+                .sum(),
+            tokens: count(&shown),
+            raw_tokens: count(&plain),
         }
-        summary
     }
 
     /// The moves into and out of the changed file at `path` (its head path).
@@ -146,7 +160,9 @@ pub struct MoveSummary {
     pub raw_tokens: usize,
 }
 
-/// Every diff line of the changed file at `path`.
+/// Every diff line of the changed file at `path`. (A scan of the files: the
+/// summary is made once per review, after the message, and files are few
+/// next to their lines.)
 fn lines_of<'c>(changes: &'c ChangeSet, path: &'c str) -> impl Iterator<Item = &'c DiffLine> + 'c {
     changes
         .files

@@ -329,11 +329,12 @@ fn numbered(line: &str) -> Option<(u32, char)> {
 pub(crate) fn added_lines(text: &str) -> Vec<u32> {
     let mut lines: Vec<u32> = text
         .lines()
-        .flat_map(|line| match numbered(line) {
-            Some((n, '+')) => n..=n,
-            Some(_) => 1..=0,
-            None => super::moves::span_of(line).map_or(1..=0, |(a, b)| a..=b),
+        .filter_map(|line| match numbered(line) {
+            Some((n, '+')) => Some(n..=n),
+            Some(_) => None,
+            None => super::moves::span_of(line).map(|(a, b)| a..=b),
         })
+        .flatten()
         .collect();
     lines.sort_unstable();
     lines.dedup();

@@ -78,12 +78,13 @@ impl FirstMessageIndex {
         let path = args.get("path")?.as_str()?.trim().trim_start_matches("./");
         let printed = self.files.get(path)?;
         match call.name.as_str() {
+            // The first message shows head lines only, and moved code as moves.
+            "read_file" if crate::tools::reads_base(&args) => None,
+            "diff" if args.get("raw").and_then(|r| r.as_bool()) == Some(true) => None,
             "diff" if printed.whole => Some(format!(
                 "[the diff of {path} is shown whole, numbered with its context, {SUFFIX} \
                  (use read_file with start_line and end_line for more context)"
             )),
-            // The first message shows head lines only.
-            "read_file" if crate::tools::reads_base(&args) => None,
             "read_file" => {
                 let number = |key: &str| args.get(key).and_then(|v| v.as_u64());
                 let start = number("start_line").unwrap_or(1).max(1);
@@ -179,6 +180,9 @@ mod tests {
         assert_eq!(printed, (11..=35).collect::<Vec<u32>>());
         let read = |args: &str| index.pointer_for_call(&call("read_file", args));
         assert!(read(r#"{"path":"pkg/core.py","start_line":12,"end_line":35}"#).is_some());
+        let diff = |args: &str| index.pointer_for_call(&call("diff", args));
+        assert!(diff(r#"{"path":"pkg/core.py"}"#).is_some());
+        assert_eq!(diff(r#"{"path":"pkg/core.py","raw":true}"#), None);
         assert_eq!(
             read(r#"{"path":"pkg/core.py","start_line":12,"end_line":35,"revision":"base"}"#),
             None

@@ -27,6 +27,10 @@ pub(crate) const MIN_SIMILARITY_PERCENT: usize = 60;
 /// line edited ([`Equal::near`]) at the edge of a move.
 pub(crate) const NEAR_PERCENT: usize = 70;
 
+/// Most edit lines (`-` and `+`) a move may print, in percent of its head
+/// lines: past that, the move and its edits cost more than the plain lines.
+pub(crate) const MAX_EDIT_PERCENT: usize = 50;
+
 /// Most lines between two anchors of one move, on either side: more and it is two moves.
 pub(crate) const MAX_GAP: usize = 6;
 
@@ -367,9 +371,11 @@ fn align(
         .iter()
         .filter(|op| matches!(op, Op::Same(i, _) if distinctive(key(added.texts[*i]))))
         .count();
+    let edits = ops.len() - same;
     (same >= MIN_SAME_LINES
         && distinct >= MIN_ANCHORS
-        && same * 100 >= longer * MIN_SIMILARITY_PERCENT)
+        && same * 100 >= longer * MIN_SIMILARITY_PERCENT
+        && edits * 100 <= (a_span.1 - a_span.0 + 1) * MAX_EDIT_PERCENT)
         .then_some(ops)
 }
 
