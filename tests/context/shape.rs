@@ -86,7 +86,9 @@ fn deleted_files_become_one_list_with_line_counts() {
         .file("src/a.rs", "", "fn a() {}\n");
     let shaped = change.shape(&ShapeOptions::default());
     assert!(
-        shaped.message.contains("\n## Deleted files (2)\n"),
+        shaped.message.contains(
+            "\n## Deleted files (2)\n`read_file` with `\"revision\": \"base\"` reads them as they were.\n"
+        ),
         "{}",
         shaped.message
     );
