@@ -33,7 +33,7 @@ impl Tool for ReadFile {
                  Lines are numbered (`  42 | text`); cite these numbers in findings. \
                  Without end_line, shows {DEFAULT_WINDOW} lines from start_line and says where to continue. \
                  Binary files and files over the size limit are refused; use search for those. \
-                 With revision \"base\", reads the file as it was before the change (moved or removed code)."
+                 With revision \"base\", reads the file as it was before the change (moved or removed code), numbered in base lines."
             ),
             parameters: serde_json::json!({
                 "type": "object",
