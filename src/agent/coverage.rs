@@ -3,7 +3,9 @@
 //! A changed line is an added, non-blank head line of a non-binary file that the
 //! review did not leave out. It counts as shown when it appeared in the model's
 //! context under its own file: in the first message, in a `diff` result, or in a
-//! `read_file` result that covered its line number.
+//! `read_file` result that covered its line number. A moved, unchanged line is
+//! shown by the move line that stands for it (see [`crate::context::moves`]);
+//! a read of the base revision shows no head line.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Mutex;
@@ -75,6 +77,9 @@ impl Coverage {
             .get("path")
             .and_then(|p| p.as_str())
             .map(|p| p.trim_start_matches("./"));
+        if crate::tools::reads_base(&args) {
+            return;
+        }
         match (name, path) {
             // What a diff result prints, file by file: a result cut for size
             // counts only for the lines it still holds.
@@ -174,5 +179,20 @@ mod tests {
         c.observe_tool("diff", "{}", &whole);
         assert_eq!(c.shown(), 3);
         assert!((c.ratio() - 1.0).abs() < f64::EPSILON);
+    }
+
+    #[test]
+    fn a_move_line_shows_its_span_and_a_read_of_the_base_shows_nothing() {
+        let c = Coverage::new(&change());
+        c.observe_tool(
+            "read_file",
+            r#"{"path":"a.rs","start_line":1,"end_line":20,"revision":"base"}"#,
+            "a.rs at base (lines 1-20 of 20)\n   10 | x\n   13 | x\n",
+        );
+        assert_eq!(c.shown(), 0);
+        let moved =
+            "--- a/a.rs\n+++ b/a.rs\n@@ -9,0 +10,4 @@\n10-13 ~ moved from `b.rs:1-4`, unchanged\n";
+        c.observe_tool("diff", r#"{"path":"a.rs"}"#, moved);
+        assert_eq!(c.shown(), 3);
     }
 }

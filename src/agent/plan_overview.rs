@@ -276,6 +276,7 @@ mod tests {
             changed_lines_total: 0,
             changed_lines_shown: 0,
             sections: Vec::new(),
+            moves: Default::default(),
         }
     }
 

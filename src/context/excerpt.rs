@@ -10,6 +10,7 @@ use std::sync::LazyLock;
 
 use regex::Regex;
 
+use super::moves::{FileMoves, render as moved};
 use crate::review::diff::{DiffLine, FileChange, LineKind};
 
 /// Context around each change, in head lines, and how the lines are laid out.
@@ -159,8 +160,14 @@ impl<'a> HeadLines<'a> {
 
 /// Renders `file`'s changes with `context` lines around them. `head` is the
 /// file's head text; without it (or when it does not match the hunks) only the
-/// lines the hunks carry are shown.
-pub(crate) fn render_file(file: &FileChange, head: Option<&str>, context: ContextLines) -> Excerpt {
+/// lines the hunks carry are shown. Each of the file's moved blocks is one
+/// move line plus its edits, each moved original one line ([`super::moves`]).
+pub(crate) fn render_file(
+    file: &FileChange,
+    head: Option<&str>,
+    context: ContextLines,
+    moves: &FileMoves<'_>,
+) -> Excerpt {
     let lines = HeadLines::new(file, head);
     let (blocks, runs) = collect_changes(file);
     let windows = merge_windows(
@@ -186,6 +193,7 @@ pub(crate) fn render_file(file: &FileChange, head: Option<&str>, context: Contex
     let numbers = Numbering {
         added: &added,
         runs: &runs,
+        moves,
     };
     for window in &windows {
         shown_changed += render_window(window, &lines, &numbers, context.layout, &mut out);
@@ -473,6 +481,8 @@ struct Numbering<'a> {
     added: &'a [u32],
     /// Removed runs, sorted by anchor.
     runs: &'a [RemovedRun<'a>],
+    /// The file's moves.
+    moves: &'a FileMoves<'a>,
 }
 
 impl Numbering<'_> {
@@ -509,15 +519,27 @@ fn render_window(
     let mut body = String::new();
     let mut old_count = 0u32;
     let mut shown = 0;
+    let mut moved_to = 0;
     for n in window.start..=window.end + 1 {
         while let Some(run) = runs.next_if(|r| r.anchor == n) {
             old_count += run.lines.len() as u32;
-            render_run(run, layout, &mut body);
+            render_run(run, layout, numbers.moves, &mut body);
         }
         if n > window.end {
             break;
         }
         let text = lines.get(n).unwrap_or("");
+        if let Some(m) = numbers.moves.starting_at(n) {
+            moved::move_block(m, numbers_of(layout), &mut body);
+            moved_to = m.to.1;
+        }
+        if n <= moved_to {
+            // Stood for by the move line: not repeated, but shown.
+            if numbers.is_added(n) && !text.trim().is_empty() {
+                shown += 1;
+            }
+            continue;
+        }
         let mark = if numbers.is_added(n) {
             if !text.trim().is_empty() {
                 shown += 1;
@@ -575,16 +597,40 @@ fn compact_hunk_line(header: &str) -> String {
 /// The longest definition a compact `@@` line names, in characters.
 const COMPACT_HEADER_CHARS: usize = 48;
 
-fn render_run(run: &RemovedRun<'_>, layout: Layout, out: &mut String) {
-    if run.removal_only && run.lines.len() >= SUMMARY_MIN_LINES {
+fn numbers_of(layout: Layout) -> moved::Numbers {
+    match layout {
+        Layout::Aligned => moved::Numbers::Aligned,
+        Layout::Compact => moved::Numbers::Unpadded,
+    }
+}
+
+/// A removed run: moved originals as one line each, the rest as below.
+fn render_run(run: &RemovedRun<'_>, layout: Layout, moves: &FileMoves<'_>, out: &mut String) {
+    for segment in moved::segments(&run.lines, moves) {
+        match segment {
+            moved::Segment::Moved(m) => {
+                if layout == Layout::Aligned {
+                    out.push_str("      ");
+                }
+                out.push_str(&moved::moved_away(m));
+                out.push('\n');
+            }
+            moved::Segment::Gone(lines) => render_gone(&lines, run.removal_only, layout, out),
+        }
+    }
+}
+
+/// Removed lines: a one-line summary when a long pure deletion, else each line.
+fn render_gone(lines: &[&DiffLine], removal_only: bool, layout: Layout, out: &mut String) {
+    if removal_only && lines.len() >= SUMMARY_MIN_LINES {
         if layout == Layout::Aligned {
             out.push_str("      ");
         }
-        out.push_str(&deletion_summary(&run.lines));
+        out.push_str(&deletion_summary(lines));
         out.push('\n');
         return;
     }
-    for line in &run.lines {
+    for line in lines {
         let number = line.old_line.map(|n| n.to_string()).unwrap_or_default();
         let _ = match layout {
             Layout::Aligned => writeln!(out, "{number:>5} -{}", line.text),
@@ -609,7 +655,7 @@ fn deletion_summary(lines: &[&DiffLine]) -> String {
         what.push('…');
     }
     format!(
-        "[lines {first}-{last} of base removed ({} lines): {what}]",
+        "[lines {first}-{last} of base removed ({} lines): {what}; read_file with revision \"base\" shows them]",
         lines.len()
     )
 }

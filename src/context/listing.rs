@@ -53,17 +53,22 @@ pub(crate) fn render_over_budget(items: &[ListItem]) -> String {
 /// The deleted, noise and content-free lists (each only when not empty).
 pub(crate) fn render_fixed(items: &FixedItems) -> String {
     let mut out = String::new();
-    for (title, list) in [
-        ("Deleted files", &items.deleted),
+    for (title, note, list) in [
+        (
+            "Deleted files",
+            "`read_file` with `\"revision\": \"base\"` reads them as they were.\n",
+            &items.deleted,
+        ),
         (
             "Left out as noise (lockfiles, generated, vendored, minified, binary, snapshots, config excludes)",
+            "",
             &items.excluded,
         ),
-        ("Other changes", &items.other),
+        ("Other changes", "", &items.other),
     ] {
         if !list.is_empty() {
             out.push_str(&format!(
-                "\n## {title} ({})\n{}",
+                "\n## {title} ({})\n{note}{}",
                 list.len(),
                 render_items(list)
             ));

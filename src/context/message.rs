@@ -70,6 +70,9 @@ pub(crate) fn header(
         "Line numbers are head line numbers (`-` lines carry base numbers); cite them. Context: {} lines before and {} after each change, widened to the enclosing definition when near (else named in the @@ line); long pure deletions are summarised in one line. Open anything not shown with the `diff` tool ({{\"path\": \"...\"}}) or `read_file`.\n",
         facts.context.before, facts.context.after
     ));
+    if facts.moved_blocks > 0 {
+        out.push_str(MOVES_NOTE);
+    }
     if let Some(error) = &facts.exclude_error {
         out.push_str(&format!(
             "Note: {error}; the config's exclude list was ignored.\n"
@@ -141,3 +144,6 @@ fn no_content_note(file: &FileChange) -> String {
         _ => "no content change".into(),
     }
 }
+
+/// How moved code is shown, said once when the change moves any.
+const MOVES_NOTE: &str = "Moved code is one line, `FIRST-LAST ~ moved from `PATH:A-B``, standing for those head lines, followed only by its edits against the original (`-` lines carry the original's base numbers). Read any base lines with `read_file` and `\"revision\": \"base\"`.\n";

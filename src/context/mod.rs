@@ -27,6 +27,7 @@ mod excerpt;
 mod listing;
 mod measure;
 mod message;
+pub(crate) mod moves;
 pub mod noise;
 pub mod order;
 mod pack;
@@ -38,6 +39,7 @@ mod shape;
 mod shown;
 mod summarize;
 
+pub use moves::MoveSummary;
 pub(crate) use partition::{Packing, Slice, partition};
 pub use prune::{
     DEFAULT_KEEP_RECENT, DEFAULT_MAX_OBSERVATION_TOKENS, DEFAULT_PRUNE_THRESHOLD, LOW_WATER,

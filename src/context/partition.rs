@@ -324,22 +324,30 @@ fn numbered(line: &str) -> Option<(u32, char)> {
     }
 }
 
-/// Head line numbers of the added lines printed in `text`.
+/// Head line numbers of the added lines printed in `text`, with those a move
+/// line stands for ([`super::moves::span_of`]).
 pub(crate) fn added_lines(text: &str) -> Vec<u32> {
-    text.lines()
-        .filter_map(numbered)
-        .filter(|(_, mark)| *mark == '+')
-        .map(|(n, _)| n)
-        .collect()
+    let mut lines: Vec<u32> = text
+        .lines()
+        .filter_map(|line| match numbered(line) {
+            Some((n, '+')) => Some(n..=n),
+            Some(_) => None,
+            None => super::moves::span_of(line).map(|(a, b)| a..=b),
+        })
+        .flatten()
+        .collect();
+    lines.sort_unstable();
+    lines.dedup();
+    lines
 }
 
 /// First and last head line printed in `text` (`0-0` when none).
 fn head_span(text: &str) -> (u32, u32) {
-    let heads = text
-        .lines()
-        .filter_map(numbered)
-        .filter(|(_, mark)| *mark != '-')
-        .map(|(n, _)| n);
+    let heads = text.lines().flat_map(|line| match numbered(line) {
+        Some((_, '-')) => Vec::new(),
+        Some((n, _)) => vec![n],
+        None => super::moves::span_of(line).map_or_else(Vec::new, |(a, b)| vec![a, b]),
+    });
     heads.fold((0, 0), |(lo, hi), n| {
         (if lo == 0 { n } else { lo.min(n) }, hi.max(n))
     })

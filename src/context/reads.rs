@@ -1,5 +1,7 @@
 //! Repeated reads: when the model asks for file lines whose earlier result is
 //! still whole in the history, answer with a pointer instead of a second copy.
+//! A read of the base revision (`"revision": "base"`) and one of the head are
+//! different reads: neither answers the other.
 
 use crate::llm::{Message, ToolCall};
 
@@ -26,6 +28,8 @@ struct ReadRange {
     path: String,
     start: u32,
     end: u32,
+    /// Whether it reads the base revision.
+    base: bool,
 }
 
 impl ReadRange {
@@ -34,6 +38,7 @@ impl ReadRange {
             path: normalise(path),
             start: start.unwrap_or(1).max(1),
             end: end.unwrap_or(u32::MAX),
+            base: false,
         }
     }
 
@@ -45,15 +50,17 @@ impl ReadRange {
                 .and_then(|v| v.as_u64())
                 .map(|n| n.min(u32::MAX as u64) as u32)
         };
-        Some(ReadRange::new(
-            path,
-            number("start_line"),
-            number("end_line"),
-        ))
+        Some(ReadRange {
+            base: crate::tools::reads_base(&args),
+            ..ReadRange::new(path, number("start_line"), number("end_line"))
+        })
     }
 
     fn covers(&self, other: &ReadRange) -> bool {
-        self.path == other.path && self.start <= other.start && self.end >= other.end
+        self.path == other.path
+            && self.base == other.base
+            && self.start <= other.start
+            && self.end >= other.end
     }
 }
 
@@ -75,7 +82,10 @@ impl ReadTracker {
         end: Option<u32>,
         history: &[Message],
     ) -> Option<String> {
-        let wanted = ReadRange::new(path, start, end);
+        self.pointer_to(ReadRange::new(path, start, end), history)
+    }
+
+    fn pointer_to(&self, wanted: ReadRange, history: &[Message]) -> Option<String> {
         let (id, earlier) = history
             .iter()
             .rev()
@@ -96,8 +106,9 @@ impl ReadTracker {
             } else {
                 wanted.end.to_string()
             };
+            let at = if wanted.base { " at base" } else { "" };
             format!(
-                "[lines {}-{end} of {} are in the result of call {id} {POINTER_SUFFIX}",
+                "[lines {}-{end} of {}{at} are in the result of call {id} {POINTER_SUFFIX}",
                 wanted.start, wanted.path
             )
         })
@@ -108,9 +119,7 @@ impl ReadTracker {
         if call.name != self.tool_name {
             return None;
         }
-        let range = ReadRange::from_call(call)?;
-        let end = (range.end != u32::MAX).then_some(range.end);
-        self.pointer(&range.path, Some(range.start), end, history)
+        self.pointer_to(ReadRange::from_call(call)?, history)
     }
 }
 
@@ -154,4 +163,57 @@ pub(crate) fn pointer_target(content: &str) -> Option<&str> {
 /// Whether the tool or the pruner shortened the result.
 fn was_cut(content: &str) -> bool {
     content.contains(CUT_MARKER) || content.contains("[output truncated")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn read(id: &str, arguments: &str) -> [Message; 2] {
+        [
+            Message::Assistant {
+                content: String::new(),
+                tool_calls: vec![ToolCall {
+                    id: id.into(),
+                    name: "read_file".into(),
+                    arguments: arguments.into(),
+                }],
+            },
+            Message::Tool {
+                call_id: id.into(),
+                name: "read_file".into(),
+                content: "a.py (lines 1-50 of 50)\n    1 | x\n".into(),
+                is_error: false,
+            },
+        ]
+    }
+
+    fn call(arguments: &str) -> ToolCall {
+        ToolCall {
+            id: "new".into(),
+            name: "read_file".into(),
+            arguments: arguments.into(),
+        }
+    }
+
+    #[test]
+    fn a_read_of_the_base_is_answered_only_by_an_earlier_read_of_the_base() {
+        let head: Vec<Message> =
+            read("h1", r#"{"path":"a.py","start_line":1,"end_line":50}"#).into();
+        let tracker = ReadTracker::default();
+        let base_call = call(r#"{"path":"a.py","start_line":5,"end_line":9,"revision":"base"}"#);
+        assert_eq!(tracker.pointer_for_call(&base_call, &head), None);
+        let base: Vec<Message> = read(
+            "b1",
+            r#"{"path":"a.py","start_line":1,"end_line":50,"revision":"base"}"#,
+        )
+        .into();
+        assert_eq!(
+            tracker.pointer_for_call(&base_call, &base).as_deref(),
+            Some("[lines 5-9 of a.py at base are in the result of call b1 above, still in view]")
+        );
+        let head_call = call(r#"{"path":"a.py","start_line":5,"end_line":9}"#);
+        assert_eq!(tracker.pointer_for_call(&head_call, &base), None);
+        assert!(tracker.pointer_for_call(&head_call, &head).is_some());
+    }
 }

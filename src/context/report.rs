@@ -8,7 +8,8 @@ use super::thousands;
 impl ShapedContext {
     /// The machine-readable report (version 1):
     /// `{"version":1,"model":…,"encoding":…,"budget":…,"files":[{"path","old_path"?,"status","reason","tokens"}],
-    /// "tokens":{"naive","shaped"},"changed_lines":{"total","shown"}}`.
+    /// "tokens":{"naive","shaped"},"changed_lines":{"total","shown"},
+    /// "moves":{"blocks","lines","tokens","raw_tokens"}}`.
     pub fn to_json(&self, model: &str, encoding: &str, budget: usize) -> serde_json::Value {
         let files: Vec<serde_json::Value> = self
             .files
@@ -35,6 +36,12 @@ impl ShapedContext {
             "files": files,
             "tokens": {"naive": self.naive_tokens, "shaped": self.shaped_tokens},
             "changed_lines": {"total": self.changed_lines_total, "shown": self.changed_lines_shown},
+            "moves": {
+                "blocks": self.moves.blocks,
+                "lines": self.moves.lines,
+                "tokens": self.moves.tokens,
+                "raw_tokens": self.moves.raw_tokens,
+            },
         })
     }
 
@@ -67,6 +74,15 @@ impl ShapedContext {
             thousands(self.changed_lines_shown),
             thousands(self.changed_lines_total)
         ));
+        if self.moves.blocks > 0 {
+            out.push_str(&format!(
+                "moved code: {} blocks, {} lines, shown as moves in {} tokens ({} as plain diff lines)\n",
+                thousands(self.moves.blocks),
+                thousands(self.moves.lines),
+                thousands(self.moves.tokens),
+                thousands(self.moves.raw_tokens)
+            ));
+        }
         let width = self
             .files
             .iter()

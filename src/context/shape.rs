@@ -10,6 +10,7 @@ use crate::review::diff::{ChangeSet, FileChange, FileStatus, LineKind};
 
 use super::excerpt::{self, ContextLines, Layout};
 use super::measure::Measured;
+use super::moves::{MoveSummary, Moves};
 use super::noise::{self, NoiseKind};
 use super::order;
 use super::pack::{fit_exactly, measure_files, pack};
@@ -98,6 +99,8 @@ pub struct ShapedContext {
     pub changed_lines_total: usize,
     /// Those of them printed in the message under their own file's section.
     pub changed_lines_shown: usize,
+    /// The blocks of code the change moves, shown as moves ([`super::moves`]).
+    pub moves: MoveSummary,
     /// The numbered section of every reviewable file with changes, in review
     /// order, whether or not it fitted the message: what plan-and-execute slices.
     /// When the message does not hold every file they carry less context, in
@@ -188,6 +191,8 @@ pub(crate) struct Facts {
     pub context: ContextLines,
     /// Why the config's exclude globs were ignored, if they were.
     pub exclude_error: Option<String>,
+    /// Blocks of code the change moves ([`super::moves`]).
+    pub moved_blocks: usize,
 }
 
 /// Shapes `changes` into the first user message. `head_text` returns a file's
@@ -208,6 +213,7 @@ pub fn shape_change(
         layout: Layout::Aligned,
     };
     let heads = read_heads(changes, head_text);
+    let moves = Moves::detect(changes);
     let pairs: Vec<(&FileChange, Option<&str>)> = changes
         .files
         .iter()
@@ -219,7 +225,8 @@ pub fn shape_change(
             file,
             head,
             role,
-            section: (role == Role::Candidate).then(|| excerpt::render_file(file, head, context)),
+            section: (role == Role::Candidate)
+                .then(|| excerpt::render_file(file, head, context, &moves.of_file(&file.path))),
             section_tokens: Measured::default(),
             plain_tokens: Measured::default(),
             changed: added_nonblank(file),
@@ -234,6 +241,7 @@ pub fn shape_change(
         budget: opts.budget_tokens,
         context,
         exclude_error,
+        moved_blocks: moves.count(),
     };
     let mut shown = pack(&mut prepared, &facts, counter);
     let (message, shaped_tokens) = fit_exactly(&prepared, &mut shown, &facts, counter);
@@ -255,7 +263,8 @@ pub fn shape_change(
             .map(|p| p.changed)
             .sum(),
         changed_lines_shown,
-        sections: sections_for_tasks(&mut prepared, &shown, context),
+        sections: sections_for_tasks(&mut prepared, &shown, context, &moves),
+        moves: moves.summary(changes, counter),
         message,
     }
 }
@@ -294,6 +303,7 @@ fn sections_for_tasks(
     prepared: &mut [Prepared<'_>],
     shown: &[bool],
     context: ContextLines,
+    moves: &Moves,
 ) -> Vec<Section> {
     let fits = prepared
         .iter()
@@ -310,7 +320,9 @@ fn sections_for_tasks(
         .collect();
     let render = |p: &&mut Prepared<'_>| match fits {
         true => None,
-        false => Some(excerpt::render_file(p.file, p.head, lean).text),
+        false => {
+            Some(excerpt::render_file(p.file, p.head, lean, &moves.of_file(&p.file.path)).text)
+        }
     };
     let lean_texts = super::parallel_map(&candidates, render);
     candidates

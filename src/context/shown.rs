@@ -61,6 +61,9 @@ impl FirstMessageIndex {
                     printed.whole = false;
                 } else if let Some(n) = head_number(line) {
                     printed.lines.insert(n);
+                } else if let Some((first, last)) = super::moves::span_of(line) {
+                    // A move line stands for the unchanged lines of its block.
+                    printed.lines.extend(first..=last);
                 }
             }
         }
@@ -79,6 +82,9 @@ impl FirstMessageIndex {
         let path = args.get("path")?.as_str()?.trim().trim_start_matches("./");
         let printed = self.files.get(path)?;
         match call.name.as_str() {
+            // The first message shows head lines only, and moved code as moves.
+            "read_file" if crate::tools::reads_base(&args) => None,
+            "diff" if args.get("raw").and_then(|r| r.as_bool()) == Some(true) => None,
             "diff" if printed.whole => Some(format!(
                 "[the diff of {path} is shown whole, numbered with its context, {SUFFIX} \
                  (use read_file with start_line and end_line for more context)"
@@ -179,6 +185,30 @@ mod tests {
             index
                 .pointer_for_call(&call("diff", r#"{"path":"src/a.rs"}"#))
                 .is_some()
+        );
+    }
+
+    #[test]
+    fn a_move_line_counts_for_its_head_span_and_base_reads_get_no_pointer() {
+        let message = "+++ b/pkg/core.py\n\
+            \x20  11  \n\
+            12-35 ~ moved from `pkg/util.py:11-34`, edited (- original, + now):\n\
+            \x20  20 -    scaled = total * factor\n\
+            \x20  21 +    scaled = total + factor\n";
+        let index = FirstMessageIndex::parse(message);
+        let printed: Vec<u32> = index
+            .printed_lines()
+            .flat_map(|(_, lines)| lines.iter().copied())
+            .collect();
+        assert_eq!(printed, (11..=35).collect::<Vec<u32>>());
+        let read = |args: &str| index.pointer_for_call(&call("read_file", args));
+        assert!(read(r#"{"path":"pkg/core.py","start_line":12,"end_line":35}"#).is_some());
+        let diff = |args: &str| index.pointer_for_call(&call("diff", args));
+        assert!(diff(r#"{"path":"pkg/core.py"}"#).is_some());
+        assert_eq!(diff(r#"{"path":"pkg/core.py","raw":true}"#), None);
+        assert_eq!(
+            read(r#"{"path":"pkg/core.py","start_line":12,"end_line":35,"revision":"base"}"#),
+            None
         );
     }
 

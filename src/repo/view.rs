@@ -73,6 +73,20 @@ impl RepoView {
         })
     }
 
+    /// The same repository at commit `rev` (the base of a change, say), sharing
+    /// this view's open handles and size limit.
+    pub(crate) fn at_commit(&self, rev: &str) -> Result<RepoView, RepoError> {
+        let (id, tree) = self.handles.with(|repo| {
+            let commit = resolve_commit(repo, rev)?;
+            Ok((commit.id().to_string(), commit.tree_id()))
+        })?;
+        Ok(RepoView {
+            revision: Revision::Commit(id),
+            tree: Some(tree),
+            ..self.clone()
+        })
+    }
+
     /// The same view with another size limit for [`RepoView::read_text`].
     pub fn with_max_file_bytes(mut self, limit: u64) -> Self {
         self.max_file_bytes = limit;

@@ -1,9 +1,12 @@
 //! The `diff` tool: the change under review, whole or one file, with line numbers.
+//! Moved code is shown as a move plus its edits ([`crate::context::moves`]),
+//! unless the model asks for the raw patch.
 
 use async_trait::async_trait;
 use serde::Deserialize;
 
 use super::{Tool, ToolError, Workspace, parse_args};
+use crate::context::moves::{Moves, render::render_numbered};
 use crate::llm::ToolSpec;
 use crate::repo::normalize_path;
 use crate::review::diff::{ChangeSet, FileChange, FileStatus};
@@ -15,6 +18,8 @@ pub(crate) struct Diff;
 #[serde(deny_unknown_fields)]
 struct Args {
     path: Option<String>,
+    #[serde(default)]
+    raw: bool,
 }
 
 #[async_trait]
@@ -25,7 +30,9 @@ impl Tool for Diff {
             description: "Show the change under review in unified format with 3 lines of context. \
                  Each diff line starts with its line number: the new file's number for context and \
                  added (+) lines, the old file's for removed (-) lines. Without path: a one-line summary \
-                 per changed file, then every file's diff. With path: only that file's diff."
+                 per changed file, then every file's diff. With path: only that file's diff. \
+                 A block of code the change moves is one line (`40-46 ~ moved from `old.py:154-160``) \
+                 followed only by its edits against the original; set raw for the plain patch."
                 .into(),
             parameters: serde_json::json!({
                 "type": "object",
@@ -33,6 +40,10 @@ impl Tool for Diff {
                     "path": {
                         "type": "string",
                         "description": "A changed file, relative to the repository root (its old path also works for renames and deletions)."
+                    },
+                    "raw": {
+                        "type": "boolean",
+                        "description": "The plain patch, moved code printed line by line. Default false."
                     }
                 },
                 "additionalProperties": false
@@ -47,20 +58,24 @@ impl Tool for Diff {
     ) -> Result<String, ToolError> {
         let args: Args = parse_args("diff", args)?;
         let changes = &workspace.changes;
+        let moves = match args.raw {
+            true => Moves::default(),
+            false => Moves::detect(changes),
+        };
         match args.path {
-            None => Ok(render_all(changes)),
+            None => Ok(render_all(changes, &moves)),
             Some(path) => {
                 let normalized = normalize_path(&path)?;
                 changes
                     .file(&normalized)
-                    .map(FileChange::render_numbered)
+                    .map(|file| render_numbered(file, &moves.of_file(&file.path)))
                     .ok_or_else(|| not_in_change(&path, changes))
             }
         }
     }
 }
 
-fn render_all(changes: &ChangeSet) -> String {
+fn render_all(changes: &ChangeSet, moves: &Moves) -> String {
     if changes.files.is_empty() {
         return "the change is empty: no files differ between base and head".into();
     }
@@ -71,7 +86,7 @@ fn render_all(changes: &ChangeSet) -> String {
     }
     for file in &changes.files {
         out.push('\n');
-        out.push_str(&file.render_numbered());
+        out.push_str(&render_numbered(file, &moves.of_file(&file.path)));
     }
     out
 }
@@ -154,7 +169,7 @@ mod tests {
 
     #[test]
     fn overview_then_every_numbered_diff() {
-        let out = render_all(&changes());
+        let out = render_all(&changes(), &Moves::default());
         assert!(out.starts_with(
             "2 files changed\nadded    logo.png (binary)\nadded    src/new.rs +1 -0\n"
         ));

@@ -5,6 +5,7 @@
 mod diff;
 mod list_files;
 mod read_file;
+mod revision;
 mod search;
 
 use async_trait::async_trait;
@@ -16,6 +17,8 @@ use crate::llm::ToolSpec;
 use crate::repo::search::SearchError;
 use crate::repo::{RepoError, RepoView};
 use crate::review::diff::ChangeSet;
+
+pub(crate) use revision::is_base as reads_base;
 
 /// What a tool works on: the repository at the reviewed revision and the change.
 #[derive(Debug, Clone)]

@@ -3,6 +3,7 @@
 use async_trait::async_trait;
 use serde::Deserialize;
 
+use super::revision::{self, Side};
 use super::{Tool, ToolError, Workspace, parse_args};
 use crate::llm::ToolSpec;
 
@@ -18,6 +19,8 @@ struct Args {
     path: String,
     start_line: Option<u32>,
     end_line: Option<u32>,
+    #[serde(default)]
+    revision: Side,
 }
 
 #[async_trait]
@@ -29,7 +32,8 @@ impl Tool for ReadFile {
                 "Read a text file of the repository as it is at the reviewed revision. \
                  Lines are numbered (`  42 | text`); cite these numbers in findings. \
                  Without end_line, shows {DEFAULT_WINDOW} lines from start_line and says where to continue. \
-                 Binary files and files over the size limit are refused; use search for those."
+                 Binary files and files over the size limit are refused; use search for those. \
+                 With revision \"base\", reads the file as it was before the change (moved or removed code), numbered in base lines."
             ),
             parameters: serde_json::json!({
                 "type": "object",
@@ -47,7 +51,8 @@ impl Tool for ReadFile {
                         "type": "integer",
                         "minimum": 1,
                         "description": "Last line to show, inclusive. Default: start_line + 399, or the end of the file."
-                    }
+                    },
+                    "revision": revision::schema()
                 },
                 "required": ["path"],
                 "additionalProperties": false
@@ -62,11 +67,13 @@ impl Tool for ReadFile {
     ) -> Result<String, ToolError> {
         let args: Args = parse_args("read_file", args)?;
         let path = args.path.clone();
-        let text = workspace
-            .repo
-            .blocking(move |repo| repo.read_text(&path))
-            .await?;
-        render_window(&args.path, &text, args.start_line, args.end_line)
+        let view = revision::view(workspace, args.revision).await?;
+        let text = view.blocking(move |repo| repo.read_text(&path)).await?;
+        let label = match args.revision {
+            Side::Head => args.path.clone(),
+            Side::Base => format!("{} at base", args.path),
+        };
+        render_window(&label, &text, args.start_line, args.end_line)
     }
 }
 

@@ -3,6 +3,7 @@
 use async_trait::async_trait;
 use serde::Deserialize;
 
+use super::revision::{self, Side};
 use super::{Tool, ToolError, Workspace, parse_args};
 use crate::llm::ToolSpec;
 use crate::repo::search::{DEFAULT_MAX_RESULTS, SearchOptions, SearchOutput};
@@ -23,6 +24,8 @@ struct Args {
     #[serde(default)]
     case_insensitive: bool,
     max_results: Option<usize>,
+    #[serde(default)]
+    revision: Side,
 }
 
 #[async_trait]
@@ -36,7 +39,7 @@ impl Tool for Search {
                  The pattern is a Rust regular expression matched against single lines \
                  (escape `(`, `.`, `[` etc. or set fixed_string). Binary files are skipped. \
                  Returns at most max_results matches (default {DEFAULT_MAX_RESULTS}, at most {MAX_RESULTS_CAP}) \
-                 and says how many there were in all."
+                 and says how many there were in all. With revision \"base\", searches the files as they were before the change."
             ),
             parameters: serde_json::json!({
                 "type": "object",
@@ -62,7 +65,8 @@ impl Tool for Search {
                         "minimum": 1,
                         "maximum": MAX_RESULTS_CAP,
                         "description": format!("Most matching lines to return. Default {DEFAULT_MAX_RESULTS}.")
-                    }
+                    },
+                    "revision": revision::schema()
                 },
                 "required": ["pattern"],
                 "additionalProperties": false
@@ -92,11 +96,12 @@ impl Tool for Search {
             ..SearchOptions::new(args.pattern)
         };
         let query = options.clone();
-        let output = workspace
-            .repo
-            .blocking(move |repo| repo.search(&query))
-            .await?;
-        Ok(render(&options, &output))
+        let view = revision::view(workspace, args.revision).await?;
+        let output = view.blocking(move |repo| repo.search(&query)).await?;
+        Ok(match args.revision {
+            Side::Head => render(&options, &output),
+            Side::Base => format!("[at the base revision]\n{}", render(&options, &output)),
+        })
     }
 }
 

@@ -235,6 +235,7 @@ fn the_json_report_has_the_documented_shape() {
         ],
         "tokens": {"naive": shaped.naive_tokens, "shaped": shaped.shaped_tokens},
         "changed_lines": {"total": 1, "shown": 1},
+        "moves": {"blocks": 0, "lines": 0, "tokens": 0, "raw_tokens": 0},
     });
     assert_eq!(json, expected);
     assert!(a.tokens > 0 && lock.tokens > 0);

@@ -86,7 +86,9 @@ fn deleted_files_become_one_list_with_line_counts() {
         .file("src/a.rs", "", "fn a() {}\n");
     let shaped = change.shape(&ShapeOptions::default());
     assert!(
-        shaped.message.contains("\n## Deleted files (2)\n"),
+        shaped.message.contains(
+            "\n## Deleted files (2)\n`read_file` with `\"revision\": \"base\"` reads them as they were.\n"
+        ),
         "{}",
         shaped.message
     );
@@ -117,7 +119,7 @@ fn deletion_only_hunks_are_summarised_in_one_line() {
     assert!(
         shaped
             .message
-            .contains("      [lines 41-73 of base removed (33 lines): fn old_helper() {]\n"),
+            .contains("      [lines 41-73 of base removed (33 lines): fn old_helper() {; read_file with revision \"base\" shows them]\n"),
         "{}",
         shaped.message
     );
@@ -350,11 +352,11 @@ fn edges_of_the_file_are_numbered_like_git() {
         "{body}"
     );
     assert!(
-        body.contains("      [lines 7-10 of base removed (4 lines): line 7]\n"),
+        body.contains("      [lines 7-10 of base removed (4 lines): line 7; read_file with revision \"base\" shows them]\n"),
         "{body}"
     );
     assert!(
-        body.ends_with("    8  line 6\n      [lines 7-10 of base removed (4 lines): line 7]\n"),
+        body.ends_with("    8  line 6\n      [lines 7-10 of base removed (4 lines): line 7; read_file with revision \"base\" shows them]\n"),
         "{body}"
     );
     assert_eq!(shaped.changed_lines_shown, 2);
