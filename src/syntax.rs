@@ -16,7 +16,8 @@
 //! parentheses (`parenthesized_expression` is transparent, the tree keeps the grouping),
 //! a trailing comma before a closing bracket in argument, parameter, list, set, map,
 //! import and literal lists (not tuples or subscripts, where it changes the value),
-//! Python's quote style (`'a'` and `"a"`), Python line continuations, and statement
+//! Python's quote style (`'a'` and `"a"`), Python line continuations, Python's
+//! `cast(T, value)` (it is `value`; under [`View::Behaviour`] only), and statement
 //! separators where a line break means the same (`;` in Python, JavaScript, TypeScript
 //! and Go).
 //!
@@ -26,7 +27,7 @@
 //! them: the text split at whitespace, so only changes of whitespace amount (never
 //! whitespace added or removed between two characters) compare equal.
 
-use tree_sitter::{Language, Node, Parser, Tree, TreeCursor};
+use tree_sitter::{Language, Node, Parser, Tree};
 
 /// A language with a grammar.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -145,7 +146,7 @@ pub fn tokens(lang: Lang, text: &str, view: View) -> Option<Vec<Token>> {
         view,
         source: text.as_bytes(),
     };
-    walker.walk(&mut tree.walk())
+    walker.walk(tree.root_node())
 }
 
 /// `text` split at whitespace: the fallback for files without a grammar.
@@ -159,39 +160,102 @@ struct Walker<'s> {
     source: &'s [u8],
 }
 
-impl Walker<'_> {
-    /// A depth-first walk without recursion (deep trees must not exhaust the stack).
-    fn walk(&self, cursor: &mut TreeCursor<'_>) -> Option<Vec<Token>> {
+/// A node being walked: the next child to visit and how far its text is covered.
+struct Frame<'t> {
+    node: Node<'t>,
+    next: usize,
+    covered: usize,
+    open: bool,
+}
+
+impl<'s> Walker<'s> {
+    /// A depth-first walk with an explicit stack (deep trees must not exhaust it). Text
+    /// of a node that no child covers (a grammar may hide a string's or comment's
+    /// content) is in the stream too, as `text` leaves.
+    fn walk<'t>(&self, root: Node<'t>) -> Option<Vec<Token>> {
         let mut out = Vec::new();
-        'nodes: loop {
-            let node = cursor.node();
-            if !self.skipped(&node) {
-                let field = cursor.field_name();
-                if node.child_count() == 0 {
-                    out.push(Token::Leaf(field, node.kind(), self.leaf_text(&node)?));
-                } else {
-                    if !self.transparent(&node) {
-                        out.push(Token::Open(field, self.kind_of(&node)));
-                    }
-                    if cursor.goto_first_child() {
-                        continue 'nodes;
-                    }
-                    if !self.transparent(&node) {
-                        out.push(Token::Close);
-                    }
-                }
-            }
-            loop {
-                if cursor.goto_next_sibling() {
-                    continue 'nodes;
-                }
-                if !cursor.goto_parent() {
-                    return Some(out);
-                }
-                if !self.transparent(&cursor.node()) {
+        let mut stack: Vec<Frame<'t>> = Vec::new();
+        self.visit(root, None, &mut out, &mut stack)?;
+        while let Some(frame) = stack.last_mut() {
+            if frame.next < frame.node.child_count() {
+                let index = u32::try_from(frame.next).ok()?;
+                frame.next += 1;
+                let child = frame.node.child(index)?;
+                let field = frame.node.field_name_for_child(index);
+                let (node, from) = (frame.node, frame.covered);
+                frame.covered = frame.covered.max(child.end_byte());
+                self.gap(&node, from, child.start_byte(), &mut out);
+                self.visit(child, field, &mut out, &mut stack)?;
+            } else {
+                let frame = stack.pop()?;
+                self.gap(&frame.node, frame.covered, frame.node.end_byte(), &mut out);
+                if frame.open {
                     out.push(Token::Close);
                 }
             }
+        }
+        Some(out)
+    }
+
+    /// Puts a node in the stream: a leaf (comments whole), or an opened node to walk.
+    fn visit<'t>(
+        &self,
+        node: Node<'t>,
+        field: Option<&'static str>,
+        out: &mut Vec<Token>,
+        stack: &mut Vec<Frame<'t>>,
+    ) -> Option<()> {
+        if self.skipped(&node) {
+            return Some(());
+        }
+        if let Some(value) = self.cast_value(&node) {
+            return self.visit(value, field, out, stack);
+        }
+        if node.child_count() == 0 || is_comment(&node) {
+            out.push(Token::Leaf(field, node.kind(), self.leaf_text(&node)?));
+            return Some(());
+        }
+        let open = !self.transparent(&node);
+        if open {
+            out.push(Token::Open(field, self.kind_of(&node)));
+        }
+        stack.push(Frame {
+            node,
+            next: 0,
+            covered: node.start_byte(),
+            open,
+        });
+        Some(())
+    }
+
+    /// The value of Python's `cast(T, value)` (`typing.cast`): it returns `value` as it
+    /// is, so without annotations the call is its value.
+    fn cast_value<'t>(&self, node: &Node<'t>) -> Option<Node<'t>> {
+        if self.view != View::Behaviour || self.lang != Lang::Python || node.kind() != "call" {
+            return None;
+        }
+        let function = node.child_by_field_name("function")?;
+        let name = function.utf8_text(self.source).ok()?;
+        let arguments = node.child_by_field_name("arguments")?;
+        let value = arguments.named_child(1)?;
+        (matches!(name, "cast" | "typing.cast" | "t.cast")
+            && arguments.kind() == "argument_list"
+            && arguments.named_child_count() == 2
+            && value.kind() != "keyword_argument")
+            .then_some(value)
+    }
+
+    /// Text of `node` between `from` and `to` that no child covers: whitespace between
+    /// tokens is dropped, except inside string literals where it is the value.
+    fn gap(&self, node: &Node<'_>, from: usize, to: usize, out: &mut Vec<Token>) {
+        let Some(bytes) = self.source.get(from..to) else {
+            return;
+        };
+        let text = String::from_utf8_lossy(bytes);
+        let literal = node.kind().contains("string") || node.kind().contains("char");
+        let text = if literal { &text[..] } else { text.trim() };
+        if !text.is_empty() {
+            out.push(Token::Leaf(None, "text", text.to_string()));
         }
     }
 
@@ -229,8 +293,8 @@ impl Walker<'_> {
             "(" | ")" => parent.is_some_and(|p| self.transparent(&p)),
             ";" | "\n" => self.lang.semicolon_is_newline() && node.child_count() == 0,
             "," => {
-                let closes = next_non_extra(node)
-                    .is_some_and(|n| matches!(n.kind(), ")" | "]" | "}" | ">"));
+                let closes =
+                    next_non_extra(node).is_some_and(|n| matches!(n.kind(), ")" | "]" | "}" | ">"));
                 closes && parent.is_some_and(|p| trailing_comma_is_neutral(p.kind()))
             }
             _ => false,
@@ -392,12 +456,15 @@ mod tests {
     #[test]
     fn python_formatting_comments_docstrings_and_annotations_are_told_apart() {
         let old = "def f(a, b):\n    '''Add.'''\n    return a + b  # sum\n";
-        let wrapped = "def f(\n    a,\n    b,\n):\n    \"\"\"Add.\"\"\"\n    return (a + b)  # sum\n";
+        let wrapped =
+            "def f(\n    a,\n    b,\n):\n    \"\"\"Add.\"\"\"\n    return (a + b)  # sum\n";
         assert_eq!(kind("m.py", old, wrapped), ChangeKind::Formatting);
         let commented = "def f(a, b):\n    '''Add two numbers.'''\n    return a + b  # the sum\n";
         assert_eq!(kind("m.py", old, commented), ChangeKind::Comments);
         let typed = "def f(a: int, b: int) -> int:\n    '''Add.'''\n    return a + b  # sum\n";
         assert_eq!(kind("m.py", old, typed), ChangeKind::Annotations);
+        let cast = "def f(a, b):\n    '''Add.'''\n    return typing.cast(int, a + b)  # sum\n";
+        assert_eq!(kind("m.py", old, cast), ChangeKind::Annotations);
         let changed = "def f(a, b):\n    '''Add.'''\n    return a - b  # sum\n";
         assert_eq!(kind("m.py", old, changed), ChangeKind::Behaviour);
     }
@@ -413,7 +480,10 @@ mod tests {
             ChangeKind::Behaviour
         );
         // A trailing comma makes a tuple, and a string's spaces are its value.
-        assert_eq!(kind("m.py", "y = (a)\n", "y = (a,)\n"), ChangeKind::Behaviour);
+        assert_eq!(
+            kind("m.py", "y = (a)\n", "y = (a,)\n"),
+            ChangeKind::Behaviour
+        );
         assert_eq!(
             kind("m.py", "y = 'a b'\n", "y = 'a  b'\n"),
             ChangeKind::Behaviour
@@ -432,6 +502,22 @@ mod tests {
         assert_eq!(kind("a.rs", old, formatted), ChangeKind::Formatting);
         let doc = "/// Adds two numbers.\nfn f(a: u8, b: u8) -> u8 { a + b } // done\n";
         assert_eq!(kind("a.rs", old, doc), ChangeKind::Comments);
+        let reworded = "// Adds.\nfn f(a: u8, b: u8) -> u8 { a + b }\n";
+        let reworded2 = "// Adds up.\nfn f(a: u8, b: u8) -> u8 { a + b }\n";
+        assert_eq!(kind("a.rs", reworded, reworded2), ChangeKind::Comments);
+        let string = "fn f() -> &'static str { \"a b\" }\n";
+        assert_eq!(
+            kind("a.rs", string, &string.replace("a b", "a  b")),
+            ChangeKind::Behaviour
+        );
+        assert_eq!(
+            kind(
+                "a.go",
+                "package a\nvar s = \"a b\"\n",
+                "package a\nvar s = \"a  b\"\n"
+            ),
+            ChangeKind::Behaviour
+        );
         // Rust types are not annotations: they choose what runs.
         let typed = "/// Adds.\nfn f(a: u16, b: u8) -> u8 { a + b }\n";
         assert_eq!(kind("a.rs", old, typed), ChangeKind::Behaviour);
@@ -453,11 +539,19 @@ mod tests {
             ChangeKind::Annotations
         );
         assert_eq!(
-            kind("a.go", "package a\nfunc f() int { return 1 }\n", "package a\n\n// F.\nfunc f() int {\n\treturn 1\n}\n"),
+            kind(
+                "a.go",
+                "package a\nfunc f() int { return 1 }\n",
+                "package a\n\n// F.\nfunc f() int {\n\treturn 1\n}\n"
+            ),
             ChangeKind::Comments
         );
         assert_eq!(
-            kind("a.go", "package a\nfunc f() int { return 1 }\n", "package a\nfunc f() int { return 2 }\n"),
+            kind(
+                "a.go",
+                "package a\nfunc f() int { return 1 }\n",
+                "package a\nfunc f() int { return 2 }\n"
+            ),
             ChangeKind::Behaviour
         );
     }
@@ -469,11 +563,19 @@ mod tests {
             ChangeKind::Behaviour
         );
         assert_eq!(
-            kind("a.c", "int f() {\n  return 1;\n}\n", "int f() { return 1; }\n"),
+            kind(
+                "a.c",
+                "int f() {\n  return 1;\n}\n",
+                "int f() { return 1; }\n"
+            ),
             ChangeKind::Formatting
         );
         assert_eq!(
-            kind("a.c", "int f() { return 1; }\n", "int f() { return 1; } // one\n"),
+            kind(
+                "a.c",
+                "int f() { return 1; }\n",
+                "int f() { return 1; } // one\n"
+            ),
             ChangeKind::Behaviour
         );
         assert_eq!(kind("a.c", "a+b", "a + b"), ChangeKind::Behaviour);

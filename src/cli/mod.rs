@@ -86,6 +86,12 @@ pub struct EvalArgs {
     /// Save the mined cases here (JSON Lines) for reuse with --cases.
     #[arg(long, value_name = "FILE", requires = "mine")]
     pub write_cases: Option<PathBuf>,
+    /// Keep only fixes that change a test too (fixes with a test change rank first anyway).
+    #[arg(long, requires = "mine")]
+    pub require_test: bool,
+    /// List the candidate fixes, kept or skipped and why, and stop: no review, no model, no key.
+    #[arg(long, requires = "mine")]
+    pub list: bool,
     /// A strategy to evaluate; repeat for several (default: the configured one).
     #[arg(
         long = "strategy",
