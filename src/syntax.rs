@@ -137,7 +137,12 @@ pub enum Token {
 
 /// The token stream of `text` under `view`; `None` when it does not parse cleanly.
 pub fn tokens(lang: Lang, text: &str, view: View) -> Option<Vec<Token>> {
-    let tree = parse(lang, text)?;
+    tokens_of(lang, &parse(lang, text)?, text, view)
+}
+
+/// The token stream of `text`, already parsed as `tree`, under `view`; `None` when it
+/// does not parse cleanly.
+pub fn tokens_of(lang: Lang, tree: &Tree, text: &str, view: View) -> Option<Vec<Token>> {
     if tree.root_node().has_error() {
         return None;
     }
@@ -409,7 +414,13 @@ pub fn classify_change(path: &str, old: &str, new: &str) -> ChangeKind {
             ChangeKind::Behaviour
         };
     };
-    let same = |view: View| match (tokens(lang, old, view), tokens(lang, new, view)) {
+    let (Some(old_tree), Some(new_tree)) = (parse(lang, old), parse(lang, new)) else {
+        return ChangeKind::Behaviour;
+    };
+    let same = |view: View| match (
+        tokens_of(lang, &old_tree, old, view),
+        tokens_of(lang, &new_tree, new, view),
+    ) {
         (Some(a), Some(b)) => a == b,
         _ => false,
     };

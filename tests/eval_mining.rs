@@ -144,14 +144,19 @@ async fn list_needs_no_key_and_says_why_each_fix_is_kept_or_skipped() {
         run.stderr
     );
 
-    // JSON, with one case: the tested fix ranks before the newer untested one.
+    // JSON, with one case: the tested fix ranks before the newer untested one, and
+    // the walk stops there (nothing older can rank before it).
     let run = redline(&[
         "eval", "--mine", &repo, "--list", "--limit", "1", "--format", "json",
     ])
     .await;
     assert_eq!(run.code, 0, "stderr: {}", run.stderr);
     let listed: Vec<Value> = serde_json::from_str(&run.stdout).unwrap();
-    assert_eq!(listed.len(), 5);
+    let commits: Vec<&str> = listed
+        .iter()
+        .map(|e| e["commit"].as_str().unwrap())
+        .collect();
+    assert_eq!(commits, [&h.untested, &h.changelog, &h.fix]);
     let entry = |id: &str| listed.iter().find(|e| e["commit"] == id).unwrap().clone();
     let fix = entry(&h.fix);
     assert_eq!(
@@ -161,9 +166,6 @@ async fn list_needs_no_key_and_says_why_each_fix_is_kept_or_skipped() {
     assert_eq!(fix["case"], format!("fix-{}", short(&h.fix)));
     assert_eq!(fix["sources"], json!(["src/calc.py"]));
     assert_eq!(entry(&h.untested)["skip"], "over_limit");
-    assert_eq!(entry(&h.format)["skip"], "formatting");
-    assert_eq!(entry(&h.format)["reason"], "formatting only");
-    assert_eq!(entry(&h.docstring)["skip"], "comments");
     assert_eq!(entry(&h.changelog)["skip"], "no_source");
 
     let run = redline(&[
@@ -177,8 +179,16 @@ async fn list_needs_no_key_and_says_why_each_fix_is_kept_or_skipped() {
     ])
     .await;
     let listed: Vec<Value> = serde_json::from_str(&run.stdout).unwrap();
-    let untested = listed.iter().find(|e| e["commit"] == h.untested).unwrap();
-    assert_eq!(untested["reason"], "no test change (--require-test)");
+    assert_eq!(listed.len(), 5);
+    let entry = |id: &str| listed.iter().find(|e| e["commit"] == id).unwrap().clone();
+    assert_eq!(
+        entry(&h.untested)["reason"],
+        "no test change (--require-test)"
+    );
+    assert_eq!(entry(&h.format)["skip"], "formatting");
+    assert_eq!(entry(&h.format)["reason"], "formatting only");
+    assert_eq!(entry(&h.docstring)["skip"], "comments");
+    assert_eq!(entry(&h.fix)["kept"], true);
     // Listing writes nothing to the repository.
     assert_eq!(private_refs(&h.repo), 0);
 }

@@ -4,7 +4,7 @@
 //!
 //! Candidates are the non-merge commits whose message has one of the words of
 //! [`is_fix_message`]. A candidate is kept unless (the reason is recorded, see
-//! [`Skip`]): it changes no source file (only tests, docs, changelogs, lockfiles, CI
+//! [`Skip`] and [`super::verdict`]): it changes no source file (only tests, docs, changelogs, lockfiles, CI
 //! or packaging, see [`super::files`]); it changes more than [`MAX_SOURCE_FILES`]
 //! source files or [`MAX_CHANGED_LINES`] source lines, or a binary source file; its
 //! source change is formatting, comments or docstrings, or type annotations only (told
@@ -18,7 +18,6 @@
 //! references under [`REF_NAMESPACE`] only (see [`super::revert`]): the user's
 //! branches, `HEAD`, index and work tree are never written.
 
-use std::fmt;
 use std::path::Path;
 use std::sync::OnceLock;
 
@@ -28,7 +27,8 @@ use super::EvalError;
 use super::cases::{CASES_VERSION, Case};
 pub use super::files::{FileKind, classify};
 use super::revert::revert_case;
-use crate::syntax::{ChangeKind, classify_change};
+use super::verdict::judge;
+pub use super::verdict::{Candidate, Skip};
 
 /// Where revert commits are kept (no branch, no tag: nothing the user looks at).
 pub(crate) const REF_NAMESPACE: &str = "refs/redline-eval/";
@@ -39,7 +39,7 @@ pub(crate) const MAX_SOURCE_FILES: usize = MAX_CODE_FILES;
 /// Most changed lines (added plus deleted) of a fix's source files, or of a clean commit.
 pub(crate) const MAX_CHANGED_LINES: usize = 60;
 /// Past this many files in all, a commit is too large without reading its patches.
-const MAX_FILES: usize = 40;
+pub(crate) const MAX_FILES: usize = 40;
 
 /// What to mine.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -61,101 +61,6 @@ pub struct Mined {
     pub cases: Vec<Case>,
     /// Commits looked at.
     pub scanned: usize,
-}
-
-/// Why a candidate fix is not a case.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Skip {
-    /// No source file changed; the kinds of the files that did.
-    NoSource(Vec<FileKind>),
-    /// Too many source files, or (`lines`) too many changed source lines.
-    TooLarge {
-        /// Source files changed.
-        sources: usize,
-        /// Changed source lines, when counted.
-        lines: Option<usize>,
-    },
-    /// A source file is binary.
-    Binary,
-    /// The source files' text is the same (a mode change).
-    Unchanged,
-    /// Whitespace and line breaks only.
-    Formatting,
-    /// Comments or docstrings (and formatting) only.
-    Comments,
-    /// Type annotations (and comments, formatting) only.
-    Annotations,
-    /// No test changed and `require_test` is on.
-    NoTest,
-    /// Kept, but the limit was reached by better-ranked fixes.
-    OverLimit,
-}
-
-impl Skip {
-    /// A short stable name (`formatting`, `no_source`, ...), for JSON.
-    pub fn code(&self) -> &'static str {
-        match self {
-            Skip::NoSource(_) => "no_source",
-            Skip::TooLarge { .. } => "too_large",
-            Skip::Binary => "binary",
-            Skip::Unchanged => "unchanged",
-            Skip::Formatting => "formatting",
-            Skip::Comments => "comments",
-            Skip::Annotations => "annotations",
-            Skip::NoTest => "no_test",
-            Skip::OverLimit => "over_limit",
-        }
-    }
-}
-
-impl fmt::Display for Skip {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Skip::NoSource(kinds) => {
-                let kinds: Vec<&str> = kinds.iter().map(|k| k.plural()).collect();
-                write!(f, "no source change: only {}", kinds.join(", "))
-            }
-            Skip::TooLarge { sources, lines } => match lines {
-                Some(lines) => write!(
-                    f,
-                    "too large: {lines} changed source lines (at most {MAX_CHANGED_LINES})"
-                ),
-                None => write!(
-                    f,
-                    "too large: {sources} source files (at most {MAX_SOURCE_FILES})"
-                ),
-            },
-            Skip::Binary => f.write_str("a binary source file"),
-            Skip::Unchanged => f.write_str("source text unchanged"),
-            Skip::Formatting => f.write_str("formatting only"),
-            Skip::Comments => f.write_str("comments or docstrings only"),
-            Skip::Annotations => f.write_str("type annotations only"),
-            Skip::NoTest => f.write_str("no test change (--require-test)"),
-            Skip::OverLimit => f.write_str("over --limit"),
-        }
-    }
-}
-
-/// A commit whose message says it fixes something, and the verdict on it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Candidate {
-    /// The commit id (hex).
-    pub commit: String,
-    /// The first line of its message.
-    pub subject: String,
-    /// Whether it changes a test too.
-    pub with_test: bool,
-    /// Its source files (the ones its case puts back).
-    pub sources: Vec<String>,
-    /// Why it is not a case; `None` when it is kept.
-    pub skip: Option<Skip>,
-}
-
-impl Candidate {
-    /// The case id its case has.
-    pub fn case_id(&self) -> String {
-        format!("fix-{}", &self.commit[..self.commit.len().min(7)])
-    }
 }
 
 /// The candidates of a history and the ordinary commits chosen as clean cases.
@@ -210,7 +115,9 @@ pub fn fits(shape: &CommitShape) -> bool {
 pub fn survey(repo: &Repository, options: &MineOptions) -> Result<Survey, EvalError> {
     let mut walk = repo.revwalk()?;
     walk.push_head()?;
-    walk.set_sorting(Sort::TIME)?;
+    // Children before parents, newest first among the rest: the same order every time,
+    // even for commits made within one second.
+    walk.set_sorting(Sort::TOPOLOGICAL | Sort::TIME)?;
     let (mut candidates, mut cleans, mut scanned) = (Vec::new(), Vec::new(), 0);
     for oid in walk {
         if enough(&candidates, cleans.len(), options) {
@@ -292,107 +199,6 @@ pub fn mine(repo_path: &Path, options: &MineOptions) -> Result<Mined, EvalError>
 /// The candidates of the repository at `repo_path`, without writing anything.
 pub fn list(repo_path: &Path, options: &MineOptions) -> Result<Survey, EvalError> {
     survey(&Repository::discover(repo_path)?, options)
-}
-
-/// The verdict on one candidate fix.
-fn judge(
-    repo: &Repository,
-    commit: &Commit<'_>,
-    options: &MineOptions,
-) -> Result<Candidate, EvalError> {
-    let diff = diff_of(repo, &commit.parent(0)?.tree()?, &commit.tree()?)?;
-    let files: Vec<(String, FileKind)> = diff
-        .deltas()
-        .map(|d| {
-            let path = delta_path(&d);
-            let kind = classify(&path);
-            (path, kind)
-        })
-        .collect();
-    let sources: Vec<String> = files
-        .iter()
-        .filter(|(_, k)| *k == FileKind::Source)
-        .map(|(p, _)| p.clone())
-        .collect();
-    let with_test = files.iter().any(|(_, k)| *k == FileKind::Test);
-    let mut skip = source_skip(repo, &diff, &files, &sources)?;
-    if skip.is_none() && options.require_test && !with_test {
-        skip = Some(Skip::NoTest);
-    }
-    Ok(Candidate {
-        commit: commit.id().to_string(),
-        subject: summary_of(commit),
-        with_test,
-        sources,
-        skip,
-    })
-}
-
-/// Why the source change of a fix does not make a case, if it does not.
-fn source_skip(
-    repo: &Repository,
-    diff: &git2::Diff<'_>,
-    files: &[(String, FileKind)],
-    sources: &[String],
-) -> Result<Option<Skip>, EvalError> {
-    if sources.is_empty() {
-        let mut kinds: Vec<FileKind> = files.iter().map(|(_, k)| *k).collect();
-        kinds.sort();
-        kinds.dedup();
-        return Ok(Some(Skip::NoSource(kinds)));
-    }
-    if sources.len() > MAX_SOURCE_FILES || files.len() > MAX_FILES {
-        let lines = None;
-        let sources = sources.len();
-        return Ok(Some(Skip::TooLarge { sources, lines }));
-    }
-    let mut lines = 0usize;
-    let mut change = ChangeKind::None;
-    for (index, (path, kind)) in files.iter().enumerate() {
-        if *kind != FileKind::Source {
-            continue;
-        }
-        let Some(patch) = Patch::from_diff(diff, index)? else {
-            return Ok(Some(Skip::Binary));
-        };
-        if patch.delta().flags().is_binary() {
-            return Ok(Some(Skip::Binary));
-        }
-        let (_, added, deleted) = patch.line_stats()?;
-        lines = lines.saturating_add(added + deleted);
-        let (old, new) = (
-            text_of(repo, patch.delta().old_file().id())?,
-            text_of(repo, patch.delta().new_file().id())?,
-        );
-        change = change.max(match (old, new) {
-            (Some(old), Some(new)) => classify_change(path, &old, &new),
-            _ => ChangeKind::Behaviour,
-        });
-    }
-    if lines > MAX_CHANGED_LINES {
-        let sources = sources.len();
-        return Ok(Some(Skip::TooLarge {
-            sources,
-            lines: Some(lines),
-        }));
-    }
-    Ok(match change {
-        ChangeKind::None => Some(Skip::Unchanged),
-        ChangeKind::Formatting => Some(Skip::Formatting),
-        ChangeKind::Comments => Some(Skip::Comments),
-        ChangeKind::Annotations => Some(Skip::Annotations),
-        ChangeKind::Behaviour => None,
-    })
-}
-
-/// A blob's text (empty for the zero id: the file did not exist); `None` when it is
-/// not UTF-8.
-fn text_of(repo: &Repository, id: Oid) -> Result<Option<String>, EvalError> {
-    if id.is_zero() {
-        return Ok(Some(String::new()));
-    }
-    let blob = repo.find_blob(id)?;
-    Ok(std::str::from_utf8(blob.content()).ok().map(str::to_string))
 }
 
 /// The first line of a commit's message (lossy when it is not UTF-8).
@@ -539,37 +345,6 @@ mod tests {
         let mut binary = shape(&[("a.rs", Source)], 1);
         binary.binary = true;
         assert!(!fits(&binary));
-    }
-
-    #[test]
-    fn skip_reasons_read_as_sentences() {
-        use FileKind::*;
-        let reasons = [
-            (
-                Skip::NoSource(vec![Test, Changelog]),
-                "no source change: only tests, changelogs",
-            ),
-            (
-                Skip::TooLarge {
-                    sources: 4,
-                    lines: None,
-                },
-                "too large: 4 source files (at most 3)",
-            ),
-            (
-                Skip::TooLarge {
-                    sources: 1,
-                    lines: Some(61),
-                },
-                "too large: 61 changed source lines (at most 60)",
-            ),
-            (Skip::Formatting, "formatting only"),
-            (Skip::Comments, "comments or docstrings only"),
-            (Skip::NoTest, "no test change (--require-test)"),
-        ];
-        for (skip, text) in reasons {
-            assert_eq!(skip.to_string(), text);
-        }
     }
 
     #[test]

@@ -23,6 +23,7 @@ pub(crate) mod report;
 pub(crate) mod revert;
 pub(crate) mod run;
 pub mod score;
+pub mod verdict;
 
 /// Why an evaluation step failed.
 #[derive(Debug, thiserror::Error)]
