@@ -73,6 +73,9 @@ impl fmt::Display for Skip {
                     f,
                     "too large: {lines} changed source lines (at most {MAX_CHANGED_LINES})"
                 ),
+                None if *sources <= MAX_SOURCE_FILES => {
+                    write!(f, "too large: more than {MAX_FILES} files")
+                }
                 None => write!(
                     f,
                     "too large: {sources} source files (at most {MAX_SOURCE_FILES})"
@@ -237,6 +240,13 @@ mod tests {
                     lines: Some(61),
                 },
                 "too large: 61 changed source lines (at most 60)",
+            ),
+            (
+                Skip::TooLarge {
+                    sources: 1,
+                    lines: None,
+                },
+                "too large: more than 40 files",
             ),
             (Skip::Formatting, "formatting only"),
             (Skip::Comments, "comments or docstrings only"),
