@@ -17,7 +17,8 @@
 //! a trailing comma before a closing bracket in argument, parameter, list, set, map,
 //! import and literal lists (not tuples or subscripts, where it changes the value),
 //! Python's quote style (`'a'` and `"a"`), Python line continuations, Python's
-//! `cast(T, value)` (it is `value`; under [`View::Behaviour`] only), and statement
+//! `cast(T, value)` (it is `value`) and `if TYPE_CHECKING:` blocks (never run; both
+//! under [`View::Behaviour`] only), and statement
 //! separators where a line break means the same (`;` in Python, JavaScript, TypeScript
 //! and Go).
 //!
@@ -277,9 +278,26 @@ impl<'s> Walker<'s> {
                     || is_docstring(self.lang, node)
                     || is_annotation(self.lang, node)
                     || self.annotation_mark(node)
+                    || self.type_checking_block(node)
             }
         };
         hidden || (!node.is_named() && self.neutral_punctuation(node))
+    }
+
+    /// Python's `if TYPE_CHECKING:` without `else`: code only type checkers run.
+    fn type_checking_block(&self, node: &Node<'_>) -> bool {
+        self.lang == Lang::Python
+            && node.kind() == "if_statement"
+            && node.child_by_field_name("alternative").is_none()
+            && node
+                .child_by_field_name("condition")
+                .and_then(|c| c.utf8_text(self.source).ok())
+                .is_some_and(|c| {
+                    matches!(
+                        c,
+                        "TYPE_CHECKING" | "typing.TYPE_CHECKING" | "t.TYPE_CHECKING"
+                    )
+                })
     }
 
     /// The `:` or `->` that introduces a Python annotation being left out.
@@ -476,6 +494,10 @@ mod tests {
         assert_eq!(kind("m.py", old, typed), ChangeKind::Annotations);
         let cast = "def f(a, b):\n    '''Add.'''\n    return typing.cast(int, a + b)  # sum\n";
         assert_eq!(kind("m.py", old, cast), ChangeKind::Annotations);
+        let checked = format!("if typing.TYPE_CHECKING:\n    T = typing.Type[int]\n\n{typed}");
+        assert_eq!(kind("m.py", old, &checked), ChangeKind::Annotations);
+        let run = format!("if typing.TYPE_CHECKING:\n    T = 1\nelse:\n    T = 2\n{old}");
+        assert_eq!(kind("m.py", old, &run), ChangeKind::Behaviour);
         let changed = "def f(a, b):\n    '''Add.'''\n    return a - b  # sum\n";
         assert_eq!(kind("m.py", old, changed), ChangeKind::Behaviour);
     }
