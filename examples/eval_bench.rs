@@ -179,6 +179,7 @@ fn overhead(repo: &Path) -> anyhow::Result<()> {
                 limit,
                 since: None,
                 clean,
+                require_test: false,
             },
         )?;
         let mining = started.elapsed();

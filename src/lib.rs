@@ -27,6 +27,7 @@ pub mod repo;
 pub mod review;
 pub mod review_flow;
 pub mod server;
+pub mod syntax;
 pub mod text;
 pub mod thread_flow;
 pub mod tools;

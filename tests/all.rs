@@ -10,6 +10,7 @@ mod context;
 mod coverage;
 mod discovery_cli;
 mod eval_cli;
+mod eval_mining;
 mod events_cli;
 mod github;
 mod guidelines_cli;

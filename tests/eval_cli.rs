@@ -389,7 +389,7 @@ fn check_revert_cases(repo: &TempRepo, fixture: &Fixture, cases: &[Value]) {
         assert_eq!(
             case["expected"],
             json!([{"path": path, "start_line": line, "end_line": line, "side": "RIGHT",
-                    "description": case["expected"][0]["description"]}]),
+                    "description": case["expected"][0]["description"], "bug": &fix[..7]}]),
             "{name}"
         );
         assert_eq!(case["version"], 1);
@@ -456,10 +456,14 @@ async fn a_case_that_cannot_be_prepared_is_reported_and_the_others_finish() {
         .to_string();
     let work = tempfile::tempdir().unwrap();
     let cases = work.path().join("cases.jsonl");
-    // The fix itself as a change whose bug is at line 9, then a case whose head is gone.
+    // The fix itself as a change with two bugs: one at line 9 (its range has no bug id,
+    // as in files written before bug ids), one at line 30 that no finding meets; then a
+    // case whose head is gone.
     let good = json!({"version": 1, "id": "by-hand", "repo": repo, "base": calc, "head": parent,
                       "expected": [{"path": "src/calc.rs", "start_line": 9, "end_line": 9,
-                                    "side": "RIGHT", "description": "division by zero"}],
+                                    "side": "RIGHT", "description": "division by zero"},
+                                   {"path": "src/calc.rs", "start_line": 30, "end_line": 30,
+                                    "side": "RIGHT", "description": "elsewhere", "bug": "b2"}],
                       "clean": false, "source": "written by hand"});
     let gone = json!({"version": 1, "id": "gone", "repo": repo, "base": calc,
                       "head": "0123456789012345678901234567890123456789", "clean": true});
@@ -487,9 +491,11 @@ async fn a_case_that_cannot_be_prepared_is_reported_and_the_others_finish() {
         "{text}"
     );
     assert!(
-        text.contains("by-hand  bug    caught, 2 findings, "),
+        text.contains("by-hand  bug    caught 1/2 bugs, 2 findings, "),
         "{text}"
     );
+    // Per pair: 1 of 1 case caught, 1 of 2 bugs.
+    assert!(text.contains("1/1     100.0%  1/2   50.0%"), "{text}");
     assert!(text.contains("gone     clean  FAILED"), "{text}");
     for model in ["test-model", "second-model"] {
         assert!(

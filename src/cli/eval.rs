@@ -24,8 +24,8 @@ use crate::agent::Orchestrator;
 use crate::agent::events::EventSink;
 use crate::config::settings::SettingFlags;
 use crate::eval::cases::{Case, cases_to_jsonl, read_cases};
-use crate::eval::mine::{MineOptions, mine};
-use crate::eval::render::{ReportFormat, render_report};
+use crate::eval::mine::{MineOptions, list, mine};
+use crate::eval::render::{ReportFormat, listing_summary, render_listing, render_report};
 use crate::eval::report::{Report, build_report, compare, parse_report};
 use crate::eval::run::{CaseReviewer, CaseRun, PairLabel, run_all};
 use crate::review::finding::Finding;
@@ -58,6 +58,9 @@ async fn eval(args: EvalArgs) -> anyhow::Result<i32> {
         .context("--format")?;
     if args.parallel == 0 {
         bail!("--parallel must be at least 1");
+    }
+    if args.list {
+        return list_candidates(&args, format);
     }
     let output = OutputTarget::open(args.output.as_deref())?;
     let mut signals = StopSignals::install();
@@ -214,12 +217,37 @@ fn gather_cases(args: &EvalArgs) -> anyhow::Result<Vec<Case>> {
     Ok(cases)
 }
 
-fn mine_cases(repo: &Path, args: &EvalArgs) -> anyhow::Result<Vec<Case>> {
-    let options = MineOptions {
+fn mine_options(args: &EvalArgs) -> anyhow::Result<MineOptions> {
+    Ok(MineOptions {
         limit: args.limit,
         since: args.since.as_deref().map(parse_since).transpose()?,
         clean: args.clean,
+        require_test: args.require_test,
+    })
+}
+
+/// `--mine REPO --list`: the candidate fixes and the verdict on each; no model, no key,
+/// nothing written to the repository.
+fn list_candidates(args: &EvalArgs, format: ReportFormat) -> anyhow::Result<i32> {
+    let options = mine_options(args)?;
+    let repo = args.mine.as_deref().unwrap_or(Path::new("."));
+    let output = OutputTarget::open(args.output.as_deref())?;
+    let survey = match list(repo, &options).with_context(|| format!("mining {}", repo.display())) {
+        Ok(survey) => survey,
+        Err(error) => {
+            output.abandon();
+            return Err(error);
+        }
     };
+    output.write(&render_listing(&survey, format))?;
+    if !args.quiet {
+        eprintln!("{}", listing_summary(&survey));
+    }
+    Ok(EXIT_OK)
+}
+
+fn mine_cases(repo: &Path, args: &EvalArgs) -> anyhow::Result<Vec<Case>> {
+    let options = mine_options(args)?;
     let started = std::time::Instant::now();
     let mined = mine(repo, &options).with_context(|| format!("mining {}", repo.display()))?;
     if !args.quiet {

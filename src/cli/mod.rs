@@ -72,10 +72,10 @@ pub struct EvalArgs {
     /// The cases to run (JSON Lines, version 1).
     #[arg(long, value_name = "FILE.jsonl")]
     pub cases: Option<PathBuf>,
-    /// Mine cases from this repository's history: reverted bug fixes (and --clean commits).
+    /// Mine cases from this repository's history: behaviour fixes with their source put back (and --clean commits).
     #[arg(long, value_name = "REPO")]
     pub mine: Option<PathBuf>,
-    /// Bug-fix cases to mine at most, newest first.
+    /// Fix cases to mine at most: fixes that change a test first, then newest first.
     #[arg(long, default_value_t = 20, value_name = "N", requires = "mine")]
     pub limit: usize,
     /// Mine only commits made on or after this date (YYYY-MM-DD).
@@ -87,6 +87,12 @@ pub struct EvalArgs {
     /// Save the mined cases here (JSON Lines) for reuse with --cases.
     #[arg(long, value_name = "FILE", requires = "mine")]
     pub write_cases: Option<PathBuf>,
+    /// Keep only fixes that change a test too (fixes with a test change rank first anyway).
+    #[arg(long, requires = "mine")]
+    pub require_test: bool,
+    /// List the candidate fixes, kept or skipped and why, and stop: no review, no model, no key.
+    #[arg(long, requires = "mine", conflicts_with_all = ["write_cases", "baseline"])]
+    pub list: bool,
     /// A strategy to evaluate; repeat for several (default: the configured one).
     #[arg(
         long = "strategy",

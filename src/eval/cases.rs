@@ -1,9 +1,15 @@
 //! Evaluation cases and their JSON Lines file (`version: 1`).
 //!
 //! A case is a change to review (`base..head` of a local repository) and the line
-//! ranges of the head where the bug is (`expected`); a clean case expects nothing and
-//! counts false findings. Invariant: every case read has a unique id and a supported
-//! version; line ranges are 1-based with `start_line <= end_line`.
+//! ranges of the head where its bugs are (`expected`); a clean case expects nothing and
+//! counts false findings. Each range names its bug (`bug`): a bug may span several
+//! ranges and is caught when a finding meets any of them; ranges without a bug id (files
+//! written before bug ids) are all the case's one unnamed bug. A case may state its
+//! intent (`title`, `body`), as a pull request would; the expected ranges'
+//! `description`s are for people (and judges), never for the reviewer.
+//!
+//! Invariant: every case read has a unique id and a supported version; line ranges are
+//! 1-based with `start_line <= end_line`.
 
 use std::path::Path;
 
@@ -27,9 +33,12 @@ pub struct ExpectedRange {
     /// Which version the line numbers refer to (`RIGHT`: the head).
     #[serde(default)]
     pub side: Side,
-    /// What is wrong there, for humans.
+    /// What is wrong there, for humans; never shown to the reviewer.
     #[serde(default)]
     pub description: String,
+    /// The bug this range belongs to; empty: the case's one unnamed bug.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub bug: String,
 }
 
 /// One change to review and what a good review of it finds.
@@ -55,6 +64,26 @@ pub struct Case {
     /// Where the case comes from, for humans (e.g. the reverted commit).
     #[serde(default)]
     pub source: String,
+    /// The change's stated intent, as a pull request title (mined cases: a neutral one).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    /// The change's stated intent, as a pull request description.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub body: Option<String>,
+}
+
+impl Case {
+    /// The bug ids of the expected ranges, each once, in first-seen order (`""` is the
+    /// unnamed bug).
+    pub fn bugs(&self) -> Vec<&str> {
+        let mut bugs: Vec<&str> = Vec::new();
+        for range in &self.expected {
+            if !bugs.contains(&range.bug.as_str()) {
+                bugs.push(&range.bug);
+            }
+        }
+        bugs
+    }
 }
 
 fn current_version() -> u32 {
@@ -158,9 +187,12 @@ mod tests {
                 end_line: 4,
                 side: Side::Right,
                 description: "bug".into(),
+                bug: "b1".into(),
             }],
             clean: false,
             source: "test".into(),
+            title: Some("Tidy the parser".into()),
+            body: Some("Shorter code.".into()),
         }
     }
 
@@ -171,7 +203,32 @@ mod tests {
         assert_eq!(text.lines().count(), 2);
         assert!(text.contains("\"version\":1"));
         assert!(text.contains("\"side\":\"RIGHT\""));
+        assert!(text.contains("\"bug\":\"b1\""));
+        assert!(text.contains("\"title\":\"Tidy the parser\",\"body\":\"Shorter code.\""));
         assert_eq!(parse_cases(&text, "f").unwrap(), cases);
+        // Without intent, the fields are left out.
+        let mut plain = case("plain");
+        (plain.title, plain.body) = (None, None);
+        let text = cases_to_jsonl(&[plain.clone()]);
+        assert!(!text.contains("title") && !text.contains("body"), "{text}");
+        assert_eq!(parse_cases(&text, "f").unwrap(), vec![plain]);
+    }
+
+    #[test]
+    fn ranges_without_a_bug_id_are_one_bug_and_named_bugs_count_once() {
+        let old = r#"{"version":1,"id":"old","repo":".","base":"a","head":"b","expected":[
+            {"path":"a.rs","start_line":1,"end_line":1},{"path":"b.rs","start_line":5,"end_line":6}]}"#;
+        let cases = parse_cases(&old.replace('\n', ""), "f").unwrap();
+        assert_eq!(cases[0].bugs(), [""]);
+        assert_eq!(
+            (cases[0].title.as_deref(), cases[0].body.as_deref()),
+            (None, None)
+        );
+        let mut two = case("two");
+        let mut other = two.expected[0].clone();
+        other.bug = "b2".into();
+        two.expected.extend([other, two.expected[0].clone()]);
+        assert_eq!(two.bugs(), ["b1", "b2"]);
     }
 
     #[test]

@@ -1,52 +1,77 @@
-//! Mining cases from a repository's history: every bug-fix commit becomes a case
-//! whose change reverts the fix (the bug comes back), and, on request, ordinary
-//! commits become clean cases.
+//! Mining cases from a repository's history: every behaviour fix becomes a case whose
+//! change puts the fix's source files back as they were (the bug comes back), and, on
+//! request, ordinary commits become clean cases.
 //!
-//! Selection: a non-merge commit whose message has one of the words of
-//! [`is_fix_message`], touching 1 to [`MAX_CODE_FILES`] code files (tests included)
-//! with at least one non-test source file, at most [`MAX_CHANGED_LINES`] changed
-//! lines in all, and no binary file. Clean cases pass the same size rules without
-//! the words.
+//! Candidates are the non-merge commits whose message has one of the words of
+//! [`is_fix_message`]. A candidate is kept unless (the reason is recorded, see
+//! [`Skip`] and [`super::verdict`]): it changes no source file (only tests, docs, changelogs, lockfiles, CI
+//! or packaging, see [`super::files`]); it changes more than [`MAX_SOURCE_FILES`]
+//! source files or [`MAX_CHANGED_LINES`] source lines, or a binary source file; its
+//! source change is formatting, comments or docstrings, or type annotations only (told
+//! by the tree-sitter grammars of [`crate::syntax`]); or, with `require_test`, it
+//! changes no test. Kept fixes that change a test rank first, then newest first; the
+//! first `limit` become cases. Clean cases are ordinary commits with 1 to
+//! [`MAX_SOURCE_FILES`] code files (tests included), one of them source, at most
+//! [`MAX_CHANGED_LINES`] changed lines in all and no binary file.
 //!
-//! Invariants: the user's branches, `HEAD`, index and work tree are never written:
-//! the revert is computed in memory ([`git2::Repository::revert_commit`]), its tree
-//! and commit are written as objects, and the only reference created is
-//! `refs/redline-eval/revert/<fix id>` (so the commit outlives garbage collection).
-//! The revert commit's author, committer and time are fixed by the fix commit, so
-//! mining twice yields the same commit ids.
+//! Invariants: surveying ([`survey`]) writes nothing; mining writes objects and
+//! references under [`REF_NAMESPACE`] only (see [`super::revert`]): the user's
+//! branches, `HEAD`, index and work tree are never written.
 
 use std::path::Path;
 use std::sync::OnceLock;
 
-use git2::{Commit, DiffOptions, Oid, Patch, Repository, Signature, Sort};
+use git2::{Commit, DiffOptions, Oid, Patch, Repository, Sort};
 
 use super::EvalError;
-use super::cases::{CASES_VERSION, Case, ExpectedRange};
-use crate::review::finding::Side;
+use super::cases::{CASES_VERSION, Case};
+pub use super::files::{FileKind, classify};
+use super::revert::revert_case;
+use super::verdict::judge;
+pub use super::verdict::{Candidate, Skip};
 
 /// Where revert commits are kept (no branch, no tag: nothing the user looks at).
 pub(crate) const REF_NAMESPACE: &str = "refs/redline-eval/";
-/// Most code files a mined commit may touch.
+/// Most source files a mined fix may change (and code files a clean case may).
 pub(crate) const MAX_CODE_FILES: usize = 3;
-/// Most changed lines (added plus deleted) a mined commit may have.
+/// Most source files a mined fix may change.
+pub(crate) const MAX_SOURCE_FILES: usize = MAX_CODE_FILES;
+/// Most changed lines (added plus deleted) of a fix's source files, or of a clean commit.
 pub(crate) const MAX_CHANGED_LINES: usize = 60;
+/// Past this many files in all, a commit is too large without reading its patches.
+pub(crate) const MAX_FILES: usize = 40;
 
 /// What to mine.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct MineOptions {
-    /// Fix cases at most (newest first).
+    /// Fix cases at most (fixes with a test change first, then newest first).
     pub limit: usize,
     /// Only commits made at or after this time (seconds since the epoch).
     pub since: Option<i64>,
     /// Clean cases to pick among ordinary commits.
     pub clean: usize,
+    /// Keep only fixes that change a test too.
+    pub require_test: bool,
 }
 
 /// The mined cases and what was looked at.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Mined {
-    /// Fix cases, then clean cases, each newest first.
+    /// Fix cases (ranked), then clean cases (newest first).
     pub cases: Vec<Case>,
+    /// Commits looked at.
+    pub scanned: usize,
+}
+
+/// The candidates of a history and the ordinary commits chosen as clean cases.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Survey {
+    /// Every candidate looked at, newest first.
+    pub candidates: Vec<Candidate>,
+    /// Indexes of the kept candidates, best first.
+    pub selected: Vec<usize>,
+    /// Ordinary commits chosen as clean cases, newest first.
+    pub cleans: Vec<String>,
     /// Commits looked at.
     pub scanned: usize,
 }
@@ -61,53 +86,7 @@ pub(crate) fn is_fix_message(message: &str) -> bool {
         .is_some_and(|words| words.is_match(message))
 }
 
-/// What a changed file is, for the selection rules.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum FileKind {
-    /// Program code.
-    Source,
-    /// Test code.
-    Test,
-    /// Documentation.
-    Doc,
-    /// Anything else (configuration, data, lock files).
-    Other,
-}
-
-const CODE_EXTENSIONS: &[&str] = &[
-    "rs", "c", "h", "cc", "cpp", "cxx", "hpp", "hh", "go", "py", "js", "jsx", "ts", "tsx", "mjs",
-    "cjs", "java", "kt", "kts", "scala", "swift", "m", "mm", "rb", "php", "cs", "fs", "ex", "exs",
-    "erl", "hs", "ml", "lua", "pl", "sh", "bash", "zig", "dart", "vue", "svelte", "sql", "r", "jl",
-    "clj", "groovy", "nim", "v", "sv", "vhd",
-];
-const DOC_EXTENSIONS: &[&str] = &["md", "markdown", "rst", "txt", "adoc", "org"];
-
-/// Classifies a repository path by its directories, name and extension.
-pub fn classify(path: &str) -> FileKind {
-    let lower = path.to_ascii_lowercase();
-    let name = lower.rsplit('/').next().unwrap_or(&lower);
-    let extension = name.rsplit_once('.').map_or("", |(_, e)| e);
-    let parts: Vec<&str> = lower.split('/').collect();
-    let dirs = parts.split_last().map_or(&[][..], |(_, dirs)| dirs);
-    let in_dir = |names: &[&str]| dirs.iter().any(|d| names.contains(d));
-    if DOC_EXTENSIONS.contains(&extension) || in_dir(&["doc", "docs"]) {
-        return FileKind::Doc;
-    }
-    if !CODE_EXTENSIONS.contains(&extension) {
-        return FileKind::Other;
-    }
-    let test_name = name.starts_with("test_")
-        || ["_test.", ".test.", "_spec.", ".spec.", "_tests."]
-            .iter()
-            .any(|marker| name.contains(marker));
-    if test_name || in_dir(&["test", "tests", "spec", "__tests__", "testdata"]) {
-        FileKind::Test
-    } else {
-        FileKind::Source
-    }
-}
-
-/// What a commit changes, as far as the selection rules care.
+/// What a commit changes, as far as the clean-case rules care.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct CommitShape {
     /// The changed files and their kinds.
@@ -118,13 +97,13 @@ pub struct CommitShape {
     pub binary: bool,
 }
 
-/// Whether a commit of this shape may become a case.
+fn is_code(kind: FileKind) -> bool {
+    matches!(kind, FileKind::Source | FileKind::Test)
+}
+
+/// Whether an ordinary commit of this shape may become a clean case.
 pub fn fits(shape: &CommitShape) -> bool {
-    let code = shape
-        .files
-        .iter()
-        .filter(|(_, k)| matches!(k, FileKind::Source | FileKind::Test))
-        .count();
+    let code = shape.files.iter().filter(|(_, k)| is_code(*k)).count();
     let source = shape.files.iter().any(|(_, k)| *k == FileKind::Source);
     source
         && (1..=MAX_CODE_FILES).contains(&code)
@@ -132,84 +111,16 @@ pub fn fits(shape: &CommitShape) -> bool {
         && !shape.binary
 }
 
-/// The expected ranges of one file: runs of consecutive `added` lines, and for each
-/// place where lines were only removed (`removed_after`: the head line before the
-/// removal, 0 at the top) the line there.
-pub(crate) fn ranges_of(
-    path: &str,
-    added: &[u32],
-    removed_after: &[u32],
-    why: &str,
-) -> Vec<ExpectedRange> {
-    let range = |start: u32, end: u32, what: &str| ExpectedRange {
-        path: path.to_string(),
-        start_line: start,
-        end_line: end,
-        side: Side::Right,
-        description: format!("{why}: {what}"),
-    };
-    let mut ranges: Vec<ExpectedRange> = runs_of(added)
-        .into_iter()
-        .map(|(start, end)| range(start, end, "lines put back"))
-        .collect();
-    for &after in removed_after {
-        let line = after.max(1);
-        if !ranges
-            .iter()
-            .any(|r| (r.start_line..=r.end_line).contains(&line))
-        {
-            ranges.push(range(line, line, "lines of the fix removed here"));
-        }
-    }
-    ranges.sort_by_key(|r| r.start_line);
-    ranges
-}
-
-/// The lines of the fix a revert hunk only removes (base line numbers, side `LEFT`), as
-/// runs: a reviewer pointing at the deleted check comments on them, not on the head.
-pub(crate) fn removed_ranges_of(path: &str, removed: &[u32], why: &str) -> Vec<ExpectedRange> {
-    runs_of(removed)
-        .into_iter()
-        .map(|(start, end)| ExpectedRange {
-            path: path.to_string(),
-            start_line: start,
-            end_line: end,
-            side: Side::Left,
-            description: format!("{why}: lines of the fix removed"),
-        })
-        .collect()
-}
-
-/// `lines` (any order, repeats allowed) as runs of consecutive lines, first to last.
-fn runs_of(lines: &[u32]) -> Vec<(u32, u32)> {
-    let mut lines = lines.to_vec();
-    lines.sort_unstable();
-    lines.dedup();
-    let mut runs: Vec<(u32, u32)> = Vec::new();
-    for line in lines {
-        match runs.last_mut() {
-            Some(last) if last.1.checked_add(1) == Some(line) => last.1 = line,
-            _ => runs.push((line, line)),
-        }
-    }
-    runs
-}
-
-/// Mines cases from the history of `HEAD` of the repository at `repo_path`.
-pub fn mine(repo_path: &Path, options: &MineOptions) -> Result<Mined, EvalError> {
-    let repo = Repository::discover(repo_path)?;
-    let root = repo
-        .workdir()
-        .unwrap_or_else(|| repo.path())
-        .components()
-        .collect::<std::path::PathBuf>();
-    let root = root.display().to_string();
+/// Looks through the history of `HEAD` for candidates and clean commits; writes nothing.
+pub fn survey(repo: &Repository, options: &MineOptions) -> Result<Survey, EvalError> {
     let mut walk = repo.revwalk()?;
     walk.push_head()?;
-    walk.set_sorting(Sort::TIME)?;
-    let (mut fixes, mut cleans, mut scanned) = (Vec::new(), Vec::new(), 0);
+    // Children before parents, newest first among the rest: the same order every time,
+    // even for commits made within one second.
+    walk.set_sorting(Sort::TOPOLOGICAL | Sort::TIME)?;
+    let (mut candidates, mut cleans, mut scanned) = (Vec::new(), Vec::new(), 0);
     for oid in walk {
-        if fixes.len() >= options.limit && cleans.len() >= options.clean {
+        if enough(&candidates, cleans.len(), options) {
             break;
         }
         scanned += 1;
@@ -221,41 +132,88 @@ pub fn mine(repo_path: &Path, options: &MineOptions) -> Result<Mined, EvalError>
         {
             continue;
         }
-        let fix = is_fix_message(&String::from_utf8_lossy(commit.message_bytes()));
-        let wanted = if fix {
-            fixes.len() < options.limit
-        } else {
-            cleans.len() < options.clean
-        };
-        if !wanted || !fits(&shape_of(&repo, &commit)?) {
-            continue;
-        }
-        if fix {
-            fixes.extend(revert_case(&repo, &root, &commit)?);
-        } else {
-            cleans.push(clean_case(&root, &commit)?);
+        if is_fix_message(&String::from_utf8_lossy(commit.message_bytes())) {
+            candidates.push(judge(repo, &commit, options)?);
+        } else if cleans.len() < options.clean && fits(&shape_of(repo, &commit)?) {
+            cleans.push(commit.id().to_string());
         }
     }
-    fixes.extend(cleans);
-    Ok(Mined {
-        cases: fixes,
+    let selected = select(&mut candidates, options.limit);
+    Ok(Survey {
+        candidates,
+        selected,
+        cleans,
         scanned,
     })
 }
 
+/// Whether older commits can change the outcome no more: `limit` kept fixes with a
+/// test change (nothing older ranks before them) and the clean cases found.
+fn enough(candidates: &[Candidate], cleans: usize, options: &MineOptions) -> bool {
+    let tested = candidates
+        .iter()
+        .filter(|c| c.skip.is_none() && c.with_test)
+        .count();
+    tested >= options.limit && cleans >= options.clean
+}
+
+/// Ranks the kept candidates (a test change first, then newest first), keeps the first
+/// `limit` and marks the others [`Skip::OverLimit`]; returns the kept, best first.
+fn select(candidates: &mut [Candidate], limit: usize) -> Vec<usize> {
+    let mut kept: Vec<usize> = (0..candidates.len())
+        .filter(|&i| candidates[i].skip.is_none())
+        .collect();
+    kept.sort_by_key(|&i| (!candidates[i].with_test, i));
+    for &index in kept.iter().skip(limit) {
+        candidates[index].skip = Some(Skip::OverLimit);
+    }
+    kept.truncate(limit);
+    kept
+}
+
+/// Mines cases from the history of `HEAD` of the repository at `repo_path`.
+pub fn mine(repo_path: &Path, options: &MineOptions) -> Result<Mined, EvalError> {
+    let repo = Repository::discover(repo_path)?;
+    let root = repo
+        .workdir()
+        .unwrap_or_else(|| repo.path())
+        .components()
+        .collect::<std::path::PathBuf>();
+    let root = root.display().to_string();
+    let survey = survey(&repo, options)?;
+    let mut cases = Vec::new();
+    for &index in &survey.selected {
+        let candidate = &survey.candidates[index];
+        let fix = repo.find_commit(Oid::from_str(&candidate.commit)?)?;
+        cases.extend(revert_case(&repo, &root, &fix, &candidate.sources)?);
+    }
+    for id in &survey.cleans {
+        cases.push(clean_case(&root, &repo.find_commit(Oid::from_str(id)?)?)?);
+    }
+    Ok(Mined {
+        cases,
+        scanned: survey.scanned,
+    })
+}
+
+/// The candidates of the repository at `repo_path`, without writing anything.
+pub fn list(repo_path: &Path, options: &MineOptions) -> Result<Survey, EvalError> {
+    survey(&Repository::discover(repo_path)?, options)
+}
+
 /// The first line of a commit's message (lossy when it is not UTF-8).
-fn summary_of(commit: &Commit<'_>) -> String {
+pub(crate) fn summary_of(commit: &Commit<'_>) -> String {
     commit
         .summary_bytes()
         .map(|bytes| String::from_utf8_lossy(bytes).into_owned())
         .unwrap_or_default()
 }
 
-fn short(oid: Oid) -> String {
+pub(crate) fn short(oid: Oid) -> String {
     oid.to_string().chars().take(7).collect()
 }
 
-fn diff_of<'r>(
+pub(crate) fn diff_of<'r>(
     repo: &'r Repository,
     old: &git2::Tree<'_>,
     new: &git2::Tree<'_>,
@@ -265,7 +223,7 @@ fn diff_of<'r>(
     Ok(repo.diff_tree_to_tree(Some(old), Some(new), Some(&mut options))?)
 }
 
-fn delta_path(delta: &git2::DiffDelta<'_>) -> String {
+pub(crate) fn delta_path(delta: &git2::DiffDelta<'_>) -> String {
     delta
         .new_file()
         .path()
@@ -285,11 +243,7 @@ fn shape_of(repo: &Repository, commit: &Commit<'_>) -> Result<CommitShape, EvalE
         let kind = classify(&path);
         shape.files.push((path, kind));
     }
-    let code = shape
-        .files
-        .iter()
-        .filter(|(_, k)| matches!(k, FileKind::Source | FileKind::Test))
-        .count();
+    let code = shape.files.iter().filter(|(_, k)| is_code(*k)).count();
     if code > MAX_CODE_FILES || shape.files.len() > 4 * MAX_CODE_FILES {
         shape.changed_lines = usize::MAX;
         return Ok(shape);
@@ -316,90 +270,16 @@ fn clean_case(root: &str, commit: &Commit<'_>) -> Result<Case, EvalError> {
         expected: Vec::new(),
         clean: true,
         source: format!("commit {}: {}", short(commit.id()), summary_of(commit)),
+        title: None,
+        body: None,
     })
-}
-
-/// Writes the revert of `fix` on top of `fix` and the case reviewing it; `None` when
-/// the revert touches no source line (nothing to expect).
-fn revert_case(repo: &Repository, root: &str, fix: &Commit<'_>) -> Result<Option<Case>, EvalError> {
-    let mut index = repo.revert_commit(fix, fix, 0, None)?;
-    if index.has_conflicts() {
-        return Ok(None);
-    }
-    let tree = repo.find_tree(index.write_tree_to(repo)?)?;
-    let signature = Signature::new("redline eval", "eval@redline.invalid", &fix.time())?;
-    let summary = summary_of(fix);
-    let message = format!(
-        "Revert \"{summary}\"\n\nThis reverts commit {}.\n",
-        fix.id()
-    );
-    let revert = repo.commit(None, &signature, &signature, &message, &tree, &[fix])?;
-    repo.reference(
-        &format!("{REF_NAMESPACE}revert/{}", fix.id()),
-        revert,
-        true,
-        "redline eval: revert of a fix",
-    )?;
-    let expected = restored_lines(repo, &fix.tree()?, &tree, short(fix.id()))?;
-    if expected.is_empty() {
-        return Ok(None);
-    }
-    Ok(Some(Case {
-        version: CASES_VERSION,
-        id: format!("fix-{}", short(fix.id())),
-        repo: root.to_string(),
-        base: fix.id().to_string(),
-        head: revert.to_string(),
-        expected,
-        clean: false,
-        source: format!("revert of {}: {summary}", short(fix.id())),
-    }))
-}
-
-/// The lines of source files (tests and docs left out) the revert puts back, in head
-/// line numbers.
-fn restored_lines(
-    repo: &Repository,
-    fixed: &git2::Tree<'_>,
-    reverted: &git2::Tree<'_>,
-    fix: String,
-) -> Result<Vec<ExpectedRange>, EvalError> {
-    let diff = diff_of(repo, fixed, reverted)?;
-    let why = format!("the revert of {fix} puts the code before the fix back");
-    let mut expected = Vec::new();
-    for index in 0..diff.deltas().len() {
-        let Some(patch) = Patch::from_diff(&diff, index)? else {
-            continue;
-        };
-        let path = delta_path(&patch.delta());
-        if classify(&path) != FileKind::Source {
-            continue;
-        }
-        let (mut added, mut removed_after, mut removed) = (Vec::new(), Vec::new(), Vec::new());
-        for hunk_index in 0..patch.num_hunks() {
-            let (hunk, lines) = patch.hunk(hunk_index)?;
-            let only_removes = hunk.new_lines() == 0;
-            if only_removes {
-                removed_after.push(hunk.new_start());
-            }
-            for line_index in 0..lines {
-                let line = patch.line_in_hunk(hunk_index, line_index)?;
-                match line.origin() {
-                    '+' => added.extend(line.new_lineno()),
-                    '-' if only_removes => removed.extend(line.old_lineno()),
-                    _ => {}
-                }
-            }
-        }
-        expected.extend(ranges_of(&path, &added, &removed_after, &why));
-        expected.extend(removed_ranges_of(&path, &removed, &why));
-    }
-    Ok(expected)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::review::finding::Side;
+    use git2::Signature;
 
     #[test]
     fn fix_words_are_whole_words() {
@@ -429,19 +309,6 @@ mod tests {
         }
     }
 
-    #[test]
-    fn paths_are_classified() {
-        assert_eq!(classify("src/parser.rs"), FileKind::Source);
-        assert_eq!(classify("lib/util.py"), FileKind::Source);
-        assert_eq!(classify("tests/parser.rs"), FileKind::Test);
-        assert_eq!(classify("pkg/http_test.go"), FileKind::Test);
-        assert_eq!(classify("web/app.spec.ts"), FileKind::Test);
-        assert_eq!(classify("README.md"), FileKind::Doc);
-        assert_eq!(classify("docs/guide.rs"), FileKind::Doc);
-        assert_eq!(classify("Cargo.lock"), FileKind::Other);
-        assert_eq!(classify("Makefile"), FileKind::Other);
-    }
-
     fn shape(files: &[(&str, FileKind)], lines: usize) -> CommitShape {
         CommitShape {
             files: files.iter().map(|(p, k)| (p.to_string(), *k)).collect(),
@@ -451,7 +318,7 @@ mod tests {
     }
 
     #[test]
-    fn size_rules_select_small_source_changes() {
+    fn size_rules_select_small_source_changes_for_clean_cases() {
         use FileKind::*;
         assert!(fits(&shape(&[("a.rs", Source)], 60)));
         assert!(!fits(&shape(&[("a.rs", Source)], 61)));
@@ -481,51 +348,87 @@ mod tests {
     }
 
     #[test]
-    fn restored_lines_become_ranges() {
-        let ranges = ranges_of("a.rs", &[5, 3, 4, 9], &[20, 0, 4], "why");
-        let spans: Vec<(u32, u32)> = ranges.iter().map(|r| (r.start_line, r.end_line)).collect();
-        assert_eq!(spans, vec![(1, 1), (3, 5), (9, 9), (20, 20)]);
-        assert!(
-            ranges
-                .iter()
-                .all(|r| r.side == Side::Right && r.path == "a.rs")
-        );
-        assert!(ranges[1].description.starts_with("why: lines put back"));
+    fn fixes_with_a_test_rank_first_and_the_limit_keeps_the_best() {
+        let candidate = |id: &str, with_test: bool, skip: Option<Skip>| Candidate {
+            commit: id.into(),
+            subject: String::new(),
+            with_test,
+            sources: vec![],
+            skip,
+        };
+        let mut candidates = vec![
+            candidate("new", false, None),
+            candidate("skipped", true, Some(Skip::Formatting)),
+            candidate("tested", true, None),
+            candidate("old", false, None),
+        ];
+        let selected = select(&mut candidates, 2);
+        let ids: Vec<&str> = selected
+            .iter()
+            .map(|&i| candidates[i].commit.as_str())
+            .collect();
+        assert_eq!(ids, ["tested", "new"]);
+        assert_eq!(candidates[3].skip, Some(Skip::OverLimit));
+        assert_eq!(candidates[1].skip, Some(Skip::Formatting));
+    }
+
+    /// Commits `files` (path, text) one commit per entry on a new repository.
+    fn history(commits: &[(&str, &[(&str, &str)])]) -> (tempfile::TempDir, Vec<Oid>) {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let repo = Repository::init(dir.path()).expect("init");
+        let signature = Signature::now("t", "t@example.invalid").expect("signature");
+        let mut ids: Vec<Oid> = Vec::new();
+        for (message, files) in commits {
+            let parent = ids.last().map(|id| repo.find_commit(*id).expect("parent"));
+            let base = parent.as_ref().map(|p| p.tree().expect("tree"));
+            let mut update = git2::build::TreeUpdateBuilder::new();
+            for (path, text) in *files {
+                let blob = repo.blob(text.as_bytes()).expect("blob");
+                update.upsert(*path, blob, git2::FileMode::Blob);
+            }
+            let empty = repo
+                .find_tree(repo.treebuilder(None).unwrap().write().unwrap())
+                .unwrap();
+            let tree = update
+                .create_updated(&repo, base.as_ref().unwrap_or(&empty))
+                .expect("tree");
+            let tree = repo.find_tree(tree).expect("tree");
+            let parents: Vec<&Commit<'_>> = parent.iter().collect();
+            let id = repo
+                .commit(
+                    Some("HEAD"),
+                    &signature,
+                    &signature,
+                    message,
+                    &tree,
+                    &parents,
+                )
+                .expect("commit");
+            ids.push(id);
+        }
+        (dir, ids)
     }
 
     #[test]
     fn a_revert_that_only_removes_lines_expects_them_on_the_left() {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let repo = Repository::init(dir.path()).expect("init");
-        let signature = Signature::now("t", "t@example.invalid").expect("signature");
-        let mut parent: Option<Oid> = None;
-        for (text, message) in [
-            ("fn f(v: &[u8], i: usize) -> u8 {\n    v[i]\n}\n", "add f"),
+        let (dir, _) = history(&[
             (
-                "fn f(v: &[u8], i: usize) -> u8 {\n    if i >= v.len() {\n        return 0;\n    }\n    v[i]\n}\n",
-                "fix panic on a short slice",
+                "add f",
+                &[("lib.rs", "fn f(v: &[u8], i: usize) -> u8 {\n    v[i]\n}\n")],
             ),
-        ] {
-            let blob = repo.blob(text.as_bytes()).expect("blob");
-            let mut builder = repo.treebuilder(None).expect("treebuilder");
-            builder.insert("lib.rs", blob, 0o100644).expect("insert");
-            let tree = repo
-                .find_tree(builder.write().expect("tree"))
-                .expect("tree");
-            let parents: Vec<Commit<'_>> = parent
-                .iter()
-                .map(|id| repo.find_commit(*id).expect("parent"))
-                .collect();
-            let refs: Vec<&Commit<'_>> = parents.iter().collect();
-            let id = repo
-                .commit(Some("HEAD"), &signature, &signature, message, &tree, &refs)
-                .expect("commit");
-            parent = Some(id);
-        }
+            (
+                "fix panic on a short slice",
+                &[(
+                    "lib.rs",
+                    "fn f(v: &[u8], i: usize) -> u8 {\n    if i >= v.len() {\n        return 0;\n    }\n    v[i]\n}\n",
+                )],
+            ),
+        ]);
         let options = MineOptions {
             limit: 5,
             since: None,
             clean: 0,
+            require_test: false,
         };
         let mined = mine(dir.path(), &options).expect("mine");
         assert_eq!(mined.cases.len(), 1);

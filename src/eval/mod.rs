@@ -1,11 +1,14 @@
-//! `redline eval`: measures review quality on real bugs. Bug-fix commits of a
-//! repository's history are reverted ([`mine`]), each revert is reviewed as a change
-//! that re-introduces the bug ([`run`]), and findings are scored against the lines the
-//! revert put back ([`score`]); ordinary commits serve as clean cases that measure
+//! `redline eval`: measures review quality on real bugs. Behaviour fixes of a
+//! repository's history are found ([`mine`], with [`files`] and [`crate::syntax`]
+//! telling behaviour from formatting, comments and non-source files), their source
+//! files are put back as before the fix ([`revert`]), each such change is reviewed as
+//! one that re-introduces the bug ([`run`]), and findings are scored per bug against
+//! the lines put back ([`score`]); ordinary commits serve as clean cases that measure
 //! false findings. [`report`] renders the figures and compares them with a baseline.
 //!
 //! Invariants: mining never changes the user's branches, `HEAD`, index or work tree
-//! (revert commits live under [`mine::REF_NAMESPACE`] only); scoring and rendering are
+//! (revert commits live under [`mine::REF_NAMESPACE`] only); nothing of a fix's message
+//! and no expected range's description reaches the reviewer; scoring and rendering are
 //! pure functions of the cases and the review results; a case whose review fails is
 //! reported as failed and left out of the scores, never counted as a miss or a catch.
 //! Layering: used by `cli`; uses `review` (findings, stats) and git2. The engine run
@@ -13,11 +16,14 @@
 //! depends on the command line.
 
 pub mod cases;
+pub mod files;
 pub mod mine;
 pub(crate) mod render;
 pub(crate) mod report;
+pub(crate) mod revert;
 pub(crate) mod run;
 pub mod score;
+pub mod verdict;
 
 /// Why an evaluation step failed.
 #[derive(Debug, thiserror::Error)]

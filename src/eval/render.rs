@@ -1,10 +1,12 @@
 //! The report as text (terminal), Markdown (a pull request comment) or JSON.
 //!
-//! Invariant: text and Markdown show the same tables (figures per pair, the per-case
-//! matrix, failures, the baseline comparison); JSON is the [`Report`] itself.
+//! Invariant: text and Markdown show the same tables (figures per pair, with cases and
+//! bugs caught, the per-case matrix with each case's bugs caught, failures, the baseline
+//! comparison); JSON is the [`Report`] itself.
 
 use std::str::FromStr;
 
+use super::mine::{Candidate, Skip, Survey};
 use super::report::{BaselineDiff, Report};
 use super::score::{PairSummary, ResultRow};
 
@@ -104,6 +106,8 @@ fn pair_table(pairs: &[PairSummary]) -> Table {
         "model",
         "caught",
         "recall",
+        "bugs",
+        "bug recall",
         "precision",
         "F1",
         "false/clean",
@@ -119,6 +123,8 @@ fn pair_table(pairs: &[PairSummary]) -> Table {
             p.model.clone(),
             format!("{}/{}", p.caught, p.bug_cases),
             percent(p.recall),
+            format!("{}/{}", p.expected_caught, p.expected_total),
+            percent(p.expected_recall),
             percent(p.precision),
             percent(p.f1),
             number(p.false_findings_per_clean_case, 2),
@@ -140,9 +146,9 @@ fn cell(row: Option<&ResultRow>) -> String {
         return "FAILED".into();
     }
     let verdict = match (row.clean, row.caught) {
-        (true, _) => "clean",
-        (false, Some(true)) => "caught",
-        _ => "missed",
+        (true, _) => "clean".to_string(),
+        (false, Some(true)) => format!("caught {}", super::run::bugs(row)),
+        _ => format!("missed {}", super::run::bugs(row)),
     };
     let limit = row
         .limit_reached
@@ -271,4 +277,95 @@ pub(crate) fn render_report(report: &Report, format: ReportFormat) -> String {
         out.push_str(&baseline_section(diff, format));
     }
     out
+}
+
+/// One candidate of `--list --format json`.
+#[derive(Debug, Clone, serde::Serialize)]
+struct ListedCandidate<'a> {
+    commit: &'a str,
+    short: &'a str,
+    subject: &'a str,
+    kept: bool,
+    with_test: bool,
+    sources: &'a [String],
+    /// Why it is skipped (a sentence); `null` when kept.
+    reason: Option<String>,
+    /// The skip reason's stable name (`formatting`, `no_source`, ...); `null` when kept.
+    skip: Option<&'static str>,
+    /// The case id it becomes; `null` when skipped.
+    case: Option<String>,
+}
+
+fn short_id(commit: &str) -> &str {
+    &commit[..commit.len().min(7)]
+}
+
+fn status(candidate: &Candidate) -> String {
+    match (&candidate.skip, candidate.with_test) {
+        (Some(skip), _) => format!("skipped: {skip}"),
+        (None, true) => "kept, with a test".into(),
+        (None, false) => "kept".into(),
+    }
+}
+
+/// The candidates of `--mine --list`: one line each (short id, kept or skipped and why,
+/// subject), or a JSON array with `--format json`.
+pub(crate) fn render_listing(survey: &Survey, format: ReportFormat) -> String {
+    if format == ReportFormat::Json {
+        let entries: Vec<ListedCandidate<'_>> = survey
+            .candidates
+            .iter()
+            .map(|c| ListedCandidate {
+                commit: &c.commit,
+                short: short_id(&c.commit),
+                subject: &c.subject,
+                kept: c.skip.is_none(),
+                with_test: c.with_test,
+                sources: &c.sources,
+                reason: c.skip.as_ref().map(ToString::to_string),
+                skip: c.skip.as_ref().map(Skip::code),
+                case: c.skip.is_none().then(|| c.case_id()),
+            })
+            .collect();
+        return serde_json::to_string_pretty(&entries).unwrap_or_default() + "\n";
+    }
+    let mut table = Table::new(&["commit", "verdict", "subject"]);
+    for candidate in &survey.candidates {
+        table.rows.push(vec![
+            short_id(&candidate.commit).to_string(),
+            status(candidate),
+            candidate.subject.clone(),
+        ]);
+    }
+    table.render(format)
+}
+
+/// One line for stderr: candidates, kept, and skipped by reason.
+pub(crate) fn listing_summary(survey: &Survey) -> String {
+    let kept: Vec<&Candidate> = survey
+        .candidates
+        .iter()
+        .filter(|c| c.skip.is_none())
+        .collect();
+    let tested = kept.iter().filter(|c| c.with_test).count();
+    let mut reasons: Vec<(&'static str, usize)> = Vec::new();
+    for skip in survey.candidates.iter().filter_map(|c| c.skip.as_ref()) {
+        match reasons.iter_mut().find(|(code, _)| *code == skip.code()) {
+            Some((_, n)) => *n += 1,
+            None => reasons.push((skip.code(), 1)),
+        }
+    }
+    let reasons: Vec<String> = reasons.iter().map(|(c, n)| format!("{c} {n}")).collect();
+    format!(
+        "{} in {} commits: {} kept ({tested} with a test), {} skipped ({})",
+        super::run::count(survey.candidates.len(), "candidate"),
+        survey.scanned,
+        kept.len(),
+        survey.candidates.len() - kept.len(),
+        if reasons.is_empty() {
+            "none".to_string()
+        } else {
+            reasons.join(", ")
+        }
+    )
 }

@@ -148,6 +148,9 @@ fn figures(s: &PairSummary) -> Vec<(&'static str, Option<f64>)> {
         ),
         ("caught", Some(s.caught as f64)),
         ("bug_cases", Some(s.bug_cases as f64)),
+        ("expected_recall", s.expected_recall),
+        ("expected_caught", Some(s.expected_caught as f64)),
+        ("expected_total", Some(s.expected_total as f64)),
         ("findings", Some(s.findings as f64)),
         ("failed", Some(s.failed as f64)),
         ("limited", Some(s.limited as f64)),
@@ -244,6 +247,9 @@ mod tests {
             caught,
             findings,
             true_positives: usize::from(caught == Some(true)),
+            expected_total: usize::from(!case.starts_with("clean")),
+            expected_caught: usize::from(caught == Some(true)),
+            expected_recall: None,
             tokens: 10,
             cost_usd: None,
             seconds: 1.0,
@@ -330,7 +336,7 @@ mod tests {
             "{text}"
         );
         assert!(
-            text.contains("react     m      1/1     100.0%  33.3%"),
+            text.contains("react     m      1/1     100.0%  1/1   100.0%      33.3%"),
             "{text}"
         );
         assert!(text.contains("fix-b    bug    FAILED"), "{text}");
@@ -338,7 +344,7 @@ mod tests {
         assert!(text.contains("Compared with old.json"), "{text}");
         let markdown = render_report(&current, ReportFormat::Markdown);
         assert!(
-            markdown.contains("| fix-a | bug | caught, 1 finding, 10 tok |"),
+            markdown.contains("| fix-a | bug | caught 1/1 bug, 1 finding, 10 tok |"),
             "{markdown}"
         );
         assert!(markdown.contains("### Cases"), "{markdown}");

@@ -140,9 +140,21 @@ fn verdict(row: &ResultRow) -> String {
     match (&row.error, row.caught, row.clean) {
         (Some(error), _, _) => format!("failed ({error})"),
         (None, _, true) => format!("clean, {}", count(row.findings, "finding")),
-        (None, Some(true), false) => format!("caught, {}", count(row.findings, "finding")),
-        (None, _, false) => format!("missed, {}", count(row.findings, "finding")),
+        (None, Some(true), false) => {
+            format!("caught {}, {}", bugs(row), count(row.findings, "finding"))
+        }
+        (None, _, false) => format!("missed {}, {}", bugs(row), count(row.findings, "finding")),
     }
+}
+
+/// `1/2 bugs`: the bugs caught of the case's.
+pub(crate) fn bugs(row: &ResultRow) -> String {
+    let noun = if row.expected_total == 1 {
+        "bug"
+    } else {
+        "bugs"
+    };
+    format!("{}/{} {noun}", row.expected_caught, row.expected_total)
 }
 
 /// `1 finding`, `2 findings`.
@@ -164,6 +176,9 @@ pub(crate) fn row_of(case: &Case, pair: &PairLabel, run: CaseRun, took: Duration
         caught: None,
         findings: 0,
         true_positives: 0,
+        expected_total: case.bugs().len(),
+        expected_caught: 0,
+        expected_recall: None,
         tokens: 0,
         cost_usd: None,
         seconds: took.as_secs_f64(),
@@ -177,6 +192,10 @@ pub(crate) fn row_of(case: &Case, pair: &PairLabel, run: CaseRun, took: Duration
             row.caught = Some(score.caught);
             row.findings = score.findings;
             row.true_positives = score.true_positives;
+            row.expected_total = score.expected_total;
+            row.expected_caught = score.expected_caught;
+            row.expected_recall = (score.expected_total > 0)
+                .then(|| score.expected_caught as f64 / score.expected_total as f64);
             row.tokens = stats.prompt_tokens + stats.completion_tokens;
             row.cost_usd = stats.cost_usd;
             row.limit_reached = stats.limit_reached.map(|l| l.as_str().to_string());

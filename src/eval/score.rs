@@ -4,10 +4,13 @@
 //! Rules (fixed, documented in the README): a finding overlaps an expected range when it
 //! is in the same file, on the same side, and its lines meet the range widened by
 //! [`OVERLAP_SLACK`] lines on each end; findings on the same file, side and lines count
-//! once; a case is caught when some finding overlaps some expected range; a finding is a
-//! true positive when it overlaps some expected range (on a clean case none does);
-//! precision = true positives / findings; recall = caught / bug cases; F1 their harmonic
-//! mean; false findings per clean case = findings on clean cases / clean cases. Failed
+//! once; a bug is caught when some finding overlaps some range of that bug (a case's
+//! ranges without a bug id are one bug); a case is caught when some bug of it is; a
+//! finding is a true positive when it overlaps some expected range (on a clean case none
+//! does); precision = true positives / findings; recall = caught / bug cases (a catch
+//! rate); bug recall (`expected_recall`) = bugs caught / bugs (`expected_caught` /
+//! `expected_total`), per case and per pair; F1 the harmonic mean of precision and
+//! recall; false findings per clean case = findings on clean cases / clean cases. Failed
 //! reviews are counted apart and enter no ratio.
 
 use serde::{Deserialize, Serialize};
@@ -27,6 +30,10 @@ pub struct CaseScore {
     pub findings: usize,
     /// Distinct findings that overlap an expected range.
     pub true_positives: usize,
+    /// The case's bugs.
+    pub expected_total: usize,
+    /// Of which caught (some finding overlaps one of the bug's ranges).
+    pub expected_caught: usize,
 }
 
 /// Whether `finding` meets `expected` (same file and side, range widened).
@@ -59,10 +66,22 @@ pub fn score_case(case: &Case, findings: &[Finding]) -> CaseScore {
         .iter()
         .filter(|f| case.expected.iter().any(|e| overlaps(f, e)))
         .count();
+    let bugs = case.bugs();
+    let expected_caught = bugs
+        .iter()
+        .filter(|&&bug| {
+            case.expected
+                .iter()
+                .filter(|e| e.bug == bug)
+                .any(|e| distinct.iter().any(|f| overlaps(f, e)))
+        })
+        .count();
     CaseScore {
-        caught: !case.clean && true_positives > 0,
+        caught: !case.clean && expected_caught > 0,
         findings: distinct.len(),
         true_positives,
+        expected_total: bugs.len(),
+        expected_caught,
     }
 }
 
@@ -83,6 +102,15 @@ pub struct ResultRow {
     pub findings: usize,
     /// Distinct findings on the expected lines.
     pub true_positives: usize,
+    /// The case's bugs (0 on a clean case).
+    #[serde(default)]
+    pub expected_total: usize,
+    /// Of which caught; 0 when the review failed.
+    #[serde(default)]
+    pub expected_caught: usize,
+    /// Caught / total bugs; `null` on a clean case or when the review failed.
+    #[serde(default)]
+    pub expected_recall: Option<f64>,
     /// Prompt + completion tokens.
     pub tokens: u64,
     /// Cost in USD; `null` when the model's price is unknown.
@@ -126,6 +154,15 @@ pub struct PairSummary {
     pub bug_cases: usize,
     /// Of which caught.
     pub caught: usize,
+    /// Bugs of the finished reviews of bug cases.
+    #[serde(default)]
+    pub expected_total: usize,
+    /// Of which caught.
+    #[serde(default)]
+    pub expected_caught: usize,
+    /// Bugs caught / bugs; `null` without bugs.
+    #[serde(default)]
+    pub expected_recall: Option<f64>,
     /// Finished reviews of clean cases.
     pub clean_cases: usize,
     /// Distinct findings over all finished reviews.
@@ -164,6 +201,8 @@ pub fn summarize(strategy: &str, model: &str, rows: &[&ResultRow]) -> PairSummar
     let bug: Vec<_> = done.iter().filter(|r| !r.clean).collect();
     let clean: Vec<_> = done.iter().filter(|r| r.clean).collect();
     let caught = bug.iter().filter(|r| r.caught == Some(true)).count();
+    let expected_total: usize = bug.iter().map(|r| r.expected_total).sum();
+    let expected_caught: usize = bug.iter().map(|r| r.expected_caught).sum();
     let findings: usize = done.iter().map(|r| r.findings).sum();
     let true_positives: usize = done.iter().map(|r| r.true_positives).sum();
     let clean_findings: usize = clean.iter().map(|r| r.findings).sum();
@@ -189,6 +228,9 @@ pub fn summarize(strategy: &str, model: &str, rows: &[&ResultRow]) -> PairSummar
         limited: done.iter().filter(|r| r.limit_reached.is_some()).count(),
         bug_cases: bug.len(),
         caught,
+        expected_total,
+        expected_caught,
+        expected_recall: ratio(expected_caught as f64, expected_total),
         clean_cases: clean.len(),
         findings,
         true_positives,
@@ -239,9 +281,12 @@ mod tests {
                 end_line: end,
                 side: Side::Right,
                 description: String::new(),
+                bug: String::new(),
             }],
             clean: false,
             source: String::new(),
+            title: None,
+            body: None,
         }
     }
 
@@ -278,7 +323,9 @@ mod tests {
             CaseScore {
                 caught: true,
                 findings: 2,
-                true_positives: 1
+                true_positives: 1,
+                expected_total: 1,
+                expected_caught: 1,
             }
         );
         let mut clean = bug_case(1, 1);
@@ -287,6 +334,39 @@ mod tests {
         let score = score_case(&clean, &[finding("src/a.rs", 1, 1)]);
         assert!(!score.caught);
         assert_eq!((score.findings, score.true_positives), (1, 0));
+    }
+
+    fn ranges(spans: &[(&str, u32, u32)]) -> Vec<ExpectedRange> {
+        spans
+            .iter()
+            .map(|&(bug, start, end)| ExpectedRange {
+                bug: bug.into(),
+                ..bug_case(start, end).expected[0].clone()
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_bug_is_caught_once_whichever_of_its_ranges_is_hit() {
+        // One bug in two ranges, both hit: one bug caught of one.
+        let mut case = bug_case(1, 1);
+        case.expected = ranges(&[("b1", 10, 10), ("b1", 40, 40)]);
+        let both = [finding("src/a.rs", 10, 10), finding("src/a.rs", 40, 40)];
+        let score = score_case(&case, &both);
+        assert_eq!((score.expected_total, score.expected_caught), (1, 1));
+        assert_eq!(score.true_positives, 2);
+        // Two bugs, one hit: half the bugs.
+        case.expected = ranges(&[("b1", 10, 10), ("b2", 40, 40)]);
+        let score = score_case(&case, &both[..1]);
+        assert!(score.caught);
+        assert_eq!((score.expected_total, score.expected_caught), (2, 1));
+        // Unnamed ranges are one bug.
+        case.expected = ranges(&[("", 10, 10), ("", 40, 40)]);
+        let score = score_case(&case, &both[1..]);
+        assert_eq!((score.expected_total, score.expected_caught), (1, 1));
+        let score = score_case(&case, &[finding("src/a.rs", 70, 70)]);
+        assert!(!score.caught);
+        assert_eq!((score.expected_total, score.expected_caught), (1, 0));
     }
 
     fn row(clean: bool, caught: bool, findings: usize, tp: usize) -> ResultRow {
@@ -298,6 +378,9 @@ mod tests {
             caught: Some(caught),
             findings,
             true_positives: tp,
+            expected_total: if clean { 0 } else { 2 },
+            expected_caught: usize::from(caught),
+            expected_recall: None,
             tokens: 100,
             cost_usd: Some(0.5),
             seconds: 2.0,
@@ -324,6 +407,9 @@ mod tests {
         let refs: Vec<&ResultRow> = rows.iter().collect();
         let s = summarize("react", "m", &refs);
         assert_eq!((s.reviews, s.failed, s.bug_cases, s.caught), (4, 1, 3, 2));
+        // Bugs: 2 per bug case; the two caught cases caught 1 and 1 of theirs.
+        assert_eq!((s.expected_total, s.expected_caught), (6, 2));
+        assert_eq!(s.expected_recall, Some(2.0 / 6.0));
         assert_eq!((s.findings, s.true_positives, s.clean_findings), (7, 2, 3));
         assert_eq!(s.precision, Some(2.0 / 7.0));
         assert_eq!(s.recall, Some(2.0 / 3.0));
@@ -339,6 +425,7 @@ mod tests {
         let s = summarize("react", "m", &[&rows[0], &unknown]);
         assert_eq!((s.cost_usd, s.cost_per_case), (None, None));
         let none = summarize("react", "m", &[]);
+        assert_eq!(none.expected_recall, None);
         assert_eq!((none.precision, none.recall, none.f1), (None, None, None));
     }
 }
