@@ -461,10 +461,12 @@ async fn a_case_that_cannot_be_prepared_is_reported_and_the_others_finish() {
     // case whose head is gone.
     let good = json!({"version": 1, "id": "by-hand", "repo": repo, "base": calc, "head": parent,
                       "expected": [{"path": "src/calc.rs", "start_line": 9, "end_line": 9,
-                                    "side": "RIGHT", "description": "division by zero"},
+                                    "side": "RIGHT", "description": "division by zero (ANSWER-MARK)"},
                                    {"path": "src/calc.rs", "start_line": 30, "end_line": 30,
                                     "side": "RIGHT", "description": "elsewhere", "bug": "b2"}],
-                      "clean": false, "source": "written by hand"});
+                      "clean": false, "source": "written by hand",
+                      "title": "Average of no values (TITLE-MARK)",
+                      "body": "Returns 0 for an empty slice (BODY-MARK)."});
     let gone = json!({"version": 1, "id": "gone", "repo": repo, "base": calc,
                       "head": "0123456789012345678901234567890123456789", "clean": true});
     std::fs::write(&cases, format!("{good}\n{gone}\n")).unwrap();
@@ -510,6 +512,16 @@ async fn a_case_that_cannot_be_prepared_is_reported_and_the_others_finish() {
         .collect();
     assert_eq!(models.len(), 2);
     assert!(models.contains(&"second-model".to_string()), "{models:?}");
+    // The case's title and body are its stated intent; its expected ranges are the answer.
+    for request in server.requests() {
+        let (system, first) = (request.system_text(), request.first_user_text());
+        assert!(
+            first.contains("TITLE-MARK") && first.contains("BODY-MARK"),
+            "{first}"
+        );
+        assert!(!system.contains("BODY-MARK"), "{system}");
+        assert!(!request.body.to_string().contains("ANSWER-MARK"));
+    }
 
     // Mining a history with nothing new enough finds nothing and says so.
     let none = eval(

@@ -332,7 +332,12 @@ impl EngineReviewer {
                 no_transcript: true,
                 ..RunsArgs::default()
             },
-            intent: IntentArgs::default(),
+            // The case's stated intent; an expected range's description (the answer) never.
+            intent: IntentArgs {
+                title: case.title.clone(),
+                description: case.body.clone(),
+                description_file: None,
+            },
         }
     }
 

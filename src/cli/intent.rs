@@ -24,7 +24,7 @@ pub(crate) fn local_intent(
     range: &ResolvedRange,
 ) -> anyhow::Result<Intent> {
     let description = match &args.description_file {
-        None => None,
+        None => args.description.clone(),
         Some(path) if args.reads_stdin() => Some(read_bounded(std::io::stdin().lock(), path)?),
         Some(path) => {
             let file = std::fs::File::open(path)

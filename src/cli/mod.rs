@@ -342,6 +342,9 @@ pub struct IntentArgs {
     /// asks no plan confirmation, as with --yes).
     #[arg(long, value_name = "FILE")]
     pub description_file: Option<PathBuf>,
+    /// The description as text (an eval case's `body`; no flag).
+    #[arg(skip)]
+    pub description: Option<String>,
 }
 
 impl IntentArgs {
