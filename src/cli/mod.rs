@@ -6,6 +6,7 @@ mod action_thread;
 mod check;
 mod context;
 mod eval;
+mod files;
 mod init;
 mod output;
 mod progress;
