@@ -213,8 +213,13 @@ pub struct ServeArgs {
     #[command(flatten)]
     pub model: ModelArgs,
     /// Most a repository's review may cost, in USD (the repository's `max_cost` is lowered to it; without one it applies).
+    /// Default 2 for a model with a built-in price.
     #[arg(long, env = "REDLINE_MAX_COST_CEILING", value_name = "USD")]
     pub max_cost_ceiling: Option<String>,
+    /// Most prompt + completion tokens a repository's review may use (bounds its `max_tokens`
+    /// the same way). Default 2000000 for a model without a built-in price.
+    #[arg(long, env = "REDLINE_MAX_TOKENS_CEILING", value_name = "N")]
+    pub max_tokens_ceiling: Option<String>,
     /// Longest a repository's review may run, e.g. 15m (bounds the repository's `timeout` the same way).
     #[arg(long, env = "REDLINE_TIMEOUT_CEILING", value_name = "DURATION")]
     pub timeout_ceiling: Option<String>,

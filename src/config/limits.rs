@@ -31,6 +31,34 @@ pub struct LimitCeilings {
     pub max_cost_usd: Option<f64>,
     /// `--timeout-ceiling`: wall time per review.
     pub timeout: Option<Duration>,
+    /// `--max-tokens-ceiling`: prompt + completion tokens per review.
+    pub max_tokens: Option<u64>,
+}
+
+/// The cost ceiling of `redline serve` per review when `--max-cost-ceiling` is not
+/// given and the model has a built-in price, in USD.
+pub const DEFAULT_COST_CEILING_USD: f64 = 2.0;
+
+/// The token ceiling of `redline serve` per review when `--max-tokens-ceiling` is not
+/// given and the model has no built-in price (so no cost ceiling can be kept).
+pub const DEFAULT_TOKEN_CEILING: u64 = 2_000_000;
+
+impl LimitCeilings {
+    /// These ceilings with `serve`'s defaults where none was given: a cost ceiling
+    /// for a model with a price (`priced`), else a token ceiling. A review of the
+    /// App is paid by its operator and shaped by a pull request's author, so it is
+    /// never unbounded by default.
+    pub(crate) fn with_defaults(self, priced: bool) -> Self {
+        LimitCeilings {
+            max_cost_usd: self
+                .max_cost_usd
+                .or(priced.then_some(DEFAULT_COST_CEILING_USD)),
+            max_tokens: self
+                .max_tokens
+                .or((!priced).then_some(DEFAULT_TOKEN_CEILING)),
+            timeout: self.timeout,
+        }
+    }
 }
 
 /// The review's limits: flags (and env) over the file; none by default.
@@ -73,7 +101,7 @@ pub(crate) fn apply_ceilings(requested: ReviewLimits, ceilings: &LimitCeilings) 
     }
     ReviewLimits {
         max_cost_usd: smaller(requested.max_cost_usd, ceilings.max_cost_usd),
-        max_tokens: requested.max_tokens,
+        max_tokens: smaller(requested.max_tokens, ceilings.max_tokens),
         timeout: smaller(requested.timeout, ceilings.timeout),
     }
 }
@@ -431,6 +459,7 @@ mod tests {
         let ceilings = LimitCeilings {
             max_cost_usd: Some(1.0),
             timeout: Some(Duration::from_secs(600)),
+            max_tokens: None,
         };
         let asked = ReviewLimits {
             max_cost_usd: Some(5.0),
@@ -453,6 +482,7 @@ mod tests {
         let ceilings = LimitCeilings {
             max_cost_usd: Some(0.5),
             timeout: Some(Duration::from_secs(300)),
+            max_tokens: None,
         };
         let price = crate::llm::pricing::builtin_price("gpt-4.1-mini");
         let asked = file("max_cost = 3\ntimeout = \"1h\"\nmax_tokens = 8000\n");
@@ -488,5 +518,35 @@ mod tests {
             "{err}"
         );
         assert!(check_priced(&ReviewLimits::default(), None, "local-llama").is_ok());
+    }
+
+    #[test]
+    fn serve_bounds_every_review_by_default_and_flags_override() {
+        let priced = LimitCeilings::default().with_defaults(true);
+        assert_eq!(priced.max_cost_usd, Some(DEFAULT_COST_CEILING_USD));
+        assert_eq!(priced.max_tokens, None);
+        let unpriced = LimitCeilings::default().with_defaults(false);
+        assert_eq!(unpriced.max_cost_usd, None);
+        assert_eq!(unpriced.max_tokens, Some(DEFAULT_TOKEN_CEILING));
+        let given = LimitCeilings {
+            max_cost_usd: Some(10.0),
+            timeout: None,
+            max_tokens: Some(50_000),
+        };
+        assert_eq!(given.with_defaults(true), given);
+        // A repository asking for more tokens gets the ceiling; one asking less keeps its own.
+        let asked = ReviewLimits {
+            max_tokens: Some(5_000_000),
+            ..ReviewLimits::default()
+        };
+        assert_eq!(
+            apply_ceilings(asked, &unpriced).max_tokens,
+            Some(DEFAULT_TOKEN_CEILING)
+        );
+        let modest = ReviewLimits {
+            max_tokens: Some(1_000),
+            ..ReviewLimits::default()
+        };
+        assert_eq!(apply_ceilings(modest, &unpriced).max_tokens, Some(1_000));
     }
 }
