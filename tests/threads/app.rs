@@ -73,7 +73,7 @@ async fn redline_never_answers_a_bot_itself_included() {
             "demo",
             7,
             login,
-            "@redline-test please look",
+            "@redline please look",
             Some(root),
         );
         let event = super::support::reply_event(id, Some(root), login, "Bot", "/redline ignore");
