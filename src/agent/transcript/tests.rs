@@ -287,3 +287,16 @@ fn oversized_records_transcripts_and_devices_are_refused() {
     let transcript = Transcript::read(&path).unwrap();
     assert!(transcript.records.is_empty(), "{:?}", transcript.records);
 }
+
+#[cfg(unix)]
+#[test]
+fn state_directories_are_created_for_their_owner_only() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let runs = dir.path().join("state/redline/runs");
+    lock::create_private_dir(&runs).unwrap();
+    for path in [dir.path().join("state"), runs] {
+        let mode = std::fs::metadata(&path).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o700, "{}", path.display());
+    }
+}
