@@ -174,14 +174,17 @@ pub struct ReplayArgs {
     pub repo: Option<PathBuf>,
 }
 
+/// The most seconds a `*-secs` flag takes (366 days, the longest duration accepted).
+const MAX_SECS: u64 = 366 * 86_400;
+
 /// `redline serve` (App credentials come from the environment).
 #[derive(Debug, Clone, Args)]
 pub struct ServeArgs {
     /// Address to listen on.
     #[arg(long, default_value = "0.0.0.0:3000", value_name = "ADDR")]
     pub listen: String,
-    /// Reviews run at once.
-    #[arg(long, default_value_t = 4, value_name = "N")]
+    /// Reviews run at once (at least 1).
+    #[arg(long, default_value = "4", value_parser = crate::server::limits::parse_count, value_name = "N")]
     pub workers: usize,
     /// Where bare mirrors of reviewed repositories are kept.
     #[arg(long, env = "REDLINE_CACHE_DIR", value_name = "DIR")]
@@ -201,10 +204,10 @@ pub struct ServeArgs {
     #[arg(long, env = "REDLINE_FAILURE_NOTICE")]
     pub failure_notice: bool,
     /// Seconds a job stays leased without a heartbeat (a dead worker's job is taken again after this).
-    #[arg(long, default_value_t = 60, value_name = "SECS")]
+    #[arg(long, default_value_t = 60, value_parser = clap::value_parser!(u64).range(1..=MAX_SECS), value_name = "SECS")]
     pub lease_secs: u64,
     /// Seconds between a busy worker's heartbeats (lease renewal and cancellation check).
-    #[arg(long, default_value_t = 15, value_name = "SECS")]
+    #[arg(long, default_value_t = 15, value_parser = clap::value_parser!(u64).range(1..=MAX_SECS), value_name = "SECS")]
     pub heartbeat_secs: u64,
     /// Connection and request limits, delivery retention.
     #[command(flatten)]

@@ -151,9 +151,9 @@ async fn serve_app(args: ServeArgs) -> anyhow::Result<()> {
     });
     let app_slug = app_slug(&auth).await;
     let workers = WorkerConfig {
-        workers: args.workers.max(1),
-        lease: std::time::Duration::from_secs(args.lease_secs.max(1)),
-        heartbeat_interval: std::time::Duration::from_secs(args.heartbeat_secs.max(1)),
+        workers: args.workers,
+        lease: std::time::Duration::from_secs(args.lease_secs),
+        heartbeat_interval: std::time::Duration::from_secs(args.heartbeat_secs),
         ..WorkerConfig::default()
     };
     let pool = WorkerPool::start(queue.clone(), runner.clone(), workers, metrics.clone());
@@ -332,6 +332,45 @@ mod tests {
         assert_eq!(flags.request_limits().max_unverified_bytes, 8 << 20);
         assert_eq!(flags.delivery_retention, Duration::from_secs(3 * 86_400));
         assert!(Flags::try_parse_from(["redline", "--idle-timeout", "0s"]).is_err());
+    }
+
+    #[test]
+    fn zero_and_huge_values_are_refused_naming_the_flag() {
+        for flag in ["--workers", "--lease-secs", "--heartbeat-secs"] {
+            let error = super::super::Cli::try_parse_from(["redline", "serve", flag, "0"])
+                .unwrap_err()
+                .to_string();
+            assert!(error.contains(flag), "{error}");
+        }
+        for flag in ["--lease-secs", "--heartbeat-secs"] {
+            let huge = super::super::Cli::try_parse_from([
+                "redline",
+                "serve",
+                flag,
+                "18446744073709551615",
+            ]);
+            assert!(huge.is_err(), "{flag}");
+        }
+        for flag in [
+            "--header-timeout",
+            "--idle-timeout",
+            "--body-timeout",
+            "--delivery-retention",
+        ] {
+            let error = Flags::try_parse_from(["redline", flag, "18446744073709551615s"])
+                .unwrap_err()
+                .to_string();
+            assert!(error.contains(flag) && error.contains("366d"), "{error}");
+        }
+        let defaults = serve_args(&[]);
+        assert_eq!(
+            (
+                defaults.workers,
+                defaults.lease_secs,
+                defaults.heartbeat_secs
+            ),
+            (4, 60, 15)
+        );
     }
 
     fn serve_args(extra: &[&str]) -> ServeArgs {

@@ -228,6 +228,9 @@ pub(crate) enum LimitValueError {
     /// A duration of zero.
     #[error("`{0}` must be longer than 0")]
     ZeroDuration(String),
+    /// A duration past [`MAX_DURATION`].
+    #[error("`{0}` is longer than the longest duration accepted (366d)")]
+    TooLongDuration(String),
     /// A number of seconds of zero or less.
     #[error("{0} must be a positive number of seconds")]
     SecondsNotPositive(i64),
@@ -299,8 +302,12 @@ fn tokens_value(value: &toml::Value) -> Result<u64, LimitValueError> {
     }
 }
 
+/// The longest duration any flag or key takes: a longer one is surely a typo, and
+/// would overflow the clocks it is added to.
+pub(crate) const MAX_DURATION: Duration = Duration::from_secs(366 * 86_400);
+
 /// A duration: `90s`, `10m`, `1h`, `1h30m`, `500ms`, `7d`, or a bare number of seconds;
-/// more than 0. The one duration syntax of every flag and config key.
+/// more than 0 and at most [`MAX_DURATION`]. The one duration syntax of every flag and config key.
 pub(crate) fn parse_duration(text: &str) -> Result<Duration, LimitValueError> {
     let malformed = || LimitValueError::NotDuration(text.to_string());
     let trimmed = text.trim();
@@ -338,6 +345,8 @@ pub(crate) fn parse_duration(text: &str) -> Result<Duration, LimitValueError> {
 fn nonzero(duration: Duration, text: &str) -> Result<Duration, LimitValueError> {
     if duration.is_zero() {
         Err(LimitValueError::ZeroDuration(text.to_string()))
+    } else if duration > MAX_DURATION {
+        Err(LimitValueError::TooLongDuration(text.to_string()))
     } else {
         Ok(duration)
     }
@@ -346,7 +355,9 @@ fn nonzero(duration: Duration, text: &str) -> Result<Duration, LimitValueError> 
 fn duration_value(value: &toml::Value) -> Result<Duration, LimitValueError> {
     match value {
         toml::Value::String(s) => parse_duration(s),
-        toml::Value::Integer(i) if *i > 0 => Ok(Duration::from_secs(*i as u64)),
+        toml::Value::Integer(i) if *i > 0 => {
+            nonzero(Duration::from_secs(*i as u64), &i.to_string())
+        }
         toml::Value::Integer(i) => Err(LimitValueError::SecondsNotPositive(*i)),
         other => Err(LimitValueError::WrongType {
             expected: "a duration such as \"10m\"",
@@ -418,6 +429,36 @@ mod tests {
         for (flags, text, key) in cases {
             let err = resolve_limits(&flags, &file(text)).unwrap_err().to_string();
             assert!(err.contains(key), "{key}: {err}");
+        }
+    }
+
+    #[test]
+    fn durations_are_bounded_and_the_error_names_the_key() {
+        for text in [
+            "18446744073709551615s",
+            "18446744073709551615",
+            "367d",
+            "9000h",
+        ] {
+            assert_eq!(
+                parse_duration(text),
+                Err(LimitValueError::TooLongDuration(text.into()))
+            );
+        }
+        assert_eq!(parse_duration("366d"), Ok(MAX_DURATION));
+        let flags = LimitFlags {
+            timeout: Some("18446744073709551615s".into()),
+            ..LimitFlags::default()
+        };
+        let err = resolve_limits(&flags, &FileConfig::default())
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("--timeout") && err.contains("366d"), "{err}");
+        for text in ["timeout = 9223372036854775807\n", "timeout = \"400d\"\n"] {
+            let err = resolve_limits(&LimitFlags::default(), &file(text))
+                .unwrap_err()
+                .to_string();
+            assert!(err.contains("`timeout`") && err.contains("366d"), "{err}");
         }
     }
 
