@@ -155,6 +155,10 @@ async fn an_answer_makes_at_most_chat_max_steps_model_calls() {
     reviewed
         .wait_for_log("could not answer a review comment", 1)
         .await;
+    // The model explored: the error says so, not "replies without a tool call".
+    reviewed
+        .wait_for_log("the model called tools but never `answer`", 1)
+        .await;
     assert_eq!(chat_requests(&reviewed), 2);
     let last = reviewed
         .model
