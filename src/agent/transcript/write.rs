@@ -377,7 +377,7 @@ impl Writer {
         }
         // One `O_APPEND` write per line and no user-space buffer: a crash loses at
         // most the line in flight, and a short write ends the transcript.
-        match (&*self.lock.file()).write(line.as_bytes()) {
+        match self.lock.file().write(line.as_bytes()) {
             Ok(written) if written == line.len() => self.bytes += line.len() as u64,
             Ok(_) => {
                 self.broken = true;
