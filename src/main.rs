@@ -7,6 +7,12 @@ use clap::Parser;
 fn main() {
     let filter = tracing_subscriber::EnvFilter::try_from_env("REDLINE_LOG")
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+    // sqlx logs the value of every database URL parameter it does not know
+    // (`sslpassword=…`); that target is kept to errors whatever REDLINE_LOG says.
+    let filter = match "sqlx_postgres::options=error".parse() {
+        Ok(directive) => filter.add_directive(directive),
+        Err(_) => filter,
+    };
     tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)

@@ -13,6 +13,84 @@ pub(crate) fn prefix_at_char_boundary(text: &str, max_bytes: usize) -> &str {
     &text[..end]
 }
 
+/// One line of model text made safe inside Markdown on GitHub: no HTML (nor hidden
+/// markers), no images, no `@` mentions.
+pub(crate) fn escape_inline(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut previous = ' ';
+    for c in text.chars() {
+        match c {
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '[' if previous == '!' => out.push_str("\\["),
+            // A word joiner after `@` keeps the text and stops GitHub's mention.
+            '@' => out.push_str("@\u{2060}"),
+            _ => out.push(c),
+        }
+        previous = c;
+    }
+    out
+}
+
+/// Model-written Markdown made safe to post on GitHub: outside code, as
+/// [`escape_inline`]; fenced blocks and `inline code` are kept as written (GitHub
+/// renders no HTML, image or mention in them, and escaping would show).
+pub(crate) fn escape_markdown(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut open_fence: Option<(char, usize)> = None;
+    for line in text.split_inclusive('\n') {
+        let fence = fence_of(line);
+        match (open_fence, fence) {
+            (None, Some(found)) => {
+                open_fence = Some(found);
+                out.push_str(line);
+            }
+            (Some((c, n)), Some((c2, n2))) if c == c2 && n2 >= n => {
+                open_fence = None;
+                out.push_str(line);
+            }
+            (Some(_), _) => out.push_str(line),
+            (None, None) => out.push_str(&escape_outside_code_spans(line)),
+        }
+    }
+    out
+}
+
+/// The fence a line opens or closes (three or more `` ` `` or `~`), with its length.
+fn fence_of(line: &str) -> Option<(char, usize)> {
+    let trimmed = line.trim_start_matches(' ');
+    let c = trimmed.chars().next().filter(|c| matches!(c, '`' | '~'))?;
+    let n = trimmed.chars().take_while(|x| *x == c).count();
+    (n >= 3).then_some((c, n))
+}
+
+/// `line` escaped except inside code spans (a run of backticks to the next run of as many).
+fn escape_outside_code_spans(line: &str) -> String {
+    let mut out = String::with_capacity(line.len());
+    let mut rest = line;
+    while let Some(start) = rest.find('`') {
+        let ticks = rest[start..].chars().take_while(|c| *c == '`').count();
+        let after = &rest[start + ticks..];
+        let fence = "`".repeat(ticks);
+        let close = after.match_indices(&fence).find(|(i, _)| {
+            !after[i + ticks..].starts_with('`') && (*i == 0 || !after[..*i].ends_with('`'))
+        });
+        out.push_str(&escape_inline(&rest[..start]));
+        match close {
+            Some((end, _)) => {
+                out.push_str(&rest[start..start + ticks + end + ticks]);
+                rest = &after[end + ticks..];
+            }
+            None => {
+                out.push_str(&fence);
+                rest = after;
+            }
+        }
+    }
+    out.push_str(&escape_inline(rest));
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -22,5 +100,23 @@ mod tests {
         assert_eq!(prefix_at_char_boundary("héllo", 2), "h");
         assert_eq!(prefix_at_char_boundary("héllo", 3), "hé");
         assert_eq!(prefix_at_char_boundary("abc", 10), "abc");
+    }
+
+    #[test]
+    fn markdown_is_escaped_outside_code_only() {
+        let text = "Ask @org/team or @alice ![x](https://evil.example/p.png) <img src=x>\n\
+                    Use `Vec<u8>` and `` a`b<c> ``, not <b>.\n\
+                    ```rust\nlet v: Vec<u8> = f(); // @bob\n```\n\
+                    After @carol.\n";
+        let escaped = escape_markdown(text);
+        assert_eq!(
+            escaped,
+            "Ask @\u{2060}org/team or @\u{2060}alice !\\[x](https://evil.example/p.png) &lt;img src=x&gt;\n\
+             Use `Vec<u8>` and `` a`b<c> ``, not &lt;b&gt;.\n\
+             ```rust\nlet v: Vec<u8> = f(); // @bob\n```\n\
+             After @\u{2060}carol.\n"
+        );
+        // A lone backtick is text, and what follows it is still escaped.
+        assert_eq!(escape_markdown("a ` @x"), "a ` @\u{2060}x");
     }
 }

@@ -94,11 +94,7 @@ async fn every_check_passes_with_good_settings() {
     for name in ["model", "app key", "webhook secret", "database"] {
         assert!(run.line(name).starts_with("ok "), "{}", run.stdout);
     }
-    assert!(
-        run.line("app key").contains("redline-test"),
-        "{}",
-        run.stdout
-    );
+    assert!(run.line("app key").contains("`redline`"), "{}", run.stdout);
     // One tiny model call.
     let requests = model.requests();
     assert_eq!(requests.len(), 1);
@@ -199,4 +195,45 @@ async fn without_app_settings_only_the_model_is_checked_unless_asked() {
     let run = check(&model, &[], &["--app"]).await;
     assert_eq!(run.code, 2, "{}", run.stdout);
     assert!(run.line("app key").starts_with("FAIL "), "{}", run.stdout);
+}
+
+#[tokio::test]
+async fn credentials_in_url_parameters_never_print_even_on_failure_lines() {
+    let cwd = tempfile::tempdir().expect("tmp");
+    let output = redline_command()
+        .current_dir(cwd.path())
+        .args(["check", "--app", "--model", "test-model"])
+        .args(["--base-url", "http://127.0.0.1:1/v1?api_key=sekrit-model-1&x=1"])
+        .env("REDLINE_API_KEY", KEY)
+        .env(
+            "REDLINE_DATABASE_URL",
+            "postgres://app@127.0.0.1:1/redline?password=hunter2-db&sslpassword=sslpw-db&connect_timeout=1",
+        )
+        .env_remove("GITHUB_APP_ID")
+        .env_remove("GITHUB_APP_CLIENT_ID")
+        .env_remove("GITHUB_APP_PRIVATE_KEY")
+        .env_remove("GITHUB_APP_PRIVATE_KEY_PATH")
+        .env_remove("GITHUB_WEBHOOK_SECRET")
+        .env_remove("GITHUB_API_URL")
+        .output()
+        .await
+        .expect("run redline check");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stdout}");
+    for text in [&stdout, &stderr] {
+        for secret in ["sekrit-model-1", "hunter2-db", "sslpw-db", KEY] {
+            assert!(!text.contains(secret), "{secret} leaked: {text}");
+        }
+    }
+    let database = stdout
+        .lines()
+        .find(|l| l.starts_with("FAIL  database: "))
+        .unwrap_or_else(|| panic!("{stdout}"));
+    assert!(database.contains("password=***"), "{database}");
+    let model = stdout
+        .lines()
+        .find(|l| l.starts_with("FAIL  model: "))
+        .unwrap_or_else(|| panic!("{stdout}"));
+    assert!(model.contains("api_key=***"), "{model}");
 }

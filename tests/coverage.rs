@@ -438,3 +438,37 @@ async fn a_task_budget_from_the_config_bounds_every_first_message() {
     assert_each_line_once(&messages, &markers);
     assert_eq!(run.json()["stats"]["coverage"], 1.0);
 }
+
+#[tokio::test]
+async fn a_removed_two_million_character_line_is_summarised_and_does_not_plan() {
+    let repo = TempRepo::new();
+    let long = "x".repeat(2_000_000);
+    let before = format!("fn a() {{}}\nconst TABLE: &str = \"{long}\";\nfn b() {{}}\n");
+    repo.write("src/table.rs", &before);
+    repo.commit("base");
+    repo.checkout_new_branch("feature");
+    repo.write("src/table.rs", "fn a() {}\nfn b() {}\nfn c() {}\n");
+    repo.commit("remove the table");
+    let server = ModelServer::start(Wire::OpenAi, vec![submit(vec![], "fine")]).await;
+    let run = cli::review(
+        repo.path(),
+        &server.base_url(),
+        "openai",
+        &["--format", "json"],
+    )
+    .await;
+    let out = run.success_json();
+    assert_eq!(out["stats"]["strategy"], "react", "{out}");
+    let requests = server.requests();
+    assert_eq!(requests.len(), 1);
+    assert!(
+        requests[0].body_len < 50_000,
+        "first request of {} bytes",
+        requests[0].body_len
+    );
+    let first = requests[0].body.to_string();
+    assert!(
+        first.contains("-[a line of 2,000,023 characters, not shown]"),
+        "{first}"
+    );
+}

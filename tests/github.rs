@@ -520,6 +520,34 @@ async fn a_summary_forged_by_a_user_silences_nothing() {
 }
 
 #[tokio::test]
+async fn a_summary_planted_by_another_bot_silences_nothing() {
+    let findings = [finding("src/lib.rs", 11, 11, Severity::Major, "Inline one")];
+    let elsewhere = GitHubMock::start().await;
+    let (other, _) = client(&elsewhere);
+    publish(&other, HEAD_A, &findings, &config()).await.unwrap();
+    let forged = summary_body(&elsewhere);
+
+    let gh = GitHubMock::start().await;
+    let (client, _) = client(&gh);
+    gh.add_issue_comment_as(OWNER, REPO, PR, &forged, "other-app[bot]");
+    let outcome = publish(&client, HEAD_A, &findings, &config())
+        .await
+        .unwrap();
+    assert_eq!(outcome.inline_posted, 1, "{outcome:?}");
+    assert_eq!(outcome.skipped_duplicates, 0);
+    let comments = gh.issue_comments();
+    assert_eq!(comments.len(), 2, "Redline's own summary next to the bot's");
+    assert_eq!(comments[0]["body"].as_str(), Some(forged.as_str()));
+    assert_eq!(
+        last_reviewed_sha(&client, OWNER, REPO, PR)
+            .await
+            .unwrap()
+            .as_deref(),
+        Some(HEAD_A)
+    );
+}
+
+#[tokio::test]
 async fn a_user_s_review_comment_with_a_copied_marker_silences_nothing() {
     let findings = [finding("src/lib.rs", 11, 11, Severity::Major, "Inline one")];
     let elsewhere = GitHubMock::start().await;

@@ -108,3 +108,83 @@ async fn init_never_overwrites_without_force_and_writes_nothing_then() {
     );
     assert!(dir.path().join(".github/workflows/redline.yml").is_file());
 }
+
+/// A repository (as a clone could carry it) with `link` pointing at `target`.
+#[cfg(unix)]
+fn with_link(link: &str, target: &Path) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().expect("tmp");
+    let link = dir.path().join(link);
+    std::fs::create_dir_all(link.parent().unwrap()).unwrap();
+    std::os::unix::fs::symlink(target, &link).unwrap();
+    dir
+}
+
+#[cfg(unix)]
+#[tokio::test]
+async fn init_refuses_every_path_that_leads_outside_the_repository() {
+    let outside = tempfile::tempdir().expect("tmp");
+    let victim = outside.path().join("victim.yml");
+    std::fs::write(&victim, "mine\n").unwrap();
+    let cases = [
+        (".redline.toml", victim.clone()),
+        (".github", outside.path().to_path_buf()),
+        (".github/workflows", outside.path().to_path_buf()),
+        (".github/workflows/redline.yml", victim.clone()),
+    ];
+    for (link, target) in cases {
+        let dir = with_link(link, &target);
+        let run = init(dir.path(), &["--action", "--force"]).await;
+        assert_eq!(run.code, 2, "{link}: {}", run.stdout);
+        assert!(run.stderr.contains(link), "{link}: {}", run.stderr);
+        assert_eq!(
+            std::fs::read_to_string(&victim).unwrap(),
+            "mine\n",
+            "{link}"
+        );
+        let written: Vec<_> = std::fs::read_dir(outside.path()).unwrap().collect();
+        assert_eq!(written.len(), 1, "{link}: nothing new outside");
+        if link != ".redline.toml" {
+            assert!(
+                !dir.path().join(".redline.toml").exists(),
+                "{link}: nothing written"
+            );
+        }
+    }
+    // A link that stays inside the repository is fine.
+    let dir = tempfile::tempdir().expect("tmp");
+    std::fs::create_dir(dir.path().join("ci")).unwrap();
+    std::os::unix::fs::symlink(dir.path().join("ci"), dir.path().join(".github")).unwrap();
+    let run = init(dir.path(), &["--action"]).await;
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(dir.path().join("ci/workflows/redline.yml").is_file());
+}
+
+#[cfg(unix)]
+#[tokio::test]
+async fn init_force_refuses_a_fifo_instead_of_waiting_on_it() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let fifo = std::ffi::CString::new(
+        dir.path()
+            .join(".redline.toml")
+            .to_str()
+            .expect("utf-8")
+            .to_string(),
+    )
+    .unwrap();
+    assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o600) }, 0);
+    let output = redline_command()
+        .args(["init", "--force"])
+        .current_dir(dir.path())
+        .kill_on_drop(true)
+        .output();
+    let output = tokio::time::timeout(std::time::Duration::from_secs(60), output)
+        .await
+        .expect("init returns")
+        .expect("run redline init");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains(".redline.toml") && stderr.contains("not a regular file"),
+        "{stderr}"
+    );
+}

@@ -413,7 +413,14 @@ async fn bad_limits_are_rejected_before_any_model_call() {
         (vec!["--max-cost".into(), "-1".into()], None, "--max-cost"),
         (vec!["--max-cost".into(), "lots".into()], None, "--max-cost"),
         (vec!["--timeout".into(), "soon".into()], None, "--timeout"),
+        // A duration too long for any clock: an error naming the flag, not a panic.
+        (
+            vec!["--timeout".into(), "18446744073709551615s".into()],
+            None,
+            "--timeout",
+        ),
         (vec![], Some("max_tokens = -3\n"), "`max_tokens`"),
+        (vec![], Some("timeout = 9223372036854775807\n"), "`timeout`"),
         (vec![], Some("timeout = \"0s\"\n"), "`timeout`"),
         (
             vec![],

@@ -260,6 +260,56 @@ async fn a_killed_review_resumes_with_fewer_model_calls_and_the_same_findings() 
     );
 }
 
+#[tokio::test]
+async fn a_second_resume_of_a_running_run_is_refused_naming_its_process() {
+    let repo = repo();
+    let runs = tempfile::tempdir().unwrap();
+    let server = ModelServer::start_with(Wire::OpenAi, scripted_model(Duration::ZERO)).await;
+    let first = review(repo.path(), &server, runs.path(), &[]).await;
+    assert_eq!(first.code, 0, "{}", first.stderr);
+    let file = transcripts(runs.path()).remove(0);
+    cut_transcript(&file);
+    let id = file.file_stem().unwrap().to_str().unwrap().to_string();
+    // The first resume waits on its first live call (the second of the run).
+    let slow = ModelServer::start_with(Wire::OpenAi, scripted_model(Duration::from_secs(60))).await;
+    let mut child = cli::redline_command()
+        .args(["review", "--repo"])
+        .arg(repo.path())
+        .args(["--base", "main", "--provider", "openai", "--base-url"])
+        .arg(slow.base_url())
+        .args(["--model", "test-model", "--format", "json", "--runs-dir"])
+        .arg(runs.path())
+        .args(["--resume", &id])
+        .env("REDLINE_API_KEY", KEY)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("start redline");
+    let waited = tokio::time::timeout(Duration::from_secs(30), async {
+        while slow.requests().is_empty() {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    })
+    .await;
+    assert!(waited.is_ok(), "the first resume never called the model");
+    let second = review(repo.path(), &slow, runs.path(), &["--resume", &id]).await;
+    let pid = child.id().expect("running");
+    child.kill().await.expect("kill");
+    assert_eq!(second.code, 2, "{}", second.stderr);
+    assert!(
+        second.stderr.contains(&format!("process {pid}")),
+        "{}",
+        second.stderr
+    );
+    assert_eq!(
+        slow.requests().len(),
+        1,
+        "the second resume called no model"
+    );
+    // Nothing was spliced: every line is still one record.
+    assert!(records(&file).iter().all(|r| r["record"].is_string()));
+}
+
 /// A finished run's transcript cut after its first model call, mid-way through the next line.
 fn cut_transcript(file: &Path) -> String {
     let text = std::fs::read_to_string(file).unwrap();

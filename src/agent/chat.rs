@@ -99,6 +99,7 @@ pub(crate) async fn answer_in_thread(
     ];
     let max_steps = max_steps.max(1);
     let mut usage = Usage::default();
+    let mut called_tools = false;
     for step in 1..=max_steps {
         let last = step == max_steps;
         let mut offered = if last { Vec::new() } else { tools.specs() };
@@ -116,6 +117,7 @@ pub(crate) async fn answer_in_thread(
             return Ok(ChatAnswer { usage, ..answer });
         }
         messages.push(response.to_message());
+        called_tools |= !response.tool_calls.is_empty();
         for call in &response.tool_calls {
             let observation = if last {
                 crate::tools::Observation {
@@ -139,10 +141,21 @@ pub(crate) async fn answer_in_thread(
             messages.push(Message::user("Call `answer` with your reply."));
         }
     }
-    Err(AgentError::Unparseable {
+    Err(no_answer(max_steps, called_tools))
+}
+
+/// Why no answer came in `max_steps` calls: the model kept calling tools, or gave
+/// no readable reply.
+fn no_answer(max_steps: u32, called_tools: bool) -> AgentError {
+    if called_tools {
+        return AgentError::Tool(format!(
+            "no answer within chat_max_steps ({max_steps} model calls): the model called tools but never `answer`"
+        ));
+    }
+    AgentError::Unparseable {
         attempts: max_steps,
         excerpt: "no answer within chat_max_steps model calls".into(),
-    })
+    }
 }
 
 /// The answer a reply gives: an `answer` call, or plain text without tool calls.
@@ -269,6 +282,18 @@ mod tests {
         assert_eq!(exploring, None);
         let empty = final_answer(&response("", vec![call(ANSWER_TOOL, "{}")]), 1).unwrap();
         assert_eq!(empty, None);
+    }
+
+    #[test]
+    fn running_out_of_steps_says_whether_the_model_called_tools() {
+        let exploring = no_answer(2, true).to_string();
+        assert!(
+            exploring.contains("called tools but never `answer`")
+                && !exploring.contains("without a tool call"),
+            "{exploring}"
+        );
+        let silent = no_answer(2, false).to_string();
+        assert!(silent.contains("without a tool call"), "{silent}");
     }
 
     #[test]

@@ -190,7 +190,7 @@ fn open_events_dir(dir: Option<&Path>) -> anyhow::Result<PathBuf> {
             state.join("eval").join(stamp)
         }
     };
-    std::fs::create_dir_all(&dir)
+    crate::agent::transcript::create_private_dir(&dir)
         .with_context(|| format!("cannot create the events directory {}", dir.display()))?;
     Ok(dir)
 }

@@ -6,6 +6,7 @@ mod action_thread;
 mod check;
 mod context;
 mod eval;
+mod files;
 mod init;
 mod intent;
 mod output;
@@ -180,14 +181,17 @@ pub struct ReplayArgs {
     pub repo: Option<PathBuf>,
 }
 
+/// The most seconds a `*-secs` flag takes (366 days, the longest duration accepted).
+const MAX_SECS: u64 = 366 * 86_400;
+
 /// `redline serve` (App credentials come from the environment).
 #[derive(Debug, Clone, Args)]
 pub struct ServeArgs {
     /// Address to listen on.
     #[arg(long, default_value = "0.0.0.0:3000", value_name = "ADDR")]
     pub listen: String,
-    /// Reviews run at once.
-    #[arg(long, default_value_t = 4, value_name = "N")]
+    /// Reviews run at once (at least 1).
+    #[arg(long, default_value = "4", value_parser = crate::server::limits::parse_count, value_name = "N")]
     pub workers: usize,
     /// Where bare mirrors of reviewed repositories are kept.
     #[arg(long, env = "REDLINE_CACHE_DIR", value_name = "DIR")]
@@ -207,10 +211,10 @@ pub struct ServeArgs {
     #[arg(long, env = "REDLINE_FAILURE_NOTICE")]
     pub failure_notice: bool,
     /// Seconds a job stays leased without a heartbeat (a dead worker's job is taken again after this).
-    #[arg(long, default_value_t = 60, value_name = "SECS")]
+    #[arg(long, default_value_t = 60, value_parser = clap::value_parser!(u64).range(1..=MAX_SECS), value_name = "SECS")]
     pub lease_secs: u64,
     /// Seconds between a busy worker's heartbeats (lease renewal and cancellation check).
-    #[arg(long, default_value_t = 15, value_name = "SECS")]
+    #[arg(long, default_value_t = 15, value_parser = clap::value_parser!(u64).range(1..=MAX_SECS), value_name = "SECS")]
     pub heartbeat_secs: u64,
     /// Connection and request limits, delivery retention.
     #[command(flatten)]
@@ -219,8 +223,13 @@ pub struct ServeArgs {
     #[command(flatten)]
     pub model: ModelArgs,
     /// Most a repository's review may cost, in USD (the repository's `max_cost` is lowered to it; without one it applies).
+    /// Default 2 for a model with a built-in price.
     #[arg(long, env = "REDLINE_MAX_COST_CEILING", value_name = "USD")]
     pub max_cost_ceiling: Option<String>,
+    /// Most prompt + completion tokens a repository's review may use (bounds its `max_tokens`
+    /// the same way). Default 2000000 for a model without a built-in price.
+    #[arg(long, env = "REDLINE_MAX_TOKENS_CEILING", value_name = "N")]
+    pub max_tokens_ceiling: Option<String>,
     /// Longest a repository's review may run, e.g. 15m (bounds the repository's `timeout` the same way).
     #[arg(long, env = "REDLINE_TIMEOUT_CEILING", value_name = "DURATION")]
     pub timeout_ceiling: Option<String>,

@@ -15,8 +15,8 @@ use super::{ReviewArgs, RunsArgs};
 use crate::agent::events::EventSink;
 use crate::agent::strategy::StrategyChoice;
 use crate::agent::transcript::{
-    EndStatus, FORMAT_VERSION, Header, Recorder, RecordingModel, RepositoryIdentity, Transcript,
-    new_run_id, settings_digest,
+    EndStatus, FORMAT_VERSION, Header, LockedTranscript, MAX_RECORD_BYTES, Recorder,
+    RecordingModel, RepositoryIdentity, create_private_dir, new_run_id, settings_digest,
 };
 use crate::agent::{AgentConfig, AgentError, Orchestrator};
 use crate::config::ModelSettings;
@@ -53,18 +53,19 @@ impl RunTranscript {
             return Ok(disabled);
         }
         let dir = runs_dir(&args.runs)?;
-        std::fs::create_dir_all(&dir)
+        create_private_dir(&dir)
             .with_context(|| format!("cannot create the runs directory {}", dir.display()))?;
         let header = header_for(args, settings, agent, new_run_id())?;
         let secret = settings.api_key.clone();
         let (recorder, path, resumed_from, recorded_intent) = match &args.runs.resume {
             Some(wanted) => {
-                let (path, transcript) = resumable(&dir, wanted, &header)?;
-                let recorder = Recorder::resume(&path, &transcript, secret).with_context(|| {
+                let (path, locked) = resumable(&dir, wanted, &header)?;
+                let calls = locked.transcript.model_calls();
+                let intent = locked.transcript.header.intent.clone();
+                let recorder = Recorder::resume(locked, secret).with_context(|| {
                     format!("cannot continue the transcript {}", path.display())
                 })?;
-                let intent = transcript.header.intent.clone();
-                (recorder, path, Some(transcript.model_calls()), Some(intent))
+                (recorder, path, Some(calls), Some(intent))
             }
             None => {
                 let path = dir.join(format!("{}.{EXTENSION}", header.run_id));
@@ -281,8 +282,13 @@ fn invocation(args: &ReviewArgs, root: &Path, base: &str, head: &str) -> Vec<Str
     out
 }
 
-/// The transcript `wanted` names (`latest`: this repository's newest), checked against `current`.
-fn resumable(dir: &Path, wanted: &str, current: &Header) -> anyhow::Result<(PathBuf, Transcript)> {
+/// The transcript `wanted` names (`latest`: this repository's newest), locked for
+/// this process and checked against `current`.
+fn resumable(
+    dir: &Path,
+    wanted: &str,
+    current: &Header,
+) -> anyhow::Result<(PathBuf, LockedTranscript)> {
     let path = match wanted {
         "latest" => latest_of(dir, &current.repository.root).ok_or_else(|| {
             anyhow!(
@@ -294,7 +300,8 @@ fn resumable(dir: &Path, wanted: &str, current: &Header) -> anyhow::Result<(Path
         id if crate::agent::transcript::is_run_id(id) => dir.join(format!("{id}.{EXTENSION}")),
         other => bail!("--resume: `{other}` is not a run id or `latest`"),
     };
-    let transcript = Transcript::read(&path)?;
+    let locked = LockedTranscript::open(&path)?;
+    let transcript = &locked.transcript;
     let id = &transcript.header.run_id;
     if transcript.end() == Some(EndStatus::Finished) {
         bail!("run {id} already finished; there is nothing to resume");
@@ -306,7 +313,7 @@ fn resumable(dir: &Path, wanted: &str, current: &Header) -> anyhow::Result<(Path
             differs.join("; ")
         );
     }
-    Ok((path, transcript))
+    Ok((path, locked))
 }
 
 /// The newest transcript (by run id, which starts with its time) whose repository is `root`.
@@ -319,35 +326,68 @@ fn latest_of(dir: &Path, root: &str) -> Option<PathBuf> {
         .find(|path| first_header(path).is_some_and(|h| h.repository.root == root))
 }
 
-/// The header line of a transcript, without reading the rest.
+/// The header line of a transcript, without reading the rest (nor more than a
+/// record's length of it, nor through a symbolic link).
 fn first_header(path: &Path) -> Option<Header> {
-    use std::io::BufRead;
-    let file = std::fs::File::open(path).ok()?;
-    let mut line = String::new();
-    std::io::BufReader::new(file).read_line(&mut line).ok()?;
-    match serde_json::from_str(&line).ok()? {
+    use std::io::{BufRead, Read};
+    let file = super::files::open_no_follow(std::fs::OpenOptions::new().read(true), path).ok()?;
+    let mut line = Vec::new();
+    std::io::BufReader::new(file.take(MAX_RECORD_BYTES as u64))
+        .read_until(b'\n', &mut line)
+        .ok()?;
+    match serde_json::from_slice(&line).ok()? {
         crate::agent::transcript::Record::Header(header) => Some(header),
         _ => None,
     }
 }
 
-/// Transcripts in `dir`: path, size, last modification.
+/// Whether `name` is a transcript's: `<run id>.jsonl` with a run id as
+/// [`new_run_id`] makes them (`20260101T120000Z-0a1b2c3d`).
+fn is_transcript_name(name: &str) -> bool {
+    let Some(id) = name.strip_suffix(&format!(".{EXTENSION}")) else {
+        return false;
+    };
+    let Some((time, suffix)) = id.split_once('-') else {
+        return false;
+    };
+    let time = time.as_bytes();
+    let digits = |range: std::ops::Range<usize>| time[range].iter().all(u8::is_ascii_digit);
+    time.len() == 16
+        && digits(0..8)
+        && time[8] == b'T'
+        && digits(9..15)
+        && time[15] == b'Z'
+        && suffix.len() == 8
+        && suffix
+            .bytes()
+            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+}
+
+/// Transcripts in `dir`: path, size, last modification. Only regular files (a
+/// symbolic link is not followed) with a transcript's name whose first line is a
+/// header count; nothing else in the directory is ever a transcript.
 fn transcripts(dir: &Path) -> Vec<(PathBuf, u64, SystemTime)> {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return Vec::new();
     };
     entries
         .flatten()
-        .filter(|e| e.path().extension().is_some_and(|x| x == EXTENSION))
+        .filter(|e| e.file_name().to_str().is_some_and(is_transcript_name))
         .filter_map(|e| {
-            let meta = e.metadata().ok()?;
-            Some((e.path(), meta.len(), meta.modified().ok()?))
+            let path = e.path();
+            let meta = std::fs::symlink_metadata(&path).ok()?;
+            if !meta.file_type().is_file() {
+                return None;
+            }
+            first_header(&path)?;
+            Some((path, meta.len(), meta.modified().ok()?))
         })
         .collect()
 }
 
 /// Deletes transcripts older than `--runs-max-age`, then the oldest while all
-/// take more than `--runs-max-size`; `keep` is never deleted.
+/// take more than `--runs-max-size`; `keep` is never deleted, nor any file that
+/// is not a transcript (see [`transcripts`]).
 pub(crate) fn prune(dir: &Path, args: &RunsArgs, keep: &Path) -> usize {
     let max_age = Duration::from_secs(args.runs_max_age.saturating_mul(86_400));
     let max_bytes = args.runs_max_size.saturating_mul(1024 * 1024);
@@ -372,23 +412,56 @@ pub(crate) fn prune(dir: &Path, args: &RunsArgs, keep: &Path) -> usize {
 mod tests {
     use super::*;
 
-    fn write(dir: &Path, name: &str, bytes: usize, age_days: u64) -> PathBuf {
-        let path = dir.join(name);
-        std::fs::write(&path, vec![b'x'; bytes]).unwrap();
-        let modified = SystemTime::now() - Duration::from_secs(age_days * 86_400 + 60);
-        let file = std::fs::File::options().write(true).open(&path).unwrap();
+    fn header_line(run_id: &str) -> String {
+        let header = Header {
+            format: FORMAT_VERSION,
+            redline: "0".into(),
+            run_id: run_id.into(),
+            created: "2026-01-01T00:00:00Z".into(),
+            strategy: "auto".into(),
+            settings_digest: "d".into(),
+            repository: RepositoryIdentity {
+                root: "/r".into(),
+                origin: None,
+            },
+            base: "b".into(),
+            head: "h".into(),
+            uncommitted: false,
+            model: "m".into(),
+            provider: "openai".into(),
+            invocation: Vec::new(),
+            intent: String::new(),
+        };
+        let record = crate::agent::transcript::Record::Header(header);
+        format!("{}\n", serde_json::to_string(&record).unwrap())
+    }
+
+    fn age(path: &Path, days: u64) {
+        let modified = SystemTime::now() - Duration::from_secs(days * 86_400 + 60);
+        let file = std::fs::File::options().write(true).open(path).unwrap();
         file.set_modified(modified).unwrap();
+    }
+
+    /// A transcript (a run id's name, a header) of about `bytes`, `age_days` old.
+    fn write(dir: &Path, id: &str, bytes: usize, age_days: u64) -> PathBuf {
+        let path = dir.join(format!("{id}.jsonl"));
+        let mut text = header_line(id);
+        text.push_str(&"x".repeat(bytes.saturating_sub(text.len())));
+        std::fs::write(&path, text).unwrap();
+        age(&path, age_days);
         path
     }
 
     #[test]
     fn prunes_by_age_then_oldest_first_by_size_and_keeps_the_current_run() {
         let dir = tempfile::tempdir().unwrap();
-        let old = write(dir.path(), "old.jsonl", 10, 40);
-        let older_big = write(dir.path(), "a.jsonl", 600 * 1024, 5);
-        let newer_big = write(dir.path(), "b.jsonl", 600 * 1024, 1);
-        let current = write(dir.path(), "current.jsonl", 10, 90);
-        let other = write(dir.path(), "notes.txt", 10, 90);
+        let old = write(dir.path(), "20260101T000000Z-00000001", 10, 40);
+        let older_big = write(dir.path(), "20260102T000000Z-0000000a", 600 * 1024, 5);
+        let newer_big = write(dir.path(), "20260103T000000Z-0000000b", 600 * 1024, 1);
+        let current = write(dir.path(), "20260104T000000Z-0000000c", 10, 90);
+        let other = dir.path().join("notes.txt");
+        std::fs::write(&other, "x").unwrap();
+        age(&other, 90);
         let args = RunsArgs {
             runs_max_age: 30,
             runs_max_size: 1,
@@ -401,6 +474,48 @@ mod tests {
             "the oldest goes first while over the size"
         );
         assert!(newer_big.exists() && current.exists() && other.exists());
+    }
+
+    #[test]
+    fn cleanup_deletes_only_transcripts_by_name_and_header_and_follows_no_link() {
+        let dir = tempfile::tempdir().unwrap();
+        let outside = tempfile::tempdir().unwrap();
+        // Old and large, but not transcripts.
+        let important = dir.path().join("important.jsonl");
+        std::fs::write(&important, header_line("x")).unwrap();
+        age(&important, 40);
+        let big = dir.path().join("bigdata.jsonl");
+        std::fs::write(&big, vec![b'{'; 3 << 20]).unwrap();
+        let headless = dir.path().join("20260101T000000Z-00000002.jsonl");
+        std::fs::write(&headless, "{\"record\":\"end\",\"status\":\"finished\"}\n").unwrap();
+        age(&headless, 40);
+        // A link with a transcript's name to a transcript elsewhere.
+        let target = write(outside.path(), "20260101T000000Z-00000003", 10, 40);
+        let link = dir.path().join("20260101T000000Z-00000003.jsonl");
+        #[cfg(unix)]
+        std::os::unix::fs::symlink(&target, &link).unwrap();
+        let real = write(dir.path(), "20260101T000000Z-00000004", 10, 40);
+        let current = write(dir.path(), "20260105T000000Z-0000000d", 10, 0);
+        let args = RunsArgs {
+            runs_max_age: 30,
+            runs_max_size: 1,
+            ..RunsArgs::default()
+        };
+        assert_eq!(prune(dir.path(), &args, &current), 1);
+        assert!(!real.exists());
+        assert!(important.exists() && big.exists() && headless.exists());
+        assert!(target.exists());
+        #[cfg(unix)]
+        assert!(link.symlink_metadata().is_ok());
+        assert!(is_transcript_name(&format!("{}.jsonl", new_run_id())));
+        for name in [
+            "20260101T000000Z-0000000G.jsonl",
+            "20260101T000000Z-000000.jsonl",
+            "2026010T1000000Z-00000000.jsonl",
+            "20260101T000000Z-00000000.json",
+        ] {
+            assert!(!is_transcript_name(name), "{name}");
+        }
     }
 
     #[test]

@@ -151,9 +151,9 @@ async fn serve_app(args: ServeArgs) -> anyhow::Result<()> {
     });
     let app_slug = app_slug(&auth).await;
     let workers = WorkerConfig {
-        workers: args.workers.max(1),
-        lease: std::time::Duration::from_secs(args.lease_secs.max(1)),
-        heartbeat_interval: std::time::Duration::from_secs(args.heartbeat_secs.max(1)),
+        workers: args.workers,
+        lease: std::time::Duration::from_secs(args.lease_secs),
+        heartbeat_interval: std::time::Duration::from_secs(args.heartbeat_secs),
         ..WorkerConfig::default()
     };
     let pool = WorkerPool::start(queue.clone(), runner.clone(), workers, metrics.clone());
@@ -234,7 +234,9 @@ async fn app_slug(auth: &AppAuth) -> Option<String> {
     }
 }
 
-/// `--max-cost-ceiling` and `--timeout-ceiling`; a cost ceiling needs the model's built-in price.
+/// `--max-cost-ceiling`, `--max-tokens-ceiling` and `--timeout-ceiling`, with the
+/// defaults where not given ([`LimitCeilings::with_defaults`]); a cost ceiling needs
+/// the model's built-in price.
 fn ceilings(args: &ServeArgs, model: &str) -> anyhow::Result<LimitCeilings> {
     let max_cost_usd = args
         .max_cost_ceiling
@@ -246,15 +248,23 @@ fn ceilings(args: &ServeArgs, model: &str) -> anyhow::Result<LimitCeilings> {
         .as_deref()
         .map(|text| limits::parse_duration(text).context("invalid value for `--timeout-ceiling`"))
         .transpose()?;
-    if max_cost_usd.is_some() && builtin_price(model).is_none() {
+    let max_tokens = args
+        .max_tokens_ceiling
+        .as_deref()
+        .map(|text| limits::parse_tokens(text).context("invalid value for `--max-tokens-ceiling`"))
+        .transpose()?;
+    let priced = builtin_price(model).is_some();
+    if max_cost_usd.is_some() && !priced {
         bail!(
             "--max-cost-ceiling: the built-in price table has no price for model `{model}`, so a cost ceiling cannot be kept"
         );
     }
-    Ok(LimitCeilings {
+    let given = LimitCeilings {
         max_cost_usd,
         timeout,
-    })
+        max_tokens,
+    };
+    Ok(given.with_defaults(priced))
 }
 
 async fn shutdown_signal() {
@@ -322,5 +332,74 @@ mod tests {
         assert_eq!(flags.request_limits().max_unverified_bytes, 8 << 20);
         assert_eq!(flags.delivery_retention, Duration::from_secs(3 * 86_400));
         assert!(Flags::try_parse_from(["redline", "--idle-timeout", "0s"]).is_err());
+    }
+
+    #[test]
+    fn zero_and_huge_values_are_refused_naming_the_flag() {
+        for flag in ["--workers", "--lease-secs", "--heartbeat-secs"] {
+            let error = super::super::Cli::try_parse_from(["redline", "serve", flag, "0"])
+                .unwrap_err()
+                .to_string();
+            assert!(error.contains(flag), "{error}");
+        }
+        for flag in ["--lease-secs", "--heartbeat-secs"] {
+            let huge = super::super::Cli::try_parse_from([
+                "redline",
+                "serve",
+                flag,
+                "18446744073709551615",
+            ]);
+            assert!(huge.is_err(), "{flag}");
+        }
+        for flag in [
+            "--header-timeout",
+            "--idle-timeout",
+            "--body-timeout",
+            "--delivery-retention",
+        ] {
+            let error = Flags::try_parse_from(["redline", flag, "18446744073709551615s"])
+                .unwrap_err()
+                .to_string();
+            assert!(error.contains(flag) && error.contains("366d"), "{error}");
+        }
+        let defaults = serve_args(&[]);
+        assert_eq!(
+            (
+                defaults.workers,
+                defaults.lease_secs,
+                defaults.heartbeat_secs
+            ),
+            (4, 60, 15)
+        );
+    }
+
+    fn serve_args(extra: &[&str]) -> ServeArgs {
+        let mut argv = vec!["redline", "serve"];
+        argv.extend_from_slice(extra);
+        match super::super::Cli::try_parse_from(argv).unwrap().command {
+            super::super::Command::Serve(args) => args,
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn every_review_has_a_ceiling_by_default() {
+        let priced = ceilings(&serve_args(&[]), "gpt-4.1").unwrap();
+        assert_eq!(priced.max_cost_usd, Some(limits::DEFAULT_COST_CEILING_USD));
+        let unpriced = ceilings(&serve_args(&[]), "local-llama").unwrap();
+        assert_eq!(unpriced.max_cost_usd, None);
+        assert_eq!(unpriced.max_tokens, Some(limits::DEFAULT_TOKEN_CEILING));
+        let raised = ceilings(
+            &serve_args(&["--max-cost-ceiling", "10", "--max-tokens-ceiling", "5_000"]),
+            "gpt-4.1",
+        )
+        .unwrap();
+        assert_eq!(raised.max_cost_usd, Some(10.0));
+        assert_eq!(raised.max_tokens, Some(5_000));
+        let error = ceilings(&serve_args(&["--max-tokens-ceiling", "0"]), "gpt-4.1").unwrap_err();
+        assert!(
+            format!("{error:#}").contains("--max-tokens-ceiling"),
+            "{error:#}"
+        );
     }
 }

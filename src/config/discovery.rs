@@ -206,10 +206,26 @@ fn parse_answer(answer: &[u8]) -> Option<Vec<String>> {
         .as_array()?
         .iter()
         .filter_map(|model| model.get("id")?.as_str())
+        .map(printable)
         .filter(|id| !id.trim().is_empty())
-        .map(str::to_string)
         .collect();
     Some(ids)
+}
+
+/// Longest model id kept from a local server's answer, in characters.
+const MAX_MODEL_ID_CHARS: usize = 200;
+
+/// A model id a local server named, as Redline prints and uses it: without control
+/// characters (terminal escapes, line breaks that would fake output) or invisible
+/// direction and width marks, and bounded.
+fn printable(id: &str) -> String {
+    id.chars()
+        .filter(|c| {
+            !c.is_control()
+                && !matches!(c, '\u{200B}'..='\u{200F}' | '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}' | '\u{FEFF}')
+        })
+        .take(MAX_MODEL_ID_CHARS)
+        .collect()
 }
 
 #[cfg(test)]
@@ -260,6 +276,16 @@ mod tests {
         assert_eq!(parse_answer(b"HTTP/1.1 404 Not Found\r\n\r\n{}"), None);
         assert_eq!(parse_answer(b"HTTP/1.1 200 OK\r\n\r\n<html>"), None);
         assert_eq!(parse_answer(b"garbage"), None);
+    }
+
+    #[test]
+    fn model_ids_lose_control_characters() {
+        let answer = "HTTP/1.1 200 OK\r\n\r\n{\"data\":[{\"id\":\"llama\\u001b[31m\\nnote: key sent to evil\\u202e\"},{\"id\":\"\\u001b\\u0007\"}]}";
+        assert_eq!(
+            parse_answer(answer.as_bytes()),
+            Some(vec!["llama[31mnote: key sent to evil".to_string()])
+        );
+        assert_eq!(printable(&"x".repeat(1_000)).len(), MAX_MODEL_ID_CHARS);
     }
 
     #[test]

@@ -31,6 +31,34 @@ pub struct LimitCeilings {
     pub max_cost_usd: Option<f64>,
     /// `--timeout-ceiling`: wall time per review.
     pub timeout: Option<Duration>,
+    /// `--max-tokens-ceiling`: prompt + completion tokens per review.
+    pub max_tokens: Option<u64>,
+}
+
+/// The cost ceiling of `redline serve` per review when `--max-cost-ceiling` is not
+/// given and the model has a built-in price, in USD.
+pub const DEFAULT_COST_CEILING_USD: f64 = 2.0;
+
+/// The token ceiling of `redline serve` per review when `--max-tokens-ceiling` is not
+/// given and the model has no built-in price (so no cost ceiling can be kept).
+pub const DEFAULT_TOKEN_CEILING: u64 = 2_000_000;
+
+impl LimitCeilings {
+    /// These ceilings with `serve`'s defaults where none was given: a cost ceiling
+    /// for a model with a price (`priced`), else a token ceiling. A review of the
+    /// App is paid by its operator and shaped by a pull request's author, so it is
+    /// never unbounded by default.
+    pub(crate) fn with_defaults(self, priced: bool) -> Self {
+        LimitCeilings {
+            max_cost_usd: self
+                .max_cost_usd
+                .or(priced.then_some(DEFAULT_COST_CEILING_USD)),
+            max_tokens: self
+                .max_tokens
+                .or((!priced).then_some(DEFAULT_TOKEN_CEILING)),
+            timeout: self.timeout,
+        }
+    }
 }
 
 /// The review's limits: flags (and env) over the file; none by default.
@@ -73,7 +101,7 @@ pub(crate) fn apply_ceilings(requested: ReviewLimits, ceilings: &LimitCeilings) 
     }
     ReviewLimits {
         max_cost_usd: smaller(requested.max_cost_usd, ceilings.max_cost_usd),
-        max_tokens: requested.max_tokens,
+        max_tokens: smaller(requested.max_tokens, ceilings.max_tokens),
         timeout: smaller(requested.timeout, ceilings.timeout),
     }
 }
@@ -200,6 +228,9 @@ pub(crate) enum LimitValueError {
     /// A duration of zero.
     #[error("`{0}` must be longer than 0")]
     ZeroDuration(String),
+    /// A duration past [`MAX_DURATION`].
+    #[error("`{0}` is longer than the longest duration accepted (366d)")]
+    TooLongDuration(String),
     /// A number of seconds of zero or less.
     #[error("{0} must be a positive number of seconds")]
     SecondsNotPositive(i64),
@@ -271,8 +302,12 @@ fn tokens_value(value: &toml::Value) -> Result<u64, LimitValueError> {
     }
 }
 
+/// The longest duration any flag or key takes: a longer one is surely a typo, and
+/// would overflow the clocks it is added to.
+pub(crate) const MAX_DURATION: Duration = Duration::from_secs(366 * 86_400);
+
 /// A duration: `90s`, `10m`, `1h`, `1h30m`, `500ms`, `7d`, or a bare number of seconds;
-/// more than 0. The one duration syntax of every flag and config key.
+/// more than 0 and at most [`MAX_DURATION`]. The one duration syntax of every flag and config key.
 pub(crate) fn parse_duration(text: &str) -> Result<Duration, LimitValueError> {
     let malformed = || LimitValueError::NotDuration(text.to_string());
     let trimmed = text.trim();
@@ -310,6 +345,8 @@ pub(crate) fn parse_duration(text: &str) -> Result<Duration, LimitValueError> {
 fn nonzero(duration: Duration, text: &str) -> Result<Duration, LimitValueError> {
     if duration.is_zero() {
         Err(LimitValueError::ZeroDuration(text.to_string()))
+    } else if duration > MAX_DURATION {
+        Err(LimitValueError::TooLongDuration(text.to_string()))
     } else {
         Ok(duration)
     }
@@ -318,7 +355,9 @@ fn nonzero(duration: Duration, text: &str) -> Result<Duration, LimitValueError> 
 fn duration_value(value: &toml::Value) -> Result<Duration, LimitValueError> {
     match value {
         toml::Value::String(s) => parse_duration(s),
-        toml::Value::Integer(i) if *i > 0 => Ok(Duration::from_secs(*i as u64)),
+        toml::Value::Integer(i) if *i > 0 => {
+            nonzero(Duration::from_secs(*i as u64), &i.to_string())
+        }
         toml::Value::Integer(i) => Err(LimitValueError::SecondsNotPositive(*i)),
         other => Err(LimitValueError::WrongType {
             expected: "a duration such as \"10m\"",
@@ -394,6 +433,36 @@ mod tests {
     }
 
     #[test]
+    fn durations_are_bounded_and_the_error_names_the_key() {
+        for text in [
+            "18446744073709551615s",
+            "18446744073709551615",
+            "367d",
+            "9000h",
+        ] {
+            assert_eq!(
+                parse_duration(text),
+                Err(LimitValueError::TooLongDuration(text.into()))
+            );
+        }
+        assert_eq!(parse_duration("366d"), Ok(MAX_DURATION));
+        let flags = LimitFlags {
+            timeout: Some("18446744073709551615s".into()),
+            ..LimitFlags::default()
+        };
+        let err = resolve_limits(&flags, &FileConfig::default())
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("--timeout") && err.contains("366d"), "{err}");
+        for text in ["timeout = 9223372036854775807\n", "timeout = \"400d\"\n"] {
+            let err = resolve_limits(&LimitFlags::default(), &file(text))
+                .unwrap_err()
+                .to_string();
+            assert!(err.contains("`timeout`") && err.contains("366d"), "{err}");
+        }
+    }
+
+    #[test]
     fn prices_override_and_bad_prices_name_the_key() {
         let f = file("[pricing.\"gpt-4.1\"]\ninput = 1\noutput = 4.5\ncached_input = 0.25\n");
         let price = price_table(&f).unwrap().lookup("gpt-4.1").unwrap();
@@ -431,6 +500,7 @@ mod tests {
         let ceilings = LimitCeilings {
             max_cost_usd: Some(1.0),
             timeout: Some(Duration::from_secs(600)),
+            max_tokens: None,
         };
         let asked = ReviewLimits {
             max_cost_usd: Some(5.0),
@@ -453,6 +523,7 @@ mod tests {
         let ceilings = LimitCeilings {
             max_cost_usd: Some(0.5),
             timeout: Some(Duration::from_secs(300)),
+            max_tokens: None,
         };
         let price = crate::llm::pricing::builtin_price("gpt-4.1-mini");
         let asked = file("max_cost = 3\ntimeout = \"1h\"\nmax_tokens = 8000\n");
@@ -488,5 +559,35 @@ mod tests {
             "{err}"
         );
         assert!(check_priced(&ReviewLimits::default(), None, "local-llama").is_ok());
+    }
+
+    #[test]
+    fn serve_bounds_every_review_by_default_and_flags_override() {
+        let priced = LimitCeilings::default().with_defaults(true);
+        assert_eq!(priced.max_cost_usd, Some(DEFAULT_COST_CEILING_USD));
+        assert_eq!(priced.max_tokens, None);
+        let unpriced = LimitCeilings::default().with_defaults(false);
+        assert_eq!(unpriced.max_cost_usd, None);
+        assert_eq!(unpriced.max_tokens, Some(DEFAULT_TOKEN_CEILING));
+        let given = LimitCeilings {
+            max_cost_usd: Some(10.0),
+            timeout: None,
+            max_tokens: Some(50_000),
+        };
+        assert_eq!(given.with_defaults(true), given);
+        // A repository asking for more tokens gets the ceiling; one asking less keeps its own.
+        let asked = ReviewLimits {
+            max_tokens: Some(5_000_000),
+            ..ReviewLimits::default()
+        };
+        assert_eq!(
+            apply_ceilings(asked, &unpriced).max_tokens,
+            Some(DEFAULT_TOKEN_CEILING)
+        );
+        let modest = ReviewLimits {
+            max_tokens: Some(1_000),
+            ..ReviewLimits::default()
+        };
+        assert_eq!(apply_ceilings(modest, &unpriced).max_tokens, Some(1_000));
     }
 }

@@ -127,6 +127,7 @@ fn the_server_keeps_its_model_and_prices_and_bounds_the_limits() {
             ceilings: LimitCeilings {
                 max_cost_usd: Some(0.5),
                 timeout: None,
+                max_tokens: None,
             },
         },
     })
@@ -161,6 +162,7 @@ fn guideline_keys_resolve_the_same_for_every_scope_and_a_bad_glob_names_its_key(
             ceilings: LimitCeilings {
                 max_cost_usd: None,
                 timeout: None,
+                max_tokens: None,
             },
         },
     })
@@ -215,6 +217,7 @@ fn walkthrough_is_on_by_default_off_by_key_for_every_scope_and_must_be_a_boolean
             ceilings: LimitCeilings {
                 max_cost_usd: None,
                 timeout: None,
+                max_tokens: None,
             },
         },
     })

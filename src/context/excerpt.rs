@@ -4,6 +4,7 @@
 //! farther; found by indentation, see [`enclosing_definition`]), overlapping windows merged, every line numbered (in the aligned
 //! layout as the `diff` tool numbers it; in the compact layout of plan tasks
 //! unpadded, see [`Layout`]), and long pure deletions summarised in one line.
+//! A very long line on any side is shown as its length ([`super::noise::shown_line`]).
 
 use std::fmt::Write as _;
 use std::sync::LazyLock;
@@ -311,7 +312,9 @@ fn window_for(
                 } else {
                     // Too far to show the lines in between: name the definition in the
                     // hunk header, as git does, for the price of one line.
-                    header = lines.get(definition).unwrap_or_default().trim().to_string();
+                    header = super::noise::shown_line(lines.get(definition).unwrap_or_default())
+                        .trim()
+                        .to_string();
                 }
             }
             // The window shows it.
@@ -528,7 +531,7 @@ fn render_window(
         if n > window.end {
             break;
         }
-        let text = lines.get(n).unwrap_or("");
+        let text = super::noise::shown_line(lines.get(n).unwrap_or(""));
         if let Some(m) = numbers.moves.starting_at(n) {
             moved::move_block(m, numbers_of(layout), &mut body);
             moved_to = m.to.1;
@@ -632,9 +635,10 @@ fn render_gone(lines: &[&DiffLine], removal_only: bool, layout: Layout, out: &mu
     }
     for line in lines {
         let number = line.old_line.map(|n| n.to_string()).unwrap_or_default();
+        let text = super::noise::shown_line(&line.text);
         let _ = match layout {
-            Layout::Aligned => writeln!(out, "{number:>5} -{}", line.text),
-            Layout::Compact => writeln!(out, "{number} -{}", line.text),
+            Layout::Aligned => writeln!(out, "{number:>5} -{text}"),
+            Layout::Compact => writeln!(out, "{number} -{text}"),
         };
     }
 }

@@ -103,7 +103,8 @@ const SNAPSHOT_GLOBS: &[&str] = &["**/__snapshots__/**", "**/*.snap", "**/*.snap
 /// Lines checked for a "generated" marker.
 const MARKER_LINES: usize = 5;
 
-/// An added line this long means a minified or machine-written file.
+/// An added line this long means a minified or machine-written file; a line
+/// this long on any side (added, removed or context) is shown as its length only.
 pub(crate) const MINIFIED_LINE_CHARS: usize = 1_000;
 
 /// The built-in path patterns, compiled once, with the kind of each pattern.
@@ -229,6 +230,25 @@ fn has_very_long_lines(file: &FileChange) -> bool {
         .any(|l| l.kind == LineKind::Added && l.text.chars().count() >= MINIFIED_LINE_CHARS)
 }
 
+/// `text` as a prompt shows it: a line of [`MINIFIED_LINE_CHARS`] or more (on any
+/// side of a change) is noise a reviewer cannot read, so it stands as a note of
+/// its length instead of filling the prompt or being cut into many task parts.
+pub(crate) fn shown_line(text: &str) -> std::borrow::Cow<'_, str> {
+    // Bytes bound characters from above: most lines are decided without counting.
+    if text.len() < MINIFIED_LINE_CHARS {
+        return text.into();
+    }
+    let chars = text.chars().count();
+    if chars < MINIFIED_LINE_CHARS {
+        return text.into();
+    }
+    format!(
+        "[a line of {} characters, not shown]",
+        super::thousands(chars)
+    )
+    .into()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -335,5 +355,16 @@ mod tests {
             ..plain
         };
         assert_eq!(classify(&binary, None, &none), Some(NoiseKind::Binary));
+    }
+
+    #[test]
+    fn very_long_lines_are_shown_as_their_length() {
+        assert_eq!(shown_line("let x = 1;"), "let x = 1;");
+        let under = "é".repeat(MINIFIED_LINE_CHARS - 1);
+        assert_eq!(shown_line(&under), under.as_str());
+        assert_eq!(
+            shown_line(&"x".repeat(2_000_000)),
+            "[a line of 2,000,000 characters, not shown]"
+        );
     }
 }

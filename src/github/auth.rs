@@ -40,6 +40,8 @@ struct AppInner {
     tokens: Mutex<HashMap<u64, CachedToken>>,
     /// Serialises token requests so concurrent users of one installation share one token.
     refresh: tokio::sync::Mutex<()>,
+    /// The App's bot login (`SLUG[bot]`), once `GET /app` said it.
+    login: tokio::sync::OnceCell<String>,
 }
 
 struct CachedToken {
@@ -77,6 +79,7 @@ impl AppAuth {
                 renewal_margin: DEFAULT_RENEWAL_MARGIN,
                 tokens: Mutex::new(HashMap::new()),
                 refresh: tokio::sync::Mutex::new(()),
+                login: tokio::sync::OnceCell::new(),
             }),
         })
     }
@@ -98,6 +101,7 @@ impl AppAuth {
                 renewal_margin,
                 tokens: Mutex::new(HashMap::new()),
                 refresh: tokio::sync::Mutex::new(()),
+                login: tokio::sync::OnceCell::new(),
             }),
         }
     }
@@ -147,6 +151,19 @@ impl AppAuth {
     /// A client acting as the App itself (JWT), for `/app/...` endpoints.
     pub(crate) fn app_client(&self) -> GitHubClient {
         GitHubClient::for_app(self.inner.transport.clone(), self.clone())
+    }
+
+    /// The login of the App's bot user (`SLUG[bot]`, from `GET /app`, asked once):
+    /// the author of every comment the App posts. `None` while GitHub does not say.
+    pub(crate) async fn bot_login(&self) -> Option<String> {
+        let login = self.inner.login.get_or_try_init(|| async {
+            let app = self.app_client().get_json("/app").await?;
+            match app["slug"].as_str() {
+                Some(slug) if !slug.is_empty() => Ok(format!("{slug}[bot]")),
+                _ => Err(GitHubError::Credentials("GET /app named no slug".into())),
+            }
+        });
+        login.await.ok().cloned()
     }
 
     /// A client acting as installation `installation_id`.

@@ -301,6 +301,9 @@ fn error_chain(error: &dyn std::error::Error) -> String {
     text
 }
 
+/// The user the Action's `GITHUB_TOKEN` writes as.
+pub(crate) const ACTIONS_BOT: &str = "github-actions[bot]";
+
 /// Who the client acts as.
 #[derive(Debug, Clone)]
 enum Credentials {
@@ -318,6 +321,8 @@ enum Credentials {
 pub struct GitHubClient {
     transport: Arc<Transport>,
     credentials: Credentials,
+    /// A token's own user login (`GET /user`), once asked.
+    token_login: Arc<tokio::sync::OnceCell<Option<String>>>,
 }
 
 impl GitHubClient {
@@ -332,6 +337,7 @@ impl GitHubClient {
         Ok(GitHubClient {
             transport: Arc::new(transport),
             credentials: Credentials::Token(token),
+            token_login: Arc::default(),
         })
     }
 
@@ -340,6 +346,7 @@ impl GitHubClient {
         GitHubClient {
             transport,
             credentials: Credentials::App(app),
+            token_login: Arc::default(),
         }
     }
 
@@ -355,6 +362,7 @@ impl GitHubClient {
                 app,
                 installation_id,
             },
+            token_login: Arc::default(),
         }
     }
 
@@ -363,6 +371,31 @@ impl GitHubClient {
         GitHubClient {
             transport: Arc::new(self.transport.with_policy(policy)),
             credentials: self.credentials,
+            token_login: self.token_login,
+        }
+    }
+
+    /// The logins whose comments are Redline's own: the App's bot for an App or
+    /// installation client; for a token, `github-actions[bot]` (the Action's
+    /// `GITHUB_TOKEN`) and the token's own user when `GET /user` names it. `None`
+    /// when the App's identity is unknown (GitHub did not say).
+    pub(crate) async fn own_logins(&self) -> Option<Vec<String>> {
+        match &self.credentials {
+            Credentials::App(app) | Credentials::Installation { app, .. } => {
+                app.bot_login().await.map(|login| vec![login])
+            }
+            Credentials::Token(_) => {
+                let user = self
+                    .token_login
+                    .get_or_init(|| async {
+                        let user = self.get_json("/user").await.ok()?;
+                        user["login"].as_str().map(str::to_string)
+                    })
+                    .await;
+                let mut logins = vec![ACTIONS_BOT.to_string()];
+                logins.extend(user.clone());
+                Some(logins)
+            }
         }
     }
 

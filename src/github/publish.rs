@@ -541,10 +541,12 @@ async fn review_comment_markers(
     let comments = client
         .get_all_pages(&format!("{repo_path}/pulls/{pr_number}/comments"))
         .await?;
-    // A user's comment carrying a copied marker must not pass for Redline's finding.
+    // A user's (or another bot's) comment carrying a copied marker must not pass for
+    // Redline's finding.
+    let own = client.own_logins().await;
     Ok(comments
         .iter()
-        .filter(|c| by_bot(c))
+        .filter(|c| is_own(c, own.as_deref()))
         .filter_map(|c| c.get("body").and_then(Value::as_str))
         .flat_map(parse_markers)
         .collect())
@@ -559,18 +561,33 @@ async fn find_summary(
     let comments = client
         .get_all_pages(&format!("{repo_path}/issues/{pr_number}/comments"))
         .await?;
-    // Only a bot's comment is Redline's summary: anyone who may comment could otherwise
-    // plant the marker with forged fingerprints, dismissals or a last reviewed head, and
-    // silence findings.
-    Ok(comments.iter().filter(|c| by_bot(c)).find_map(|c| {
-        let body = c.get("body").and_then(Value::as_str)?;
-        let id = c.get("id").and_then(Value::as_u64)?;
-        is_summary(body).then(|| ExistingSummary {
-            id,
-            body: body.to_string(),
-            html_url: html_url(c),
-        })
-    }))
+    // Only Redline's own comment is its summary: anyone who may comment (another bot
+    // included) could otherwise plant the marker with forged fingerprints, dismissals or
+    // a last reviewed head, and silence findings.
+    let own = client.own_logins().await;
+    Ok(comments
+        .iter()
+        .filter(|c| is_own(c, own.as_deref()))
+        .find_map(|c| {
+            let body = c.get("body").and_then(Value::as_str)?;
+            let id = c.get("id").and_then(Value::as_u64)?;
+            is_summary(body).then(|| ExistingSummary {
+                id,
+                body: body.to_string(),
+                html_url: html_url(c),
+            })
+        }))
+}
+
+/// Whether Redline wrote `comment`: one of its `own` logins (see
+/// [`GitHubClient::own_logins`]); while those are unknown, any bot.
+fn is_own(comment: &Value, own: Option<&[String]>) -> bool {
+    match own {
+        Some(logins) => comment["user"]["login"]
+            .as_str()
+            .is_some_and(|login| logins.iter().any(|own| own.eq_ignore_ascii_case(login))),
+        None => by_bot(comment),
+    }
 }
 
 /// Whether a bot (an App, or the Action's `github-actions[bot]`) wrote `comment`.

@@ -371,9 +371,10 @@ fn answered_id(body: &str) -> Option<u64> {
 /// The body of Redline's answer to comment `id`: the text (markers defused) and the
 /// hidden marker naming `id`.
 pub(crate) fn answer_body(text: &str, id: u64) -> String {
+    // Model text: no mentions, images or HTML outside code, as in the walkthrough.
     format!(
         "{}\n\n{ANSWER_PREFIX}{id} -->",
-        neutralise_markers(text.trim_end())
+        neutralise_markers(&crate::text::escape_markdown(text.trim_end()))
     )
 }
 
@@ -511,5 +512,23 @@ mod tests {
         );
         assert_eq!(answered_id(&body), Some(5));
         assert!(parse_markers(&body).is_empty());
+    }
+
+    #[test]
+    fn answers_mention_no_one_and_show_no_remote_image() {
+        let body = answer_body(
+            "Ask @alice or @org/team. ![pixel](https://evil.example/t.png) <img src=x> `Vec<u8>`",
+            5,
+        );
+        assert!(
+            !body.contains("@alice") && !body.contains("@org/team"),
+            "{body}"
+        );
+        assert!(
+            !body.contains("![pixel]") && !body.contains("<img"),
+            "{body}"
+        );
+        assert!(body.contains("`Vec<u8>`"), "{body}");
+        assert_eq!(answered_id(&body), Some(5));
     }
 }

@@ -37,6 +37,11 @@ pub(super) const SQLITE_MIGRATIONS: &[(i64, &str, &str)] = &[
         "requested jobs",
         include_str!("../../migrations/sqlite/0004_requested_jobs.sql"),
     ),
+    (
+        5,
+        "thread answers",
+        include_str!("../../migrations/sqlite/0005_thread_answers.sql"),
+    ),
 ];
 const POSTGRES_MIGRATIONS: &[(i64, &str, &str)] = &[
     (
@@ -58,6 +63,11 @@ const POSTGRES_MIGRATIONS: &[(i64, &str, &str)] = &[
         4,
         "requested jobs",
         include_str!("../../migrations/postgres/0004_requested_jobs.sql"),
+    ),
+    (
+        5,
+        "thread answers",
+        include_str!("../../migrations/postgres/0005_thread_answers.sql"),
     ),
 ];
 

@@ -2,7 +2,9 @@
 //! answer, and the findings dismissed on each pull request.
 //!
 //! Invariants: a comment is claimed at most once per repository (the primary key decides,
-//! whichever process asks first); dismissing is idempotent.
+//! whichever process asks first); dismissing is idempotent; a thread's answer count only
+//! grows while it is below the cap asked with (one statement decides, so concurrent
+//! answers on one replica or many never pass it).
 
 use sqlx::Row;
 
@@ -33,6 +35,42 @@ impl Queue {
             .rows_affected()
         });
         Ok(inserted == 1)
+    }
+
+    /// Counts one more answer in review thread `root_id` of `repo_full_name` when fewer
+    /// than `max` are counted: `true` when counted (the answer may be posted). A thread
+    /// not counted yet starts from `posted`, the answers GitHub already shows.
+    pub async fn reserve_answer(
+        &self,
+        repo_full_name: &str,
+        root_id: u64,
+        max: u32,
+        posted: usize,
+    ) -> Result<bool, QueueError> {
+        let posted = i64::try_from(posted).unwrap_or(i64::MAX);
+        if posted >= i64::from(max) {
+            return Ok(false);
+        }
+        let root_id = to_db_int(root_id, "root_id")?;
+        let _turn = self.write_turn().await;
+        let counted = with_pool!(&self.db, pool => {
+            sqlx::query(
+                "INSERT INTO thread_answers (repo_full_name, root_id, answers, updated_at) \
+                 VALUES ($1, $2, $3, $4) \
+                 ON CONFLICT (repo_full_name, root_id) DO UPDATE \
+                 SET answers = thread_answers.answers + 1, updated_at = $4 \
+                 WHERE thread_answers.answers < $5",
+            )
+            .bind(repo_full_name)
+            .bind(root_id)
+            .bind(posted + 1)
+            .bind(now_millis())
+            .bind(i64::from(max))
+            .execute(pool)
+            .await?
+            .rows_affected()
+        });
+        Ok(counted == 1)
     }
 
     /// Records `keys` as dismissed on pull request `repo_full_name#pr_number`.

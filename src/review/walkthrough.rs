@@ -137,8 +137,8 @@ pub fn markdown(areas: &[Area]) -> String {
         };
         out.push_str(&format!(
             "- **{}**{files}: {}\n",
-            escape_emphasis(&escape_inline(&area.area)),
-            escape_inline(&area.summary)
+            escape_emphasis(&crate::text::escape_inline(&area.area)),
+            crate::text::escape_inline(&area.summary)
         ));
     }
     out
@@ -169,25 +169,6 @@ fn files_shown(files: &[String], show: impl Fn(&str) -> String) -> String {
         shown.push(format!("{} more", files.len() - FILES_SHOWN));
     }
     shown.join(", ")
-}
-
-/// One line of model text made safe inside a Markdown list item on GitHub: no HTML (nor
-/// hidden markers), no images, no `@` mentions.
-fn escape_inline(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    let mut previous = ' ';
-    for c in text.chars() {
-        match c {
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '[' if previous == '!' => out.push_str("\\["),
-            // A word joiner after `@` keeps the text and stops GitHub's mention.
-            '@' => out.push_str("@\u{2060}"),
-            _ => out.push(c),
-        }
-        previous = c;
-    }
-    out
 }
 
 /// An area name inside `**…**`: emphasis, links and code marks shown as written.

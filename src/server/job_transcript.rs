@@ -13,8 +13,8 @@ use std::sync::Arc;
 
 use crate::agent::AgentConfig;
 use crate::agent::transcript::{
-    EndStatus, FORMAT_VERSION, Header, Recorder, RecordingModel, RepositoryIdentity, Transcript,
-    settings_digest,
+    EndStatus, FORMAT_VERSION, Header, LockedTranscript, Recorder, RecordingModel,
+    RepositoryIdentity, TranscriptError, create_private_dir, settings_digest,
 };
 use crate::config::ModelSettings;
 use crate::llm::ChatModel;
@@ -44,35 +44,44 @@ pub(crate) struct Attempt<'a> {
 }
 
 /// The recorder of this attempt: continuing the job's transcript when it matches,
-/// else a new one. `None` when no transcript can be written.
+/// else a new one. `None` when no transcript can be written, or when another
+/// process (a worker whose lease ran out) still writes it.
 pub(crate) fn open(cache_dir: &Path, attempt: &Attempt<'_>) -> Option<Arc<Recorder>> {
     let dir = runs_dir(cache_dir);
-    if let Err(error) = std::fs::create_dir_all(&dir) {
+    if let Err(error) = create_private_dir(&dir) {
         tracing::warn!(job = %attempt.job.id, %error, "cannot create the transcript directory");
         return None;
     }
     let path = path_of(cache_dir, attempt.job);
     let header = header(attempt);
     let secret = attempt.settings.api_key.clone();
-    if let Ok(transcript) = Transcript::read(&path) {
-        let differs = transcript.header.differences(&header);
-        if differs.is_empty() {
-            match Recorder::resume(&path, &transcript, secret.clone()) {
-                Ok(recorder) => {
-                    tracing::info!(
-                        job = %attempt.job.id,
-                        recorded_calls = transcript.model_calls(),
-                        "continuing the job from its transcript"
-                    );
-                    return Some(Arc::new(recorder));
+    match LockedTranscript::open(&path) {
+        Ok(locked) => {
+            let differs = locked.transcript.header.differences(&header);
+            if differs.is_empty() {
+                let calls = locked.transcript.model_calls();
+                match Recorder::resume(locked, secret.clone()) {
+                    Ok(recorder) => {
+                        tracing::info!(
+                            job = %attempt.job.id,
+                            recorded_calls = calls,
+                            "continuing the job from its transcript"
+                        );
+                        return Some(Arc::new(recorder));
+                    }
+                    Err(error) => {
+                        tracing::warn!(job = %attempt.job.id, %error, "cannot continue the job's transcript")
+                    }
                 }
-                Err(error) => {
-                    tracing::warn!(job = %attempt.job.id, %error, "cannot continue the job's transcript")
-                }
+            } else {
+                tracing::info!(job = %attempt.job.id, differs = %differs.join("; "), "the job's transcript is for another review; starting over");
             }
-        } else {
-            tracing::info!(job = %attempt.job.id, differs = %differs.join("; "), "the job's transcript is for another review; starting over");
         }
+        Err(error @ TranscriptError::Locked { .. }) => {
+            tracing::warn!(job = %attempt.job.id, %error, "the job's transcript is in use; this attempt keeps none");
+            return None;
+        }
+        Err(_) => {}
     }
     let _ = std::fs::remove_file(&path);
     match Recorder::create(&path, &header, secret) {

@@ -114,6 +114,9 @@ pub(crate) enum LimitFlagError {
     /// A duration of zero.
     #[error("`{0}`: the duration must be positive")]
     ZeroDuration(String),
+    /// A duration past the longest accepted.
+    #[error("`{0}` is longer than the longest duration accepted (366d)")]
+    TooLongDuration(String),
     /// Not a number followed by a size unit.
     #[error("`{0}` is not a size (examples: 65536, 64KiB, 64MiB)")]
     NotASize(String),
@@ -146,6 +149,9 @@ pub(crate) fn parse_duration(text: &str) -> Result<Duration, LimitFlagError> {
     use crate::config::limits::LimitValueError;
     crate::config::limits::parse_duration(text).map_err(|e| match e {
         LimitValueError::ZeroDuration(_) => LimitFlagError::ZeroDuration(text.trim().to_string()),
+        LimitValueError::TooLongDuration(_) => {
+            LimitFlagError::TooLongDuration(text.trim().to_string())
+        }
         _ => LimitFlagError::NotADuration(text.trim().to_string()),
     })
 }

@@ -5,8 +5,11 @@
 //!
 //! Invariants: a comment id is claimed before any answer is posted, so redeliveries,
 //! storms and replicas answer it at most once (a failure after the claim is logged, not
-//! retried); answers run in the background, a few at once, and a burst beyond
-//! [`MAX_WAITING`] waiting answers is dropped with a warning rather than held.
+//! retried); a thread's answers are counted in the database before the model is asked, so
+//! `chat_max_replies` holds under concurrent comments and replicas (a counted answer that
+//! then fails still counts: the cap is never passed); answers run in the background, a
+//! few at once, and a burst beyond [`MAX_WAITING`] waiting answers is dropped with a
+//! warning rather than held.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -142,6 +145,24 @@ async fn answer(
     let settings = runner
         .repository_settings(&label, None, &commits)
         .map_err(|e| e.to_string())?;
+    let max = settings.threads.chat_max_replies;
+    let counted = queue
+        .reserve_answer(
+            &format!("{owner}/{repo}"),
+            comment.root_id,
+            max,
+            thread.answers(),
+        )
+        .await
+        .map_err(|e| e.to_string())?;
+    if !counted {
+        tracing::info!(
+            comment = comment.comment_id,
+            reason = "chat_max_replies reached in the thread",
+            "review comment not answered"
+        );
+        return Ok(());
+    }
     let model = (runner.model)(&settings.model);
     let text = PullText {
         owner,

@@ -32,7 +32,8 @@
 //! - `GET|POST /repos/{o}/{r}/issues/{n}/comments` (paginated list / create)
 //! - `PATCH /repos/{o}/{r}/issues/comments/{id}`
 //! - `GET /repos/{o}/{r}/collaborators/{user}/permission`
-//! - `GET /app` (needs a `Bearer` RS256 JWT that the TEST-ONLY App public key verifies,
+//! - `GET /user` (`redline[bot]`, the author of the mock's bot comments)
+//! - `GET /app` (slug `redline`; needs a `Bearer` RS256 JWT that the TEST-ONLY App public key verifies,
 //!   unexpired, with `iss` = [`GitHubMock::set_app_id`]'s id, `12345` by default)
 //! - `POST /app/installations/{id}/access_tokens` (needs a `Bearer` JWT; hands out
 //!   `ghs_mock_<id>_<n>` tokens expiring after the configured lifetime, 1 h by default)
@@ -290,8 +291,20 @@ impl GitHubMock {
 
     /// Stores an issue comment as if someone had written it.
     pub fn add_issue_comment(&self, owner: &str, repo: &str, number: u64, body: &str) {
+        self.add_issue_comment_as(owner, repo, number, body, "someone");
+    }
+
+    /// An issue comment by `login` (a `[bot]` login is a Bot).
+    pub fn add_issue_comment_as(
+        &self,
+        owner: &str,
+        repo: &str,
+        number: u64,
+        body: &str,
+        login: &str,
+    ) {
         let mut state = self.state();
-        let comment = state.new_issue_comment(owner, repo, number, body, "someone");
+        let comment = state.new_issue_comment(owner, repo, number, body, login);
         state
             .issue_comments
             .entry(format!("{owner}/{repo}/{number}"))
@@ -349,6 +362,9 @@ impl MockState {
         let segments: Vec<&str> = req.path.trim_matches('/').split('/').collect();
         match (req.method.as_str(), segments.as_slice()) {
             ("GET", ["app"]) => self.app(req),
+            // A token's own user: the bot the mock's comments are written by.
+            ("GET", ["user"]) => ResponseTemplate::new(200)
+                .set_body_json(json!({"login": "redline[bot]", "type": "Bot"})),
             ("POST", ["app", "installations", id, "access_tokens"]) => self.issue_token(req, id),
             ("GET", ["repos", o, r, "pulls", n]) => match self.pulls.get(&key(o, r, n)) {
                 Some(pull) => ResponseTemplate::new(200).set_body_json(pull),
@@ -430,7 +446,8 @@ impl MockState {
         }
         ResponseTemplate::new(200).set_body_json(json!({
             "id": self.app_id.parse::<u64>().unwrap_or(0),
-            "slug": "redline-test",
+            // The App's bot user, `redline[bot]`, writes the mock's bot comments.
+            "slug": "redline",
             "name": "Redline Test",
             "owner": { "login": "octo" },
         }))

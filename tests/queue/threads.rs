@@ -7,7 +7,38 @@ crate::backend_tests!(
     old_claims_are_pruned_and_dismissals_kept,
     a_comment_is_claimed_once_even_by_concurrent_callers,
     dismissals_are_kept_per_pull_request_and_idempotent,
+    thread_answers_never_pass_the_cap_under_concurrency,
 );
+
+async fn thread_answers_never_pass_the_cap_under_concurrency(db: &TestDb) {
+    // Two handles stand for two replicas sharing the database.
+    let queue = db.queue().await;
+    let other = db.queue().await;
+    let reserves = (0..30).map(|n| {
+        let queue = if n % 2 == 0 {
+            queue.clone()
+        } else {
+            other.clone()
+        };
+        tokio::spawn(async move { queue.reserve_answer("o/r", 9, 5, 0).await.unwrap() })
+    });
+    let counted: usize = futures::future::join_all(reserves)
+        .await
+        .into_iter()
+        .map(|counted| usize::from(counted.unwrap()))
+        .sum();
+    assert_eq!(counted, 5);
+    assert!(!queue.reserve_answer("o/r", 9, 5, 0).await.unwrap());
+    assert!(
+        queue.reserve_answer("o/r", 9, 6, 0).await.unwrap(),
+        "a higher cap allows more"
+    );
+    // Another thread, already holding answers posted on GitHub, starts from them.
+    assert!(queue.reserve_answer("o/r", 10, 3, 2).await.unwrap());
+    assert!(!queue.reserve_answer("o/r", 10, 3, 2).await.unwrap());
+    assert!(!queue.reserve_answer("o/r", 11, 3, 3).await.unwrap());
+    assert!(!queue.reserve_answer("o/r", 12, 0, 0).await.unwrap());
+}
 
 async fn a_comment_is_claimed_once_even_by_concurrent_callers(db: &TestDb) {
     let queue = db.queue().await;

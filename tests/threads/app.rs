@@ -86,7 +86,7 @@ async fn redline_never_answers_a_bot_itself_included() {
             "demo",
             7,
             login,
-            "@redline-test please look",
+            "@redline please look",
             Some(root),
         );
         let event = super::support::reply_event(id, Some(root), login, "Bot", "/redline ignore");
@@ -136,6 +136,28 @@ async fn answers_per_thread_stop_at_chat_max_replies() {
 }
 
 #[tokio::test]
+async fn concurrent_replies_in_one_thread_get_at_most_chat_max_replies_answers() {
+    let reviewed = Reviewed::start(Some("chat_max_replies = 2\n"), false).await;
+    let root = reviewed.root(FIRST);
+    let questions: Vec<(String, String)> = (0..6)
+        .map(|n| {
+            (
+                format!("Question {n}: why is this a bug?"),
+                format!("q-{n}"),
+            )
+        })
+        .collect();
+    let replies = questions
+        .iter()
+        .map(|(body, delivery)| reviewed.reply(root, "alice", "User", body, delivery));
+    futures::future::join_all(replies).await;
+    reviewed.wait_for_log("chat_max_replies reached", 4).await;
+    wait_for(|| reviewed.answers(root).len() >= 2).await;
+    assert_eq!(reviewed.answers(root).len(), 2);
+    assert_eq!(chat_requests(&reviewed), 2, "no model call past the cap");
+}
+
+#[tokio::test]
 async fn an_answer_makes_at_most_chat_max_steps_model_calls() {
     let model = model_with(false, true).await;
     let reviewed = Reviewed::start_with(Some("chat_max_steps = 2\n"), model).await;
@@ -145,6 +167,10 @@ async fn an_answer_makes_at_most_chat_max_steps_model_calls() {
         .await;
     reviewed
         .wait_for_log("could not answer a review comment", 1)
+        .await;
+    // The model explored: the error says so, not "replies without a tool call".
+    reviewed
+        .wait_for_log("the model called tools but never `answer`", 1)
         .await;
     assert_eq!(chat_requests(&reviewed), 2);
     let last = reviewed

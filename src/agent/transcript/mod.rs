@@ -10,7 +10,10 @@
 //!   call of the same conversation *in file order* ([`MessageOp`]); readers decode
 //!   the file front to back, so interleaved conversations stay unambiguous.
 //! - Every line goes through the API key's redaction before it is written.
+//! - One process writes a transcript at a time (see [`lock`]); a transcript is
+//!   created 0600 and read back only up to its size limits.
 
+mod lock;
 mod read;
 mod write;
 
@@ -20,7 +23,10 @@ use sha2::{Digest, Sha256};
 use super::events::EventKind;
 use crate::llm::{ChatRequest, ChatResponse, LlmError, Message, StopReason, ToolCall, Usage};
 
-pub(crate) use read::{DecodedCall, Transcript};
+pub(crate) use lock::create_private_dir;
+pub(crate) use read::{
+    DecodedCall, LockedTranscript, MAX_RECORD_BYTES, Transcript, TranscriptError,
+};
 pub(crate) use write::{Recorder, RecordingModel};
 
 /// The transcript format this build writes and reads.

@@ -1,8 +1,11 @@
 //! Reading a transcript: complete records only, deltas decoded front to back.
 
 use std::collections::HashMap;
+use std::fs::File;
+use std::io::Read;
 use std::path::Path;
 
+use super::lock::{LockError, TranscriptLock};
 use super::{EndStatus, Header, Record, RecordedReply, apply_delta};
 use crate::agent::events::{EventKind, Stats};
 use crate::llm::Message;
@@ -22,6 +25,24 @@ pub enum TranscriptError {
     /// It has no complete header line.
     #[error("the transcript {0} has no header (the run wrote nothing)")]
     NoHeader(String),
+    /// Another process is writing it (a run resumed twice at once).
+    #[error(
+        "the transcript {path} is being written by {holder} (a review of this run is still going); wait for it to end"
+    )]
+    Locked {
+        /// The file.
+        path: String,
+        /// Who holds it (`process N`).
+        holder: String,
+    },
+    /// It is larger than a transcript may be, or holds a record larger than a record may be.
+    #[error("the transcript {path} is refused: {what}")]
+    TooLarge {
+        /// The file.
+        path: String,
+        /// Which limit it passes.
+        what: String,
+    },
     /// A line before the last one is not a record.
     #[error("the transcript {path} is damaged at line {line}: {error}")]
     Damaged {
@@ -34,6 +55,12 @@ pub enum TranscriptError {
     },
 }
 
+/// The largest transcript read, in bytes; the writer stops growing one here.
+pub(crate) const MAX_TRANSCRIPT_BYTES: u64 = 128 << 20;
+
+/// The largest record (one line) read or written, in bytes.
+pub(crate) const MAX_RECORD_BYTES: usize = 4 << 20;
+
 /// A transcript as read: its header and every complete record after it.
 #[derive(Debug, Clone)]
 pub struct Transcript {
@@ -45,6 +72,34 @@ pub struct Transcript {
     pub valid_len: u64,
     /// Whether a cut last line was left out.
     pub cut_line: bool,
+}
+
+/// A transcript read while this process holds its lock: nothing else appends
+/// to it until the lock (handed to the recorder that continues it) is dropped.
+#[derive(Debug)]
+pub struct LockedTranscript {
+    pub(super) lock: TranscriptLock,
+    /// The transcript as read under the lock.
+    pub transcript: Transcript,
+}
+
+impl LockedTranscript {
+    /// Locks `path` (refused, naming the holder, while another process writes it), then reads it.
+    pub fn open(path: &Path) -> Result<LockedTranscript, TranscriptError> {
+        let shown = path.display().to_string();
+        let lock = TranscriptLock::open(path, false).map_err(|error| match error {
+            LockError::Held(pid) => TranscriptError::Locked {
+                path: shown.clone(),
+                holder: LockError::holder(pid),
+            },
+            LockError::Io(error) => TranscriptError::Io {
+                path: shown.clone(),
+                error,
+            },
+        })?;
+        let transcript = Transcript::read_from(lock.file(), shown)?;
+        Ok(LockedTranscript { lock, transcript })
+    }
 }
 
 /// One model call with its request rebuilt.
@@ -64,13 +119,42 @@ pub(crate) struct DecodedCall {
 
 impl Transcript {
     /// Reads `path`. A last line without its newline (or not parseable) is a write cut
-    /// by a crash: it is left out and `valid_len` ends before it.
+    /// by a crash: it is left out and `valid_len` ends before it. Only a regular file
+    /// of at most [`MAX_TRANSCRIPT_BYTES`] with records of at most [`MAX_RECORD_BYTES`] is read.
     pub fn read(path: &Path) -> Result<Transcript, TranscriptError> {
         let shown = path.display().to_string();
-        let bytes = std::fs::read(path).map_err(|error| TranscriptError::Io {
+        let file = File::open(path).map_err(|error| TranscriptError::Io {
             path: shown.clone(),
             error,
         })?;
+        Transcript::read_from(&file, shown)
+    }
+
+    fn read_from(file: &File, shown: String) -> Result<Transcript, TranscriptError> {
+        let io = |error| TranscriptError::Io {
+            path: shown.clone(),
+            error,
+        };
+        if !file.metadata().map_err(io)?.is_file() {
+            return Err(TranscriptError::TooLarge {
+                path: shown,
+                what: "it is not a regular file".into(),
+            });
+        }
+        let mut bytes = Vec::new();
+        file.take(MAX_TRANSCRIPT_BYTES + 1)
+            .read_to_end(&mut bytes)
+            .map_err(io)?;
+        if bytes.len() as u64 > MAX_TRANSCRIPT_BYTES {
+            return Err(TranscriptError::TooLarge {
+                path: shown,
+                what: format!("it is larger than {} MiB", MAX_TRANSCRIPT_BYTES >> 20),
+            });
+        }
+        Transcript::parse(&bytes, shown)
+    }
+
+    fn parse(bytes: &[u8], shown: String) -> Result<Transcript, TranscriptError> {
         let mut records = Vec::new();
         let mut valid_len = 0usize;
         let mut cut_line = false;
@@ -82,6 +166,15 @@ impl Transcript {
                 cut_line = true;
                 break;
             };
+            if end > MAX_RECORD_BYTES {
+                return Err(TranscriptError::TooLarge {
+                    path: shown,
+                    what: format!(
+                        "line {line_no} is larger than a record may be ({} MiB)",
+                        MAX_RECORD_BYTES >> 20
+                    ),
+                });
+            }
             let line = &bytes[start..start + end];
             let next = start + end + 1;
             match serde_json::from_slice::<Record>(line) {

@@ -152,7 +152,8 @@ async fn a_resumed_transcript_answers_recorded_calls_and_appends_new_ones() {
     assert!(transcript.cut_line);
     assert_eq!(transcript.model_calls(), 1);
 
-    let recorder = Arc::new(Recorder::resume(&path, &transcript, Some(secret)).unwrap());
+    let locked = LockedTranscript::open(&path).unwrap();
+    let recorder = Arc::new(Recorder::resume(locked, Some(secret)).unwrap());
     let recording = RecordingModel::new(model.clone(), recorder.clone());
     let reply = recording.complete(&first).await.unwrap();
     assert!(
@@ -191,4 +192,112 @@ fn differences_name_what_differs() {
     let differs = a.differences(&b).join("; ");
     assert!(differs.contains("head commit h (now other)"), "{differs}");
     assert!(differs.contains("settings digest"), "{differs}");
+}
+
+#[test]
+fn a_transcript_is_written_by_one_process_at_a_time_and_only_its_owner_reads_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("r.jsonl");
+    let recorder = Recorder::create(&path, &header("r"), None).unwrap();
+    let pid_file = lock::pid_path(&path);
+    assert_eq!(
+        std::fs::read_to_string(&pid_file).unwrap().trim(),
+        std::process::id().to_string()
+    );
+    let refused = LockedTranscript::open(&path).unwrap_err().to_string();
+    assert!(
+        refused.contains(&format!("being written by process {}", std::process::id())),
+        "{refused}"
+    );
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(&path).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o600);
+    }
+    drop(recorder);
+    assert!(!pid_file.exists());
+    let resumed = Recorder::resume(LockedTranscript::open(&path).unwrap(), None).unwrap();
+    assert!(
+        LockedTranscript::open(&path).is_err(),
+        "the resumed run holds it"
+    );
+    drop(resumed);
+    assert!(LockedTranscript::open(&path).is_ok());
+}
+
+#[test]
+fn records_go_to_the_end_of_the_file_whatever_another_handle_wrote() {
+    use std::io::Write;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("r.jsonl");
+    drop(Recorder::create(&path, &header("r"), None).unwrap());
+    let recorder = Recorder::resume(LockedTranscript::open(&path).unwrap(), None).unwrap();
+    // A writer that ignores the advisory lock appends a record meanwhile.
+    let mut other = std::fs::OpenOptions::new()
+        .append(true)
+        .open(&path)
+        .unwrap();
+    let line = serde_json::to_string(&Record::End {
+        status: EndStatus::Cancelled,
+        error: None,
+    })
+    .unwrap();
+    writeln!(other, "{line}").unwrap();
+    recorder.end(EndStatus::Finished, None);
+    let transcript = Transcript::read(&path).unwrap();
+    assert!(!transcript.cut_line);
+    let kinds: Vec<String> = transcript
+        .records
+        .iter()
+        .map(|r| serde_json::to_value(r).unwrap()["record"].to_string())
+        .collect();
+    assert_eq!(kinds, ["\"resumed\"", "\"end\"", "\"end\""]);
+    assert_eq!(transcript.end(), Some(EndStatus::Finished));
+}
+
+#[test]
+fn oversized_records_transcripts_and_devices_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("r.jsonl");
+    drop(Recorder::create(&path, &header("r"), None).unwrap());
+    let mut text = std::fs::read_to_string(&path).unwrap();
+    text.push_str(&format!(
+        "{{\"record\":\"end\",\"status\":\"failed\",\"error\":\"{}\"}}\n",
+        "x".repeat(MAX_RECORD_BYTES)
+    ));
+    text.push_str("{\"record\":\"end\",\"status\":\"finished\"}\n");
+    std::fs::write(&path, &text).unwrap();
+    let error = Transcript::read(&path).unwrap_err().to_string();
+    assert!(error.contains("line 2 is larger than a record"), "{error}");
+    let error = LockedTranscript::open(&path).unwrap_err().to_string();
+    assert!(error.contains("line 2 is larger than a record"), "{error}");
+    #[cfg(unix)]
+    {
+        let error = Transcript::read(std::path::Path::new("/dev/zero"))
+            .unwrap_err()
+            .to_string();
+        assert!(error.contains("not a regular file"), "{error}");
+    }
+    // A recorder stops a transcript before it would pass the reader's limit.
+    let path = dir.path().join("s.jsonl");
+    let recorder = Recorder::create(&path, &header("s"), None).unwrap();
+    recorder.end(EndStatus::Failed, Some("y".repeat(MAX_RECORD_BYTES)));
+    recorder.end(EndStatus::Finished, None);
+    drop(recorder);
+    let transcript = Transcript::read(&path).unwrap();
+    assert!(transcript.records.is_empty(), "{:?}", transcript.records);
+}
+
+#[cfg(unix)]
+#[test]
+fn state_directories_are_created_for_their_owner_only() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let runs = dir.path().join("state/redline/runs");
+    lock::create_private_dir(&runs).unwrap();
+    for path in [dir.path().join("state"), runs] {
+        let mode = std::fs::metadata(&path).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o700, "{}", path.display());
+    }
 }

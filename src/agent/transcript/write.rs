@@ -6,7 +6,6 @@
 //! from the file so far (it is primed from the file when a run resumes).
 
 use std::collections::{HashMap, VecDeque};
-use std::fs::{File, OpenOptions};
 use std::io::Write;
 use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -14,7 +13,8 @@ use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
 
-use super::read::Transcript;
+use super::lock::TranscriptLock;
+use super::read::{LockedTranscript, MAX_RECORD_BYTES, MAX_TRANSCRIPT_BYTES, Transcript};
 use super::{
     EndStatus, Header, ModelCallRecord, Record, RecordedError, RecordedReply, ToolResultRecord,
     conversation_of, delta, request_key, tool_key,
@@ -47,7 +47,7 @@ impl std::fmt::Debug for Recorder {
 }
 
 struct Writer {
-    file: File,
+    lock: TranscriptLock,
     secret: Option<Secret>,
     /// Per conversation, the messages of its last call in the file.
     last: HashMap<String, Vec<Message>>,
@@ -143,38 +143,34 @@ impl Book {
 }
 
 impl Recorder {
-    /// A new transcript at `path` (which must not exist), starting with `header`.
+    /// A new transcript at `path` (which must not exist; created 0600 and locked
+    /// while the recorder lives), starting with `header`.
     pub fn create(path: &Path, header: &Header, secret: Option<Secret>) -> std::io::Result<Self> {
-        let file = OpenOptions::new().write(true).create_new(true).open(path)?;
+        let lock = TranscriptLock::open(path, true)?;
         let recorder = Recorder::with_writer(
             header.run_id.clone(),
-            Writer::new(file, secret),
+            Writer::new(lock, secret, 0),
             Book::default(),
         );
         recorder.write(&Record::Header(header.clone()));
         Ok(recorder)
     }
 
-    /// Continues `transcript` (read from `path`): its calls and tool results answer
-    /// again, new ones are appended after its last complete record.
-    pub fn resume(
-        path: &Path,
-        transcript: &Transcript,
-        secret: Option<Secret>,
-    ) -> std::io::Result<Self> {
-        let file = OpenOptions::new().write(true).open(path)?;
+    /// Continues a transcript read under its lock (kept while the recorder lives):
+    /// its calls and tool results answer again, new ones are appended after its
+    /// last complete record.
+    pub fn resume(locked: LockedTranscript, secret: Option<Secret>) -> std::io::Result<Self> {
+        let LockedTranscript { lock, transcript } = locked;
         // A line cut by the crash is dropped before anything is appended.
-        file.set_len(transcript.valid_len)?;
-        let mut file = file;
-        std::io::Seek::seek(&mut file, std::io::SeekFrom::End(0))?;
-        let mut writer = Writer::new(file, secret);
+        lock.file().set_len(transcript.valid_len)?;
+        let mut writer = Writer::new(lock, secret, transcript.valid_len);
         for call in transcript.decoded_calls() {
             writer.last.insert(call.conversation, call.messages);
         }
         let recorder = Recorder::with_writer(
             transcript.header.run_id.clone(),
             writer,
-            Book::of(transcript),
+            Book::of(&transcript),
         );
         recorder.write(&Record::Resumed {
             at: chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
@@ -351,12 +347,12 @@ impl Recorder {
 }
 
 impl Writer {
-    fn new(file: File, secret: Option<Secret>) -> Self {
+    fn new(lock: TranscriptLock, secret: Option<Secret>, bytes: u64) -> Self {
         Writer {
-            file,
+            lock,
             secret,
             last: HashMap::new(),
-            bytes: 0,
+            bytes,
             broken: false,
         }
     }
@@ -372,9 +368,21 @@ impl Writer {
             line = secret.redact(&line);
         }
         line.push('\n');
-        // One write per line and no user-space buffer: a crash loses at most the line in flight.
-        match self.file.write_all(line.as_bytes()) {
-            Ok(()) => self.bytes += line.len() as u64,
+        // What is written can be read back: a record or a transcript past the
+        // reader's limits ends the transcript here (the review goes on).
+        if line.len() > MAX_RECORD_BYTES || self.bytes + line.len() as u64 > MAX_TRANSCRIPT_BYTES {
+            self.broken = true;
+            tracing::warn!("the run's transcript stops here: it would pass its size limit");
+            return;
+        }
+        // One `O_APPEND` write per line and no user-space buffer: a crash loses at
+        // most the line in flight, and a short write ends the transcript.
+        match self.lock.file().write(line.as_bytes()) {
+            Ok(written) if written == line.len() => self.bytes += line.len() as u64,
+            Ok(_) => {
+                self.broken = true;
+                tracing::warn!("the run's transcript could not be written whole");
+            }
             Err(error) => {
                 self.broken = true;
                 tracing::warn!("the run's transcript could not be written: {error}");
