@@ -20,6 +20,7 @@ mod limits_cli;
 mod llm;
 mod llm_limits;
 mod model_server_cache;
+mod output_cli;
 mod pr_flow;
 mod queue;
 mod review;
