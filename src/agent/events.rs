@@ -203,8 +203,9 @@ pub(crate) fn progress_line(event: &Event, verbose: bool) -> Option<String> {
         EventKind::RunStarted {
             strategy, reason, ..
         } => Some(match reason {
-            Some(reason) => format!("review started ({strategy}: {reason})"),
-            None => format!("review started ({strategy})"),
+            // Why the strategy was chosen is detail: the default line stays short.
+            Some(reason) if verbose => format!("review started ({strategy}: {reason})"),
+            _ => format!("review started ({strategy})"),
         }),
         EventKind::ModelWaiting { attempt, elapsed_s } => Some(match attempt {
             1 => format!("waiting for the model ({elapsed_s}s so far)"),
