@@ -39,6 +39,7 @@ impl Live {
         if let Ok(style) = ProgressStyle::with_template("{spinner:.cyan} {msg} {elapsed:.dim}") {
             bar.set_style(style);
         }
+        bar.set_message("starting the review");
         bar.enable_steady_tick(Duration::from_millis(100));
         Live(Some(bar))
     }
@@ -182,8 +183,13 @@ impl StepProgress {
             EventKind::ModelWaiting { .. } if self.live.active().is_some() => {}
             EventKind::RunFinished { .. } => {
                 self.flush();
+                let on_terminal = self.live.active().is_some();
                 self.live.stop();
                 self.own_line(event);
+                // On a terminal the report follows: a blank line sets it apart.
+                if on_terminal {
+                    eprintln!();
+                }
             }
             _ => {
                 self.flush();

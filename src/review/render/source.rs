@@ -1,6 +1,9 @@
 //! Where the code lines under a finding come from: the text of a file on one side of the
 //! change (head for RIGHT-side findings, base for LEFT-side ones).
 
+use std::cell::RefCell;
+use std::collections::HashMap;
+
 use crate::repo::{RepoView, Revision};
 use crate::review::finding::Side;
 use crate::tools::Workspace;
@@ -29,10 +32,12 @@ impl<F: Fn(&str, Side) -> Option<String>> SourceLookup for F {
 }
 
 /// The files of a local review: the head version from the workspace's view, the base
-/// version (of the file's old path when renamed) from the base commit.
+/// version (of the file's old path when renamed) from the base commit. Each file is read
+/// once, however many findings it has.
 pub(crate) struct RepoSources<'a> {
     workspace: &'a Workspace,
     base: Option<RepoView>,
+    read: RefCell<HashMap<(String, Side), Option<String>>>,
 }
 
 impl<'a> RepoSources<'a> {
@@ -43,12 +48,28 @@ impl<'a> RepoSources<'a> {
             Revision::Commit(workspace.changes.base.clone()),
         )
         .ok();
-        RepoSources { workspace, base }
+        RepoSources {
+            workspace,
+            base,
+            read: RefCell::default(),
+        }
     }
 }
 
 impl SourceLookup for RepoSources<'_> {
     fn text(&self, path: &str, side: Side) -> Option<String> {
+        let key = (path.to_string(), side);
+        if let Some(text) = self.read.borrow().get(&key) {
+            return text.clone();
+        }
+        let text = self.read_file(path, side);
+        self.read.borrow_mut().insert(key, text.clone());
+        text
+    }
+}
+
+impl RepoSources<'_> {
+    fn read_file(&self, path: &str, side: Side) -> Option<String> {
         match side {
             Side::Right => self.workspace.repo.read_text(path).ok(),
             Side::Left => {
