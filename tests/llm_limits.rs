@@ -82,7 +82,6 @@ impl RawServer {
             Provider::OpenAi => format!("http://127.0.0.1:{}/v1", self.port),
             Provider::Anthropic => format!("http://127.0.0.1:{}", self.port),
         };
-        settings.timeout = Duration::from_secs(20);
         settings.timeouts = timeouts;
         settings.retry = RetryPolicy {
             max_retries: retries,
@@ -203,6 +202,7 @@ fn short(first_byte_ms: u64, idle_ms: u64) -> CallTimeouts {
         connect: Duration::from_secs(5),
         first_byte: Duration::from_millis(first_byte_ms),
         stream_idle: Duration::from_millis(idle_ms),
+        request: Duration::from_secs(20),
     }
 }
 
