@@ -33,7 +33,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use axum::Router;
-use axum::extract::{DefaultBodyLimit, State};
+use axum::extract::State;
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
@@ -145,7 +145,8 @@ pub fn app(state: AppState) -> Router {
         .route("/webhook", post(webhook::receive))
         .route("/healthz", get(healthz))
         .route("/metrics", get(metrics))
-        .layer(DefaultBodyLimit::max(WEBHOOK_BODY_LIMIT))
+        // No `DefaultBodyLimit`: the webhook handler reads the raw body itself, within
+        // `RequestLimits` and the unverified-bytes budget (an extractor limit would be inert).
         .with_state(state)
 }
 
