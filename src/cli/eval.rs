@@ -25,7 +25,10 @@ use crate::agent::events::EventSink;
 use crate::config::settings::SettingFlags;
 use crate::eval::cases::{Case, cases_to_jsonl, read_cases};
 use crate::eval::mine::{MineOptions, list, mine};
-use crate::eval::render::{ReportFormat, listing_summary, render_listing, render_report};
+use crate::eval::mutate::{MutateOptions, mutate, plant};
+use crate::eval::render::{
+    ReportFormat, listing_summary, planted_summary, render_listing, render_mutants, render_report,
+};
 use crate::eval::report::{Report, build_report, compare, parse_report};
 use crate::eval::run::{CaseReviewer, CaseRun, PairLabel, run_all};
 use crate::review::finding::Finding;
@@ -60,6 +63,9 @@ async fn eval(args: EvalArgs) -> anyhow::Result<i32> {
         bail!("--parallel must be at least 1");
     }
     if args.list {
+        if let Some(repo) = &args.mutate {
+            return list_mutants(repo, &args, format);
+        }
         return list_candidates(&args, format);
     }
     let output = OutputTarget::open(args.output.as_deref())?;
@@ -195,14 +201,20 @@ fn open_events_dir(dir: Option<&Path>) -> anyhow::Result<PathBuf> {
     Ok(dir)
 }
 
-/// The cases of `--cases`, or mined with `--mine` (and saved with `--write-cases`).
+/// The cases of `--cases`, mined with `--mine` or planted with `--mutate` (and saved
+/// with `--write-cases`).
 fn gather_cases(args: &EvalArgs) -> anyhow::Result<Vec<Case>> {
-    let Some(repo) = &args.mine else {
+    if args.mine.is_none() && args.mutate.is_none() {
         let path = args.cases.as_deref().unwrap_or(Path::new(""));
         return Ok(read_cases(path)?);
-    };
+    }
     let write_cases = OutputTarget::open(args.write_cases.as_deref())?;
-    let cases = match mine_cases(repo, args) {
+    let generated = match (&args.mine, &args.mutate) {
+        (Some(repo), _) => mine_cases(repo, args),
+        (None, Some(repo)) => mutate_cases(repo, args),
+        (None, None) => Ok(Vec::new()),
+    };
+    let cases = match generated {
         Ok(cases) => cases,
         Err(error) => {
             write_cases.abandon();
@@ -242,6 +254,58 @@ fn list_candidates(args: &EvalArgs, format: ReportFormat) -> anyhow::Result<i32>
     output.write(&render_listing(&survey, format))?;
     if !args.quiet {
         eprintln!("{}", listing_summary(&survey));
+    }
+    Ok(EXIT_OK)
+}
+
+fn mutate_options(args: &EvalArgs) -> anyhow::Result<MutateOptions> {
+    if args.mutants == 0 {
+        bail!("--mutants must be at least 1");
+    }
+    Ok(MutateOptions {
+        base: args.base.clone().unwrap_or_default(),
+        head: args.head.clone().unwrap_or_default(),
+        mutants: args.mutants,
+        seed: args.seed,
+    })
+}
+
+/// `--mutate REPO`: one case per planted bug, each commit under the eval namespace.
+fn mutate_cases(repo: &Path, args: &EvalArgs) -> anyhow::Result<Vec<Case>> {
+    let options = mutate_options(args)?;
+    let (planted, cases) =
+        mutate(repo, &options).with_context(|| format!("--mutate {}", repo.display()))?;
+    if !args.quiet {
+        eprintln!("{}", planted_summary(&planted));
+    }
+    if cases.is_empty() {
+        bail!(
+            "no mutant found in the added source lines of {}..{}",
+            options.base,
+            options.head
+        );
+    }
+    Ok(cases)
+}
+
+/// `--mutate REPO --list`: the mutants that would be planted; nothing written.
+fn list_mutants(repo: &Path, args: &EvalArgs, format: ReportFormat) -> anyhow::Result<i32> {
+    let options = mutate_options(args)?;
+    let output = OutputTarget::open(args.output.as_deref())?;
+    let planted = match git2::Repository::discover(repo)
+        .map_err(crate::eval::EvalError::from)
+        .and_then(|r| plant(&r, &options))
+        .with_context(|| format!("--mutate {}", repo.display()))
+    {
+        Ok(planted) => planted,
+        Err(error) => {
+            output.abandon();
+            return Err(error);
+        }
+    };
+    output.write(&render_mutants(&planted, format))?;
+    if !args.quiet {
+        eprintln!("{}", planted_summary(&planted));
     }
     Ok(EXIT_OK)
 }

@@ -18,6 +18,8 @@
 pub mod cases;
 pub mod files;
 pub mod mine;
+pub mod mutants;
+pub mod mutate;
 pub(crate) mod render;
 pub(crate) mod report;
 pub(crate) mod revert;

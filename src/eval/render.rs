@@ -7,6 +7,7 @@
 use std::str::FromStr;
 
 use super::mine::{Candidate, Skip, Survey};
+use super::mutate::{Planted, per_kind};
 use super::report::{BaselineDiff, Report};
 use super::score::{PairSummary, ResultRow};
 
@@ -366,6 +367,50 @@ pub(crate) fn listing_summary(survey: &Survey) -> String {
             "none".to_string()
         } else {
             reasons.join(", ")
+        }
+    )
+}
+
+/// The mutants of `--mutate --list`: one line each (kind, place, what changed), or a
+/// JSON array with `--format json`.
+pub(crate) fn render_mutants(planted: &Planted, format: ReportFormat) -> String {
+    if format == ReportFormat::Json {
+        return serde_json::to_string_pretty(&planted.mutants).unwrap_or_default() + "\n";
+    }
+    let mut table = Table::new(&["#", "kind", "place", "what changed"]);
+    for (index, mutant) in planted.mutants.iter().enumerate() {
+        table.rows.push(vec![
+            (index + 1).to_string(),
+            mutant.kind.to_string(),
+            format!("{}:{}", mutant.path, mutant.line),
+            mutant
+                .description
+                .split(" (line ")
+                .next()
+                .unwrap_or_default()
+                .to_string(),
+        ]);
+    }
+    table.render(format)
+}
+
+/// One line for stderr: mutants chosen, per kind, of how many candidates.
+pub(crate) fn planted_summary(planted: &Planted) -> String {
+    let kinds: Vec<String> = per_kind(&planted.mutants)
+        .iter()
+        .map(|(kind, n)| format!("{kind} {n}"))
+        .collect();
+    format!(
+        "{} from {} on the added lines of {}..{} ({} changed lines): {}",
+        super::run::count(planted.mutants.len(), "mutant"),
+        super::run::count(planted.candidates, "candidate"),
+        short_id(&planted.base),
+        short_id(&planted.head),
+        planted.changed_lines,
+        if kinds.is_empty() {
+            "none".to_string()
+        } else {
+            kinds.join(", ")
         }
     )
 }
