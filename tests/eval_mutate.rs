@@ -7,7 +7,7 @@ use serde_json::{Value, json};
 
 use crate::common::cli::{KEY, redline_command};
 use crate::common::git::TempRepo;
-use crate::common::model_server::{ModelServer, Reply, Wire};
+use crate::common::model_server::{ModelServer, RecordedRequest, Reply, Wire};
 
 const PY: &str = "def pick(items, n):\n    if not items:\n        return None\n    items = sorted(items)\n    log(n)\n    return items[n - 1] if n > 0 and n < len(items) else take(items, n)\n";
 const JS: &str = "async function f(a, b) {\n  if (!a) return;\n  const r = await load(a);\n  if (a.length === b && r) {\n    save(b, a);\n    done();\n  }\n}\n";
@@ -198,4 +198,104 @@ async fn mutate_flags_are_checked() {
     let (code, _, stderr) = redline(None, &args).await;
     assert_ne!(code, 0);
     assert!(stderr.contains("no-such-rev"), "{stderr}");
+}
+
+/// A cases file with one bug at `src/pick.py:6` of the fixture's change.
+fn one_bug_case(repo: &TempRepo, base: &str, head: &str, dir: &std::path::Path) -> String {
+    let case = json!({
+        "version": 1, "id": "planted", "repo": repo.path().display().to_string(),
+        "base": base, "head": head, "clean": false,
+        "expected": [{"path": "src/pick.py", "start_line": 6, "end_line": 6, "side": "RIGHT",
+                      "description": "`n < len(items)` changed to `n <= len(items)`", "bug": "b1"}]
+    });
+    let path = dir.join("cases.jsonl");
+    std::fs::write(&path, format!("{case}\n")).unwrap();
+    path.display().to_string()
+}
+
+fn is_judge(request: &RecordedRequest) -> bool {
+    request
+        .system_text()
+        .contains("You grade code review findings")
+}
+
+/// The reviewer reports one finding on the bug's line; the judge answers `verdict`.
+async fn judged_run(
+    cases: &str,
+    dir: &std::path::Path,
+    verdict: Option<bool>,
+    format: &str,
+) -> (Value, String, Vec<RecordedRequest>) {
+    let server = ModelServer::start_with(Wire::OpenAi, move |request, _| {
+        if is_judge(request) {
+            Reply::text(json!({"match": verdict == Some(true)}).to_string())
+        } else {
+            submit(vec![
+                json!({"path": "src/pick.py", "line": 6, "severity": "major",
+                "category": "bug", "title": "Index past the end",
+                "body": "`n <= len(items)` lets `items[n - 1]`... wait, it is fine."}),
+            ])
+        }
+    })
+    .await;
+    let events = dir.join(format!("events-{verdict:?}"));
+    let mut args = vec![
+        "--cases".to_string(),
+        cases.to_string(),
+        "--events-dir".into(),
+        events.display().to_string(),
+        "--format".into(),
+        format.into(),
+    ];
+    if verdict.is_some() {
+        args.push("--judge".into());
+    }
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let (code, stdout, stderr) = redline(Some(&server), &args).await;
+    assert_eq!(code, 0, "{stderr}");
+    let report = if format == "json" {
+        serde_json::from_str(&stdout).unwrap()
+    } else {
+        Value::Null
+    };
+    (report, stdout, server.requests())
+}
+
+#[tokio::test]
+async fn a_judge_saying_no_lowers_judged_recall_and_proximity_recall_stays() {
+    let repo = TempRepo::new();
+    let (base, head) = change(&repo);
+    let work = tempfile::tempdir().unwrap();
+    let cases = one_bug_case(&repo, &base, &head, work.path());
+    let (plain, _, requests) = judged_run(&cases, work.path(), None, "json").await;
+    assert!(requests.iter().all(|r| !is_judge(r)));
+    assert!(plain["pairs"][0]["judged_recall"].is_null());
+    let (yes, _, _) = judged_run(&cases, work.path(), Some(true), "json").await;
+    let (no, _, requests) = judged_run(&cases, work.path(), Some(false), "json").await;
+    for report in [&plain, &yes, &no] {
+        assert_eq!(report["pairs"][0]["expected_recall"], 1.0, "{report:#}");
+        assert_eq!(report["pairs"][0]["recall"], 1.0);
+    }
+    assert_eq!(yes["pairs"][0]["judged_recall"], 1.0, "{yes:#}");
+    assert_eq!(no["pairs"][0]["judged_recall"], 0.0, "{no:#}");
+    assert_eq!(no["pairs"][0]["judged_caught"], 0);
+    assert_eq!(no["judge_model"], "test-model");
+    // One call for the one near finding; it saw the description and the finding.
+    let judged: Vec<&RecordedRequest> = requests.iter().filter(|r| is_judge(r)).collect();
+    assert_eq!(judged.len(), 1);
+    let body = judged[0].body.to_string();
+    assert!(body.contains("n <= len(items)") && body.contains("Index past the end"));
+    // The judge's tokens are its own: the pair's tokens are those of the review alone.
+    let judge = &no["pairs"][0]["judge"];
+    assert_eq!(judge["calls"], 1);
+    assert!(judge["tokens"].as_u64().unwrap() > 0);
+    assert_eq!(no["pairs"][0]["tokens"], plain["pairs"][0]["tokens"]);
+    assert_eq!(no["results"][0]["judge"]["caught"], 0);
+    // The text report shows the judged column and the judge's own line.
+    let (_, text, _) = judged_run(&cases, work.path(), Some(false), "text").await;
+    assert!(
+        text.contains("judged") && text.contains("0/1 0.0%"),
+        "{text}"
+    );
+    assert!(text.contains("Judge test-model: 1 call"), "{text}");
 }

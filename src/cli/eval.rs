@@ -24,6 +24,7 @@ use crate::agent::Orchestrator;
 use crate::agent::events::EventSink;
 use crate::config::settings::SettingFlags;
 use crate::eval::cases::{Case, cases_to_jsonl, read_cases};
+use crate::eval::judge::Judge;
 use crate::eval::mine::{MineOptions, list, mine};
 use crate::eval::mutate::{MutateOptions, mutate, plant};
 use crate::eval::render::{
@@ -97,12 +98,15 @@ async fn eval(args: EvalArgs) -> anyhow::Result<i32> {
 async fn evaluate(args: &EvalArgs) -> anyhow::Result<Report> {
     let baseline = read_baseline(args.baseline.as_deref())?;
     let pairs = resolve_pairs(args)?;
+    let judge = resolve_judge(args, &pairs)?;
+    let judge_model = judge.as_ref().map(|j| j.name.clone());
     let events_dir = open_events_dir(args.events_dir.as_deref())?;
     let cases = gather_cases(args)?;
     let reviewer = EngineReviewer {
         args: args.clone(),
         pairs: pairs.clone(),
         events_dir,
+        judge,
     };
     let labels: Vec<PairLabel> = pairs.iter().map(|p| p.label.clone()).collect();
     let quiet = args.quiet;
@@ -113,6 +117,7 @@ async fn evaluate(args: &EvalArgs) -> anyhow::Result<Report> {
     };
     let rows = run_all(&cases, &labels, &reviewer, args.parallel, &mut on_progress).await;
     let mut report = build_report(&cases, &labels, rows);
+    report.judge_model = judge_model;
     if let Some((path, baseline)) = baseline {
         report.baseline = Some(compare(&baseline, &report, &path));
     }
@@ -183,6 +188,25 @@ fn model_args(args: &EvalArgs, model: &Option<String>) -> ModelArgs {
         model: model.clone(),
         base_url: args.base_url.clone(),
     }
+}
+
+/// The judge's client (`--judge`): `--judge-model`, else the first evaluated model,
+/// with the pairs' provider and API root; its settings are checked now.
+fn resolve_judge(args: &EvalArgs, pairs: &[Pair]) -> anyhow::Result<Option<JudgeClient>> {
+    if !args.judge {
+        return Ok(None);
+    }
+    let model = args
+        .judge_model
+        .clone()
+        .or_else(|| pairs.first().map(|p| p.label.model.clone()));
+    let flags = pair_flags(args, &None, &model);
+    let settings = local_settings(flags, "flag", None).context("--judge-model")?;
+    Ok(Some(JudgeClient {
+        model: model_client(&settings.model, &EventSink::discard()),
+        name: settings.agent.model.clone(),
+        price: settings.agent.price,
+    }))
 }
 
 /// `--events-dir`, else `eval/<time>` next to the runs directory; created now.
@@ -344,6 +368,14 @@ struct EngineReviewer {
     args: EvalArgs,
     pairs: Vec<Pair>,
     events_dir: PathBuf,
+    judge: Option<JudgeClient>,
+}
+
+/// The judge's model, name and price.
+struct JudgeClient {
+    model: std::sync::Arc<dyn crate::llm::ChatModel>,
+    name: String,
+    price: Option<crate::llm::pricing::Price>,
 }
 
 #[async_trait::async_trait]
@@ -353,6 +385,7 @@ impl CaseReviewer for EngineReviewer {
             return CaseRun {
                 result: Err(format!("no pair {pair}")),
                 events: None,
+                judged: None,
             };
         };
         let events = self.events_dir.join(events_file_name(case, &pair.label));
@@ -360,9 +393,21 @@ impl CaseReviewer for EngineReviewer {
             .review_case(case, pair, &events)
             .await
             .map_err(|e| error_message(&e));
+        let judged = match (&self.judge, &result) {
+            (Some(judge), Ok((findings, _))) if !case.clean => {
+                let judge = Judge {
+                    model: judge.model.as_ref(),
+                    name: &judge.name,
+                    price: judge.price,
+                };
+                Some(judge.judge_case(case, findings).await)
+            }
+            _ => None,
+        };
         CaseRun {
             result,
             events: Some(events.display().to_string()),
+            judged,
         }
     }
 }

@@ -17,6 +17,7 @@
 
 pub mod cases;
 pub mod files;
+pub mod judge;
 pub mod mine;
 pub mod mutants;
 pub mod mutate;

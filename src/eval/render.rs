@@ -118,8 +118,12 @@ fn pair_table(pairs: &[PairSummary]) -> Table {
         "cost/case",
         "s/case",
     ]);
+    let judged = pairs.iter().any(|p| p.judge.is_some());
+    if judged {
+        table.headers.insert(6, "judged".into());
+    }
     for p in pairs {
-        table.rows.push(vec![
+        let mut row = vec![
             p.strategy.clone(),
             p.model.clone(),
             format!("{}/{}", p.caught, p.bug_cases),
@@ -134,9 +138,39 @@ fn pair_table(pairs: &[PairSummary]) -> Table {
             number(p.tokens_per_case, 0),
             cost(p.cost_per_case),
             number(p.seconds_per_case, 1),
-        ]);
+        ];
+        if judged {
+            let figure = match p.judged_caught {
+                Some(caught) => {
+                    format!("{caught}/{} {}", p.expected_total, percent(p.judged_recall))
+                }
+                None => "-".into(),
+            };
+            row.insert(6, figure);
+        }
+        table.rows.push(row);
     }
     table
+}
+
+/// The judge's own calls, tokens and cost, apart from the pairs'.
+fn judge_line(report: &Report) -> Option<String> {
+    let model = report.judge_model.as_ref()?;
+    let (mut calls, mut failures, mut tokens, mut cost) = (0, 0, 0, Some(0.0));
+    for judge in report.pairs.iter().filter_map(|p| p.judge.as_ref()) {
+        calls += judge.calls;
+        failures += judge.failures;
+        tokens += judge.tokens;
+        cost = cost.zip(judge.cost_usd).map(|(a, b)| a + b);
+    }
+    Some(format!(
+        "Judge {model}: {}, {failures} unanswered, {tokens} tokens, {} (not in the pairs' cost)\n",
+        super::run::count(calls, "call"),
+        match cost {
+            Some(cost) => format!("${cost:.4}"),
+            None => "cost ?".into(),
+        }
+    ))
 }
 
 fn cell(row: Option<&ResultRow>) -> String {
@@ -258,6 +292,10 @@ pub(crate) fn render_report(report: &Report, format: ReportFormat) -> String {
         super::run::count(report.pairs.len(), "strategy/model pair")
     );
     out.push_str(&pair_table(&report.pairs).render(format));
+    if let Some(line) = judge_line(report) {
+        out.push('\n');
+        out.push_str(&line);
+    }
     out.push_str(&format!("\n{}Cases\n\n", heading(format)));
     out.push_str(&case_matrix(report).render(format));
     let failures: Vec<&ResultRow> = report.results.iter().filter(|r| r.failed()).collect();
