@@ -299,3 +299,77 @@ async fn a_judge_saying_no_lowers_judged_recall_and_proximity_recall_stays() {
     );
     assert!(text.contains("Judge test-model: 1 call"), "{text}");
 }
+
+#[tokio::test]
+async fn the_html_report_is_self_contained_and_shows_each_pair() {
+    let repo = TempRepo::new();
+    let (base, head) = change(&repo);
+    let work = tempfile::tempdir().unwrap();
+    let cases = one_bug_case(&repo, &base, &head, work.path());
+    let clean = json!({"version": 1, "id": "quiet", "repo": repo.path().display().to_string(),
+                       "base": base, "head": head, "clean": true, "source": "commit <a> & \"b\""});
+    let text = std::fs::read_to_string(&cases).unwrap();
+    std::fs::write(&cases, format!("{text}{clean}\n")).unwrap();
+    // The first model finds the bug (and flags the clean case twice); the second finds nothing.
+    let server = ModelServer::start_with(Wire::OpenAi, |request, _| {
+        if is_judge(request) {
+            return Reply::text("{\"match\": true}");
+        }
+        let first = request.body["model"] == "test-model";
+        let clean = request.body.to_string().contains("quiet");
+        match (first, clean) {
+            (true, _) => submit(vec![
+                json!({"path": "src/pick.py", "line": 6, "severity": "major", "category": "bug",
+                       "title": "Off by one <b>", "body": "`n <= len(items)` reads past the end."}),
+                json!({"path": "src/pick.py", "line": 1, "severity": "minor", "category": "bug",
+                       "title": "Name", "body": "Unclear."}),
+            ]),
+            (false, _) => submit(vec![]),
+        }
+    })
+    .await;
+    let output = work.path().join("report.html");
+    let args = [
+        "--cases",
+        &cases,
+        "--judge",
+        "--format",
+        "html",
+        "--output",
+        &output.display().to_string(),
+        "--events-dir",
+        &work.path().join("events").display().to_string(),
+        "--model",
+        "second-model",
+    ];
+    let (code, _, stderr) = redline(Some(&server), &args).await;
+    assert_eq!(code, 0, "{stderr}");
+    let html = std::fs::read_to_string(&output).unwrap();
+    assert!(
+        html.starts_with("<!DOCTYPE html>") && html.contains("<svg"),
+        "{html}"
+    );
+    for forbidden in [
+        "http://", "https://", "<script", " src=", " href=", "@import", "url(",
+    ] {
+        assert!(!html.contains(forbidden), "{forbidden} in {html}");
+    }
+    // Each pair, its recall (proximity and judged), findings per clean case and the size chart.
+    for figure in [
+        "react/test-model",
+        "react/second-model",
+        "bug recall (proximity)",
+        "judged recall",
+        "100.0% (1/1)",
+        "0.0% (0/1)",
+        "Findings per clean case",
+        "2.00",
+        "Cost per case",
+        "Bug recall by change size",
+        "≤ 60 lines",
+        "commit &lt;a&gt; &amp; &quot;b&quot;",
+    ] {
+        assert!(html.contains(figure), "{figure} not in {html}");
+    }
+    assert!(!html.contains("<a>"));
+}

@@ -25,7 +25,7 @@ use crate::agent::events::EventSink;
 use crate::config::settings::SettingFlags;
 use crate::eval::cases::{Case, cases_to_jsonl, read_cases};
 use crate::eval::judge::Judge;
-use crate::eval::mine::{MineOptions, list, mine};
+use crate::eval::mine::{MineOptions, change_size, list, mine};
 use crate::eval::mutate::{MutateOptions, mutate, plant};
 use crate::eval::render::{
     ReportFormat, listing_summary, planted_summary, render_listing, render_mutants, render_report,
@@ -118,6 +118,9 @@ async fn evaluate(args: &EvalArgs) -> anyhow::Result<Report> {
     let rows = run_all(&cases, &labels, &reviewer, args.parallel, &mut on_progress).await;
     let mut report = build_report(&cases, &labels, rows);
     report.judge_model = judge_model;
+    for (info, case) in report.cases.iter_mut().zip(&cases) {
+        info.changed_lines = change_size(Path::new(&case.repo), &case.base, &case.head);
+    }
     if let Some((path, baseline)) = baseline {
         report.baseline = Some(compare(&baseline, &report, &path));
     }

@@ -17,6 +17,7 @@
 
 pub mod cases;
 pub mod files;
+pub(crate) mod html;
 pub mod judge;
 pub mod mine;
 pub mod mutants;

@@ -20,6 +20,8 @@ pub(crate) enum ReportFormat {
     Markdown,
     /// The JSON report (`version: 1`).
     Json,
+    /// One self-contained HTML file with charts.
+    Html,
 }
 
 impl FromStr for ReportFormat {
@@ -29,8 +31,9 @@ impl FromStr for ReportFormat {
             "text" => Ok(ReportFormat::Text),
             "markdown" | "md" => Ok(ReportFormat::Markdown),
             "json" => Ok(ReportFormat::Json),
+            "html" => Ok(ReportFormat::Html),
             other => Err(format!(
-                "unknown format `{other}` (expected text, markdown or json)"
+                "unknown format `{other}` (expected text, markdown, json or html)"
             )),
         }
     }
@@ -276,8 +279,12 @@ fn heading(format: ReportFormat) -> &'static str {
 
 /// The report in `format`.
 pub(crate) fn render_report(report: &Report, format: ReportFormat) -> String {
-    if format == ReportFormat::Json {
-        return serde_json::to_string_pretty(report).unwrap_or_default() + "\n";
+    match format {
+        ReportFormat::Json => {
+            return serde_json::to_string_pretty(report).unwrap_or_default() + "\n";
+        }
+        ReportFormat::Html => return super::html::render_html(report),
+        _ => {}
     }
     let bugs = report.cases.iter().filter(|c| !c.clean).count();
     let mut out = format!(

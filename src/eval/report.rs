@@ -26,6 +26,9 @@ pub(crate) struct CaseInfo {
     pub clean: bool,
     /// Where it comes from.
     pub source: String,
+    /// Added plus deleted lines of its change; `null` when unknown.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub changed_lines: Option<usize>,
 }
 
 /// The whole report.
@@ -115,6 +118,7 @@ pub(crate) fn build_report(cases: &[Case], pairs: &[PairLabel], results: Vec<Res
                 id: c.id.clone(),
                 clean: c.clean,
                 source: c.source.clone(),
+                changed_lines: None,
             })
             .collect(),
         pairs: summaries,
