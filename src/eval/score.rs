@@ -473,5 +473,42 @@ mod tests {
         let none = summarize("react", "m", &[]);
         assert_eq!(none.expected_recall, None);
         assert_eq!((none.precision, none.recall, none.f1), (None, None, None));
+        assert_eq!(
+            (none.judged_caught, none.judged_recall, none.judge),
+            (None, None, None)
+        );
+    }
+
+    #[test]
+    fn judged_figures_sum_the_judged_reviews_and_stay_apart_from_the_pairs_cost() {
+        let tally = |caught: usize, cost: Option<f64>| JudgeTally {
+            caught,
+            calls: 2,
+            failures: 1,
+            tokens: 30,
+            cost_usd: cost,
+        };
+        let judged = |caught, cost| ResultRow {
+            judge: Some(tally(caught, cost)),
+            ..row(false, true, 1, 1)
+        };
+        // Proximity caught one bug of two in each case; the judge agreed once.
+        let rows = [
+            judged(1, Some(0.25)),
+            judged(0, Some(0.5)),
+            row(true, false, 0, 0),
+        ];
+        let refs: Vec<&ResultRow> = rows.iter().collect();
+        let s = summarize("react", "m", &refs);
+        assert_eq!((s.expected_caught, s.expected_total), (2, 4));
+        assert_eq!((s.judged_caught, s.judged_recall), (Some(1), Some(0.25)));
+        let judge = s.judge.unwrap();
+        assert_eq!((judge.calls, judge.failures, judge.tokens), (4, 2, 60));
+        assert_eq!(judge.cost_usd, Some(0.75));
+        // The pair's own tokens and cost are the reviews' only.
+        assert_eq!((s.tokens, s.cost_usd), (300, Some(1.5)));
+        let unpriced = [judged(1, None), judged(1, Some(0.5))];
+        let s = summarize("react", "m", &unpriced.iter().collect::<Vec<_>>());
+        assert_eq!(s.judge.unwrap().cost_usd, None);
     }
 }
