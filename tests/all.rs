@@ -11,6 +11,7 @@ mod coverage;
 mod discovery_cli;
 mod eval_cli;
 mod eval_mining;
+mod eval_mutate;
 mod events_cli;
 mod github;
 mod guidelines_cli;

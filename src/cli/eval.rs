@@ -24,8 +24,12 @@ use crate::agent::Orchestrator;
 use crate::agent::events::EventSink;
 use crate::config::settings::SettingFlags;
 use crate::eval::cases::{Case, cases_to_jsonl, read_cases};
-use crate::eval::mine::{MineOptions, list, mine};
-use crate::eval::render::{ReportFormat, listing_summary, render_listing, render_report};
+use crate::eval::judge::Judge;
+use crate::eval::mine::{MineOptions, change_size, list, mine};
+use crate::eval::mutate::{MutateOptions, mutate, plant};
+use crate::eval::render::{
+    ReportFormat, listing_summary, planted_summary, render_listing, render_mutants, render_report,
+};
 use crate::eval::report::{Report, build_report, compare, parse_report};
 use crate::eval::run::{CaseReviewer, CaseRun, PairLabel, run_all};
 use crate::review::finding::Finding;
@@ -60,6 +64,9 @@ async fn eval(args: EvalArgs) -> anyhow::Result<i32> {
         bail!("--parallel must be at least 1");
     }
     if args.list {
+        if let Some(repo) = &args.mutate {
+            return list_mutants(repo, &args, format);
+        }
         return list_candidates(&args, format);
     }
     let output = OutputTarget::open(args.output.as_deref())?;
@@ -91,12 +98,15 @@ async fn eval(args: EvalArgs) -> anyhow::Result<i32> {
 async fn evaluate(args: &EvalArgs) -> anyhow::Result<Report> {
     let baseline = read_baseline(args.baseline.as_deref())?;
     let pairs = resolve_pairs(args)?;
+    let judge = resolve_judge(args, &pairs)?;
+    let judge_model = judge.as_ref().map(|j| j.name.clone());
     let events_dir = open_events_dir(args.events_dir.as_deref())?;
     let cases = gather_cases(args)?;
     let reviewer = EngineReviewer {
         args: args.clone(),
         pairs: pairs.clone(),
         events_dir,
+        judge,
     };
     let labels: Vec<PairLabel> = pairs.iter().map(|p| p.label.clone()).collect();
     let quiet = args.quiet;
@@ -107,6 +117,10 @@ async fn evaluate(args: &EvalArgs) -> anyhow::Result<Report> {
     };
     let rows = run_all(&cases, &labels, &reviewer, args.parallel, &mut on_progress).await;
     let mut report = build_report(&cases, &labels, rows);
+    report.judge_model = judge_model;
+    for (info, case) in report.cases.iter_mut().zip(&cases) {
+        info.changed_lines = change_size(Path::new(&case.repo), &case.base, &case.head);
+    }
     if let Some((path, baseline)) = baseline {
         report.baseline = Some(compare(&baseline, &report, &path));
     }
@@ -179,6 +193,25 @@ fn model_args(args: &EvalArgs, model: &Option<String>) -> ModelArgs {
     }
 }
 
+/// The judge's client (`--judge`): `--judge-model`, else the first evaluated model,
+/// with the pairs' provider and API root; its settings are checked now.
+fn resolve_judge(args: &EvalArgs, pairs: &[Pair]) -> anyhow::Result<Option<JudgeClient>> {
+    if !args.judge {
+        return Ok(None);
+    }
+    let model = args
+        .judge_model
+        .clone()
+        .or_else(|| pairs.first().map(|p| p.label.model.clone()));
+    let flags = pair_flags(args, &None, &model);
+    let settings = local_settings(flags, "flag", None).context("--judge-model")?;
+    Ok(Some(JudgeClient {
+        model: model_client(&settings.model, &EventSink::discard()),
+        name: settings.agent.model.clone(),
+        price: settings.agent.price,
+    }))
+}
+
 /// `--events-dir`, else `eval/<time>` next to the runs directory; created now.
 fn open_events_dir(dir: Option<&Path>) -> anyhow::Result<PathBuf> {
     let dir = match dir {
@@ -195,14 +228,20 @@ fn open_events_dir(dir: Option<&Path>) -> anyhow::Result<PathBuf> {
     Ok(dir)
 }
 
-/// The cases of `--cases`, or mined with `--mine` (and saved with `--write-cases`).
+/// The cases of `--cases`, mined with `--mine` or planted with `--mutate` (and saved
+/// with `--write-cases`).
 fn gather_cases(args: &EvalArgs) -> anyhow::Result<Vec<Case>> {
-    let Some(repo) = &args.mine else {
+    if args.mine.is_none() && args.mutate.is_none() {
         let path = args.cases.as_deref().unwrap_or(Path::new(""));
         return Ok(read_cases(path)?);
-    };
+    }
     let write_cases = OutputTarget::open(args.write_cases.as_deref())?;
-    let cases = match mine_cases(repo, args) {
+    let generated = match (&args.mine, &args.mutate) {
+        (Some(repo), _) => mine_cases(repo, args),
+        (None, Some(repo)) => mutate_cases(repo, args),
+        (None, None) => Ok(Vec::new()),
+    };
+    let cases = match generated {
         Ok(cases) => cases,
         Err(error) => {
             write_cases.abandon();
@@ -246,6 +285,58 @@ fn list_candidates(args: &EvalArgs, format: ReportFormat) -> anyhow::Result<i32>
     Ok(EXIT_OK)
 }
 
+fn mutate_options(args: &EvalArgs) -> anyhow::Result<MutateOptions> {
+    if args.mutants == 0 {
+        bail!("--mutants must be at least 1");
+    }
+    Ok(MutateOptions {
+        base: args.base.clone().unwrap_or_default(),
+        head: args.head.clone().unwrap_or_default(),
+        mutants: args.mutants,
+        seed: args.seed,
+    })
+}
+
+/// `--mutate REPO`: one case per planted bug, each commit under the eval namespace.
+fn mutate_cases(repo: &Path, args: &EvalArgs) -> anyhow::Result<Vec<Case>> {
+    let options = mutate_options(args)?;
+    let (planted, cases) =
+        mutate(repo, &options).with_context(|| format!("--mutate {}", repo.display()))?;
+    if !args.quiet {
+        eprintln!("{}", planted_summary(&planted));
+    }
+    if cases.is_empty() {
+        bail!(
+            "no mutant found in the added source lines of {}..{}",
+            options.base,
+            options.head
+        );
+    }
+    Ok(cases)
+}
+
+/// `--mutate REPO --list`: the mutants that would be planted; nothing written.
+fn list_mutants(repo: &Path, args: &EvalArgs, format: ReportFormat) -> anyhow::Result<i32> {
+    let options = mutate_options(args)?;
+    let output = OutputTarget::open(args.output.as_deref())?;
+    let planted = match git2::Repository::discover(repo)
+        .map_err(crate::eval::EvalError::from)
+        .and_then(|r| plant(&r, &options))
+        .with_context(|| format!("--mutate {}", repo.display()))
+    {
+        Ok(planted) => planted,
+        Err(error) => {
+            output.abandon();
+            return Err(error);
+        }
+    };
+    output.write(&render_mutants(&planted, format))?;
+    if !args.quiet {
+        eprintln!("{}", planted_summary(&planted));
+    }
+    Ok(EXIT_OK)
+}
+
 fn mine_cases(repo: &Path, args: &EvalArgs) -> anyhow::Result<Vec<Case>> {
     let options = mine_options(args)?;
     let started = std::time::Instant::now();
@@ -280,6 +371,14 @@ struct EngineReviewer {
     args: EvalArgs,
     pairs: Vec<Pair>,
     events_dir: PathBuf,
+    judge: Option<JudgeClient>,
+}
+
+/// The judge's model, name and price.
+struct JudgeClient {
+    model: std::sync::Arc<dyn crate::llm::ChatModel>,
+    name: String,
+    price: Option<crate::llm::pricing::Price>,
 }
 
 #[async_trait::async_trait]
@@ -289,6 +388,7 @@ impl CaseReviewer for EngineReviewer {
             return CaseRun {
                 result: Err(format!("no pair {pair}")),
                 events: None,
+                judged: None,
             };
         };
         let events = self.events_dir.join(events_file_name(case, &pair.label));
@@ -296,9 +396,21 @@ impl CaseReviewer for EngineReviewer {
             .review_case(case, pair, &events)
             .await
             .map_err(|e| error_message(&e));
+        let judged = match (&self.judge, &result) {
+            (Some(judge), Ok((findings, _))) if !case.clean => {
+                let judge = Judge {
+                    model: judge.model.as_ref(),
+                    name: &judge.name,
+                    price: judge.price,
+                };
+                Some(judge.judge_case(case, findings).await)
+            }
+            _ => None,
+        };
         CaseRun {
             result,
             events: Some(events.display().to_string()),
+            judged,
         }
     }
 }

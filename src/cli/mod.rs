@@ -102,7 +102,8 @@ pub struct CompletionsArgs {
 /// `redline eval`: cases from a file or mined from a repository, reviewed under every
 /// (strategy, model) pair.
 #[derive(Debug, Clone, Args)]
-#[command(group(clap::ArgGroup::new("source").required(true).args(["cases", "mine"])))]
+#[command(group(clap::ArgGroup::new("source").required(true).args(["cases", "mine", "mutate"])))]
+#[command(group(clap::ArgGroup::new("generated").args(["mine", "mutate"])))]
 pub struct EvalArgs {
     /// The cases to run (JSON Lines, version 1).
     #[arg(long, value_name = "FILE.jsonl")]
@@ -119,14 +120,29 @@ pub struct EvalArgs {
     /// Also mine N ordinary (non-fix) commits as clean cases, to count false findings.
     #[arg(long, default_value_t = 0, value_name = "N", requires = "mine")]
     pub clean: usize,
-    /// Save the mined cases here (JSON Lines) for reuse with --cases.
-    #[arg(long, value_name = "FILE", requires = "mine")]
+    /// Plant bugs in one change of this repository: each case is the change --base..--head plus one realistic bug on an added line.
+    #[arg(long, value_name = "REPO", requires_all = ["base", "head"])]
+    pub mutate: Option<PathBuf>,
+    /// The base revision of the change to plant bugs in.
+    #[arg(long, value_name = "REV", requires = "mutate")]
+    pub base: Option<String>,
+    /// The head revision of the change to plant bugs in.
+    #[arg(long, value_name = "REV", requires = "mutate")]
+    pub head: Option<String>,
+    /// Mutants (cases) to plant at most, spread across files and kinds.
+    #[arg(long, default_value_t = 10, value_name = "N", requires = "mutate")]
+    pub mutants: usize,
+    /// The seed of the mutants' choice: the same seed gives the same mutants.
+    #[arg(long, default_value_t = 1, value_name = "S", requires = "mutate")]
+    pub seed: u64,
+    /// Save the mined or planted cases here (JSON Lines) for reuse with --cases.
+    #[arg(long, value_name = "FILE", requires = "generated")]
     pub write_cases: Option<PathBuf>,
     /// Keep only fixes that change a test too (fixes with a test change rank first anyway).
     #[arg(long, requires = "mine")]
     pub require_test: bool,
-    /// List the candidate fixes, kept or skipped and why, and stop: no review, no model, no key.
-    #[arg(long, requires = "mine", conflicts_with_all = ["write_cases", "baseline"])]
+    /// List the candidate fixes (or the mutants), kept or skipped and why, and stop: no review, no model, no key.
+    #[arg(long, requires = "generated", conflicts_with_all = ["write_cases", "baseline"])]
     pub list: bool,
     /// A strategy to evaluate; repeat for several (default: the configured one).
     #[arg(
@@ -148,8 +164,14 @@ pub struct EvalArgs {
     #[arg(long, default_value_t = 1, value_name = "N")]
     pub parallel: usize,
     /// Report format.
-    #[arg(long, default_value = "text", value_name = "text|markdown|json")]
+    #[arg(long, default_value = "text", value_name = "text|markdown|json|html")]
     pub format: String,
+    /// Ask a judge model whether each finding near a planted or mined bug describes it: judged recall beside proximity recall.
+    #[arg(long)]
+    pub judge: bool,
+    /// The judge's model (default: the first evaluated model).
+    #[arg(long, value_name = "MODEL", requires = "judge")]
+    pub judge_model: Option<String>,
     /// Write the report here instead of stdout.
     #[arg(long, value_name = "FILE")]
     pub output: Option<PathBuf>,

@@ -232,6 +232,16 @@ pub(crate) fn delta_path(delta: &git2::DiffDelta<'_>) -> String {
         .unwrap_or_default()
 }
 
+/// Added plus deleted lines of `base..head` in the repository at `repo_path`; `None`
+/// when a revision or the repository cannot be read.
+pub(crate) fn change_size(repo_path: &Path, base: &str, head: &str) -> Option<usize> {
+    let repo = Repository::discover(repo_path).ok()?;
+    let tree = |rev: &str| repo.revparse_single(rev).ok()?.peel_to_tree().ok();
+    let diff = diff_of(&repo, &tree(base)?, &tree(head)?).ok()?;
+    let stats = diff.stats().ok()?;
+    Some(stats.insertions() + stats.deletions())
+}
+
 /// The shape of a one-parent commit; files are classified before any patch is made,
 /// so large commits are dismissed cheaply.
 fn shape_of(repo: &Repository, commit: &Commit<'_>) -> Result<CommitShape, EvalError> {

@@ -4,10 +4,14 @@
 //! files are put back as before the fix ([`revert`]), each such change is reviewed as
 //! one that re-introduces the bug ([`run`]), and findings are scored per bug against
 //! the lines put back ([`score`]); ordinary commits serve as clean cases that measure
-//! false findings. [`report`] renders the figures and compares them with a baseline.
+//! false findings. A third source plants one realistic bug at a time in a real change
+//! ([`mutate`], with the tree-sitter rules of [`mutants`]). A judge model may say
+//! whether a finding near a bug describes it ([`judge`]). [`report`] renders the
+//! figures (text, Markdown, JSON, or self-contained HTML charts, [`html`]) and compares
+//! them with a baseline.
 //!
 //! Invariants: mining never changes the user's branches, `HEAD`, index or work tree
-//! (revert commits live under [`mine::REF_NAMESPACE`] only); nothing of a fix's message
+//! (revert and mutant commits live under [`mine::REF_NAMESPACE`] only); nothing of a fix's message
 //! and no expected range's description reaches the reviewer; scoring and rendering are
 //! pure functions of the cases and the review results; a case whose review fails is
 //! reported as failed and left out of the scores, never counted as a miss or a catch.
@@ -17,7 +21,11 @@
 
 pub mod cases;
 pub mod files;
+pub(crate) mod html;
+pub mod judge;
 pub mod mine;
+pub mod mutants;
+pub mod mutate;
 pub(crate) mod render;
 pub(crate) mod report;
 pub(crate) mod revert;

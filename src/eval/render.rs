@@ -7,6 +7,7 @@
 use std::str::FromStr;
 
 use super::mine::{Candidate, Skip, Survey};
+use super::mutate::{Planted, per_kind};
 use super::report::{BaselineDiff, Report};
 use super::score::{PairSummary, ResultRow};
 
@@ -19,6 +20,8 @@ pub(crate) enum ReportFormat {
     Markdown,
     /// The JSON report (`version: 1`).
     Json,
+    /// One self-contained HTML file with charts.
+    Html,
 }
 
 impl FromStr for ReportFormat {
@@ -28,8 +31,9 @@ impl FromStr for ReportFormat {
             "text" => Ok(ReportFormat::Text),
             "markdown" | "md" => Ok(ReportFormat::Markdown),
             "json" => Ok(ReportFormat::Json),
+            "html" => Ok(ReportFormat::Html),
             other => Err(format!(
-                "unknown format `{other}` (expected text, markdown or json)"
+                "unknown format `{other}` (expected text, markdown, json or html)"
             )),
         }
     }
@@ -117,8 +121,12 @@ fn pair_table(pairs: &[PairSummary]) -> Table {
         "cost/case",
         "s/case",
     ]);
+    let judged = pairs.iter().any(|p| p.judge.is_some());
+    if judged {
+        table.headers.insert(6, "judged".into());
+    }
     for p in pairs {
-        table.rows.push(vec![
+        let mut row = vec![
             p.strategy.clone(),
             p.model.clone(),
             format!("{}/{}", p.caught, p.bug_cases),
@@ -133,9 +141,39 @@ fn pair_table(pairs: &[PairSummary]) -> Table {
             number(p.tokens_per_case, 0),
             cost(p.cost_per_case),
             number(p.seconds_per_case, 1),
-        ]);
+        ];
+        if judged {
+            let figure = match p.judged_caught {
+                Some(caught) => {
+                    format!("{caught}/{} {}", p.expected_total, percent(p.judged_recall))
+                }
+                None => "-".into(),
+            };
+            row.insert(6, figure);
+        }
+        table.rows.push(row);
     }
     table
+}
+
+/// The judge's own calls, tokens and cost, apart from the pairs'.
+fn judge_line(report: &Report) -> Option<String> {
+    let model = report.judge_model.as_ref()?;
+    let (mut calls, mut failures, mut tokens, mut cost) = (0, 0, 0, Some(0.0));
+    for judge in report.pairs.iter().filter_map(|p| p.judge.as_ref()) {
+        calls += judge.calls;
+        failures += judge.failures;
+        tokens += judge.tokens;
+        cost = cost.zip(judge.cost_usd).map(|(a, b)| a + b);
+    }
+    Some(format!(
+        "Judge {model}: {}, {failures} unanswered, {tokens} tokens, {} (not in the pairs' cost)\n",
+        super::run::count(calls, "call"),
+        match cost {
+            Some(cost) => format!("${cost:.4}"),
+            None => "cost ?".into(),
+        }
+    ))
 }
 
 fn cell(row: Option<&ResultRow>) -> String {
@@ -241,8 +279,12 @@ fn heading(format: ReportFormat) -> &'static str {
 
 /// The report in `format`.
 pub(crate) fn render_report(report: &Report, format: ReportFormat) -> String {
-    if format == ReportFormat::Json {
-        return serde_json::to_string_pretty(report).unwrap_or_default() + "\n";
+    match format {
+        ReportFormat::Json => {
+            return serde_json::to_string_pretty(report).unwrap_or_default() + "\n";
+        }
+        ReportFormat::Html => return super::html::render_html(report),
+        _ => {}
     }
     let bugs = report.cases.iter().filter(|c| !c.clean).count();
     let mut out = format!(
@@ -257,6 +299,10 @@ pub(crate) fn render_report(report: &Report, format: ReportFormat) -> String {
         super::run::count(report.pairs.len(), "strategy/model pair")
     );
     out.push_str(&pair_table(&report.pairs).render(format));
+    if let Some(line) = judge_line(report) {
+        out.push('\n');
+        out.push_str(&line);
+    }
     out.push_str(&format!("\n{}Cases\n\n", heading(format)));
     out.push_str(&case_matrix(report).render(format));
     let failures: Vec<&ResultRow> = report.results.iter().filter(|r| r.failed()).collect();
@@ -366,6 +412,50 @@ pub(crate) fn listing_summary(survey: &Survey) -> String {
             "none".to_string()
         } else {
             reasons.join(", ")
+        }
+    )
+}
+
+/// The mutants of `--mutate --list`: one line each (kind, place, what changed), or a
+/// JSON array with `--format json`.
+pub(crate) fn render_mutants(planted: &Planted, format: ReportFormat) -> String {
+    if format == ReportFormat::Json {
+        return serde_json::to_string_pretty(&planted.mutants).unwrap_or_default() + "\n";
+    }
+    let mut table = Table::new(&["#", "kind", "place", "what changed"]);
+    for (index, mutant) in planted.mutants.iter().enumerate() {
+        table.rows.push(vec![
+            (index + 1).to_string(),
+            mutant.kind.to_string(),
+            format!("{}:{}", mutant.path, mutant.line),
+            mutant
+                .description
+                .split(" (line ")
+                .next()
+                .unwrap_or_default()
+                .to_string(),
+        ]);
+    }
+    table.render(format)
+}
+
+/// One line for stderr: mutants chosen, per kind, of how many candidates.
+pub(crate) fn planted_summary(planted: &Planted) -> String {
+    let kinds: Vec<String> = per_kind(&planted.mutants)
+        .iter()
+        .map(|(kind, n)| format!("{kind} {n}"))
+        .collect();
+    format!(
+        "{} from {} on the added lines of {}..{} ({} changed lines): {}",
+        super::run::count(planted.mutants.len(), "mutant"),
+        super::run::count(planted.candidates, "candidate"),
+        short_id(&planted.base),
+        short_id(&planted.head),
+        planted.changed_lines,
+        if kinds.is_empty() {
+            "none".to_string()
+        } else {
+            kinds.join(", ")
         }
     )
 }

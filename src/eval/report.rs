@@ -26,6 +26,9 @@ pub(crate) struct CaseInfo {
     pub clean: bool,
     /// Where it comes from.
     pub source: String,
+    /// Added plus deleted lines of its change; `null` when unknown.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub changed_lines: Option<usize>,
 }
 
 /// The whole report.
@@ -42,6 +45,9 @@ pub(crate) struct Report {
     /// The comparison with `--baseline`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub baseline: Option<BaselineDiff>,
+    /// The judge's model (`--judge`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub judge_model: Option<String>,
 }
 
 /// How one figure moved.
@@ -112,11 +118,13 @@ pub(crate) fn build_report(cases: &[Case], pairs: &[PairLabel], results: Vec<Res
                 id: c.id.clone(),
                 clean: c.clean,
                 source: c.source.clone(),
+                changed_lines: None,
             })
             .collect(),
         pairs: summaries,
         results,
         baseline: None,
+        judge_model: None,
     }
 }
 
@@ -149,6 +157,7 @@ fn figures(s: &PairSummary) -> Vec<(&'static str, Option<f64>)> {
         ("caught", Some(s.caught as f64)),
         ("bug_cases", Some(s.bug_cases as f64)),
         ("expected_recall", s.expected_recall),
+        ("judged_recall", s.judged_recall),
         ("expected_caught", Some(s.expected_caught as f64)),
         ("expected_total", Some(s.expected_total as f64)),
         ("findings", Some(s.findings as f64)),
@@ -256,6 +265,7 @@ mod tests {
             limit_reached: None,
             error: caught.is_none().then(|| "model failed".to_string()),
             events: None,
+            judge: None,
         }
     }
 

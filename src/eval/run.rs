@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 use futures::StreamExt;
 
 use super::cases::Case;
+use super::judge::JudgeTally;
 use super::score::{ResultRow, score_case};
 use crate::review::finding::Finding;
 use crate::review::stats::Stats;
@@ -30,6 +31,8 @@ pub(crate) struct CaseRun {
     pub result: Result<(Vec<Finding>, Stats), String>,
     /// The review's events file, when one was written.
     pub events: Option<String>,
+    /// What the judge said of the findings (`--judge`), when it was asked.
+    pub judged: Option<JudgeTally>,
 }
 
 /// Reviews one case under one pair (the engine of `redline review`, in the binary).
@@ -185,6 +188,7 @@ pub(crate) fn row_of(case: &Case, pair: &PairLabel, run: CaseRun, took: Duration
         limit_reached: None,
         error: None,
         events: run.events,
+        judge: None,
     };
     match run.result {
         Ok((findings, stats)) => {
@@ -199,6 +203,7 @@ pub(crate) fn row_of(case: &Case, pair: &PairLabel, run: CaseRun, took: Duration
             row.tokens = stats.prompt_tokens + stats.completion_tokens;
             row.cost_usd = stats.cost_usd;
             row.limit_reached = stats.limit_reached.map(|l| l.as_str().to_string());
+            row.judge = run.judged;
         }
         Err(error) => row.error = Some(error),
     }

@@ -16,6 +16,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::cases::{Case, ExpectedRange};
+use super::judge::JudgeTally;
 use crate::review::finding::Finding;
 
 /// How many lines an expected range is widened by on each end.
@@ -127,6 +128,10 @@ pub struct ResultRow {
     /// The review's events file.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub events: Option<String>,
+    /// What the judge said (`--judge`): bugs judged caught, its calls, tokens and cost
+    /// (never in `tokens` or `cost_usd`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub judge: Option<JudgeTally>,
 }
 
 impl ResultRow {
@@ -189,6 +194,15 @@ pub struct PairSummary {
     pub cost_per_case: Option<f64>,
     /// Mean seconds per finished review.
     pub seconds_per_case: Option<f64>,
+    /// Bugs the judge said a near finding describes; `null` without a judge.
+    #[serde(default)]
+    pub judged_caught: Option<usize>,
+    /// Judged caught / bugs of the judged reviews; `null` without a judge.
+    #[serde(default)]
+    pub judged_recall: Option<f64>,
+    /// The judge's calls, tokens and cost (not in `tokens` or `cost_usd`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub judge: Option<JudgeTally>,
 }
 
 fn ratio(numerator: f64, denominator: usize) -> Option<f64> {
@@ -220,6 +234,7 @@ pub fn summarize(strategy: &str, model: &str, rows: &[&ResultRow]) -> PairSummar
         .sum::<Option<f64>>()
         .filter(|_| !done.is_empty());
     let seconds: f64 = done.iter().map(|r| r.seconds).sum();
+    let (judged_caught, judged_recall, judge) = judged(&bug);
     PairSummary {
         strategy: strategy.to_string(),
         model: model.to_string(),
@@ -244,7 +259,37 @@ pub fn summarize(strategy: &str, model: &str, rows: &[&ResultRow]) -> PairSummar
         tokens_per_case: ratio(tokens as f64, done.len()),
         cost_per_case: cost_usd.and_then(|c| ratio(c, done.len())),
         seconds_per_case: ratio(seconds, done.len()),
+        judged_caught,
+        judged_recall,
+        judge,
     }
+}
+
+/// The judge's figures over the bug reviews it judged: bugs judged caught, judged
+/// recall, and its calls, tokens and cost summed; all `None` when none was judged.
+fn judged(bug: &[&&&ResultRow]) -> (Option<usize>, Option<f64>, Option<JudgeTally>) {
+    let rows: Vec<(&ResultRow, JudgeTally)> = bug
+        .iter()
+        .filter_map(|r| r.judge.map(|j| (***r, j)))
+        .collect();
+    if rows.is_empty() {
+        return (None, None, None);
+    }
+    let total: usize = rows.iter().map(|(r, _)| r.expected_total).sum();
+    let sum = rows.iter().fold(
+        JudgeTally {
+            cost_usd: Some(0.0),
+            ..JudgeTally::default()
+        },
+        |sum, (_, j)| JudgeTally {
+            caught: sum.caught + j.caught,
+            calls: sum.calls + j.calls,
+            failures: sum.failures + j.failures,
+            tokens: sum.tokens + j.tokens,
+            cost_usd: sum.cost_usd.zip(j.cost_usd).map(|(a, b)| a + b),
+        },
+    );
+    (Some(sum.caught), ratio(sum.caught as f64, total), Some(sum))
 }
 
 #[cfg(test)]
@@ -387,6 +432,7 @@ mod tests {
             limit_reached: None,
             error: None,
             events: None,
+            judge: None,
         }
     }
 
@@ -427,5 +473,42 @@ mod tests {
         let none = summarize("react", "m", &[]);
         assert_eq!(none.expected_recall, None);
         assert_eq!((none.precision, none.recall, none.f1), (None, None, None));
+        assert_eq!(
+            (none.judged_caught, none.judged_recall, none.judge),
+            (None, None, None)
+        );
+    }
+
+    #[test]
+    fn judged_figures_sum_the_judged_reviews_and_stay_apart_from_the_pairs_cost() {
+        let tally = |caught: usize, cost: Option<f64>| JudgeTally {
+            caught,
+            calls: 2,
+            failures: 1,
+            tokens: 30,
+            cost_usd: cost,
+        };
+        let judged = |caught, cost| ResultRow {
+            judge: Some(tally(caught, cost)),
+            ..row(false, true, 1, 1)
+        };
+        // Proximity caught one bug of two in each case; the judge agreed once.
+        let rows = [
+            judged(1, Some(0.25)),
+            judged(0, Some(0.5)),
+            row(true, false, 0, 0),
+        ];
+        let refs: Vec<&ResultRow> = rows.iter().collect();
+        let s = summarize("react", "m", &refs);
+        assert_eq!((s.expected_caught, s.expected_total), (2, 4));
+        assert_eq!((s.judged_caught, s.judged_recall), (Some(1), Some(0.25)));
+        let judge = s.judge.unwrap();
+        assert_eq!((judge.calls, judge.failures, judge.tokens), (4, 2, 60));
+        assert_eq!(judge.cost_usd, Some(0.75));
+        // The pair's own tokens and cost are the reviews' only.
+        assert_eq!((s.tokens, s.cost_usd), (300, Some(1.5)));
+        let unpriced = [judged(1, None), judged(1, Some(0.5))];
+        let s = summarize("react", "m", &unpriced.iter().collect::<Vec<_>>());
+        assert_eq!(s.judge.unwrap().cost_usd, None);
     }
 }
