@@ -17,7 +17,9 @@ pub mod context;
 pub mod eval;
 #[cfg(test)]
 mod fuzzing;
+mod forge;
 pub mod github;
+pub mod gitlab;
 pub mod guidelines;
 pub mod intent;
 pub mod llm;

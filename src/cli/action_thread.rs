@@ -10,6 +10,7 @@ use crate::agent::events::EventSink;
 use crate::github::thread::{Thread, ThreadComment};
 use crate::github::{GitHubClient, PullText, fetch_pull, record_dismissed};
 use crate::llm::Secret;
+use crate::forge::GitHubPull;
 use crate::review_flow::pull_intent;
 use crate::thread_flow::{self, Answered, Gate};
 
@@ -61,7 +62,12 @@ async fn answer_with_model(
         title: &pull.title,
         body: &pull.body,
     };
-    let intent = pull_intent(client, text, &commits).await;
+    let forge = GitHubPull {
+        client,
+        text,
+        number: comment.pr_number,
+    };
+    let intent = pull_intent(&forge, &commits).await;
     let answered =
         match thread_flow::answer(model, &settings, &commits, comment, thread, &intent).await? {
             Answered::Answer(answered) => answered,

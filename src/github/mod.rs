@@ -6,7 +6,7 @@
 //! idempotent.
 
 pub(crate) mod action_event;
-mod anchor;
+pub(crate) mod anchor;
 pub mod auth;
 pub mod checkout;
 pub mod client;
@@ -20,7 +20,7 @@ mod permission;
 pub mod publish;
 pub mod pull;
 pub(crate) mod ratelimit;
-mod summary;
+pub(crate) mod summary;
 pub mod thread;
 
 pub(crate) use action_event::check_action_event;

@@ -134,6 +134,9 @@ pub enum PublishError {
     /// Any other GitHub failure.
     #[error(transparent)]
     GitHub(#[from] GitHubError),
+    /// Any other GitLab failure.
+    #[error(transparent)]
+    GitLab(#[from] crate::gitlab::GitLabError),
 }
 
 impl PublishError {
@@ -156,13 +159,14 @@ struct ExistingSummary {
     html_url: Option<String>,
 }
 
-/// This run's new findings, split between inline comments and the summary.
-struct Plan<'f> {
-    inline: Vec<(&'f Finding, String)>,
-    summary: Vec<SummaryEntry<'f>>,
-    duplicates: usize,
-    dismissed: usize,
-    request_changes: bool,
+/// This run's new findings, split between inline comments and the summary (shared by
+/// every forge: the same findings, fingerprints and limits on GitHub and GitLab).
+pub(crate) struct Plan<'f> {
+    pub(crate) inline: Vec<(&'f Finding, String)>,
+    pub(crate) summary: Vec<SummaryEntry<'f>>,
+    pub(crate) duplicates: usize,
+    pub(crate) dismissed: usize,
+    pub(crate) request_changes: bool,
 }
 
 /// Publishes one run's review. See the module documentation for what is posted.
@@ -281,7 +285,7 @@ async fn threads_or_none(client: &GitHubClient, req: &PublishRequest<'_>) -> Vec
 }
 
 /// The fingerprint and the concern key of a finding.
-fn finding_keys(req: &PublishRequest<'_>, finding: &Finding) -> (String, String) {
+pub(crate) fn finding_keys(req: &PublishRequest<'_>, finding: &Finding) -> (String, String) {
     let line_text = anchor_line_text(finding, req.changes, req.head_line_text);
     let fp = fingerprint(&finding.path, &line_text, finding.category, &finding.title);
     let concern = concern_key(&finding.path, finding.category.as_str(), &finding.title);
@@ -319,7 +323,7 @@ async fn resolve_outdated(
 
 /// Fingerprints of the new findings; duplicates and dismissed findings dropped; anchors
 /// checked; inline comments capped, most severe first.
-fn plan<'f>(req: &PublishRequest<'f>, known: &HashSet<String>, dismissed: &Dismissals) -> Plan<'f> {
+pub(crate) fn plan<'f>(req: &PublishRequest<'f>, known: &HashSet<String>, dismissed: &Dismissals) -> Plan<'f> {
     let mut seen = known.clone();
     let mut fresh: Vec<(&'f Finding, String)> = Vec::new();
     let (mut duplicates, mut turned_down) = (0, 0);

@@ -23,6 +23,7 @@ use crate::github::{
 use crate::llm::ChatModel;
 use crate::queue::{Job, JobError, JobRunner, Queue, ReviewTrigger, RunOutcome};
 use crate::review::report::ReviewReport;
+use crate::forge::GitHubPull;
 use crate::review_flow::{self, CommitSource, FlowError, PullCommits, PullTarget};
 
 /// Builds the model client for a job's settings (one per job, so retries are reported per job).
@@ -138,7 +139,12 @@ impl ReviewRunner {
             title: &pull.title,
             body: &pull.body,
         };
-        let intent = send(review_flow::pull_intent(&client, text, &commits)).await;
+        let forge = GitHubPull {
+            client: &client,
+            text,
+            number: job.pr_number,
+        };
+        let intent = send(review_flow::pull_intent(&forge, &commits)).await;
         settings.agent.set_intent(&intent);
         let Some(report) = send(self.review_recorded(job, &settings, &commits, &cancel)).await?
         else {
@@ -161,7 +167,7 @@ impl ReviewRunner {
         };
         let dismissed = send(self.dismissed(&job.repo_full_name, job.pr_number)).await?;
         let published = review_flow::publish(
-            &client,
+            &forge,
             target,
             &commits,
             &report,
@@ -175,6 +181,8 @@ impl ReviewRunner {
                 "GitHub refused the review: {message}"
             ))),
             Err(PublishError::GitHub(e)) => Err(github_error(e)),
+            // The App publishes on GitHub only (until GitLab webhooks are served).
+            Err(PublishError::GitLab(e)) => Err(JobError::Permanent(e.to_string())),
         }
     }
 

@@ -23,6 +23,7 @@ use crate::github::thread::ThreadComment;
 use crate::github::{GitHubClient, PullText, fetch_pull};
 use crate::llm::Usage;
 use crate::queue::Queue;
+use crate::forge::GitHubPull;
 use crate::review_flow::pull_intent;
 use crate::thread_flow::{self, Answered, Gate};
 
@@ -170,7 +171,12 @@ async fn answer(
         title: &pull.title,
         body: &pull.body,
     };
-    let intent = send(pull_intent(client, text, &commits)).await;
+    let forge = GitHubPull {
+        client,
+        text,
+        number: comment.pr_number,
+    };
+    let intent = send(pull_intent(&forge, &commits)).await;
     let answered = send(thread_flow::answer(
         model, &settings, &commits, comment, thread, &intent,
     ))
