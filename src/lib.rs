@@ -15,9 +15,9 @@ mod cli;
 pub mod config;
 pub mod context;
 pub mod eval;
+mod forge;
 #[cfg(test)]
 mod fuzzing;
-mod forge;
 pub mod github;
 pub mod gitlab;
 pub mod guidelines;

@@ -18,18 +18,18 @@ use tokio_util::sync::CancellationToken;
 
 use crate::agent::{AgentError, Orchestrator};
 use crate::config::settings::Settings;
-use crate::github::checkout::{ensure_merge_base, mirror};
-use crate::github::dismissed::Dismissals;
 use crate::forge::Forge;
 use crate::github::anchor::anchor_line_text;
+use crate::github::checkout::{ensure_merge_base, mirror};
+use crate::github::dismissed::Dismissals;
 use crate::github::fingerprint;
-use crate::review::finding::Finding;
 use crate::github::{PublishConfig, PublishError, PublishOutcome, PublishRequest};
 use crate::guidelines::GuidelineSource;
 use crate::intent::Intent;
 use crate::llm::{ChatModel, Secret};
 use crate::repo::{RepoView, ResolvedRange, load_change};
 use crate::review::diff::ChangeSet;
+use crate::review::finding::Finding;
 use crate::review::report::ReviewReport;
 use crate::tools::Workspace;
 

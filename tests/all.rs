@@ -13,6 +13,7 @@ mod eval_cli;
 mod eval_mining;
 mod events_cli;
 mod github;
+mod gitlab_cli;
 mod guidelines_cli;
 mod init_cli;
 mod install_script;

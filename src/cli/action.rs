@@ -18,8 +18,7 @@ use crate::forge::{Forge, GitHubPull};
 use crate::github::dismissed::Dismissals;
 use crate::github::{
     GitHubClient, PublishConfig, PublishError, PullText, Trigger, TriggerOptions, api_url_from_env,
-    check_action_event, fetch_pull, has_write_access, parse_action_event,
-    post_notice_once,
+    check_action_event, fetch_pull, has_write_access, parse_action_event, post_notice_once,
 };
 use crate::llm::Secret;
 use crate::review::finding::{Finding, Severity};

@@ -7,10 +7,10 @@ use super::action::{Target, action_settings, escape_data, workspace_commits};
 use super::review::model_client;
 use super::{ActionArgs, EXIT_OK};
 use crate::agent::events::EventSink;
+use crate::forge::GitHubPull;
 use crate::github::thread::{Thread, ThreadComment};
 use crate::github::{GitHubClient, PullText, fetch_pull, record_dismissed};
 use crate::llm::Secret;
-use crate::forge::GitHubPull;
 use crate::review_flow::pull_intent;
 use crate::thread_flow::{self, Answered, Gate};
 

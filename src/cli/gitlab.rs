@@ -47,7 +47,9 @@ fn required(name: &str) -> anyhow::Result<String> {
 
 async fn gitlab(args: GitlabArgs) -> anyhow::Result<i32> {
     let Some(iid) = variable("CI_MERGE_REQUEST_IID") else {
-        println!("Redline: nothing to review (not a merge request pipeline: CI_MERGE_REQUEST_IID is not set)");
+        println!(
+            "Redline: nothing to review (not a merge request pipeline: CI_MERGE_REQUEST_IID is not set)"
+        );
         return Ok(EXIT_OK);
     };
     let iid: u64 = iid
@@ -57,9 +59,10 @@ async fn gitlab(args: GitlabArgs) -> anyhow::Result<i32> {
     let project = required("CI_PROJECT_ID")?;
     let api_url = api_url_from_env()
         .ok_or_else(|| anyhow!("CI_API_V4_URL (or GITLAB_API_URL) is not set"))?;
-    let token = Secret::new(required("GITLAB_TOKEN").context(
-        "GITLAB_TOKEN must be a project or group access token with the `api` scope",
-    )?);
+    let token = Secret::new(
+        required("GITLAB_TOKEN")
+            .context("GITLAB_TOKEN must be a project or group access token with the `api` scope")?,
+    );
     let client = GitLabClient::new(&api_url, token)?;
     let merge_request = fetch_merge_request(&client, &project, iid).await?;
     let refs = merge_request.diff_refs.as_ref();
@@ -108,7 +111,14 @@ async fn gitlab(args: GitlabArgs) -> anyhow::Result<i32> {
         review_flow::review(model, &settings, &commits, CancellationToken::new(), None).await?;
     // Written before publishing, so that the job's artifact is there whatever happens next.
     if let Some(path) = &args.code_quality {
-        write_code_quality(path, &commits, &report.findings)?;
+        // Every finding: those anchored on the diff and those only in the summary.
+        let all: Vec<_> = report
+            .findings
+            .iter()
+            .chain(&report.unanchored)
+            .cloned()
+            .collect();
+        write_code_quality(path, &commits, &all)?;
     }
     let pull = PullTarget {
         owner: &project,

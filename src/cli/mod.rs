@@ -3,11 +3,11 @@
 
 mod action;
 mod action_thread;
-mod gitlab;
 mod check;
 mod context;
 mod eval;
 mod files;
+mod gitlab;
 mod init;
 mod intent;
 mod output;

@@ -258,7 +258,10 @@ mod tests {
     fn fence_outgrows_backticks() {
         assert_eq!(fence_for("let s = \"```\";"), "````");
         assert_eq!(fence_for("plain"), "```");
-        assert_eq!(suggestion_block_as("", "suggestion"), "```suggestion\n```\n");
+        assert_eq!(
+            suggestion_block_as("", "suggestion"),
+            "```suggestion\n```\n"
+        );
     }
 
     #[test]

@@ -323,7 +323,11 @@ async fn resolve_outdated(
 
 /// Fingerprints of the new findings; duplicates and dismissed findings dropped; anchors
 /// checked; inline comments capped, most severe first.
-pub(crate) fn plan<'f>(req: &PublishRequest<'f>, known: &HashSet<String>, dismissed: &Dismissals) -> Plan<'f> {
+pub(crate) fn plan<'f>(
+    req: &PublishRequest<'f>,
+    known: &HashSet<String>,
+    dismissed: &Dismissals,
+) -> Plan<'f> {
     let mut seen = known.clone();
     let mut fresh: Vec<(&'f Finding, String)> = Vec::new();
     let (mut duplicates, mut turned_down) = (0, 0);

@@ -200,7 +200,14 @@ impl GitLabClient {
             let message = self.token.redact(&gitlab_message(&text, status));
             let now = chrono::Utc::now().timestamp();
             let base_delay = self.policy.base_delay;
-            let wait = rate_limit_wait(status.as_u16(), &headers, &message, retries, base_delay, now);
+            let wait = rate_limit_wait(
+                status.as_u16(),
+                &headers,
+                &message,
+                retries,
+                base_delay,
+                now,
+            );
             let Some(wait) = wait else {
                 return Err(GitLabError::Api {
                     status: status.as_u16(),

@@ -67,10 +67,18 @@ pub(crate) async fn fetch_merge_request(
 }
 
 /// The issues the merge request closes (`GET .../closes_issues`), at most [`MAX_ISSUES`].
-pub(crate) async fn closed_issues(client: &GitLabClient, project: &str, iid: u64) -> Vec<LinkedIssue> {
+pub(crate) async fn closed_issues(
+    client: &GitLabClient,
+    project: &str,
+    iid: u64,
+) -> Vec<LinkedIssue> {
     let path = format!("{}/closes_issues", merge_request_path(project, iid));
     match client.get_json(&path).await {
-        Ok(Value::Array(issues)) => issues.iter().take(MAX_ISSUES).filter_map(issue_of).collect(),
+        Ok(Value::Array(issues)) => issues
+            .iter()
+            .take(MAX_ISSUES)
+            .filter_map(issue_of)
+            .collect(),
         Ok(_) => Vec::new(),
         Err(error) => {
             tracing::warn!(%error, "the issues the merge request closes were not read");
@@ -83,6 +91,9 @@ fn issue_of(issue: &Value) -> Option<LinkedIssue> {
     Some(LinkedIssue {
         number: issue["iid"].as_u64()?,
         title: issue["title"].as_str().unwrap_or_default().to_string(),
-        body: issue["description"].as_str().unwrap_or_default().to_string(),
+        body: issue["description"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string(),
     })
 }

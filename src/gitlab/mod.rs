@@ -11,8 +11,8 @@ mod publish;
 
 use async_trait::async_trait;
 
-pub(crate) use client::{GitLabClient, api_url_from_env};
 pub use client::GitLabError;
+pub(crate) use client::{GitLabClient, api_url_from_env};
 use merge_request::{DiffRefs, closed_issues};
 
 use crate::forge::Forge;

@@ -139,7 +139,7 @@ mod tests {
                     old_start: 4,
                     old_lines: 3,
                     new_start: 4,
-                    new_lines: 3,
+                    new_lines: 4,
                     header: String::new(),
                     lines: vec![
                         line(LineKind::Context, Some(4), Some(4), "fn a() {"),
@@ -187,7 +187,10 @@ mod tests {
         assert_eq!(removed["old_line"], 5);
         assert!(removed.get("new_line").is_none());
         let unchanged = position(&finding(7, 7, Side::Right), &refs(), &changes()).unwrap();
-        assert_eq!((unchanged["old_line"].clone(), unchanged["new_line"].clone()), (json!(6), json!(7)));
+        assert_eq!(
+            (unchanged["old_line"].clone(), unchanged["new_line"].clone()),
+            (json!(6), json!(7))
+        );
         assert!(position(&finding(9, 9, Side::Right), &refs(), &changes()).is_none());
     }
 
@@ -195,10 +198,16 @@ mod tests {
     fn a_multi_line_finding_has_a_line_range_with_line_codes() {
         let ranged = position(&finding(4, 6, Side::Right), &refs(), &changes()).unwrap();
         let code = hex::encode(Sha1::digest(b"src/a.rs"));
-        assert_eq!(ranged["line_range"]["start"]["line_code"], format!("{code}_4_4"));
+        assert_eq!(
+            ranged["line_range"]["start"]["line_code"],
+            format!("{code}_4_4")
+        );
         assert_eq!(ranged["line_range"]["start"]["type"], Value::Null);
         // An added line's old position is the next old line (GitLab's counter).
-        assert_eq!(ranged["line_range"]["end"]["line_code"], format!("{code}_6_6"));
+        assert_eq!(
+            ranged["line_range"]["end"]["line_code"],
+            format!("{code}_6_6")
+        );
         assert_eq!(ranged["line_range"]["end"]["type"], "new");
         assert_eq!(ranged["new_line"], 6);
     }
@@ -206,7 +215,10 @@ mod tests {
     #[test]
     fn suggestions_reach_back_to_the_first_line() {
         let body = discussion_body(&finding(4, 6, Side::Right), "fp1");
-        assert!(body.contains("```suggestion:-2+0\n    fixed();\n```"), "{body}");
+        assert!(
+            body.contains("```suggestion:-2+0\n    fixed();\n```"),
+            "{body}"
+        );
         let single = discussion_body(&finding(5, 5, Side::Right), "fp1");
         assert!(single.contains("```suggestion:-0+0\n"), "{single}");
     }

@@ -54,8 +54,14 @@ pub(crate) async fn earlier(
     let discussions = client.get_all_pages(&path).await?;
     let mut earlier = Earlier::default();
     for discussion in &discussions {
-        let notes = discussion["notes"].as_array().map(Vec::as_slice).unwrap_or_default();
-        let Some(first) = notes.first().filter(|n| n["author"]["username"] == json!(own)) else {
+        let notes = discussion["notes"]
+            .as_array()
+            .map(Vec::as_slice)
+            .unwrap_or_default();
+        let Some(first) = notes
+            .first()
+            .filter(|n| n["author"]["username"] == json!(own))
+        else {
             continue;
         };
         let body = first["body"].as_str().unwrap_or_default();
@@ -150,7 +156,10 @@ async fn post_discussions<'f>(
             continue;
         };
         let body = json!({ "body": discussion_body(finding, &fp), "position": position });
-        match client.write_json(Method::POST, &path, &body, interval).await {
+        match client
+            .write_json(Method::POST, &path, &body, interval)
+            .await
+        {
             Ok(posted) => {
                 outcome.inline_posted += 1;
                 if outcome.review_url.is_none() {
@@ -167,11 +176,12 @@ async fn post_discussions<'f>(
     }
     if !refused.is_empty() {
         outcome.fell_back_to_summary_only = outcome.inline_posted == 0;
-        plan.summary.extend(refused.into_iter().map(|(finding, fp)| SummaryEntry {
-            finding,
-            fp,
-            reason: "GitLab could not place it on its diff".into(),
-        }));
+        plan.summary
+            .extend(refused.into_iter().map(|(finding, fp)| SummaryEntry {
+                finding,
+                fp,
+                reason: "GitLab could not place it on its diff".into(),
+            }));
         plan.summary
             .sort_by_key(|entry| std::cmp::Reverse(entry.finding.severity));
     }
@@ -206,11 +216,17 @@ async fn write_summary(
         Some(note) if note.body == rendered.body => Ok(()),
         Some(note) => {
             let path = format!("{base}/notes/{}", note.id);
-            client.write_json(Method::PUT, &path, &body, interval).await.map(|_| ())
+            client
+                .write_json(Method::PUT, &path, &body, interval)
+                .await
+                .map(|_| ())
         }
         None => {
             let path = format!("{base}/notes");
-            client.write_json(Method::POST, &path, &body, interval).await.map(|_| ())
+            client
+                .write_json(Method::POST, &path, &body, interval)
+                .await
+                .map(|_| ())
         }
     }
 }

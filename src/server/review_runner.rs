@@ -15,6 +15,7 @@ use crate::agent::AgentError;
 use crate::config::limits::LimitCeilings;
 use crate::config::settings::{self, Scope, SettingFlags, Settings, SettingsInput};
 use crate::config::{CONFIG_FILE, ConfigError, ConfigSource, ModelSettings};
+use crate::forge::GitHubPull;
 use crate::github::dismissed::Dismissals;
 use crate::github::{
     AppAuth, GitHubClient, GitHubError, PublishConfig, PublishError, PullInfo, PullText,
@@ -23,7 +24,6 @@ use crate::github::{
 use crate::llm::ChatModel;
 use crate::queue::{Job, JobError, JobRunner, Queue, ReviewTrigger, RunOutcome};
 use crate::review::report::ReviewReport;
-use crate::forge::GitHubPull;
 use crate::review_flow::{self, CommitSource, FlowError, PullCommits, PullTarget};
 
 /// Builds the model client for a job's settings (one per job, so retries are reported per job).

@@ -19,11 +19,11 @@ use tokio::sync::Semaphore;
 use super::ThreadCommentHook;
 use super::review_runner::{PullAt, ReviewRunner, send};
 use crate::config::settings::Settings;
+use crate::forge::GitHubPull;
 use crate::github::thread::ThreadComment;
 use crate::github::{GitHubClient, PullText, fetch_pull};
 use crate::llm::Usage;
 use crate::queue::Queue;
-use crate::forge::GitHubPull;
 use crate::review_flow::pull_intent;
 use crate::thread_flow::{self, Answered, Gate};
 

@@ -4,4 +4,5 @@
 pub mod cli;
 pub mod git;
 pub mod github_mock;
+pub mod gitlab_mock;
 pub mod model_server;
