@@ -238,12 +238,48 @@ async fn a_position_gitlab_refuses_moves_the_finding_to_the_summary() {
 }
 
 #[tokio::test]
-async fn wrong_diff_refs_are_refused_and_the_finding_kept() {
+async fn a_pipeline_on_another_commit_than_the_head_posts_no_discussion() {
     let pr = pull_request_repo();
     let gl = GitLabMock::start(TOKEN).await;
     merge_request(&gl, &pr.base, &pr.head, 8);
-    // The job reviews another commit than the merge request's head (a stale pipeline):
-    // positions name the API's diff_refs, which the mock then no longer has.
+    // A newer push: the merge request's head is no longer the pipeline's commit.
+    gl.add_merge_request(
+        PROJECT,
+        IID,
+        MergeRequestSpec::new(&pr.base, &"e".repeat(40)),
+    );
+    let model = ModelServer::start(
+        Wire::OpenAi,
+        finding_reply(vec![calc_finding(7, "Division by zero in ratio")]),
+    )
+    .await;
+    let run = run_gitlab(pr.repo.path(), &pr.base, &pr.head, &gl, &model, Some(TOKEN)).await;
+    assert_eq!(
+        run.code, 0,
+        "stdout: {}\nstderr: {}",
+        run.stdout, run.stderr
+    );
+    assert!(
+        gl.diff_discussions(PROJECT, IID).is_empty(),
+        "no position on another diff"
+    );
+    let notes = gl.notes(PROJECT, IID);
+    assert_eq!(notes.len(), 1);
+    assert!(
+        notes[0]["body"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("Division by zero in ratio")
+    );
+}
+
+#[tokio::test]
+async fn positions_name_the_merge_requests_own_diff_refs() {
+    let pr = pull_request_repo();
+    let gl = GitLabMock::start(TOKEN).await;
+    merge_request(&gl, &pr.base, &pr.head, 8);
+    // The target branch moved on since the merge base (start_sha is not base_sha); the
+    // mock refuses a position whose SHAs are not exactly the merge request's diff_refs.
     let mut spec = MergeRequestSpec::new(&pr.base, &pr.head);
     spec.start_sha = "0".repeat(40);
     gl.add_merge_request(PROJECT, IID, spec);
@@ -461,4 +497,30 @@ async fn the_same_change_gets_the_same_requests_and_findings_on_github_and_gitla
         gh_summary.contains("Old code") && gl_summary.contains("Old code"),
         "{gh_summary}\n{gl_summary}"
     );
+}
+
+#[tokio::test]
+async fn a_rate_limited_write_is_sent_again_after_retry_after() {
+    let pr = pull_request_repo();
+    let gl = GitLabMock::start(TOKEN).await;
+    merge_request(&gl, &pr.base, &pr.head, 8);
+    gl.rate_limit_next_write(1);
+    let model = ModelServer::start(
+        Wire::OpenAi,
+        finding_reply(vec![calc_finding(7, "Division by zero in ratio")]),
+    )
+    .await;
+    let run = run_gitlab(pr.repo.path(), &pr.base, &pr.head, &gl, &model, Some(TOKEN)).await;
+    assert_eq!(
+        run.code, 0,
+        "stdout: {}\nstderr: {}",
+        run.stdout, run.stderr
+    );
+    let discussion_posts = gl
+        .writes()
+        .iter()
+        .filter(|w| w.path.ends_with("/discussions"))
+        .count();
+    assert_eq!(discussion_posts, 2, "the refused write was sent again");
+    assert_eq!(gl.diff_discussions(PROJECT, IID).len(), 1);
 }

@@ -10,6 +10,7 @@
 //! gl.discussions(42, 7);                            // stored discussions, oldest first
 //! gl.writes();                                      // POST/PUT requests, in order
 //! gl.resolve_discussions_with(42, 7, "marker text");// resolves the discussions whose body has it
+//! gl.rate_limit_next_write(1);                      // next POST/PUT: 429 with `Retry-After: 1`
 //! ```
 //!
 //! Endpoints under `/api/v4` (anything else answers 404; no or a wrong `PRIVATE-TOKEN`: 401):
@@ -117,6 +118,7 @@ struct MockState {
     diffs: HashMap<String, Vec<DiffLineSpec>>,
     closes_issues: HashMap<String, Vec<Value>>,
     discussions: HashMap<String, Vec<Value>>,
+    rate_limit_next_write: Option<u64>,
 }
 
 /// The mock server. Dropping it stops the server.
@@ -169,6 +171,11 @@ impl GitLabMock {
         self.state()
             .closes_issues
             .insert(format!("{project}/{iid}"), issues);
+    }
+
+    /// The next POST/PUT answers 429 with `Retry-After: {secs}`.
+    pub fn rate_limit_next_write(&self, secs: u64) {
+        self.state().rate_limit_next_write = Some(secs);
     }
 
     /// Every request received, in order.
@@ -256,6 +263,12 @@ impl MockState {
     fn answer(&mut self, req: &RecordedRequest) -> ResponseTemplate {
         if req.token.as_deref() != Some(self.token.as_str()) {
             return error(401, "401 Unauthorized");
+        }
+        let is_write = req.method == "POST" || req.method == "PUT";
+        if is_write && let Some(secs) = self.rate_limit_next_write.take() {
+            return error(429, "429 Too Many Requests")
+                .insert_header("retry-after", secs.to_string().as_str())
+                .insert_header("ratelimit-remaining", "0");
         }
         let segments: Vec<&str> = req.path.trim_matches('/').split('/').collect();
         match (req.method.as_str(), segments.as_slice()) {
