@@ -9,8 +9,11 @@
 //! Layering: used by `review_flow` and `cli`; implemented by `github` and `gitlab`.
 
 use async_trait::async_trait;
+use serde_json::json;
 
-use crate::github::{GitHubClient, PublishError, PublishOutcome, PublishRequest, PullText};
+use crate::github::{
+    GitHubClient, PublishError, PublishOutcome, PublishRequest, PullText, path_segment,
+};
 use crate::intent::{CommitMessage, Intent};
 
 /// A change request on a forge, and Redline's earlier work on it.
@@ -27,6 +30,14 @@ pub(crate) trait Forge: Send + Sync {
     /// Publishes one run's review: new findings inline (on lines of the diff only), the
     /// rest and the run's summary in Redline's one summary comment, edited in place.
     async fn publish(&self, request: PublishRequest<'_>) -> Result<PublishOutcome, PublishError>;
+
+    /// Posts `body` in thread `thread` (GitHub: the id of the thread's first review
+    /// comment; GitLab: the discussion's id).
+    async fn reply(&self, thread: &str, body: &str) -> Result<(), PublishError>;
+
+    /// Whether `user` may ask for a review or dismiss a finding (GitHub: write access;
+    /// GitLab: the Developer role or above). Not a member: no.
+    async fn may_write(&self, user: &str) -> Result<bool, PublishError>;
 }
 
 /// A GitHub pull request, through [`GitHubClient`]: today's behaviour.
@@ -37,6 +48,24 @@ pub(crate) struct GitHubPull<'a> {
     pub(crate) text: PullText<'a>,
     /// Its number.
     pub(crate) number: u64,
+}
+
+impl<'a> GitHubPull<'a> {
+    /// Pull request `owner/repo#number`, its title and description not read (for
+    /// replies and access checks; [`Forge::intent`] then has no title or description).
+    pub(crate) fn at(client: &'a GitHubClient, owner: &'a str, repo: &'a str, number: u64) -> Self {
+        let text = PullText {
+            owner,
+            repo,
+            title: "",
+            body: "",
+        };
+        GitHubPull {
+            client,
+            text,
+            number,
+        }
+    }
 }
 
 #[async_trait]
@@ -52,5 +81,24 @@ impl Forge for GitHubPull<'_> {
 
     async fn publish(&self, request: PublishRequest<'_>) -> Result<PublishOutcome, PublishError> {
         crate::github::publish_review(self.client, request).await
+    }
+
+    async fn reply(&self, thread: &str, body: &str) -> Result<(), PublishError> {
+        let path = format!(
+            "/repos/{}/{}/pulls/{}/comments/{}/replies",
+            path_segment(self.text.owner),
+            path_segment(self.text.repo),
+            self.number,
+            path_segment(thread)
+        );
+        self.client
+            .post_json(&path, &json!({ "body": body }))
+            .await?;
+        Ok(())
+    }
+
+    async fn may_write(&self, user: &str) -> Result<bool, PublishError> {
+        let (owner, repo) = (self.text.owner, self.text.repo);
+        Ok(crate::github::has_write_access(self.client, owner, repo, user).await?)
     }
 }

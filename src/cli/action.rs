@@ -18,7 +18,7 @@ use crate::forge::{Forge, GitHubPull};
 use crate::github::dismissed::Dismissals;
 use crate::github::{
     GitHubClient, PublishConfig, PublishError, PullText, Trigger, TriggerOptions, api_url_from_env,
-    check_action_event, fetch_pull, has_write_access, parse_action_event, post_notice_once,
+    check_action_event, fetch_pull, parse_action_event, post_notice_once,
 };
 use crate::llm::Secret;
 use crate::review::finding::{Finding, Severity};
@@ -282,7 +282,8 @@ async fn resolve_target(client: &GitHubClient, trigger: Trigger) -> anyhow::Resu
             strategy,
             requested_by,
         } => {
-            if !has_write_access(client, &owner, &repo, &requested_by).await? {
+            let pull = GitHubPull::at(client, &owner, &repo, pr_number);
+            if !pull.may_write(&requested_by).await? {
                 println!(
                     "::notice::Redline: {requested_by} has no write access; review request ignored"
                 );
@@ -307,7 +308,8 @@ async fn resolve_target(client: &GitHubClient, trigger: Trigger) -> anyhow::Resu
             requested_by,
             reply,
         } => {
-            if has_write_access(client, &owner, &repo, &requested_by).await? {
+            let pull = GitHubPull::at(client, &owner, &repo, pr_number);
+            if pull.may_write(&requested_by).await? {
                 post_notice_once(client, &owner, &repo, pr_number, &reply).await?;
             }
             println!("::notice::Redline: malformed /redline command; replied with the usage");

@@ -27,7 +27,8 @@ pub(super) async fn answer(
         }
         Gate::Reply { text, dismiss } => {
             dismiss_in_summary(client, comment, &dismiss).await?;
-            thread_flow::post_answer(client, comment, &text).await?;
+            let forge = GitHubPull::at(client, &comment.owner, &comment.repo, comment.pr_number);
+            thread_flow::post_answer(&forge, comment, &text).await?;
             println!("::notice::Redline: answered the command in its thread");
         }
         Gate::Answer(thread) => answer_with_model(args, client, token, comment, &thread).await?,
@@ -78,7 +79,7 @@ async fn answer_with_model(
         };
     let keys = thread_flow::dismissal_after(client, comment, thread, &answered).await?;
     dismiss_in_summary(client, comment, &keys).await?;
-    thread_flow::post_answer(client, comment, &answered.body).await?;
+    thread_flow::post_answer(&forge, comment, &answered.body).await?;
     println!(
         "::notice::Redline: answered in the thread ({} model call(s))",
         answered.model_calls

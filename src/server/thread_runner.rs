@@ -98,7 +98,8 @@ async fn handle(
                     .await
                     .map_err(|e| e.to_string())?;
             }
-            thread_flow::post_answer(&client, comment, &text)
+            let forge = GitHubPull::at(&client, &comment.owner, &comment.repo, comment.pr_number);
+            thread_flow::post_answer(&forge, comment, &text)
                 .await
                 .map_err(|e| e.to_string())
         }
@@ -208,7 +209,7 @@ async fn answer(
             .await
             .map_err(|e| e.to_string())?;
     }
-    send(thread_flow::post_answer(client, comment, &answered.body))
+    send(thread_flow::post_answer(&forge, comment, &answered.body))
         .await
         .map_err(|e| e.to_string())
 }
