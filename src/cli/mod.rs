@@ -1,5 +1,5 @@
-//! The command line: `redline review`, `redline context`, `redline action`, `redline serve`,
-//! `redline init`, `redline check`, `redline eval`.
+//! The command line: `redline review`, `redline context`, `redline action`, `redline gitlab`,
+//! `redline serve`, `redline init`, `redline check`, `redline eval`.
 
 mod action;
 mod action_thread;

@@ -3,7 +3,8 @@
 //! GitHub's client in [`crate::github::ratelimit`]), paced writes, and pagination.
 //!
 //! Invariants: the token is only ever sent to the configured API's origin (pagination
-//! follows page numbers, never links); it never appears in an error or a log line.
+//! follows page numbers, never links; redirects are not followed); it never appears in
+//! an error or a log line.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -112,6 +113,8 @@ impl GitLabClient {
             )));
         }
         let http = reqwest::Client::builder()
+            // A redirect would carry `PRIVATE-TOKEN` (not a header reqwest strips) elsewhere.
+            .redirect(reqwest::redirect::Policy::none())
             .connect_timeout(Duration::from_secs(10))
             .timeout(Duration::from_secs(60))
             .build()

@@ -12,7 +12,7 @@
 use std::collections::HashSet;
 
 use reqwest::Method;
-use serde_json::{Value, json};
+use serde_json::json;
 
 use super::client::{GitLabClient, GitLabError};
 use super::merge_request::{DiffRefs, merge_request_path};
@@ -160,12 +160,7 @@ async fn post_discussions<'f>(
             .write_json(Method::POST, &path, &body, interval)
             .await
         {
-            Ok(posted) => {
-                outcome.inline_posted += 1;
-                if outcome.review_url.is_none() {
-                    outcome.review_url = note_url(&posted);
-                }
-            }
+            Ok(_) => outcome.inline_posted += 1,
             Err(error) if error.status() == Some(400) => {
                 tracing::warn!(%error, path = %finding.path, line = finding.line,
                     "GitLab refused the position; the finding goes to the summary");
@@ -229,10 +224,4 @@ async fn write_summary(
                 .map(|_| ())
         }
     }
-}
-
-/// The first note's id, as a reference (GitLab's answers carry no page URL for notes).
-fn note_url(discussion: &Value) -> Option<String> {
-    let id = discussion["notes"][0]["id"].as_u64()?;
-    Some(format!("#note_{id}"))
 }
