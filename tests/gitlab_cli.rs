@@ -421,7 +421,10 @@ async fn the_same_change_gets_the_same_requests_and_findings_on_github_and_gitla
             json!({"path": "README.md", "line": 1, "severity": "minor", "category": "style", "title": "Old code", "body": "Outside the diff."}),
         ])
     };
-    let event = pull_request_event("pull_request/opened.payload.json", &pr.base, &pr.head);
+    let mut event = pull_request_event("pull_request/opened.payload.json", &pr.base, &pr.head);
+    // The issue the change closes reaches the model the same way on both forges.
+    event["pull_request"]["body"] = json!("Adds ratio.\n\nFixes #12");
+    let (issue_title, issue_body) = ("Ratios are missing", "We need a/b in calc.");
     let title = event["pull_request"]["title"]
         .as_str()
         .unwrap_or_default()
@@ -432,6 +435,7 @@ async fn the_same_change_gets_the_same_requests_and_findings_on_github_and_gitla
         .to_string();
 
     let gh = GitHubMock::start().await;
+    gh.add_issue("octo", "demo", 12, issue_title, issue_body);
     let gh_model = ModelServer::start(Wire::OpenAi, script()).await;
     let run = run_action(pr.repo.path(), "pull_request", &event, &gh, &gh_model).await;
     assert_eq!(run.code, 0, "{}", run.stderr);
@@ -443,6 +447,8 @@ async fn the_same_change_gets_the_same_requests_and_findings_on_github_and_gitla
         IID,
         MergeRequestSpec::new(&pr.base, &pr.head).with_text(&title, &body),
     );
+    let closed = json!({"iid": 12, "title": issue_title, "description": issue_body});
+    gl.set_closes_issues(PROJECT, IID, vec![closed]);
     let gl_model = ModelServer::start(Wire::OpenAi, script()).await;
     let run = run_gitlab(
         pr.repo.path(),
@@ -460,6 +466,11 @@ async fn the_same_change_gets_the_same_requests_and_findings_on_github_and_gitla
     for (a, b) in gh_requests.iter().zip(&gl_requests) {
         assert_eq!(a.body, b.body, "the model sees the same requests");
     }
+    let prompt = gl_requests[0].body.to_string();
+    assert!(
+        prompt.contains("We need a/b in calc."),
+        "the closed issue is in the intent: {prompt}"
+    );
     let inline =
         |bodies: Vec<String>| -> Vec<String> { bodies.iter().flat_map(|b| markers(b)).collect() };
     let gh_inline = inline(
