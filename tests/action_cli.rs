@@ -356,13 +356,13 @@ async fn other_events_exit_0_with_a_notice() {
 
 /// `git daemon` serving one repository over git:// on loopback (libgit2's local
 /// transport cannot deepen a shallow clone; its network transports can).
-struct GitDaemon {
+pub(crate) struct GitDaemon {
     child: std::process::Child,
-    url: String,
+    pub(crate) url: String,
 }
 
 impl GitDaemon {
-    fn serve(repo: &Path) -> GitDaemon {
+    pub(crate) fn serve(repo: &Path) -> GitDaemon {
         let port = std::net::TcpListener::bind("127.0.0.1:0")
             .and_then(|l| l.local_addr())
             .expect("free port")

@@ -6,7 +6,7 @@ use std::path::Path;
 use serde_json::{Value, json};
 
 use crate::action_cli::{
-    HEAD, HEAD2_EXTRA, calc_finding, pull_request_event, pull_request_repo, run_action,
+    GitDaemon, HEAD, HEAD2_EXTRA, calc_finding, pull_request_event, pull_request_repo, run_action,
 };
 use crate::common::cli::{self, KEY};
 use crate::common::github_mock::GitHubMock;
@@ -534,4 +534,49 @@ async fn a_rate_limited_write_is_sent_again_after_retry_after() {
         .count();
     assert_eq!(discussion_posts, 2, "the refused write was sent again");
     assert_eq!(gl.diff_discussions(PROJECT, IID).len(), 1);
+}
+
+#[tokio::test]
+async fn a_shallow_clone_is_deepened_until_base_and_head_meet() {
+    // GitLab's default GIT_DEPTH clones the head only: the base commit is fetched.
+    let pr = pull_request_repo();
+    let daemon = GitDaemon::serve(pr.repo.path());
+    let clone_dir = tempfile::tempdir().expect("tmp");
+    let workspace = clone_dir.path().join("ws");
+    let status = std::process::Command::new("git")
+        .args([
+            "clone",
+            "--quiet",
+            "--depth",
+            "1",
+            "--branch",
+            "feature",
+            &daemon.url,
+        ])
+        .arg(&workspace)
+        .status()
+        .expect("git clone");
+    assert!(status.success());
+    let shallow = git2::Repository::open(&workspace).expect("open");
+    let base = git2::Oid::from_str(&pr.base).expect("oid");
+    assert!(shallow.is_shallow() && shallow.find_commit(base).is_err());
+    let gl = GitLabMock::start(TOKEN).await;
+    merge_request(&gl, &pr.base, &pr.head, 8);
+    let model = ModelServer::start(
+        Wire::OpenAi,
+        finding_reply(vec![calc_finding(7, "Division by zero in ratio")]),
+    )
+    .await;
+    let run = run_gitlab(&workspace, &pr.base, &pr.head, &gl, &model, Some(TOKEN)).await;
+    assert_eq!(
+        run.code, 0,
+        "stdout: {}\nstderr: {}",
+        run.stdout, run.stderr
+    );
+    assert_eq!(gl.diff_discussions(PROJECT, IID).len(), 1);
+    let first = model.requests()[0].body.to_string();
+    assert!(
+        first.contains("pub fn ratio"),
+        "the change is reviewed: {first}"
+    );
 }
