@@ -301,5 +301,5 @@ pub(crate) async fn publish(
         dismissed,
         resolve_outdated: settings.threads.resolve_outdated,
     };
-    forge.publish(request).await
+    crate::forge::publish::publish(forge, request).await
 }

@@ -14,6 +14,7 @@ use crate::agent::events::EventSink;
 use crate::agent::strategy::StrategyChoice;
 use crate::config::settings::{SettingFlags, Settings};
 use crate::config::{CONFIG_FILE, ConfigSource};
+use crate::forge::publish::last_reviewed_sha;
 use crate::forge::{Forge, GitHubPull};
 use crate::github::dismissed::Dismissals;
 use crate::github::{
@@ -98,7 +99,7 @@ async fn action(args: ActionArgs) -> anyhow::Result<i32> {
         text,
         number: target.number,
     };
-    let last = forge.last_reviewed_sha().await?;
+    let last = last_reviewed_sha(&forge).await?;
     if last.as_deref() == Some(target.head_sha.as_str()) {
         println!(
             "::notice::Redline: {} was already reviewed",

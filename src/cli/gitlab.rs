@@ -13,7 +13,7 @@ use super::action::{Target, action_settings};
 use super::review::model_client;
 use super::{EXIT_ERROR, EXIT_FINDINGS, EXIT_OK, GitlabArgs, error_message};
 use crate::agent::events::EventSink;
-use crate::forge::Forge;
+use crate::forge::publish::last_reviewed_sha;
 use crate::github::PublishConfig;
 use crate::github::dismissed::Dismissals;
 use crate::gitlab::code_quality::code_quality_report;
@@ -89,7 +89,7 @@ async fn gitlab(args: GitlabArgs) -> anyhow::Result<i32> {
         description: &merge_request.description,
         diff_refs: refs,
     };
-    let last = forge.last_reviewed_sha().await?;
+    let last = last_reviewed_sha(&forge).await?;
     if last.as_deref() == Some(head.as_str()) {
         println!("Redline: {} was already reviewed", short(&head));
         return Ok(EXIT_OK);

@@ -2,8 +2,8 @@
 //! publishing a review on a pull request, and reading Actions events.
 //!
 //! Both the GitHub Action step and the GitHub App server publish through
-//! [`publish_review`]; see [`publish`] for what it posts and how reruns stay
-//! idempotent.
+//! [`publish_review`] (GitHub's side of [`crate::forge`]); see [`publish`] for what it
+//! posts and how reruns stay idempotent.
 
 pub(crate) mod action_event;
 pub(crate) mod anchor;

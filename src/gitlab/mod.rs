@@ -18,7 +18,10 @@ use merge_request::{DiffRefs, closed_issues, merge_request_path};
 use reqwest::Method;
 use serde_json::json;
 
-use crate::forge::Forge;
+use std::time::Duration;
+
+use crate::forge::publish::Plan;
+use crate::forge::{Earlier, Forge, SummaryComment};
 use crate::github::{PublishConfig, PublishError, PublishOutcome, PublishRequest, path_segment};
 use crate::intent::{CommitMessage, Intent};
 
@@ -39,10 +42,6 @@ pub(crate) struct GitLabMergeRequest<'a> {
 
 #[async_trait]
 impl Forge for GitLabMergeRequest<'_> {
-    async fn last_reviewed_sha(&self) -> Result<Option<String>, PublishError> {
-        Ok(publish::last_reviewed_sha(self.client, self.project, self.iid).await?)
-    }
-
     async fn intent(&self, commits: Vec<CommitMessage>) -> Intent {
         Intent {
             title: Some(self.title.to_string()).filter(|t| !t.trim().is_empty()),
@@ -52,8 +51,35 @@ impl Forge for GitLabMergeRequest<'_> {
         }
     }
 
-    async fn publish(&self, request: PublishRequest<'_>) -> Result<PublishOutcome, PublishError> {
-        publish::publish(self.client, self.project, self.iid, self.diff_refs, request).await
+    async fn summary(&self) -> Result<Option<SummaryComment>, PublishError> {
+        Ok(publish::earlier(self).await?.summary)
+    }
+
+    async fn earlier(&self) -> Result<Earlier, PublishError> {
+        publish::earlier(self).await
+    }
+
+    async fn post_review<'f>(
+        &self,
+        req: &PublishRequest<'f>,
+        plan: &mut Plan<'f>,
+        _summary_url: Option<&str>,
+        outcome: &mut PublishOutcome,
+    ) -> Result<(), PublishError> {
+        publish::post_discussions(self, req, plan, outcome).await
+    }
+
+    async fn write_summary(
+        &self,
+        existing: Option<&SummaryComment>,
+        body: &str,
+        interval: Duration,
+    ) -> Result<(), PublishError> {
+        publish::write_summary(self, existing, body, interval).await
+    }
+
+    async fn resolve(&self, thread: &str) -> Result<(), PublishError> {
+        publish::resolve(self, thread).await
     }
 
     async fn reply(&self, thread: &str, body: &str) -> Result<(), PublishError> {

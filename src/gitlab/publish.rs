@@ -1,57 +1,32 @@
-//! Publishing a review on a merge request: one discussion per new finding on a line of
-//! the diff, and one summary note found again by its hidden marker and edited in place.
+//! GitLab's side of publishing ([`crate::forge::publish`] decides what is posted): Redline's
+//! discussions and summary note read back, one discussion per inline finding on a line of
+//! the diff, and the summary note created or edited in place.
 //!
-//! The plan is GitHub's ([`crate::github::publish::plan`]): the same fingerprints, dismissal
-//! keys, limits and summary, so a change gets the same findings on either forge.
-//! Idempotence rests on the hidden fingerprint markers in Redline's own notes (the token's
-//! user's: a marker planted by anyone else counts for nothing); a rerun on the head
-//! already recorded with nothing new writes nothing. Resolved discussions count as
-//! dismissed. A position GitLab refuses (400) moves its finding to the summary.
-//! GitLab has no "request changes" on notes: `request_changes_at` is not applied here.
+//! Invariants: only notes by the token's own user count as Redline's (a marker planted by
+//! anyone else counts for nothing); resolved discussions count as dismissed; a position
+//! GitLab refuses (400), or a finding without diff refs to place it with, moves to the
+//! summary. GitLab has no "request changes" on notes: `request_changes_at` is not applied.
 
-use std::collections::HashSet;
+use std::time::Duration;
 
 use reqwest::Method;
-use serde_json::json;
+use serde_json::{Value, json};
 
-use super::client::{GitLabClient, GitLabError};
-use super::merge_request::{DiffRefs, merge_request_path};
+use super::GitLabMergeRequest;
+use super::merge_request::merge_request_path;
 use super::position::{discussion_body, position};
-use crate::github::dismissed::{Dismissals, parse_dismissed, with_dismissed};
+use crate::forge::publish::Plan;
+use crate::forge::{Earlier, SummaryComment};
+use crate::github::dismissed::ReviewThread;
 use crate::github::fingerprint::{concern_of_comment, parse_markers};
-use crate::github::publish::{Plan, plan};
-use crate::github::summary::{
-    SummaryEntry, SummaryInput, is_summary, parse_last_sha, render_summary,
-};
-use crate::github::{PublishError, PublishOutcome, PublishRequest};
+use crate::github::summary::{SummaryEntry, is_summary};
+use crate::github::{PublishError, PublishOutcome, PublishRequest, path_segment};
 
-/// Redline's summary note as it is on GitLab.
-#[derive(Debug)]
-pub(crate) struct ExistingNote {
-    pub(crate) id: u64,
-    pub(crate) body: String,
-}
-
-/// What Redline wrote on the merge request before this run.
-#[derive(Debug, Default)]
-pub(crate) struct Earlier {
-    /// Fingerprints already posted (discussions and the summary note).
-    pub(crate) known: HashSet<String>,
-    /// The keys of Redline's resolved discussions.
-    pub(crate) resolved: Dismissals,
-    /// The summary note.
-    pub(crate) summary: Option<ExistingNote>,
-}
-
-/// Redline's discussions and summary note on merge request `iid` of `project`.
-pub(crate) async fn earlier(
-    client: &GitLabClient,
-    project: &str,
-    iid: u64,
-) -> Result<Earlier, GitLabError> {
-    let own = client.own_username().await?;
-    let path = format!("{}/discussions", merge_request_path(project, iid));
-    let discussions = client.get_all_pages(&path).await?;
+/// Redline's discussions and summary note on the merge request (one listing).
+pub(crate) async fn earlier(mr: &GitLabMergeRequest<'_>) -> Result<Earlier, PublishError> {
+    let own = mr.client.own_username().await?;
+    let path = format!("{}/discussions", merge_request_path(mr.project, mr.iid));
+    let discussions = mr.client.get_all_pages(&path).await?;
     let mut earlier = Earlier::default();
     for discussion in &discussions {
         let notes = discussion["notes"]
@@ -69,94 +44,62 @@ pub(crate) async fn earlier(
             if earlier.summary.is_none()
                 && let Some(id) = first["id"].as_u64()
             {
-                earlier.summary = Some(ExistingNote {
+                earlier.summary = Some(SummaryComment {
                     id,
                     body: body.to_string(),
+                    url: None,
                 });
             }
             continue;
         }
         let markers = parse_markers(body);
-        earlier.known.extend(markers.iter().cloned());
-        if first["resolved"] == json!(true) && !markers.is_empty() {
-            let path = first["position"]["new_path"].as_str().unwrap_or_default();
-            earlier.resolved.extend(markers);
-            earlier.resolved.extend(concern_of_comment(path, body));
+        if markers.is_empty() {
+            continue;
         }
-    }
-    if let Some(summary) = &earlier.summary {
-        earlier.known.extend(parse_markers(&summary.body));
+        earlier.known.extend(markers.iter().cloned());
+        if let Some(id) = discussion["id"].as_str() {
+            earlier.threads.push(thread_of(id, first, markers, body));
+        }
     }
     Ok(earlier)
 }
 
-/// Publishes one run's review on merge request `iid` of `project` (see the module docs).
-pub(crate) async fn publish(
-    client: &GitLabClient,
-    project: &str,
-    iid: u64,
-    refs: Option<&DiffRefs>,
-    req: PublishRequest<'_>,
-) -> Result<PublishOutcome, PublishError> {
-    let earlier = earlier(client, project, iid).await?;
-    let mut dismissed = req.dismissed.clone();
-    dismissed.extend(earlier.resolved.iter().cloned());
-    if let Some(summary) = &earlier.summary {
-        dismissed.extend(parse_dismissed(&summary.body));
+/// A discussion of Redline's with its keys (fingerprints and the concern key).
+fn thread_of(id: &str, first: &Value, markers: Vec<String>, body: &str) -> ReviewThread {
+    let path = first["position"]["new_path"].as_str().unwrap_or_default();
+    let mut keys = markers;
+    keys.extend(concern_of_comment(path, body));
+    ReviewThread {
+        id: id.to_string(),
+        is_resolved: first["resolved"] == json!(true),
+        // GitLab does not say; outdated discussions are not resolved by Redline here.
+        is_outdated: false,
+        keys,
     }
-    let mut plan = plan(&req, &earlier.known, &dismissed);
-    let mut outcome = PublishOutcome {
-        skipped_duplicates: plan.duplicates,
-        skipped_dismissed: plan.dismissed,
-        ..PublishOutcome::default()
-    };
-    let nothing_new = plan.inline.is_empty() && plan.summary.is_empty();
-    let same_head = earlier
-        .summary
-        .as_ref()
-        .and_then(|s| parse_last_sha(&s.body))
-        .is_some_and(|sha| sha == req.head_sha);
-    if nothing_new && same_head {
-        return Ok(outcome);
-    }
-    let base = merge_request_path(project, iid);
-    post_discussions(client, &base, refs, &req, &mut plan, &mut outcome).await?;
-    outcome.in_summary = plan.summary.len();
-    write_summary(client, &base, &req, &plan.summary, earlier.summary.as_ref()).await?;
-    Ok(outcome)
-}
-
-/// The head SHA the last review covered, from the summary note.
-pub(crate) async fn last_reviewed_sha(
-    client: &GitLabClient,
-    project: &str,
-    iid: u64,
-) -> Result<Option<String>, GitLabError> {
-    let earlier = earlier(client, project, iid).await?;
-    Ok(earlier.summary.and_then(|s| parse_last_sha(&s.body)))
 }
 
 /// One discussion per inline finding; a finding GitLab cannot place (400, or no diff
 /// refs to place it with) moves to the summary.
-async fn post_discussions<'f>(
-    client: &GitLabClient,
-    base: &str,
-    refs: Option<&DiffRefs>,
+pub(crate) async fn post_discussions<'f>(
+    mr: &GitLabMergeRequest<'_>,
     req: &PublishRequest<'f>,
     plan: &mut Plan<'f>,
     outcome: &mut PublishOutcome,
 ) -> Result<(), PublishError> {
-    let path = format!("{base}/discussions");
+    let path = format!("{}/discussions", merge_request_path(mr.project, mr.iid));
     let interval = req.config.min_write_interval;
     let mut refused = Vec::new();
     for (finding, fp) in plan.inline.drain(..) {
-        let placed = refs.and_then(|refs| position(finding, refs, req.changes));
+        let placed = mr
+            .diff_refs
+            .and_then(|refs| position(finding, refs, req.changes));
         let Some(position) = placed else {
             refused.push((finding, fp));
             continue;
         };
         let body = json!({ "body": discussion_body(finding, &fp), "position": position });
-        match client
+        match mr
+            .client
             .write_json(Method::POST, &path, &body, interval)
             .await
         {
@@ -183,45 +126,33 @@ async fn post_discussions<'f>(
     Ok(())
 }
 
-/// Creates the summary note or edits it in place (not when unchanged).
-async fn write_summary(
-    client: &GitLabClient,
-    base: &str,
-    req: &PublishRequest<'_>,
-    entries: &[SummaryEntry<'_>],
-    existing: Option<&ExistingNote>,
-) -> Result<(), GitLabError> {
-    let mut rendered = render_summary(&SummaryInput {
-        summary: req.summary,
-        walkthrough: req.walkthrough,
-        stats: req.stats,
-        head_sha: req.head_sha,
-        reviewed_range: req.reviewed_range.as_ref(),
-        entries,
-        previous_body: existing.map(|s| s.body.as_str()),
-    });
-    if let Some(previous) = existing.map(|s| parse_dismissed(&s.body))
-        && !previous.is_empty()
-    {
-        rendered.body = with_dismissed(&rendered.body, &previous);
-    }
-    let body = json!({ "body": rendered.body });
-    let interval = req.config.min_write_interval;
-    match existing {
-        Some(note) if note.body == rendered.body => Ok(()),
-        Some(note) => {
-            let path = format!("{base}/notes/{}", note.id);
-            client
-                .write_json(Method::PUT, &path, &body, interval)
-                .await
-                .map(|_| ())
-        }
-        None => {
-            let path = format!("{base}/notes");
-            client
-                .write_json(Method::POST, &path, &body, interval)
-                .await
-                .map(|_| ())
-        }
-    }
+/// Creates the summary note or edits it in place.
+pub(crate) async fn write_summary(
+    mr: &GitLabMergeRequest<'_>,
+    existing: Option<&SummaryComment>,
+    body: &str,
+    interval: Duration,
+) -> Result<(), PublishError> {
+    let base = merge_request_path(mr.project, mr.iid);
+    let body = json!({ "body": body });
+    let (method, path) = match existing {
+        Some(note) => (Method::PUT, format!("{base}/notes/{}", note.id)),
+        None => (Method::POST, format!("{base}/notes")),
+    };
+    mr.client.write_json(method, &path, &body, interval).await?;
+    Ok(())
+}
+
+/// Resolves discussion `id`.
+pub(crate) async fn resolve(mr: &GitLabMergeRequest<'_>, id: &str) -> Result<(), PublishError> {
+    let path = format!(
+        "{}/discussions/{}?resolved=true",
+        merge_request_path(mr.project, mr.iid),
+        path_segment(id)
+    );
+    let interval = crate::github::PublishConfig::default().min_write_interval;
+    mr.client
+        .write_json(Method::PUT, &path, &json!({}), interval)
+        .await?;
+    Ok(())
 }
