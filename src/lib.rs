@@ -15,9 +15,11 @@ mod cli;
 pub mod config;
 pub mod context;
 pub mod eval;
+mod forge;
 #[cfg(test)]
 mod fuzzing;
 pub mod github;
+pub mod gitlab;
 pub mod guidelines;
 pub mod intent;
 pub mod llm;

@@ -1,7 +1,8 @@
 //! One pull-request review flow for `redline action` and `redline serve`: get the
 //! commits (the Action's checkout, deepened until base and head meet; the App's bare
 //! mirror), work out what is new since the last reviewed commit, review it with the
-//! resolved [`Settings`], and publish one review through [`crate::github::publish_review`].
+//! resolved [`Settings`], and publish one review through the forge ([`Forge`]: GitHub's
+//! [`crate::github::publish_review`], or GitLab's discussions).
 //!
 //! Invariants: anchors are checked against the whole pull request (merge base to head);
 //! only the commits since the last reviewed head are reviewed, and only when that head is
@@ -17,17 +18,18 @@ use tokio_util::sync::CancellationToken;
 
 use crate::agent::{AgentError, Orchestrator};
 use crate::config::settings::Settings;
+use crate::forge::Forge;
+use crate::github::anchor::anchor_line_text;
 use crate::github::checkout::{ensure_merge_base, mirror};
 use crate::github::dismissed::Dismissals;
-use crate::github::{
-    GitHubClient, PublishConfig, PublishError, PublishOutcome, PublishRequest, PullText,
-    publish_review,
-};
+use crate::github::fingerprint;
+use crate::github::{PublishConfig, PublishError, PublishOutcome, PublishRequest};
 use crate::guidelines::GuidelineSource;
 use crate::intent::Intent;
 use crate::llm::{ChatModel, Secret};
 use crate::repo::{RepoView, ResolvedRange, load_change};
 use crate::review::diff::ChangeSet;
+use crate::review::finding::Finding;
 use crate::review::report::ReviewReport;
 use crate::tools::Workspace;
 
@@ -148,9 +150,10 @@ pub fn short(sha: &str) -> &str {
 }
 
 /// What the author says the pull request does: its title, description and linked issues
-/// ([`crate::github::pull_intent`]), and the messages of the reviewed commits (from the
-/// last reviewed head, else the merge base). Never fails: what cannot be read is left out.
-pub async fn pull_intent(client: &GitHubClient, at: PullText<'_>, commits: &PullCommits) -> Intent {
+/// ([`Forge::intent`]), and the messages of the reviewed commits (from the last reviewed
+/// head, else the merge base; read from git, so the same on every forge). Never fails:
+/// what cannot be read is left out.
+pub(crate) async fn pull_intent(forge: &dyn Forge, commits: &PullCommits) -> Intent {
     let head = commits.changes.head.clone().unwrap_or_default();
     let (root, from) = (commits.root.clone(), commits.from.clone());
     let messages =
@@ -167,7 +170,7 @@ pub async fn pull_intent(client: &GitHubClient, at: PullText<'_>, commits: &Pull
             Vec::new()
         }
     };
-    crate::github::pull_intent(client, at, messages).await
+    forge.intent(messages).await
 }
 
 /// Reviews what is new (the `include` globs applied); nothing new is no model call.
@@ -233,6 +236,25 @@ async fn base_guidelines(
     })
 }
 
+/// Line `n` of a file at the head of `commits` (for fingerprints).
+fn head_line_reader(commits: &PullCommits) -> impl Fn(&str, u32) -> Option<String> + Sync + use<> {
+    let view = commits.view.clone();
+    move |path: &str, line: u32| {
+        let text = view.read_text(path).ok()?;
+        text.lines()
+            .nth(line.checked_sub(1)? as usize)
+            .map(str::to_string)
+    }
+}
+
+/// The fingerprint `finding`'s comment carries on every forge (the anchor line's text at
+/// head, else in the pull request's diff).
+pub(crate) fn finding_fingerprint(commits: &PullCommits, finding: &Finding) -> String {
+    let head_line_text = head_line_reader(commits);
+    let line_text = anchor_line_text(finding, &commits.pr_changes, &head_line_text);
+    fingerprint(&finding.path, &line_text, finding.category, &finding.title)
+}
+
 /// The pull request a review is published on.
 #[derive(Debug, Clone, Copy)]
 pub struct PullTarget<'a> {
@@ -248,8 +270,8 @@ pub struct PullTarget<'a> {
 
 /// Publishes `report` with the settings' `max_comments`, `request_changes` and
 /// `resolve_outdated` over `base`; `dismissed` findings (the App's database) are not raised.
-pub async fn publish(
-    client: &GitHubClient,
+pub(crate) async fn publish(
+    forge: &dyn Forge,
     target: PullTarget<'_>,
     commits: &PullCommits,
     report: &ReviewReport,
@@ -262,13 +284,7 @@ pub async fn publish(
         request_changes_at: settings.request_changes_at,
         ..base.clone()
     };
-    let view = commits.view.clone();
-    let head_line_text = move |path: &str, line: u32| {
-        let text = view.read_text(path).ok()?;
-        text.lines()
-            .nth(line.checked_sub(1)? as usize)
-            .map(str::to_string)
-    };
+    let head_line_text = head_line_reader(commits);
     let request = PublishRequest {
         owner: target.owner,
         repo: target.repo,
@@ -285,5 +301,5 @@ pub async fn publish(
         dismissed,
         resolve_outdated: settings.threads.resolve_outdated,
     };
-    publish_review(client, request).await
+    crate::forge::publish::publish(forge, request).await
 }

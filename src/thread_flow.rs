@@ -15,10 +15,9 @@ use std::sync::Arc;
 
 use crate::agent::chat::{ChatAnswer, ChatInput, answer_in_thread};
 use crate::config::settings::Settings;
-use crate::github::thread::{
-    Ask, Thread, ThreadComment, answer_body, load_thread, may_dismiss, post_reply,
-};
-use crate::github::{GitHubClient, GitHubError, has_read_access};
+use crate::forge::Forge;
+use crate::github::thread::{Ask, Thread, ThreadComment, answer_body, load_thread, may_dismiss};
+use crate::github::{GitHubClient, GitHubError, PublishError, has_read_access};
 use crate::guidelines::GuidelineSource;
 use crate::llm::ChatModel;
 use crate::review_flow::PullCommits;
@@ -179,11 +178,12 @@ pub(crate) async fn dismissal_after(
 
 /// Posts `text` as the answer to `comment` (with the marker that prevents a second one).
 pub(crate) async fn post_answer(
-    client: &GitHubClient,
+    forge: &dyn Forge,
     comment: &ThreadComment,
     text: &str,
-) -> Result<(), GitHubError> {
-    post_reply(client, comment, &answer_body(text, comment.comment_id)).await
+) -> Result<(), PublishError> {
+    let body = answer_body(text, comment.comment_id);
+    forge.reply(&comment.root_id.to_string(), &body).await
 }
 
 /// The guidelines section for the thread's file, read from the base commit.

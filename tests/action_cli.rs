@@ -12,17 +12,18 @@ use crate::common::github_mock::{GitHubMock, PullSpec};
 use crate::common::model_server::{ModelServer, Reply, Wire};
 
 const BASE: &str = "pub fn average(values: &[i32]) -> i32 {\n    let sum: i32 = values.iter().sum();\n    sum / values.len() as i32\n}\n";
-const HEAD: &str = "pub fn average(values: &[i32]) -> i32 {\n    let sum: i32 = values.iter().sum();\n    sum / values.len() as i32\n}\n\npub fn ratio(a: i32, b: i32) -> i32 {\n    a / b\n}\n";
-const HEAD2_EXTRA: &str = "\npub fn percent(a: i32, b: i32) -> i32 {\n    100 * a / b\n}\n";
+pub(crate) const HEAD: &str = "pub fn average(values: &[i32]) -> i32 {\n    let sum: i32 = values.iter().sum();\n    sum / values.len() as i32\n}\n\npub fn ratio(a: i32, b: i32) -> i32 {\n    a / b\n}\n";
+pub(crate) const HEAD2_EXTRA: &str =
+    "\npub fn percent(a: i32, b: i32) -> i32 {\n    100 * a / b\n}\n";
 const TOKEN: &str = "ghs_test_token_abcdefghijklmnop";
 
-struct Pr {
-    repo: TempRepo,
-    base: String,
-    head: String,
+pub(crate) struct Pr {
+    pub(crate) repo: TempRepo,
+    pub(crate) base: String,
+    pub(crate) head: String,
 }
 
-fn pull_request_repo() -> Pr {
+pub(crate) fn pull_request_repo() -> Pr {
     let repo = TempRepo::new();
     repo.write("src/calc.rs", BASE);
     repo.write("README.md", "calc\n");
@@ -44,7 +45,7 @@ fn fixture(path: &str) -> Value {
 }
 
 /// GitHub's `pull_request` example, pointed at our repository and commits.
-fn pull_request_event(action_fixture: &str, base: &str, head: &str) -> Value {
+pub(crate) fn pull_request_event(action_fixture: &str, base: &str, head: &str) -> Value {
     let mut event = fixture(action_fixture);
     event["number"] = json!(7);
     event["pull_request"]["number"] = json!(7);
@@ -58,14 +59,14 @@ fn pull_request_event(action_fixture: &str, base: &str, head: &str) -> Value {
     event
 }
 
-fn calc_finding(line: u32, title: &str) -> Value {
+pub(crate) fn calc_finding(line: u32, title: &str) -> Value {
     json!({"path": "src/calc.rs", "line": line, "severity": "critical", "category": "bug", "title": title, "body": "Divides by b without checking for zero."})
 }
 
-struct ActionRun {
-    code: i32,
-    stdout: String,
-    stderr: String,
+pub(crate) struct ActionRun {
+    pub(crate) code: i32,
+    pub(crate) stdout: String,
+    pub(crate) stderr: String,
     outputs: String,
     summary: String,
     /// The file the `sarif-file` output names, when it names one.
@@ -73,7 +74,7 @@ struct ActionRun {
 }
 
 /// Runs `redline action` like the composite step does.
-async fn run_action(
+pub(crate) async fn run_action(
     workspace: &Path,
     event_name: &str,
     event: &Value,
@@ -355,13 +356,13 @@ async fn other_events_exit_0_with_a_notice() {
 
 /// `git daemon` serving one repository over git:// on loopback (libgit2's local
 /// transport cannot deepen a shallow clone; its network transports can).
-struct GitDaemon {
+pub(crate) struct GitDaemon {
     child: std::process::Child,
-    url: String,
+    pub(crate) url: String,
 }
 
 impl GitDaemon {
-    fn serve(repo: &Path) -> GitDaemon {
+    pub(crate) fn serve(repo: &Path) -> GitDaemon {
         let port = std::net::TcpListener::bind("127.0.0.1:0")
             .and_then(|l| l.local_addr())
             .expect("free port")

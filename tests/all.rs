@@ -14,6 +14,7 @@ mod eval_mining;
 mod eval_mutate;
 mod events_cli;
 mod github;
+mod gitlab_cli;
 mod guidelines_cli;
 mod init_cli;
 mod install_script;

@@ -14,11 +14,12 @@ use crate::agent::events::EventSink;
 use crate::agent::strategy::StrategyChoice;
 use crate::config::settings::{SettingFlags, Settings};
 use crate::config::{CONFIG_FILE, ConfigSource};
+use crate::forge::publish::last_reviewed_sha;
+use crate::forge::{Forge, GitHubPull};
 use crate::github::dismissed::Dismissals;
 use crate::github::{
     GitHubClient, PublishConfig, PublishError, PullText, Trigger, TriggerOptions, api_url_from_env,
-    check_action_event, fetch_pull, has_write_access, last_reviewed_sha, parse_action_event,
-    post_notice_once,
+    check_action_event, fetch_pull, parse_action_event, post_notice_once,
 };
 use crate::llm::Secret;
 use crate::review::finding::{Finding, Severity};
@@ -87,7 +88,18 @@ async fn action(args: ActionArgs) -> anyhow::Result<i32> {
     let Some(target) = resolve_target(&client, trigger).await? else {
         return Ok(EXIT_OK);
     };
-    let last = last_reviewed_sha(&client, &target.owner, &target.repo, target.number).await?;
+    let text = PullText {
+        owner: &target.owner,
+        repo: &target.repo,
+        title: &target.title,
+        body: &target.body,
+    };
+    let forge = GitHubPull {
+        client: &client,
+        text,
+        number: target.number,
+    };
+    let last = last_reviewed_sha(&forge).await?;
     if last.as_deref() == Some(target.head_sha.as_str()) {
         println!(
             "::notice::Redline: {} was already reviewed",
@@ -175,9 +187,14 @@ async fn review_and_publish(
         body: &target.body,
     };
     let mut settings = settings.clone();
+    let forge = GitHubPull {
+        client,
+        text,
+        number: target.number,
+    };
     settings
         .agent
-        .set_intent(&review_flow::pull_intent(client, text, commits).await);
+        .set_intent(&review_flow::pull_intent(&forge, commits).await);
     let settings = &settings;
     let report =
         review_flow::review(model, settings, commits, CancellationToken::new(), None).await?;
@@ -193,7 +210,7 @@ async fn review_and_publish(
         head_sha: &target.head_sha,
     };
     let published = review_flow::publish(
-        client,
+        &forge,
         pull,
         commits,
         &report,
@@ -266,7 +283,8 @@ async fn resolve_target(client: &GitHubClient, trigger: Trigger) -> anyhow::Resu
             strategy,
             requested_by,
         } => {
-            if !has_write_access(client, &owner, &repo, &requested_by).await? {
+            let pull = GitHubPull::at(client, &owner, &repo, pr_number);
+            if !pull.may_write(&requested_by).await? {
                 println!(
                     "::notice::Redline: {requested_by} has no write access; review request ignored"
                 );
@@ -291,7 +309,8 @@ async fn resolve_target(client: &GitHubClient, trigger: Trigger) -> anyhow::Resu
             requested_by,
             reply,
         } => {
-            if has_write_access(client, &owner, &repo, &requested_by).await? {
+            let pull = GitHubPull::at(client, &owner, &repo, pr_number);
+            if pull.may_write(&requested_by).await? {
                 post_notice_once(client, &owner, &repo, pr_number, &reply).await?;
             }
             println!("::notice::Redline: malformed /redline command; replied with the usage");

@@ -7,6 +7,7 @@ use super::action::{Target, action_settings, escape_data, workspace_commits};
 use super::review::model_client;
 use super::{ActionArgs, EXIT_OK};
 use crate::agent::events::EventSink;
+use crate::forge::GitHubPull;
 use crate::github::thread::{Thread, ThreadComment};
 use crate::github::{GitHubClient, PullText, fetch_pull, record_dismissed};
 use crate::llm::Secret;
@@ -26,7 +27,8 @@ pub(super) async fn answer(
         }
         Gate::Reply { text, dismiss } => {
             dismiss_in_summary(client, comment, &dismiss).await?;
-            thread_flow::post_answer(client, comment, &text).await?;
+            let forge = GitHubPull::at(client, &comment.owner, &comment.repo, comment.pr_number);
+            thread_flow::post_answer(&forge, comment, &text).await?;
             println!("::notice::Redline: answered the command in its thread");
         }
         Gate::Answer(thread) => answer_with_model(args, client, token, comment, &thread).await?,
@@ -61,7 +63,12 @@ async fn answer_with_model(
         title: &pull.title,
         body: &pull.body,
     };
-    let intent = pull_intent(client, text, &commits).await;
+    let forge = GitHubPull {
+        client,
+        text,
+        number: comment.pr_number,
+    };
+    let intent = pull_intent(&forge, &commits).await;
     let answered =
         match thread_flow::answer(model, &settings, &commits, comment, thread, &intent).await? {
             Answered::Answer(answered) => answered,
@@ -72,7 +79,7 @@ async fn answer_with_model(
         };
     let keys = thread_flow::dismissal_after(client, comment, thread, &answered).await?;
     dismiss_in_summary(client, comment, &keys).await?;
-    thread_flow::post_answer(client, comment, &answered.body).await?;
+    thread_flow::post_answer(&forge, comment, &answered.body).await?;
     println!(
         "::notice::Redline: answered in the thread ({} model call(s))",
         answered.model_calls

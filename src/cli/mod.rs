@@ -1,5 +1,5 @@
-//! The command line: `redline review`, `redline context`, `redline action`, `redline serve`,
-//! `redline init`, `redline check`, `redline eval`.
+//! The command line: `redline review`, `redline context`, `redline action`, `redline gitlab`,
+//! `redline serve`, `redline init`, `redline check`, `redline eval`.
 
 mod action;
 mod action_thread;
@@ -9,6 +9,7 @@ mod completions;
 mod context;
 mod eval;
 mod files;
+mod gitlab;
 mod init;
 mod intent;
 mod output;
@@ -66,6 +67,8 @@ pub enum Command {
     Context(ContextArgs),
     /// Review the pull request of a GitHub Actions event and post the review.
     Action(ActionArgs),
+    /// Review the merge request of a GitLab CI merge request pipeline and post the review.
+    Gitlab(GitlabArgs),
     /// Run as a GitHub App: webhook server, durable queue and review workers.
     Serve(ServeArgs),
     /// Re-run a recorded review offline from its transcript (no model, no key).
@@ -333,6 +336,55 @@ pub struct ActionArgs {
     pub limits: LimitArgs,
 }
 
+/// `redline gitlab` (settings come from the job's variables, as for `redline action`).
+#[derive(Debug, Clone, Args)]
+pub struct GitlabArgs {
+    /// Model settings.
+    #[command(flatten)]
+    pub model: ModelArgs,
+    /// Review strategy.
+    #[arg(long, env = "REDLINE_STRATEGY", value_name = "auto|react|plan|reflect")]
+    pub strategy: Option<String>,
+    /// Fail the job when a finding is at or above this severity.
+    #[arg(
+        long,
+        env = "REDLINE_FAIL_ON",
+        value_name = "critical|major|minor|nit|never"
+    )]
+    pub fail_on: Option<String>,
+    /// Config file path in the repository (read from the base commit).
+    #[arg(long, env = "REDLINE_CONFIG", value_name = "PATH")]
+    pub config: Option<PathBuf>,
+    /// Inline comments at most; the rest go to the summary.
+    #[arg(long, env = "REDLINE_MAX_COMMENTS", value_name = "N")]
+    pub max_comments: Option<usize>,
+    /// Model turns of a run.
+    #[arg(long, env = "REDLINE_MAX_STEPS", value_name = "N")]
+    pub max_steps: Option<u32>,
+    /// Also write the findings as a GitLab Code Quality report (gl-code-quality-report.json).
+    #[arg(long, env = "REDLINE_CODE_QUALITY", value_name = "FILE")]
+    pub code_quality: Option<PathBuf>,
+    /// Hard limits of the review.
+    #[command(flatten)]
+    pub limits: LimitArgs,
+}
+
+impl GitlabArgs {
+    /// The same settings as the Action's (drafts are GitLab's pipeline rules' business).
+    fn as_action(&self) -> ActionArgs {
+        ActionArgs {
+            model: self.model.clone(),
+            strategy: self.strategy.clone(),
+            fail_on: self.fail_on.clone(),
+            config: self.config.clone(),
+            max_comments: self.max_comments,
+            max_steps: self.max_steps,
+            review_drafts: false,
+            limits: self.limits.clone(),
+        }
+    }
+}
+
 /// Hard limits of one review (flags > environment > config file).
 #[derive(Debug, Clone, Default, Args)]
 pub struct LimitArgs {
@@ -590,6 +642,7 @@ pub async fn run(cli: Cli) -> i32 {
         Command::Review(args) => review::run(args).await,
         Command::Context(args) => context::run(args),
         Command::Action(args) => action::run(args).await,
+        Command::Gitlab(args) => gitlab::run(args).await,
         Command::Serve(args) => serve::run(args).await,
         Command::Replay(args) => replay::run(args).await,
         Command::Init(args) => init::run(args),

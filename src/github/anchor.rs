@@ -75,7 +75,7 @@ pub(crate) fn review_comment(finding: &Finding, fp: &str) -> Value {
         "path": finding.path,
         "line": finding.line,
         "side": side,
-        "body": inline_body(finding, fp),
+        "body": inline_body(finding, fp, "suggestion"),
     });
     if finding.start_line < finding.line {
         comment["start_line"] = json!(finding.start_line);
@@ -92,8 +92,9 @@ fn side_name(side: Side) -> &'static str {
 }
 
 /// Title, explanation, the suggestion (head side only: it replaces head lines)
-/// and the hidden fingerprint marker.
-fn inline_body(finding: &Finding, fp: &str) -> String {
+/// and the hidden fingerprint marker. `suggestion_info` opens the suggestion's fence:
+/// `suggestion` on GitHub, `suggestion:-N+0` on GitLab (whose comment sits on the last line).
+pub(crate) fn inline_body(finding: &Finding, fp: &str, suggestion_info: &str) -> String {
     let mut body = format!(
         "**[{} · {}] {}**\n\n{}\n",
         finding.severity,
@@ -108,7 +109,7 @@ fn inline_body(finding: &Finding, fp: &str) -> String {
         && finding.side == Side::Right
     {
         body.push('\n');
-        body.push_str(&suggestion_block(suggestion));
+        body.push_str(&suggestion_block_as(suggestion, suggestion_info));
     }
     body.push('\n');
     body.push_str(&marker(fp));
@@ -122,15 +123,16 @@ pub(crate) fn one_line(text: &str) -> String {
 
 /// A ```` ```suggestion ```` block whose content replaces exactly the commented
 /// lines; the fence outgrows any backtick run inside the suggestion.
-pub(crate) fn suggestion_block(suggestion: &str) -> String {
+/// `info` opens the fence (`suggestion`, or GitLab's `suggestion:-N+M`).
+fn suggestion_block_as(suggestion: &str, info: &str) -> String {
     let fence = fence_for(suggestion);
     let content = suggestion.strip_suffix('\n').unwrap_or(suggestion);
     let content = neutralise_markers(content);
     if content.is_empty() {
         // An empty suggestion deletes the lines.
-        format!("{fence}suggestion\n{fence}\n")
+        format!("{fence}{info}\n{fence}\n")
     } else {
-        format!("{fence}suggestion\n{content}\n{fence}\n")
+        format!("{fence}{info}\n{content}\n{fence}\n")
     }
 }
 
@@ -256,7 +258,10 @@ mod tests {
     fn fence_outgrows_backticks() {
         assert_eq!(fence_for("let s = \"```\";"), "````");
         assert_eq!(fence_for("plain"), "```");
-        assert_eq!(suggestion_block(""), "```suggestion\n```\n");
+        assert_eq!(
+            suggestion_block_as("", "suggestion"),
+            "```suggestion\n```\n"
+        );
     }
 
     #[test]

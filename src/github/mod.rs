@@ -2,11 +2,11 @@
 //! publishing a review on a pull request, and reading Actions events.
 //!
 //! Both the GitHub Action step and the GitHub App server publish through
-//! [`publish_review`]; see [`publish`] for what it posts and how reruns stay
-//! idempotent.
+//! [`publish_review`] (GitHub's side of [`crate::forge`]); see [`publish`] for what it
+//! posts and how reruns stay idempotent.
 
 pub(crate) mod action_event;
-mod anchor;
+pub(crate) mod anchor;
 pub mod auth;
 pub mod checkout;
 pub mod client;
@@ -20,7 +20,7 @@ mod permission;
 pub mod publish;
 pub mod pull;
 pub(crate) mod ratelimit;
-mod summary;
+pub(crate) mod summary;
 pub mod thread;
 
 pub(crate) use action_event::check_action_event;

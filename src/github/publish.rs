@@ -1,5 +1,6 @@
 //! Publishing a review on a pull request: one review with inline comments, one
-//! summary comment edited in place, nothing posted twice.
+//! summary comment edited in place, nothing posted twice. What is posted is decided by
+//! [`crate::forge::publish`] (shared with GitLab); this module is GitHub's side of it.
 //!
 //! A run posts (each write paced by [`PublishConfig::min_write_interval`]):
 //! 1. one review (`POST .../pulls/{n}/reviews`, `commit_id` = head) holding the
@@ -32,18 +33,14 @@ use axum::http::Method;
 use serde::Serialize;
 use serde_json::{Value, json};
 
-use super::anchor::{anchor_line_text, anchor_problem, describe_anchor, review_comment};
-use super::client::{GitHubClient, path_segment};
-use super::dismissed::{
-    Dismissals, ReviewThread, parse_dismissed, resolve_thread, resolved_keys, review_threads,
-    with_dismissed,
-};
+use super::anchor::{describe_anchor, review_comment};
+use super::client::GitHubClient;
+use super::dismissed::{Dismissals, ReviewThread, parse_dismissed, review_threads, with_dismissed};
 use super::error::GitHubError;
-use super::fingerprint::{concern_key, fingerprint, parse_markers};
-use super::summary::{
-    SUMMARY_MARKER, SummaryEntry, SummaryInput, is_summary, parse_last_sha, render_summary,
-    review_body,
-};
+use super::fingerprint::parse_markers;
+use super::summary::{SUMMARY_MARKER, SummaryEntry, is_summary, parse_last_sha, review_body};
+use crate::forge::publish::Plan;
+use crate::forge::{Earlier, GitHubPull, SummaryComment};
 use crate::review::diff::ChangeSet;
 use crate::review::finding::{Finding, Severity};
 use crate::review::stats::Stats;
@@ -134,6 +131,9 @@ pub enum PublishError {
     /// Any other GitHub failure.
     #[error(transparent)]
     GitHub(#[from] GitHubError),
+    /// Any other GitLab failure.
+    #[error(transparent)]
+    GitLab(#[from] crate::gitlab::GitLabError),
 }
 
 impl PublishError {
@@ -148,77 +148,13 @@ impl PublishError {
     }
 }
 
-/// The summary comment as it is on GitHub.
-#[derive(Debug)]
-struct ExistingSummary {
-    id: u64,
-    body: String,
-    html_url: Option<String>,
-}
-
-/// This run's new findings, split between inline comments and the summary.
-struct Plan<'f> {
-    inline: Vec<(&'f Finding, String)>,
-    summary: Vec<SummaryEntry<'f>>,
-    duplicates: usize,
-    dismissed: usize,
-    request_changes: bool,
-}
-
 /// Publishes one run's review. See the module documentation for what is posted.
 pub async fn publish_review(
     client: &GitHubClient,
     req: PublishRequest<'_>,
 ) -> Result<PublishOutcome, PublishError> {
-    let repo_path = repo_path(req.owner, req.repo);
-    let mut known = review_comment_markers(client, &repo_path, req.pr_number)
-        .await
-        .map_err(PublishError::from_github)?;
-    let existing = find_summary(client, &repo_path, req.pr_number)
-        .await
-        .map_err(PublishError::from_github)?;
-    if let Some(summary) = &existing {
-        known.extend(parse_markers(&summary.body));
-    }
-    let threads = threads_or_none(client, &req).await;
-    let mut dismissed = req.dismissed.clone();
-    dismissed.extend(resolved_keys(&threads));
-    if let Some(summary) = &existing {
-        dismissed.extend(parse_dismissed(&summary.body));
-    }
-    let mut plan = plan(&req, &known, &dismissed);
-    let mut outcome = PublishOutcome {
-        skipped_duplicates: plan.duplicates,
-        skipped_dismissed: plan.dismissed,
-        ..PublishOutcome::default()
-    };
-    if req.resolve_outdated {
-        outcome.threads_resolved = resolve_outdated(client, &req, &threads).await;
-    }
-    let nothing_new = plan.inline.is_empty() && plan.summary.is_empty();
-    let same_head = existing
-        .as_ref()
-        .and_then(|s| parse_last_sha(&s.body))
-        .is_some_and(|sha| sha == req.head_sha);
-    if nothing_new && same_head {
-        return Ok(outcome);
-    }
-
-    if !plan.inline.is_empty() || plan.request_changes {
-        let summary_url = existing.as_ref().and_then(|s| s.html_url.as_deref());
-        post_review(
-            client,
-            &req,
-            &repo_path,
-            &mut plan,
-            summary_url,
-            &mut outcome,
-        )
-        .await?;
-    }
-    outcome.in_summary = plan.summary.len();
-    write_summary(client, &req, &repo_path, &plan.summary, existing.as_ref()).await?;
-    Ok(outcome)
+    let pull = GitHubPull::at(client, req.owner, req.repo, req.pr_number);
+    crate::forge::publish::publish(&pull, req).await
 }
 
 /// The head SHA the last published review covered, from the summary comment.
@@ -228,7 +164,7 @@ pub async fn last_reviewed_sha(
     repo: &str,
     pr_number: u64,
 ) -> Result<Option<String>, GitHubError> {
-    let summary = find_summary(client, &repo_path(owner, repo), pr_number).await?;
+    let summary = summary_comment(&GitHubPull::at(client, owner, repo, pr_number)).await?;
     Ok(summary.and_then(|s| parse_last_sha(&s.body)))
 }
 
@@ -241,8 +177,9 @@ pub(crate) async fn record_dismissed(
     pr_number: u64,
     keys: &[String],
 ) -> Result<(), GitHubError> {
-    let repo_path = repo_path(owner, repo);
-    let existing = find_summary(client, &repo_path, pr_number).await?;
+    let pull = GitHubPull::at(client, owner, repo, pr_number);
+    let repo_path = pull.repo_path();
+    let existing = summary_comment(&pull).await?;
     let mut dismissed = existing
         .as_ref()
         .map(|s| parse_dismissed(&s.body))
@@ -265,13 +202,34 @@ pub(crate) async fn record_dismissed(
     Ok(())
 }
 
-fn repo_path(owner: &str, repo: &str) -> String {
-    format!("/repos/{}/{}", path_segment(owner), path_segment(repo))
+/// Redline's review comments' fingerprints, its summary comment and the review threads
+/// (GraphQL; none when it fails), read in that order.
+pub(crate) async fn earlier(pull: &GitHubPull<'_>) -> Result<Earlier, PublishError> {
+    let known = review_comment_markers(pull)
+        .await
+        .map_err(PublishError::from_github)?;
+    let summary = find_summary(pull).await?;
+    let threads = threads_or_none(pull).await;
+    Ok(Earlier {
+        known,
+        summary,
+        threads,
+    })
+}
+
+/// Redline's summary comment, with GitHub's refusals mapped as publishing errors.
+pub(crate) async fn find_summary(
+    pull: &GitHubPull<'_>,
+) -> Result<Option<SummaryComment>, PublishError> {
+    summary_comment(pull)
+        .await
+        .map_err(PublishError::from_github)
 }
 
 /// The review threads, when `GraphQL` answers (they are optional knowledge).
-async fn threads_or_none(client: &GitHubClient, req: &PublishRequest<'_>) -> Vec<ReviewThread> {
-    match review_threads(client, req.owner, req.repo, req.pr_number).await {
+async fn threads_or_none(pull: &GitHubPull<'_>) -> Vec<ReviewThread> {
+    let (owner, repo) = (pull.text.owner, pull.text.repo);
+    match review_threads(pull.client, owner, repo, pull.number).await {
         Ok(threads) => threads,
         Err(error) => {
             tracing::info!(%error, "review threads not read; resolved threads are not known");
@@ -280,105 +238,17 @@ async fn threads_or_none(client: &GitHubClient, req: &PublishRequest<'_>) -> Vec
     }
 }
 
-/// The fingerprint and the concern key of a finding.
-fn finding_keys(req: &PublishRequest<'_>, finding: &Finding) -> (String, String) {
-    let line_text = anchor_line_text(finding, req.changes, req.head_line_text);
-    let fp = fingerprint(&finding.path, &line_text, finding.category, &finding.title);
-    let concern = concern_key(&finding.path, finding.category.as_str(), &finding.title);
-    (fp, concern)
-}
-
-/// Resolves Redline's unresolved, outdated threads whose finding this run did not raise
-/// again; returns how many were resolved (a failure is logged, not fatal).
-async fn resolve_outdated(
-    client: &GitHubClient,
-    req: &PublishRequest<'_>,
-    threads: &[ReviewThread],
-) -> usize {
-    let raised: HashSet<String> = req
-        .findings
-        .iter()
-        .flat_map(|finding| {
-            let (fp, concern) = finding_keys(req, finding);
-            [fp, concern]
-        })
-        .collect();
-    let mut resolved = 0;
-    for thread in threads {
-        let stale = !thread.is_resolved && thread.is_outdated && !thread.keys.is_empty();
-        if !stale || thread.keys.iter().any(|key| raised.contains(key)) {
-            continue;
-        }
-        match resolve_thread(client, &thread.id).await {
-            Ok(()) => resolved += 1,
-            Err(error) => tracing::warn!(%error, "could not resolve an outdated thread"),
-        }
-    }
-    resolved
-}
-
-/// Fingerprints of the new findings; duplicates and dismissed findings dropped; anchors
-/// checked; inline comments capped, most severe first.
-fn plan<'f>(req: &PublishRequest<'f>, known: &HashSet<String>, dismissed: &Dismissals) -> Plan<'f> {
-    let mut seen = known.clone();
-    let mut fresh: Vec<(&'f Finding, String)> = Vec::new();
-    let (mut duplicates, mut turned_down) = (0, 0);
-    for finding in req.findings {
-        let (fp, concern) = finding_keys(req, finding);
-        if dismissed.contains(&fp) || dismissed.contains(&concern) {
-            turned_down += 1;
-        } else if seen.insert(fp.clone()) {
-            fresh.push((finding, fp));
-        } else {
-            duplicates += 1;
-        }
-    }
-    // Stable: equally severe findings keep the engine's order.
-    fresh.sort_by_key(|(finding, _)| std::cmp::Reverse(finding.severity));
-    let request_changes = req
-        .config
-        .request_changes_at
-        .is_some_and(|threshold| fresh.iter().any(|(f, _)| f.severity >= threshold));
-
-    let mut plan = Plan {
-        inline: Vec::new(),
-        summary: Vec::new(),
-        duplicates,
-        dismissed: turned_down,
-        request_changes,
-    };
-    for (finding, fp) in fresh {
-        let reason = match anchor_problem(finding, req.changes) {
-            Some(problem) => problem,
-            None if plan.inline.len() < req.config.max_comments => {
-                plan.inline.push((finding, fp));
-                continue;
-            }
-            None => format!(
-                "over the limit of {} inline comments",
-                req.config.max_comments
-            ),
-        };
-        plan.summary.push(SummaryEntry {
-            finding,
-            fp,
-            reason,
-        });
-    }
-    plan
-}
-
 /// Posts the review; when GitHub refuses its anchors (422), posts it again
 /// without inline comments and moves them to the summary.
-async fn post_review<'f>(
-    client: &GitHubClient,
+pub(crate) async fn post_review<'f>(
+    pull: &GitHubPull<'_>,
     req: &PublishRequest<'f>,
-    repo_path: &str,
     plan: &mut Plan<'f>,
     summary_url: Option<&str>,
     outcome: &mut PublishOutcome,
 ) -> Result<(), PublishError> {
-    let path = format!("{repo_path}/pulls/{}/reviews", req.pr_number);
+    let client = pull.client;
+    let path = format!("{}/pulls/{}/reviews", pull.repo_path(), req.pr_number);
     let interval = req.config.min_write_interval;
     let mut event = if plan.request_changes {
         "REQUEST_CHANGES"
@@ -483,48 +353,25 @@ fn refuses_own_pull_request(answer: &Result<Value, GitHubError>) -> bool {
         && e.api_message().is_some_and(|m| m.contains("own pull request")))
 }
 
-/// The review's short body, pointing to the summary comment.
-/// Creates the summary comment or edits it in place (not when unchanged).
-async fn write_summary(
-    client: &GitHubClient,
-    req: &PublishRequest<'_>,
-    repo_path: &str,
-    entries: &[SummaryEntry<'_>],
-    existing: Option<&ExistingSummary>,
+/// Creates the summary comment or edits it in place.
+pub(crate) async fn write_summary(
+    pull: &GitHubPull<'_>,
+    existing: Option<&SummaryComment>,
+    body: &str,
+    interval: Duration,
 ) -> Result<(), PublishError> {
-    let mut rendered = render_summary(&SummaryInput {
-        summary: req.summary,
-        walkthrough: req.walkthrough,
-        stats: req.stats,
-        head_sha: req.head_sha,
-        reviewed_range: req.reviewed_range.as_ref(),
-        entries,
-        previous_body: existing.map(|s| s.body.as_str()),
-    });
-    if let Some(previous) = existing.map(|s| parse_dismissed(&s.body))
-        && !previous.is_empty()
-    {
-        rendered.body = with_dismissed(&rendered.body, &previous);
-    }
-    if rendered.omitted > 0 {
-        tracing::warn!(
-            omitted = rendered.omitted,
-            "summary comment too long; some findings left out"
-        );
-    }
-    let body = json!({ "body": rendered.body });
-    let interval = req.config.min_write_interval;
+    let body = json!({ "body": body });
+    let repo_path = pull.repo_path();
     let written = match existing {
-        Some(summary) if summary.body == rendered.body => return Ok(()),
         Some(summary) => {
             let path = format!("{repo_path}/issues/comments/{}", summary.id);
-            client
+            pull.client
                 .write_json(Method::PATCH, &path, &body, interval)
                 .await
         }
         None => {
-            let path = format!("{repo_path}/issues/{}/comments", req.pr_number);
-            client
+            let path = format!("{repo_path}/issues/{}/comments", pull.number);
+            pull.client
                 .write_json(Method::POST, &path, &body, interval)
                 .await
         }
@@ -533,17 +380,12 @@ async fn write_summary(
 }
 
 /// Fingerprints in the pull request's review comments.
-async fn review_comment_markers(
-    client: &GitHubClient,
-    repo_path: &str,
-    pr_number: u64,
-) -> Result<HashSet<String>, GitHubError> {
-    let comments = client
-        .get_all_pages(&format!("{repo_path}/pulls/{pr_number}/comments"))
-        .await?;
+async fn review_comment_markers(pull: &GitHubPull<'_>) -> Result<HashSet<String>, GitHubError> {
+    let path = format!("{}/pulls/{}/comments", pull.repo_path(), pull.number);
+    let comments = pull.client.get_all_pages(&path).await?;
     // A user's (or another bot's) comment carrying a copied marker must not pass for
     // Redline's finding.
-    let own = client.own_logins().await;
+    let own = pull.client.own_logins().await;
     Ok(comments
         .iter()
         .filter(|c| is_own(c, own.as_deref()))
@@ -553,28 +395,23 @@ async fn review_comment_markers(
 }
 
 /// Redline's summary comment on the pull request (the oldest, if several).
-async fn find_summary(
-    client: &GitHubClient,
-    repo_path: &str,
-    pr_number: u64,
-) -> Result<Option<ExistingSummary>, GitHubError> {
-    let comments = client
-        .get_all_pages(&format!("{repo_path}/issues/{pr_number}/comments"))
-        .await?;
+async fn summary_comment(pull: &GitHubPull<'_>) -> Result<Option<SummaryComment>, GitHubError> {
+    let path = format!("{}/issues/{}/comments", pull.repo_path(), pull.number);
+    let comments = pull.client.get_all_pages(&path).await?;
     // Only Redline's own comment is its summary: anyone who may comment (another bot
     // included) could otherwise plant the marker with forged fingerprints, dismissals or
     // a last reviewed head, and silence findings.
-    let own = client.own_logins().await;
+    let own = pull.client.own_logins().await;
     Ok(comments
         .iter()
         .filter(|c| is_own(c, own.as_deref()))
         .find_map(|c| {
             let body = c.get("body").and_then(Value::as_str)?;
             let id = c.get("id").and_then(Value::as_u64)?;
-            is_summary(body).then(|| ExistingSummary {
+            is_summary(body).then(|| SummaryComment {
                 id,
                 body: body.to_string(),
-                html_url: html_url(c),
+                url: html_url(c),
             })
         }))
 }

@@ -1,5 +1,8 @@
-//! Waiting out GitHub's rate limits, and spacing out content-creating requests
+//! Waiting out a forge's rate limits, and spacing out content-creating requests
 //! as GitHub asks integrations to do (to stay clear of secondary rate limits).
+//! Shared by the GitHub and GitLab clients: GitHub says `x-ratelimit-remaining` and
+//! `x-ratelimit-reset`, GitLab `RateLimit-Remaining` and `RateLimit-Reset`; both may
+//! say `Retry-After`.
 
 use std::fmt;
 use std::sync::Arc;
@@ -84,8 +87,12 @@ pub(crate) fn rate_limit_wait(
     if let Some(secs) = header_number::<u64>(headers, "retry-after") {
         return Some(Duration::from_secs(secs));
     }
-    if header_number::<u64>(headers, "x-ratelimit-remaining") == Some(0)
-        && let Some(reset) = header_number::<i64>(headers, "x-ratelimit-reset")
+    let remaining = header_number::<u64>(headers, "x-ratelimit-remaining")
+        .or_else(|| header_number::<u64>(headers, "ratelimit-remaining"));
+    let reset = header_number::<i64>(headers, "x-ratelimit-reset")
+        .or_else(|| header_number::<i64>(headers, "ratelimit-reset"));
+    if remaining == Some(0)
+        && let Some(reset) = reset
     {
         let secs = reset.saturating_sub(now_unix).max(1);
         return Some(Duration::from_secs(secs.unsigned_abs()));
@@ -169,6 +176,15 @@ mod tests {
         assert_eq!(
             rate_limit_wait(429, &h, "", 0, MIN, 2000),
             Some(Duration::from_secs(1))
+        );
+    }
+
+    #[test]
+    fn gitlab_reset_header_when_nothing_remains() {
+        let h = headers(&[("ratelimit-remaining", "0"), ("ratelimit-reset", "1012")]);
+        assert_eq!(
+            rate_limit_wait(429, &h, "", 0, MIN, 1000),
+            Some(Duration::from_secs(12))
         );
     }
 

@@ -8,7 +8,7 @@
 //! most once whoever runs again, and answers are counted per thread from those markers.
 
 use serde::{Deserialize, Serialize};
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use super::client::{GitHubClient, path_segment};
 use super::command::{Command, parse_command};
@@ -396,23 +396,6 @@ pub(crate) async fn load_thread(
     Ok(Thread::from_comments(&comments, root_id))
 }
 
-/// Posts `body` as a reply in the thread of `root_id`.
-pub(crate) async fn post_reply(
-    client: &GitHubClient,
-    comment: &ThreadComment,
-    body: &str,
-) -> Result<(), GitHubError> {
-    let path = format!(
-        "/repos/{}/{}/pulls/{}/comments/{}/replies",
-        path_segment(&comment.owner),
-        path_segment(&comment.repo),
-        comment.pr_number,
-        comment.root_id
-    );
-    client.post_json(&path, &json!({ "body": body })).await?;
-    Ok(())
-}
-
 /// Whether the commenter may dismiss a finding: the pull request's author, or someone
 /// with write access.
 pub(crate) async fn may_dismiss(
@@ -428,6 +411,7 @@ pub(crate) async fn may_dismiss(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     fn event(body: &str, reply_to: Option<u64>, kind: &str, action: &str) -> ReviewCommentEvent {
         serde_json::from_value(json!({

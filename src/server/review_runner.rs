@@ -15,6 +15,7 @@ use crate::agent::AgentError;
 use crate::config::limits::LimitCeilings;
 use crate::config::settings::{self, Scope, SettingFlags, Settings, SettingsInput};
 use crate::config::{CONFIG_FILE, ConfigError, ConfigSource, ModelSettings};
+use crate::forge::GitHubPull;
 use crate::github::dismissed::Dismissals;
 use crate::github::{
     AppAuth, GitHubClient, GitHubError, PublishConfig, PublishError, PullInfo, PullText,
@@ -138,7 +139,12 @@ impl ReviewRunner {
             title: &pull.title,
             body: &pull.body,
         };
-        let intent = send(review_flow::pull_intent(&client, text, &commits)).await;
+        let forge = GitHubPull {
+            client: &client,
+            text,
+            number: job.pr_number,
+        };
+        let intent = send(review_flow::pull_intent(&forge, &commits)).await;
         settings.agent.set_intent(&intent);
         let Some(report) = send(self.review_recorded(job, &settings, &commits, &cancel)).await?
         else {
@@ -161,7 +167,7 @@ impl ReviewRunner {
         };
         let dismissed = send(self.dismissed(&job.repo_full_name, job.pr_number)).await?;
         let published = review_flow::publish(
-            &client,
+            &forge,
             target,
             &commits,
             &report,
@@ -175,6 +181,8 @@ impl ReviewRunner {
                 "GitHub refused the review: {message}"
             ))),
             Err(PublishError::GitHub(e)) => Err(github_error(e)),
+            // The App publishes on GitHub only (until GitLab webhooks are served).
+            Err(PublishError::GitLab(e)) => Err(JobError::Permanent(e.to_string())),
         }
     }
 

@@ -19,6 +19,7 @@ use tokio::sync::Semaphore;
 use super::ThreadCommentHook;
 use super::review_runner::{PullAt, ReviewRunner, send};
 use crate::config::settings::Settings;
+use crate::forge::GitHubPull;
 use crate::github::thread::ThreadComment;
 use crate::github::{GitHubClient, PullText, fetch_pull};
 use crate::llm::Usage;
@@ -97,7 +98,8 @@ async fn handle(
                     .await
                     .map_err(|e| e.to_string())?;
             }
-            thread_flow::post_answer(&client, comment, &text)
+            let forge = GitHubPull::at(&client, &comment.owner, &comment.repo, comment.pr_number);
+            thread_flow::post_answer(&forge, comment, &text)
                 .await
                 .map_err(|e| e.to_string())
         }
@@ -170,7 +172,12 @@ async fn answer(
         title: &pull.title,
         body: &pull.body,
     };
-    let intent = send(pull_intent(client, text, &commits)).await;
+    let forge = GitHubPull {
+        client,
+        text,
+        number: comment.pr_number,
+    };
+    let intent = send(pull_intent(&forge, &commits)).await;
     let answered = send(thread_flow::answer(
         model, &settings, &commits, comment, thread, &intent,
     ))
@@ -202,7 +209,7 @@ async fn answer(
             .await
             .map_err(|e| e.to_string())?;
     }
-    send(thread_flow::post_answer(client, comment, &answered.body))
+    send(thread_flow::post_answer(&forge, comment, &answered.body))
         .await
         .map_err(|e| e.to_string())
 }

@@ -4,6 +4,7 @@
 pub mod cli;
 pub mod git;
 pub mod github_mock;
+pub mod gitlab_mock;
 pub mod model_server;
 
 /// Says that `test` is skipped because `missing` is; on CI (`CI` set, as `.ci/run` runs)

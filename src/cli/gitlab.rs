@@ -1,0 +1,179 @@
+//! `redline gitlab`: the GitLab CI job of a merge request pipeline. Reads the merge
+//! request the pipeline's variables name, reviews what is new in `CI_PROJECT_DIR`
+//! (deepening a shallow clone as `redline action` does), publishes discussions and one
+//! summary note, and optionally writes a Code Quality report. Exit codes and `--fail-on`
+//! are the Action's.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, anyhow};
+use tokio_util::sync::CancellationToken;
+
+use super::action::{Target, action_settings};
+use super::review::model_client;
+use super::{EXIT_ERROR, EXIT_FINDINGS, EXIT_OK, GitlabArgs, error_message};
+use crate::agent::events::EventSink;
+use crate::forge::publish::last_reviewed_sha;
+use crate::github::PublishConfig;
+use crate::github::dismissed::Dismissals;
+use crate::gitlab::code_quality::code_quality_report;
+use crate::gitlab::merge_request::fetch_merge_request;
+use crate::gitlab::{GitLabClient, GitLabMergeRequest, api_url_from_env};
+use crate::llm::Secret;
+use crate::review::render::{Format, render};
+use crate::review_flow::{self, CommitSource, PullCommits, PullTarget, load_commits, short};
+
+/// Runs `redline gitlab` and returns the exit code.
+pub async fn run(args: GitlabArgs) -> i32 {
+    match gitlab(args).await {
+        Ok(code) => code,
+        Err(error) => {
+            eprintln!("error: {}", error_message(&error));
+            EXIT_ERROR
+        }
+    }
+}
+
+/// A pipeline variable; empty counts as unset.
+fn variable(name: &str) -> Option<String> {
+    std::env::var(name).ok().filter(|v| !v.trim().is_empty())
+}
+
+fn required(name: &str) -> anyhow::Result<String> {
+    variable(name).ok_or_else(|| {
+        anyhow!("{name} is not set (is this running in a GitLab CI merge request pipeline?)")
+    })
+}
+
+async fn gitlab(args: GitlabArgs) -> anyhow::Result<i32> {
+    let Some(iid) = variable("CI_MERGE_REQUEST_IID") else {
+        println!(
+            "Redline: nothing to review (not a merge request pipeline: CI_MERGE_REQUEST_IID is not set)"
+        );
+        return Ok(EXIT_OK);
+    };
+    let iid: u64 = iid
+        .trim()
+        .parse()
+        .map_err(|_| anyhow!("CI_MERGE_REQUEST_IID is not a number: {iid}"))?;
+    let project = required("CI_PROJECT_ID")?;
+    let api_url = api_url_from_env()
+        .ok_or_else(|| anyhow!("CI_API_V4_URL (or GITLAB_API_URL) is not set"))?;
+    let token = Secret::new(
+        required("GITLAB_TOKEN")
+            .context("GITLAB_TOKEN must be a project or group access token with the `api` scope")?,
+    );
+    let client = GitLabClient::new(&api_url, token)?;
+    let merge_request = fetch_merge_request(&client, &project, iid).await?;
+    let refs = merge_request.diff_refs.as_ref();
+    let head = variable("CI_COMMIT_SHA")
+        .or_else(|| refs.map(|r| r.head_sha.clone()))
+        .ok_or_else(|| anyhow!("CI_COMMIT_SHA is not set"))?;
+    let base = variable("CI_MERGE_REQUEST_DIFF_BASE_SHA")
+        .or_else(|| refs.map(|r| r.base_sha.clone()))
+        .ok_or_else(|| anyhow!("CI_MERGE_REQUEST_DIFF_BASE_SHA is not set"))?;
+    // Positions name GitLab's diff of the merge request's head: when the pipeline runs on
+    // another commit (a newer push), lines of this diff could land on other code there.
+    let refs = refs.filter(|r| r.head_sha == head);
+    if refs.is_none() {
+        println!(
+            "Redline: the pipeline's commit {} is not the merge request's head; the findings go to the summary note",
+            short(&head)
+        );
+    }
+    let forge = GitLabMergeRequest {
+        client: &client,
+        project: &project,
+        iid,
+        title: &merge_request.title,
+        description: &merge_request.description,
+        diff_refs: refs,
+    };
+    let last = last_reviewed_sha(&forge).await?;
+    if last.as_deref() == Some(head.as_str()) {
+        println!("Redline: {} was already reviewed", short(&head));
+        return Ok(EXIT_OK);
+    }
+    let commits = project_commits(&base, &head, last.as_deref())?;
+    let target = Target {
+        owner: project.clone(),
+        repo: String::new(),
+        number: iid,
+        base_sha: base,
+        head_sha: head.clone(),
+        strategy: None,
+        title: merge_request.title.clone(),
+        body: merge_request.description.clone(),
+    };
+    let mut settings = action_settings(&args.as_action(), &target, &commits)?;
+    settings
+        .agent
+        .set_intent(&review_flow::pull_intent(&forge, &commits).await);
+    let model = model_client(&settings.model, &EventSink::discard());
+    let report =
+        review_flow::review(model, &settings, &commits, CancellationToken::new(), None).await?;
+    // Written before publishing, so that the job's artifact is there whatever happens next.
+    if let Some(path) = &args.code_quality {
+        // Every finding: those anchored on the diff and those only in the summary.
+        let all: Vec<_> = report
+            .findings
+            .iter()
+            .chain(&report.unanchored)
+            .cloned()
+            .collect();
+        write_code_quality(path, &commits, &all)?;
+    }
+    let pull = PullTarget {
+        owner: &project,
+        repo: "",
+        number: iid,
+        head_sha: &head,
+    };
+    let published = review_flow::publish(
+        &forge,
+        pull,
+        &commits,
+        &report,
+        &settings,
+        &PublishConfig::default(),
+        &Dismissals::new(),
+    )
+    .await;
+    print!("{}", render(&report, Format::Markdown));
+    let outcome = published.context("publishing the review failed")?;
+    println!(
+        "Redline: {} discussion(s) posted, {} finding(s) in the summary note",
+        outcome.inline_posted, outcome.in_summary
+    );
+    Ok(if report.fails(settings.fail_on) {
+        EXIT_FINDINGS
+    } else {
+        EXIT_OK
+    })
+}
+
+/// The merge request's commits in the job's clone (`CI_PROJECT_DIR`, else the current
+/// directory); a shallow clone is deepened from `origin` (whose URL carries the job's
+/// token in GitLab CI) until base and head meet.
+fn project_commits(base: &str, head: &str, last: Option<&str>) -> anyhow::Result<PullCommits> {
+    let dir = variable("CI_PROJECT_DIR")
+        .map(PathBuf::from)
+        .map_or_else(std::env::current_dir, Ok)?;
+    let root = crate::repo::discover(&dir)?;
+    let source = CommitSource::Checkout {
+        root: &root,
+        remote: "origin",
+    };
+    Ok(load_commits(source, base, head, last, None)?)
+}
+
+/// Writes every finding as GitLab Code Quality JSON to `path`.
+fn write_code_quality(
+    path: &Path,
+    commits: &PullCommits,
+    findings: &[crate::review::finding::Finding],
+) -> anyhow::Result<()> {
+    let report = code_quality_report(findings, |f| review_flow::finding_fingerprint(commits, f));
+    let text = serde_json::to_string_pretty(&report)?;
+    std::fs::write(path, text).with_context(|| format!("cannot write {}", path.display()))
+}

@@ -1,0 +1,189 @@
+//! The forge seam: what the pull-request flow ([`crate::review_flow`]) needs from the
+//! place a change request lives (GitHub pull requests, GitLab merge requests): the intent,
+//! Redline's earlier comments and threads, a review with inline comments, the summary
+//! created or edited in place, replies in threads, and users' access.
+//!
+//! Invariants: what is posted is decided once, in [`publish`], for every forge (the same
+//! fingerprints, dismissal keys, limits and summary), so a change reviewed through GitHub
+//! or GitLab gets the same model requests and the same findings; a forge only lists and
+//! writes. Only Redline's own comments count as its earlier work (a copied marker
+//! silences nothing). What the author wrote (title, description, closed issues) is data
+//! for the intent section, never instructions.
+//! Layering: used by `review_flow`, `thread_flow` and `cli`; implemented here for GitHub
+//! (over `github`) and in `gitlab`.
+
+pub(crate) mod publish;
+
+use std::collections::HashSet;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use serde_json::json;
+
+use crate::github::dismissed::ReviewThread;
+use crate::github::{
+    GitHubClient, PublishError, PublishOutcome, PublishRequest, PullText, path_segment,
+};
+use crate::intent::{CommitMessage, Intent};
+use publish::Plan;
+
+/// Redline's summary comment as the forge has it.
+#[derive(Debug, Clone)]
+pub(crate) struct SummaryComment {
+    /// The forge's id of the comment (note).
+    pub(crate) id: u64,
+    /// Its body.
+    pub(crate) body: String,
+    /// Its page, when the forge says.
+    pub(crate) url: Option<String>,
+}
+
+/// What Redline wrote on a change request before this run.
+#[derive(Debug, Default)]
+pub(crate) struct Earlier {
+    /// Fingerprints in Redline's inline comments.
+    pub(crate) known: HashSet<String>,
+    /// Redline's summary comment.
+    pub(crate) summary: Option<SummaryComment>,
+    /// The review threads (discussions) with their state and Redline's keys; empty when
+    /// the forge cannot say (then resolved threads are simply not known).
+    pub(crate) threads: Vec<ReviewThread>,
+}
+
+/// A change request on a forge, and Redline's earlier work on it.
+#[async_trait]
+pub(crate) trait Forge: Send + Sync {
+    /// What the author says the change does: title, description and the issues it
+    /// closes, with `commits` (the reviewed commits' messages). Never fails: what cannot
+    /// be read is left out.
+    async fn intent(&self, commits: Vec<CommitMessage>) -> Intent;
+
+    /// Redline's summary comment, if there is one.
+    async fn summary(&self) -> Result<Option<SummaryComment>, PublishError>;
+
+    /// Redline's earlier inline comments, summary and threads.
+    async fn earlier(&self) -> Result<Earlier, PublishError>;
+
+    /// Posts `plan.inline` (anchors checked, on lines of the diff) as one review; what the
+    /// forge refuses to place moves to `plan.summary`.
+    async fn post_review<'f>(
+        &self,
+        req: &PublishRequest<'f>,
+        plan: &mut Plan<'f>,
+        summary_url: Option<&str>,
+        outcome: &mut PublishOutcome,
+    ) -> Result<(), PublishError>;
+
+    /// Creates the summary comment (`existing` is `None`) or edits it in place.
+    async fn write_summary(
+        &self,
+        existing: Option<&SummaryComment>,
+        body: &str,
+        interval: Duration,
+    ) -> Result<(), PublishError>;
+
+    /// Resolves thread `thread` (one of [`Earlier::threads`]).
+    async fn resolve(&self, thread: &str) -> Result<(), PublishError>;
+
+    /// Posts `body` in thread `thread` (GitHub: the id of the thread's first review
+    /// comment; GitLab: the discussion's id).
+    async fn reply(&self, thread: &str, body: &str) -> Result<(), PublishError>;
+
+    /// Whether `user` may ask for a review or dismiss a finding (GitHub: write access;
+    /// GitLab: the Developer role or above). Not a member: no.
+    async fn may_write(&self, user: &str) -> Result<bool, PublishError>;
+}
+
+/// A GitHub pull request, through [`GitHubClient`]: today's behaviour.
+pub(crate) struct GitHubPull<'a> {
+    /// The client.
+    pub(crate) client: &'a GitHubClient,
+    /// The pull request and what its author wrote on it.
+    pub(crate) text: PullText<'a>,
+    /// Its number.
+    pub(crate) number: u64,
+}
+
+impl<'a> GitHubPull<'a> {
+    /// Pull request `owner/repo#number`, its title and description not read (for
+    /// publishing, replies and access checks; [`Forge::intent`] then has no title or
+    /// description).
+    pub(crate) fn at(client: &'a GitHubClient, owner: &'a str, repo: &'a str, number: u64) -> Self {
+        let text = PullText {
+            owner,
+            repo,
+            title: "",
+            body: "",
+        };
+        GitHubPull {
+            client,
+            text,
+            number,
+        }
+    }
+
+    /// `/repos/{owner}/{repo}`.
+    pub(crate) fn repo_path(&self) -> String {
+        format!(
+            "/repos/{}/{}",
+            path_segment(self.text.owner),
+            path_segment(self.text.repo)
+        )
+    }
+}
+
+#[async_trait]
+impl Forge for GitHubPull<'_> {
+    async fn intent(&self, commits: Vec<CommitMessage>) -> Intent {
+        crate::github::pull_intent(self.client, self.text, commits).await
+    }
+
+    async fn summary(&self) -> Result<Option<SummaryComment>, PublishError> {
+        crate::github::publish::find_summary(self).await
+    }
+
+    async fn earlier(&self) -> Result<Earlier, PublishError> {
+        crate::github::publish::earlier(self).await
+    }
+
+    async fn post_review<'f>(
+        &self,
+        req: &PublishRequest<'f>,
+        plan: &mut Plan<'f>,
+        summary_url: Option<&str>,
+        outcome: &mut PublishOutcome,
+    ) -> Result<(), PublishError> {
+        crate::github::publish::post_review(self, req, plan, summary_url, outcome).await
+    }
+
+    async fn write_summary(
+        &self,
+        existing: Option<&SummaryComment>,
+        body: &str,
+        interval: Duration,
+    ) -> Result<(), PublishError> {
+        crate::github::publish::write_summary(self, existing, body, interval).await
+    }
+
+    async fn resolve(&self, thread: &str) -> Result<(), PublishError> {
+        Ok(crate::github::dismissed::resolve_thread(self.client, thread).await?)
+    }
+
+    async fn reply(&self, thread: &str, body: &str) -> Result<(), PublishError> {
+        let path = format!(
+            "{}/pulls/{}/comments/{}/replies",
+            self.repo_path(),
+            self.number,
+            path_segment(thread)
+        );
+        self.client
+            .post_json(&path, &json!({ "body": body }))
+            .await?;
+        Ok(())
+    }
+
+    async fn may_write(&self, user: &str) -> Result<bool, PublishError> {
+        let (owner, repo) = (self.text.owner, self.text.repo);
+        Ok(crate::github::has_write_access(self.client, owner, repo, user).await?)
+    }
+}

@@ -1,0 +1,200 @@
+//! Publishing one run's review on any forge: the plan (which findings are new, which go
+//! inline, which to the summary), the order of the writes and the rerun rules are here;
+//! the forge ([`super::Forge`]) lists its earlier work and makes the writes.
+//!
+//! Invariants: a fingerprint found in Redline's own earlier comments (inline or in the
+//! summary) is never posted again; dismissed findings (the caller's, the summary's
+//! dismissal marker, resolved threads) are not raised again even when their line changed
+//! (their concern key matches); a rerun on the head already recorded with nothing new
+//! writes nothing; the summary is created once and edited in place (not when unchanged),
+//! carrying over its earlier entries and dismissal marker; inline comments are capped,
+//! most severe first.
+
+use std::collections::HashSet;
+
+use super::{Earlier, Forge};
+use crate::github::anchor::{anchor_line_text, anchor_problem};
+use crate::github::dismissed::{ReviewThread, parse_dismissed, resolved_keys, with_dismissed};
+use crate::github::fingerprint::{concern_key, fingerprint, parse_markers};
+use crate::github::summary::{SummaryEntry, SummaryInput, parse_last_sha, render_summary};
+use crate::github::{PublishError, PublishOutcome, PublishRequest};
+use crate::review::finding::Finding;
+
+/// This run's new findings, split between inline comments and the summary.
+pub(crate) struct Plan<'f> {
+    pub(crate) inline: Vec<(&'f Finding, String)>,
+    pub(crate) summary: Vec<SummaryEntry<'f>>,
+    pub(crate) duplicates: usize,
+    pub(crate) dismissed: usize,
+    pub(crate) request_changes: bool,
+}
+
+/// Publishes one run's review through `forge`. See the module documentation.
+pub(crate) async fn publish(
+    forge: &dyn Forge,
+    req: PublishRequest<'_>,
+) -> Result<PublishOutcome, PublishError> {
+    let Earlier {
+        mut known,
+        summary: existing,
+        threads,
+    } = forge.earlier().await?;
+    if let Some(summary) = &existing {
+        known.extend(parse_markers(&summary.body));
+    }
+    let mut dismissed = req.dismissed.clone();
+    dismissed.extend(resolved_keys(&threads));
+    if let Some(summary) = &existing {
+        dismissed.extend(parse_dismissed(&summary.body));
+    }
+    let mut plan = plan(&req, &known, &dismissed);
+    let mut outcome = PublishOutcome {
+        skipped_duplicates: plan.duplicates,
+        skipped_dismissed: plan.dismissed,
+        ..PublishOutcome::default()
+    };
+    if req.resolve_outdated {
+        outcome.threads_resolved = resolve_outdated(forge, &req, &threads).await;
+    }
+    let nothing_new = plan.inline.is_empty() && plan.summary.is_empty();
+    let same_head = existing
+        .as_ref()
+        .and_then(|s| parse_last_sha(&s.body))
+        .is_some_and(|sha| sha == req.head_sha);
+    if nothing_new && same_head {
+        return Ok(outcome);
+    }
+    if !plan.inline.is_empty() || plan.request_changes {
+        let summary_url = existing.as_ref().and_then(|s| s.url.as_deref());
+        forge
+            .post_review(&req, &mut plan, summary_url, &mut outcome)
+            .await?;
+    }
+    outcome.in_summary = plan.summary.len();
+    let mut rendered = render_summary(&SummaryInput {
+        summary: req.summary,
+        walkthrough: req.walkthrough,
+        stats: req.stats,
+        head_sha: req.head_sha,
+        reviewed_range: req.reviewed_range.as_ref(),
+        entries: &plan.summary,
+        previous_body: existing.as_ref().map(|s| s.body.as_str()),
+    });
+    if let Some(previous) = existing.as_ref().map(|s| parse_dismissed(&s.body))
+        && !previous.is_empty()
+    {
+        rendered.body = with_dismissed(&rendered.body, &previous);
+    }
+    if rendered.omitted > 0 {
+        tracing::warn!(
+            omitted = rendered.omitted,
+            "summary comment too long; some findings left out"
+        );
+    }
+    if existing.as_ref().is_some_and(|s| s.body == rendered.body) {
+        return Ok(outcome);
+    }
+    let interval = req.config.min_write_interval;
+    forge
+        .write_summary(existing.as_ref(), &rendered.body, interval)
+        .await?;
+    Ok(outcome)
+}
+
+/// The head SHA the last published review covered, from the forge's summary.
+pub(crate) async fn last_reviewed_sha(forge: &dyn Forge) -> Result<Option<String>, PublishError> {
+    let summary = forge.summary().await?;
+    Ok(summary.and_then(|s| parse_last_sha(&s.body)))
+}
+
+/// The fingerprint and the concern key of a finding.
+pub(crate) fn finding_keys(req: &PublishRequest<'_>, finding: &Finding) -> (String, String) {
+    let line_text = anchor_line_text(finding, req.changes, req.head_line_text);
+    let fp = fingerprint(&finding.path, &line_text, finding.category, &finding.title);
+    let concern = concern_key(&finding.path, finding.category.as_str(), &finding.title);
+    (fp, concern)
+}
+
+/// Resolves Redline's unresolved, outdated threads whose finding this run did not raise
+/// again; returns how many were resolved (a failure is logged, not fatal).
+async fn resolve_outdated(
+    forge: &dyn Forge,
+    req: &PublishRequest<'_>,
+    threads: &[ReviewThread],
+) -> usize {
+    let raised: HashSet<String> = req
+        .findings
+        .iter()
+        .flat_map(|finding| {
+            let (fp, concern) = finding_keys(req, finding);
+            [fp, concern]
+        })
+        .collect();
+    let mut resolved = 0;
+    for thread in threads {
+        let stale = !thread.is_resolved && thread.is_outdated && !thread.keys.is_empty();
+        if !stale || thread.keys.iter().any(|key| raised.contains(key)) {
+            continue;
+        }
+        match forge.resolve(&thread.id).await {
+            Ok(()) => resolved += 1,
+            Err(error) => tracing::warn!(%error, "could not resolve an outdated thread"),
+        }
+    }
+    resolved
+}
+
+/// Fingerprints of the new findings; duplicates and dismissed findings dropped; anchors
+/// checked; inline comments capped, most severe first.
+pub(crate) fn plan<'f>(
+    req: &PublishRequest<'f>,
+    known: &HashSet<String>,
+    dismissed: &crate::github::dismissed::Dismissals,
+) -> Plan<'f> {
+    let mut seen = known.clone();
+    let mut fresh: Vec<(&'f Finding, String)> = Vec::new();
+    let (mut duplicates, mut turned_down) = (0, 0);
+    for finding in req.findings {
+        let (fp, concern) = finding_keys(req, finding);
+        if dismissed.contains(&fp) || dismissed.contains(&concern) {
+            turned_down += 1;
+        } else if seen.insert(fp.clone()) {
+            fresh.push((finding, fp));
+        } else {
+            duplicates += 1;
+        }
+    }
+    // Stable: equally severe findings keep the engine's order.
+    fresh.sort_by_key(|(finding, _)| std::cmp::Reverse(finding.severity));
+    let request_changes = req
+        .config
+        .request_changes_at
+        .is_some_and(|threshold| fresh.iter().any(|(f, _)| f.severity >= threshold));
+
+    let mut plan = Plan {
+        inline: Vec::new(),
+        summary: Vec::new(),
+        duplicates,
+        dismissed: turned_down,
+        request_changes,
+    };
+    for (finding, fp) in fresh {
+        let reason = match anchor_problem(finding, req.changes) {
+            Some(problem) => problem,
+            None if plan.inline.len() < req.config.max_comments => {
+                plan.inline.push((finding, fp));
+                continue;
+            }
+            None => format!(
+                "over the limit of {} inline comments",
+                req.config.max_comments
+            ),
+        };
+        plan.summary.push(SummaryEntry {
+            finding,
+            fp,
+            reason,
+        });
+    }
+    plan
+}

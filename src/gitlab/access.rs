@@ -1,0 +1,43 @@
+//! A user's role in a project: who may ask for a review or dismiss a finding on GitLab
+//! (the Developer role, access level 30, or above; inherited group membership counts).
+//!
+//! Invariants: a user GitLab does not know, or who is not a member (404), has no access;
+//! the user is looked up by exact username.
+
+use serde_json::Value;
+
+use super::client::{GitLabClient, GitLabError};
+use crate::github::path_segment;
+
+/// GitLab's Developer access level.
+const DEVELOPER: u64 = 30;
+
+/// Whether `username` has the Developer role or above in `project`.
+pub(crate) async fn is_developer(
+    client: &GitLabClient,
+    project: &str,
+    username: &str,
+) -> Result<bool, GitLabError> {
+    let users = client
+        .get_json(&format!("/users?username={}", path_segment(username)))
+        .await?;
+    let id = users.as_array().and_then(|users| {
+        users
+            .iter()
+            .find(|u| u["username"].as_str() == Some(username))
+            .and_then(|u| u["id"].as_u64())
+    });
+    let Some(id) = id else {
+        return Ok(false);
+    };
+    let path = format!("/projects/{}/members/all/{id}", path_segment(project));
+    match client.get_json(&path).await {
+        Ok(member) => Ok(level(&member) >= DEVELOPER),
+        Err(error) if error.status() == Some(404) => Ok(false),
+        Err(error) => Err(error),
+    }
+}
+
+fn level(member: &Value) -> u64 {
+    member["access_level"].as_u64().unwrap_or(0)
+}

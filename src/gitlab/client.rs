@@ -1,0 +1,289 @@
+//! The GitLab REST v4 client (gitlab.com and self-managed): `PRIVATE-TOKEN`
+//! authentication, rate limits waited out (`Retry-After`, `RateLimit-Reset`; shared with
+//! GitHub's client in [`crate::github::ratelimit`]), paced writes, and pagination.
+//!
+//! Invariants: the token is only ever sent to the configured API's origin (pagination
+//! follows page numbers, never links; redirects are not followed); it never appears in
+//! an error or a log line.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use reqwest::header::HeaderMap;
+use reqwest::{Method, StatusCode};
+use serde_json::Value;
+
+use crate::github::ratelimit::{RetryPolicy, WriteGate, rate_limit_wait};
+use crate::llm::Secret;
+
+/// Pages followed at most when listing (100 items each).
+const MAX_PAGES: usize = 100;
+
+/// The API base URL: `CI_API_V4_URL` (set in GitLab CI), else `GITLAB_API_URL`.
+pub(crate) fn api_url_from_env() -> Option<String> {
+    ["CI_API_V4_URL", "GITLAB_API_URL"].iter().find_map(|name| {
+        std::env::var(name)
+            .ok()
+            .map(|url| url.trim().to_string())
+            .filter(|url| !url.is_empty())
+    })
+}
+
+/// Why a GitLab request failed. Messages never contain the token.
+#[derive(Debug, thiserror::Error)]
+pub enum GitLabError {
+    /// The client could not be set up (bad URL, token not a header value).
+    #[error("GitLab client: {0}")]
+    Setup(String),
+    /// The request did not get an answer.
+    #[error("GitLab request {method} {path} failed: {message}")]
+    Transport {
+        /// The method.
+        method: String,
+        /// The API path.
+        path: String,
+        /// What went wrong.
+        message: String,
+    },
+    /// GitLab answered with an error status.
+    #[error("GitLab answered {status} to {method} {path}: {message}")]
+    Api {
+        /// The HTTP status.
+        status: u16,
+        /// The method.
+        method: String,
+        /// The API path.
+        path: String,
+        /// GitLab's message.
+        message: String,
+    },
+    /// Rate limited for longer than the policy allows.
+    #[error("GitLab rate limit on {method} {path}: gave up after waiting {waited:?}")]
+    RateLimited {
+        /// The method.
+        method: String,
+        /// The API path.
+        path: String,
+        /// How long was waited.
+        waited: Duration,
+    },
+}
+
+impl GitLabError {
+    /// The HTTP status GitLab answered, if it answered.
+    pub fn status(&self) -> Option<u16> {
+        match self {
+            GitLabError::Api { status, .. } => Some(*status),
+            _ => None,
+        }
+    }
+}
+
+/// An authenticated GitLab REST v4 client. Cheap to clone; clones share the connection
+/// pool and the write gate.
+#[derive(Clone)]
+pub(crate) struct GitLabClient {
+    http: reqwest::Client,
+    /// The API base URL without its trailing slash (`https://gitlab.com/api/v4`).
+    base: String,
+    token: Secret,
+    policy: Arc<RetryPolicy>,
+    gate: Arc<WriteGate>,
+    /// The token's own user (`GET /user`), once asked.
+    own_user: Arc<tokio::sync::OnceCell<String>>,
+}
+
+impl std::fmt::Debug for GitLabClient {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("GitLabClient")
+            .field("api_url", &self.base)
+            .finish()
+    }
+}
+
+impl GitLabClient {
+    /// A client for `api_url` (`.../api/v4`) sending `token` as `PRIVATE-TOKEN`.
+    pub(crate) fn new(api_url: &str, token: Secret) -> Result<Self, GitLabError> {
+        let base = api_url.trim().trim_end_matches('/').to_string();
+        let parsed = url::Url::parse(&base)
+            .map_err(|e| GitLabError::Setup(format!("invalid API URL `{base}`: {e}")))?;
+        if !matches!(parsed.scheme(), "http" | "https") || parsed.host_str().is_none() {
+            return Err(GitLabError::Setup(format!(
+                "invalid API URL `{base}`: expected http(s)://host/api/v4"
+            )));
+        }
+        let http = reqwest::Client::builder()
+            // A redirect would carry `PRIVATE-TOKEN` (not a header reqwest strips) elsewhere.
+            .redirect(reqwest::redirect::Policy::none())
+            .connect_timeout(Duration::from_secs(10))
+            .timeout(Duration::from_secs(60))
+            .build()
+            .map_err(|e| GitLabError::Setup(e.to_string()))?;
+        Ok(GitLabClient {
+            http,
+            base,
+            token,
+            policy: Arc::new(RetryPolicy::default()),
+            gate: Arc::new(WriteGate::default()),
+            own_user: Arc::new(tokio::sync::OnceCell::new()),
+        })
+    }
+
+    /// `GET path` as JSON.
+    pub(crate) async fn get_json(&self, path: &str) -> Result<Value, GitLabError> {
+        let (_, body) = self.request(Method::GET, path, None).await?;
+        Ok(body)
+    }
+
+    /// Every page of a list (`per_page=100`, following `x-next-page`).
+    pub(crate) async fn get_all_pages(&self, path: &str) -> Result<Vec<Value>, GitLabError> {
+        let separator = if path.contains('?') { '&' } else { '?' };
+        let mut items = Vec::new();
+        let mut page = 1u64;
+        for _ in 0..MAX_PAGES {
+            let paged = format!("{path}{separator}per_page=100&page={page}");
+            let (headers, body) = self.request(Method::GET, &paged, None).await?;
+            if let Value::Array(list) = body {
+                items.extend(list);
+            }
+            let next = headers
+                .get("x-next-page")
+                .and_then(|v| v.to_str().ok())
+                .and_then(|v| v.trim().parse::<u64>().ok());
+            match next {
+                Some(next) if next > page => page = next,
+                _ => break,
+            }
+        }
+        Ok(items)
+    }
+
+    /// A content-creating request (POST, PUT), at least `interval` after the last one.
+    pub(crate) async fn write_json(
+        &self,
+        method: Method,
+        path: &str,
+        body: &Value,
+        interval: Duration,
+    ) -> Result<Value, GitLabError> {
+        let attempt = self.request(method, path, Some(body));
+        let (_, answer) = self
+            .gate
+            .pass(interval, &self.policy.sleeper, attempt)
+            .await?;
+        Ok(answer)
+    }
+
+    /// The username the token acts as (`GET /user`, asked once).
+    pub(crate) async fn own_username(&self) -> Result<String, GitLabError> {
+        self.own_user
+            .get_or_try_init(|| async {
+                let user = self.get_json("/user").await?;
+                Ok(user["username"].as_str().unwrap_or_default().to_string())
+            })
+            .await
+            .cloned()
+    }
+
+    /// Sends a request, waiting out rate limits; an error status is an error.
+    async fn request(
+        &self,
+        method: Method,
+        path: &str,
+        body: Option<&Value>,
+    ) -> Result<(HeaderMap, Value), GitLabError> {
+        let mut waited = Duration::ZERO;
+        let mut retries = 0;
+        loop {
+            let (status, headers, text) = self.send_once(method.clone(), path, body).await?;
+            if status.is_success() {
+                let value = serde_json::from_str(&text).unwrap_or(Value::Null);
+                return Ok((headers, value));
+            }
+            let message = self.token.redact(&gitlab_message(&text, status));
+            let now = chrono::Utc::now().timestamp();
+            let base_delay = self.policy.base_delay;
+            let wait = rate_limit_wait(
+                status.as_u16(),
+                &headers,
+                &message,
+                retries,
+                base_delay,
+                now,
+            );
+            let Some(wait) = wait else {
+                return Err(GitLabError::Api {
+                    status: status.as_u16(),
+                    method: method.to_string(),
+                    path: path.to_string(),
+                    message,
+                });
+            };
+            if retries >= self.policy.max_retries || waited + wait > self.policy.max_total_wait {
+                return Err(GitLabError::RateLimited {
+                    method: method.to_string(),
+                    path: path.to_string(),
+                    waited,
+                });
+            }
+            tracing::warn!(%method, path, status = status.as_u16(), wait_ms = wait.as_millis() as u64,
+                "GitLab rate limit; waiting before retrying");
+            self.policy.sleeper.sleep(wait).await;
+            waited += wait;
+            retries += 1;
+        }
+    }
+
+    async fn send_once(
+        &self,
+        method: Method,
+        path: &str,
+        body: Option<&Value>,
+    ) -> Result<(StatusCode, HeaderMap, String), GitLabError> {
+        let failed = |e: reqwest::Error| GitLabError::Transport {
+            method: method.to_string(),
+            path: path.to_string(),
+            message: self.token.redact(&error_chain(&e)),
+        };
+        let mut token = reqwest::header::HeaderValue::from_str(self.token.expose())
+            .map_err(|_| GitLabError::Setup("GITLAB_TOKEN is not a valid header value".into()))?;
+        token.set_sensitive(true);
+        let mut request = self
+            .http
+            .request(method.clone(), format!("{}{path}", self.base))
+            .header("PRIVATE-TOKEN", token);
+        if let Some(body) = body {
+            request = request.json(body);
+        }
+        let response = request.send().await.map_err(failed)?;
+        let status = response.status();
+        let headers = response.headers().clone();
+        let text = response.text().await.map_err(failed)?;
+        Ok((status, headers, text))
+    }
+}
+
+/// GitLab's `message` (or `error`) field, else the status.
+fn gitlab_message(body: &str, status: StatusCode) -> String {
+    let parsed: Option<Value> = serde_json::from_str(body).ok();
+    let field = parsed.as_ref().and_then(|v| {
+        let message = v.get("message").or_else(|| v.get("error"))?;
+        Some(match message {
+            Value::String(text) => text.clone(),
+            other => other.to_string(),
+        })
+    });
+    let text = field.unwrap_or_else(|| status.to_string());
+    text.chars().take(500).collect()
+}
+
+fn error_chain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
+}
