@@ -22,6 +22,13 @@ use crate::prompts::PromptOverrides;
 pub(crate) use sources::{ConfigSource, Owner, merge_sources};
 pub mod limits;
 
+/// An environment variable's value, `None` when it is unset or empty (only whitespace):
+/// an empty variable means unset everywhere (compose files and Actions pass unset
+/// settings as empty strings). Every read of the environment goes through this.
+pub(crate) fn env_var(name: &str) -> Option<String> {
+    std::env::var(name).ok().filter(|v| !v.trim().is_empty())
+}
+
 /// Name of the per-repository config file.
 pub(crate) const CONFIG_FILE: &str = ".redline.toml";
 

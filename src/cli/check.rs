@@ -101,9 +101,11 @@ pub async fn run(args: CheckArgs) -> i32 {
 }
 
 async fn check_model(args: &CheckArgs) -> Outcome {
-    let settings = match config::resolve_model(&args.model.flags(), &FileConfig::default(), &|k| {
-        std::env::var(k).ok()
-    }) {
+    let settings = match config::resolve_model(
+        &args.model.flags(),
+        &FileConfig::default(),
+        &config::env_var,
+    ) {
         Ok(settings) => settings,
         Err(e) => {
             return fail(

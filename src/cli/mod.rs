@@ -5,6 +5,7 @@ mod action;
 mod action_thread;
 mod check;
 mod context;
+mod env_args;
 mod eval;
 mod files;
 mod init;
@@ -20,6 +21,7 @@ mod signals;
 use clap::{Args, Parser, Subcommand};
 use std::path::PathBuf;
 
+pub use env_args::parse;
 pub(crate) use serve::ServeLimitArgs;
 
 /// Exit code: done, nothing at or above `--fail-on`.

@@ -134,7 +134,7 @@ pub(crate) fn settings_in_scope(
             eprintln!("warning: {warning}");
         }
     }
-    let env = |k: &str| std::env::var(k).ok();
+    let env = crate::config::env_var;
     let user = ConfigSource::read_user(&env)?;
     Ok(settings::resolve(SettingsInput {
         flags,
