@@ -105,11 +105,11 @@ jobs:
           fetch-depth: 0
       # A release tag downloads a prebuilt binary; any other ref builds one with cargo
       # (then add `- uses: dtolnay/rust-toolchain@stable` before this step).
+      # The model, strategy, fail_on and max_comments come from .redline.toml at the base
+      # commit; an input set here (model, strategy, fail-on, max-comments) would win over it.
       - uses: {action}
         with:
           api-key: ${{ secrets.OPENAI_API_KEY }}
-          model: gpt-4.1-mini
-          fail-on: critical
 "#;
 
 /// Runs `redline init` and returns the exit code.
@@ -247,7 +247,7 @@ fn write_file(path: &Path, text: &str) -> anyhow::Result<()> {
 /// What to do after `init`: the secret, the model, a first review.
 fn next_steps(action: bool, action_ref: &str) -> String {
     let mut steps = vec![
-        "Choose the model: `model` in .redline.toml (default gpt-4.1-mini; any model your endpoint serves).".to_string(),
+        "Choose the model: `model` in .redline.toml (default gpt-4.1-mini; any model your endpoint serves); the workflow leaves it to that file.".to_string(),
         "Review locally: set OPENAI_API_KEY (or ANTHROPIC_API_KEY with --provider anthropic), or run a local Ollama, llama.cpp, LM Studio or vLLM server, which `redline review` finds by itself; then run `redline review`.".to_string(),
     ];
     if action {
@@ -352,6 +352,23 @@ mod tests {
             env!("CARGO_PKG_VERSION")
         ));
         assert_eq!(block, expected);
+    }
+
+    /// init's advice and the workflow agree: the model is chosen in .redline.toml, which
+    /// an input set in the workflow would override.
+    #[test]
+    fn the_workflow_leaves_the_model_to_the_config_file() {
+        let text = workflow_text("OWNER/redline@v1.0.0");
+        for input in ["model:", "strategy:", "fail-on:", "max-comments:"] {
+            assert!(
+                !text.lines().any(|l| l.trim_start().starts_with(input)),
+                "the workflow sets {input}: {text}"
+            );
+        }
+        for action in [true, false] {
+            let steps = next_steps(action, "OWNER/redline@v1.0.0");
+            assert!(steps.contains("`model` in .redline.toml"), "{steps}");
+        }
     }
 
     #[test]
