@@ -75,6 +75,18 @@ pub enum ConfigError {
         /// What else would work for this provider (may be empty).
         hint: String,
     },
+    /// No model was chosen and the local server at the endpoint does not serve the default.
+    #[error(
+        "the server at {base_url} does not serve the default model `{model}`; it serves: {served}. Choose one with --model NAME (or `model` in .redline.toml)"
+    )]
+    ModelNotServed {
+        /// The default model that would have been asked for.
+        model: String,
+        /// The endpoint.
+        base_url: String,
+        /// The model ids the server lists, comma-separated (bounded).
+        served: String,
+    },
     /// Reading the file failed.
     #[error("cannot read config {origin}: {message}")]
     Read {
