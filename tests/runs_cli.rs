@@ -536,3 +536,41 @@ async fn a_tool_call_pending_at_the_crash_is_run_once_on_resume() {
             .contains("pub fn ratio")
     );
 }
+
+/// A run that fails before any model call answered leaves no transcript: a bad output
+/// path, or a model endpoint that is not there.
+#[tokio::test]
+async fn a_run_that_fails_before_any_model_answer_writes_no_transcript() {
+    let repo = repo();
+    let runs = tempfile::tempdir().unwrap();
+    let server = ModelServer::start_with(Wire::OpenAi, scripted_model(Duration::ZERO)).await;
+    let run = review(
+        repo.path(),
+        &server,
+        runs.path(),
+        &["--output", "/nonexistent-dir/report.json"],
+    )
+    .await;
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert!(server.requests().is_empty());
+    assert_eq!(transcripts(runs.path()), Vec::<PathBuf>::new());
+
+    let closed = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .unwrap()
+        .port();
+    let runs_arg = runs.path().display().to_string();
+    let run = cli::review(
+        repo.path(),
+        &format!("http://127.0.0.1:{closed}/v1"),
+        "openai",
+        &["--format", "json", "--runs-dir", &runs_arg],
+    )
+    .await;
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert_eq!(transcripts(runs.path()), Vec::<PathBuf>::new());
+    // A run that got its answers keeps its transcript.
+    let run = review(repo.path(), &server, runs.path(), &[]).await;
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(transcripts(runs.path()).len(), 1);
+}
