@@ -354,6 +354,7 @@ impl Orchestrator {
             Err(error) => {
                 self.events.emit(EventKind::Error {
                     message: error.to_string(),
+                    fatal: true,
                 });
                 Err(error)
             }

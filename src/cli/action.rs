@@ -141,9 +141,8 @@ pub(super) fn action_settings(
     }
     if let Some(name) = &target.strategy {
         // Checked here so the error names the comment, not the workflow's input.
-        name.parse::<StrategyChoice>().map_err(|e| {
-            anyhow!("invalid value for `strategy` (/redline review --strategy): {e}")
-        })?;
+        name.parse::<StrategyChoice>()
+            .map_err(|e| anyhow!("/redline review --strategy: {e}"))?;
     }
     let flags = SettingFlags {
         model: args.model.flags(),

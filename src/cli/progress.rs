@@ -72,6 +72,7 @@ pub(crate) fn spawn_event_consumers(
         started: Instant::now(),
         seen: Seen::default(),
         hold: hold.clone(),
+        last_retry_reason: None,
     };
     let (stop, mut stopped) = oneshot::channel();
     let task = tokio::spawn(async move {
@@ -104,6 +105,8 @@ pub(crate) struct EventLog {
     started: Instant,
     seen: Seen,
     hold: Arc<AtomicBool>,
+    /// The reason of the last model retry shown, so a repeated one is not shown again.
+    last_retry_reason: Option<String>,
 }
 
 /// Counters and findings gathered from the events, for the record of a cancelled run.
@@ -139,8 +142,30 @@ impl EventLog {
         if self.verbosity != Verbosity::Quiet
             && let Some(line) = progress_line(event, self.verbosity == Verbosity::Verbose)
         {
+            let line = self.without_repeated_reason(&event.kind, line);
             self.progress(&line);
         }
+    }
+
+    /// A retry that failed for the reason the previous one did says so in a few words
+    /// instead of repeating the whole reason (a DNS failure's chain, five times).
+    fn without_repeated_reason(&mut self, kind: &EventKind, line: String) -> String {
+        let EventKind::ModelRetry {
+            attempt,
+            delay_ms,
+            reason,
+        } = kind
+        else {
+            return line;
+        };
+        if self.last_retry_reason.as_deref() == Some(reason.as_str()) {
+            return format!(
+                "model call attempt {attempt} failed (the same error); retrying in {:.1}s",
+                *delay_ms as f64 / 1000.0
+            );
+        }
+        self.last_retry_reason = Some(reason.clone());
+        line
     }
 
     /// Ends the log of a run stopped by `signal` (`SIGINT`, `SIGTERM`).
