@@ -197,7 +197,12 @@ impl Drop for RunTranscript {
 
 /// `--runs-dir`, else `$XDG_STATE_HOME/redline/runs`, else `~/.local/state/redline/runs`.
 pub(crate) fn runs_dir(args: &RunsArgs) -> anyhow::Result<PathBuf> {
-    if let Some(dir) = &args.runs_dir {
+    runs_dir_or(args.runs_dir.as_ref())
+}
+
+/// `dir` (a `--runs-dir`), else the default runs directory (see [`runs_dir`]).
+pub(crate) fn runs_dir_or(dir: Option<&PathBuf>) -> anyhow::Result<PathBuf> {
+    if let Some(dir) = dir {
         return Ok(dir.clone());
     }
     let absolute = |var: &str| {
@@ -348,6 +353,26 @@ fn resumable(
         );
     }
     Ok((path, locked))
+}
+
+/// The paths of the transcripts in `dir` (see [`transcripts`]).
+pub(crate) fn transcript_paths(dir: &Path) -> Vec<PathBuf> {
+    transcripts(dir)
+        .into_iter()
+        .map(|(path, ..)| path)
+        .collect()
+}
+
+/// The newest transcript in `dir` of the repository `root`, or of any when `None`.
+pub(crate) fn latest_transcript(dir: &Path, root: Option<&str>) -> Option<PathBuf> {
+    match root {
+        Some(root) => latest_of(dir, root),
+        None => {
+            let mut paths = transcript_paths(dir);
+            paths.sort_by(|a, b| b.file_name().cmp(&a.file_name()));
+            paths.into_iter().next()
+        }
+    }
 }
 
 /// The newest transcript (by run id, which starts with its time) whose repository is `root`.
