@@ -171,3 +171,18 @@ mod suggestion_tests {
         );
     }
 }
+
+/// `1 file`, `2 files`: a count with its noun in the right number.
+pub(crate) fn count(n: usize, singular: &str, plural: &str) -> String {
+    format!("{n} {}", if n == 1 { singular } else { plural })
+}
+
+#[cfg(test)]
+mod count_tests {
+    #[test]
+    fn one_is_singular_and_every_other_count_plural() {
+        assert_eq!(super::count(1, "file", "files"), "1 file");
+        assert_eq!(super::count(0, "file", "files"), "0 files");
+        assert_eq!(super::count(2, "task", "tasks"), "2 tasks");
+    }
+}

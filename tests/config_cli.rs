@@ -334,6 +334,13 @@ async fn an_unanchored_critical_finding_fails_the_run() {
             .contains("Empty input divides by zero"),
         "{out}"
     );
+    // And as data, with the same fields as a finding.
+    let unanchored = out["unanchored"].as_array().expect("an unanchored array");
+    assert_eq!(unanchored.len(), 1, "{out}");
+    assert_eq!(unanchored[0]["path"], "src/lib.rs");
+    assert_eq!(unanchored[0]["line"], 1);
+    assert_eq!(unanchored[0]["severity"], "critical");
+    assert_eq!(unanchored[0]["title"], "Empty input divides by zero");
     assert_eq!(run.code, 1, "{}", run.stderr);
 }
 

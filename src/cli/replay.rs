@@ -94,7 +94,10 @@ async fn replay(args: ReplayArgs) -> anyhow::Result<i32> {
     let recorded = transcript.findings();
     let diff = findings_diff(&recorded, &report.findings);
     if diff.is_empty() {
-        eprintln!("replay: {} findings, as recorded", report.findings.len());
+        eprintln!(
+            "replay: {}, as recorded",
+            crate::text::count(report.findings.len(), "finding", "findings")
+        );
         return Ok(EXIT_OK);
     }
     eprintln!("replay: the findings differ from the recording (- recorded, + replayed):");
