@@ -15,7 +15,10 @@ fn main() {
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
         // Colour only for a person at a terminal; redirected logs stay plain text.
-        .with_ansi(std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none())
+        .with_ansi(
+            std::io::stderr().is_terminal()
+                && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()),
+        )
         .init();
     // Empty `REDLINE_*` variables count as unset (compose files pass them so).
     let cli = redline::parse();

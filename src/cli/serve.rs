@@ -240,17 +240,17 @@ fn ceilings(args: &ServeArgs, model: &str) -> anyhow::Result<LimitCeilings> {
     let max_cost_usd = args
         .max_cost_ceiling
         .as_deref()
-        .map(|text| limits::parse_cost(text).context("invalid value for `--max-cost-ceiling`"))
+        .map(|text| limits::parse_cost(text).context("--max-cost-ceiling"))
         .transpose()?;
     let timeout = args
         .timeout_ceiling
         .as_deref()
-        .map(|text| limits::parse_duration(text).context("invalid value for `--timeout-ceiling`"))
+        .map(|text| limits::parse_duration(text).context("--timeout-ceiling"))
         .transpose()?;
     let max_tokens = args
         .max_tokens_ceiling
         .as_deref()
-        .map(|text| limits::parse_tokens(text).context("invalid value for `--max-tokens-ceiling`"))
+        .map(|text| limits::parse_tokens(text).context("--max-tokens-ceiling"))
         .transpose()?;
     let priced = builtin_price(model).is_some();
     if max_cost_usd.is_some() && !priced {

@@ -197,8 +197,7 @@ fn a_config_error_names_the_line_and_key_without_quoting_the_line() {
         assert!(!err.contains("c2VjcmV0"), "a value is quoted: {err}");
         if let Some(key) = key {
             assert!(
-                err.starts_with(&format!(".redline.toml:1:"))
-                    && err.contains(&format!(": {key}: ")),
+                err.starts_with(".redline.toml:1:") && err.contains(&format!(": {key}: ")),
                 "{err}"
             );
         }
