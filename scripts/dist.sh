@@ -5,8 +5,8 @@
 #   scripts/dist.sh --checksums OUT_DIR   only (re)write OUT_DIR/SHA256SUMS
 #
 # Writes OUT_DIR/redline-VERSION-TARGET.tar.gz (default OUT_DIR: dist/), holding the
-# directory redline-VERSION-TARGET/ with the `redline` binary, README.md and the licence
-# files, and rewrites OUT_DIR/SHA256SUMS over every redline-*.tar.gz in OUT_DIR
+# directory redline-VERSION-TARGET/ with the `redline` binary, README.md, the licence
+# files, the man pages (man/) and shell completions (completions/), and rewrites OUT_DIR/SHA256SUMS over every redline-*.tar.gz in OUT_DIR
 # (`sha256sum` format: "<hex>  <file>"). VERSION is the package version in Cargo.toml.
 #
 # Environment:
@@ -79,6 +79,20 @@ cp README.md "$stage/$name/"
 for licence in LICENSE*; do
   if [ -f "$licence" ]; then cp "$licence" "$stage/$name/"; fi
 done
+# Man pages (man/redline.1, man/redline-review.1, ...) and shell completions
+# (completions/), written by the binary itself; by a host build of it when the target's
+# binary cannot run here (a cross build).
+generator="$binary"
+if ! "$generator" --version >/dev/null 2>&1; then
+  cargo build --release --locked --bin redline
+  generator="${CARGO_TARGET_DIR:-target}/release/redline"
+fi
+mkdir "$stage/$name/man" "$stage/$name/completions"
+"$generator" man "$stage/$name/man"
+"$generator" completions bash > "$stage/$name/completions/redline.bash"
+"$generator" completions zsh > "$stage/$name/completions/_redline"
+"$generator" completions fish > "$stage/$name/completions/redline.fish"
+"$generator" completions powershell > "$stage/$name/completions/_redline.ps1"
 tar -C "$stage" -czf "$out_dir/$name.tar.gz" "$name"
 echo "dist: wrote $out_dir/$name.tar.gz"
 write_checksums "$out_dir"

@@ -196,6 +196,8 @@ pub struct FileConfig {
     pub first_byte_timeout: Option<String>,
     /// Longest silence in the middle of a model's reply stream, as a duration (`"60s"`).
     pub stream_idle_timeout: Option<String>,
+    /// Longest time one model call (request and whole reply) may take, as a duration (`"300s"`).
+    pub request_timeout: Option<String>,
 }
 
 /// Largest `intent_budget`: the author's text may not crowd out the change.
@@ -399,8 +401,8 @@ pub(crate) fn resolve_model_choice(
     })
 }
 
-/// The model call timeouts: the file's `connect_timeout`, `first_byte_timeout`
-/// and `stream_idle_timeout`, else the defaults.
+/// The model call timeouts: the file's `connect_timeout`, `first_byte_timeout`,
+/// `stream_idle_timeout` and `request_timeout`, else the defaults.
 pub(crate) fn resolve_timeouts(file: &FileConfig) -> Result<CallTimeouts, ConfigError> {
     let defaults = CallTimeouts::default();
     let pick = |key: &str, value: &Option<String>, default| match value {
@@ -419,6 +421,7 @@ pub(crate) fn resolve_timeouts(file: &FileConfig) -> Result<CallTimeouts, Config
             &file.stream_idle_timeout,
             defaults.stream_idle,
         )?,
+        request: pick("request_timeout", &file.request_timeout, defaults.request)?,
     })
 }
 

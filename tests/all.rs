@@ -22,6 +22,7 @@ mod llm;
 mod llm_limits;
 mod model_server_cache;
 mod moves;
+mod output_cli;
 mod pr_flow;
 mod queue;
 mod review;

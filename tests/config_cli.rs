@@ -414,3 +414,49 @@ async fn a_model_error_is_printed_once() {
         run.stderr
     );
 }
+
+/// A retry that fails for the reason the previous attempt did says `the same error`
+/// instead of repeating the reason.
+#[tokio::test]
+async fn a_repeated_retry_reason_is_not_repeated() {
+    let repo = TempRepo::new();
+    repo.write("src/calc.rs", BASE);
+    repo.commit("base");
+    repo.checkout_new_branch("feature");
+    repo.write("src/calc.rs", HEAD);
+    repo.commit("change");
+    let model = ModelServer::start(
+        Wire::OpenAi,
+        vec![
+            Reply::error(503, "upstream overloaded"),
+            Reply::error(503, "upstream overloaded"),
+            Reply::tool(
+                "s",
+                "submit_review",
+                json!({"findings": [], "summary": "ok"}),
+            ),
+        ],
+    )
+    .await;
+    let home = tempfile::tempdir().expect("tmp");
+    let run = review(
+        repo.path(),
+        home.path(),
+        &[],
+        &["--base-url", &model.base_url(), "--model", "test-model"],
+    )
+    .await;
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(
+        run.stderr.matches("upstream overloaded").count(),
+        1,
+        "{}",
+        run.stderr
+    );
+    assert!(
+        run.stderr
+            .contains("model call attempt 2 failed (the same error)"),
+        "{}",
+        run.stderr
+    );
+}

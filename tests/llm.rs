@@ -26,11 +26,11 @@ fn settings(server: &ModelServer) -> ProviderSettings {
         provider: server.wire().provider(),
         base_url: server.base_url(),
         api_key: Some(Secret::new(KEY)),
-        timeout: Duration::from_secs(10),
         timeouts: CallTimeouts {
             connect: Duration::from_secs(10),
             first_byte: Duration::from_secs(10),
             stream_idle: Duration::from_secs(10),
+            request: Duration::from_secs(10),
         },
         retry: fast_retry(2),
     }
@@ -441,9 +441,10 @@ async fn slow_server_times_out_after_retries() {
         })
         .await;
         let mut settings = settings(&server);
-        settings.timeout = Duration::from_millis(50);
+        settings.timeouts.request = Duration::from_millis(50);
         let (model, retries) = client_with(settings);
         let err = model.complete(&ask(wire, "hi")).await.unwrap_err();
+        assert!(err.to_string().contains("`request_timeout`"), "{err}");
         assert_eq!(
             err,
             LlmError::Timeout(Duration::from_millis(50)),
@@ -571,8 +572,10 @@ async fn a_body_without_any_event_is_not_called_a_cut_stream() {
             provider,
             base_url: server.uri(),
             api_key: Some(Secret::new(KEY)),
-            timeout: Duration::from_secs(10),
-            timeouts: CallTimeouts::default(),
+            timeouts: CallTimeouts {
+                request: Duration::from_secs(10),
+                ..CallTimeouts::default()
+            },
             retry: fast_retry(0),
         };
         let (model, _) = client_with(settings);

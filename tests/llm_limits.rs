@@ -82,7 +82,6 @@ impl RawServer {
             Provider::OpenAi => format!("http://127.0.0.1:{}/v1", self.port),
             Provider::Anthropic => format!("http://127.0.0.1:{}", self.port),
         };
-        settings.timeout = Duration::from_secs(20);
         settings.timeouts = timeouts;
         settings.retry = RetryPolicy {
             max_retries: retries,
@@ -134,8 +133,7 @@ async fn serve(mut socket: TcpStream, wire: Provider, behaviour: Behaviour) -> s
         }
     }
     // Hold the connection open without a word; the client must give up.
-    tokio::time::sleep(Duration::from_secs(60)).await;
-    Ok(())
+    std::future::pending::<std::io::Result<()>>().await
 }
 
 async fn read_request(socket: &mut TcpStream) -> std::io::Result<()> {
@@ -203,6 +201,7 @@ fn short(first_byte_ms: u64, idle_ms: u64) -> CallTimeouts {
         connect: Duration::from_secs(5),
         first_byte: Duration::from_millis(first_byte_ms),
         stream_idle: Duration::from_millis(idle_ms),
+        request: Duration::from_secs(20),
     }
 }
 

@@ -139,6 +139,20 @@ async fn a_review_writes_a_transcript_and_replays_it_offline() {
     let replayed = replay(file, &["--format", "json"]).await;
     assert_eq!(replayed.code, 0, "{}", replayed.stderr);
     assert_eq!(replayed.stdout, run.stdout);
+    // As text, each finding is shown with its line of the head version; coloured on request.
+    let plain = replay(file, &["--color", "never"]).await;
+    assert_eq!(plain.code, 0, "{}", plain.stderr);
+    assert!(
+        plain
+            .stdout
+            .starts_with("critical[bug]: Division by zero\n --> src/calc.rs:7:")
+            && plain.stdout.contains("\n7 | ")
+            && !plain.stdout.contains('\x1b'),
+        "{}",
+        plain.stdout
+    );
+    let coloured = replay(file, &["--color", "always"]).await;
+    assert!(coloured.stdout.contains("\x1b["), "{}", coloured.stdout);
 
     // The history of the second call, as the model saw it: the file it had read.
     let until = replay(file, &["--until", "2"]).await;

@@ -223,7 +223,7 @@ async fn signed_webhook_becomes_one_review(one_core: bool) {
         Some(Server::start(&gh, &model).await)
     };
     let Some(mut server) = server else {
-        eprintln!("skipped: taskset is not installed");
+        crate::common::skip("serve on one core", "taskset is not installed");
         return;
     };
     let body = pull_request_payload(&base, &head);

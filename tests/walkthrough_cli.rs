@@ -91,10 +91,11 @@ async fn the_walkthrough_opens_the_markdown_and_text_output_and_is_in_the_json()
     let (text, _) = review(&repo, submit(walkthrough()), &["--format", "text"]).await;
     assert!(
         text.starts_with(
-            "Walkthrough:\n    Arithmetic (src/calc.rs): Divides a by b instead of returning a.\n\nsrc/calc.rs:2"
+            "Walkthrough:\n    Arithmetic (src/calc.rs): Divides a by b instead of returning a.\n\nmajor[bug]:"
         ),
         "{text}"
     );
+    assert!(text.contains("--> src/calc.rs:2"), "{text}");
 
     let (json_text, _) = review(&repo, submit(walkthrough()), &["--format", "json"]).await;
     let out: Value = serde_json::from_str(&json_text).expect("JSON output");

@@ -203,25 +203,17 @@ impl EventSink {
     }
 }
 
-/// One line of human progress for an event, or `None` for events not worth a line.
+/// One line of human progress for an event, or `None` for events not worth a line. Model
+/// calls and tool calls are gathered into one line per step by the command line's progress.
 pub(crate) fn progress_line(event: &Event, verbose: bool) -> Option<String> {
     match &event.kind {
         EventKind::RunStarted {
             strategy, reason, ..
         } => Some(match reason {
-            Some(reason) => format!("review started ({strategy}: {reason})"),
-            None => format!("review started ({strategy})"),
+            // Why the strategy was chosen is detail: the default line stays short.
+            Some(reason) if verbose => format!("review started ({strategy}: {reason})"),
+            _ => format!("review started ({strategy})"),
         }),
-        EventKind::ModelCall {
-            step,
-            prompt_tokens,
-            completion_tokens,
-            latency_ms,
-            ..
-        } => Some(format!(
-            "step {step}: model replied in {:.1}s ({prompt_tokens} prompt + {completion_tokens} completion tokens)",
-            *latency_ms as f64 / 1000.0
-        )),
         EventKind::ModelWaiting { attempt, elapsed_s } => Some(match attempt {
             1 => format!("waiting for the model ({elapsed_s}s so far)"),
             _ => format!("waiting for the model (attempt {attempt}, {elapsed_s}s so far)"),
@@ -234,12 +226,6 @@ pub(crate) fn progress_line(event: &Event, verbose: bool) -> Option<String> {
             "model call attempt {attempt} failed ({reason}); retrying in {:.1}s",
             *delay_ms as f64 / 1000.0
         )),
-        EventKind::ToolCall {
-            step,
-            name,
-            arguments,
-            ..
-        } => Some(format!("step {step}: {name} {}", main_argument(arguments))),
         EventKind::ToolResult {
             name, ok: false, ..
         } => Some(format!("  {name} failed (the model is told why)")),
@@ -256,8 +242,11 @@ pub(crate) fn progress_line(event: &Event, verbose: bool) -> Option<String> {
             f.title
         )),
         EventKind::RunFinished { stats } => Some(format!(
-            "review finished: {} steps, {} model calls, {} tool calls, {} tokens, {}{:.1}s",
-            stats.steps,
+            "review finished: {}, {} model calls, {} tool calls, {} tokens, {}{:.1}s",
+            match stats.steps {
+                1 => "1 step".to_string(),
+                n => format!("{n} steps"),
+            },
             stats.model_calls,
             stats.tool_calls,
             stats.prompt_tokens + stats.completion_tokens,
@@ -280,20 +269,6 @@ pub(crate) fn progress_line(event: &Event, verbose: bool) -> Option<String> {
         EventKind::Error { message, .. } => Some(format!("error: {message}")),
         _ => None,
     }
-}
-
-/// The argument a human wants to see: a path or a pattern, else the raw JSON, shortened.
-fn main_argument(arguments: &str) -> String {
-    let value: serde_json::Value = serde_json::from_str(arguments).unwrap_or_default();
-    let main = ["path", "pattern", "dir", "glob"]
-        .iter()
-        .find_map(|key| value.get(key).and_then(|v| v.as_str()).map(str::to_string))
-        .unwrap_or_else(|| arguments.to_string());
-    let mut short: String = main.chars().take(80).collect();
-    if short.len() < main.len() {
-        short.push('…');
-    }
-    short
 }
 
 #[cfg(test)]
@@ -336,22 +311,5 @@ mod tests {
         let json = serde_json::to_value(waiting(1)).expect("serialise");
         assert_eq!(json["type"], "model_waiting");
         assert_eq!(json["elapsed_s"], 45);
-    }
-
-    #[test]
-    fn progress_names_the_tool_and_its_main_argument() {
-        let event = Event {
-            ts: String::new(),
-            kind: EventKind::ToolCall {
-                step: 2,
-                id: "c".into(),
-                name: "read_file".into(),
-                arguments: r#"{"path":"src/a.rs","start_line":3}"#.into(),
-            },
-        };
-        assert_eq!(
-            progress_line(&event, false).as_deref(),
-            Some("step 2: read_file src/a.rs")
-        );
     }
 }

@@ -20,7 +20,7 @@ use super::{CheckArgs, EXIT_ERROR, EXIT_OK};
 use crate::config::ModelSettings;
 use crate::config::settings::SettingFlags;
 use crate::github::{AppAuth, GitHubError, api_url_from_env};
-use crate::llm::{ChatRequest, Message, ProviderSettings, RetryPolicy, build_client};
+use crate::llm::{CallTimeouts, ChatRequest, Message, ProviderSettings, RetryPolicy, build_client};
 use crate::queue::Queue;
 
 /// Variables whose presence means this machine is set up as the App.
@@ -165,8 +165,10 @@ fn check_provider_settings(settings: &ModelSettings) -> ProviderSettings {
         provider: settings.provider,
         base_url: settings.base_url.clone(),
         api_key: settings.api_key.clone(),
-        timeouts: settings.timeouts,
-        timeout: Duration::from_secs(120),
+        timeouts: CallTimeouts {
+            request: settings.timeouts.request.min(Duration::from_secs(120)),
+            ..settings.timeouts
+        },
         retry: RetryPolicy {
             max_retries: 1,
             ..RetryPolicy::default()

@@ -316,6 +316,7 @@ impl EngineReviewer {
             format: "json".into(),
             output: None,
             events: None,
+            color: super::ColorWhen::Never,
             fail_on: None,
             max_steps: args.max_steps,
             strategy: pair.strategy.clone(),

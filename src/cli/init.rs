@@ -115,6 +115,7 @@ const CONFIG_TEMPLATE: &str = r#"# Redline review settings for this repository (
 # connect_timeout = "10s"
 # first_byte_timeout = "90s"
 # stream_idle_timeout = "60s"
+# request_timeout = "300s"
 
 # Extra signals for `strategy = "auto"` to plan (off unless set), the paths that make a change
 # security-sensitive, and whether reflection is always chosen.
@@ -459,6 +460,11 @@ mod tests {
         assert_eq!(timeout(&file.connect_timeout), defaults.connect);
         assert_eq!(timeout(&file.first_byte_timeout), defaults.first_byte);
         assert_eq!(timeout(&file.stream_idle_timeout), defaults.stream_idle);
+        assert_eq!(timeout(&file.request_timeout), defaults.request);
+        assert_eq!(
+            file.intent_budget,
+            Some(crate::intent::DEFAULT_INTENT_BUDGET)
+        );
     }
 
     #[test]

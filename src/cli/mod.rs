@@ -4,6 +4,8 @@
 mod action;
 mod action_thread;
 mod check;
+mod color;
+mod completions;
 mod context;
 mod env_args;
 mod eval;
@@ -18,12 +20,22 @@ mod review;
 mod runs;
 mod serve;
 mod signals;
+mod steps;
 
 use clap::{Args, Parser, Subcommand};
 use std::path::PathBuf;
 
+pub use color::ColorWhen;
 pub use env_args::parse;
 pub(crate) use serve::ServeLimitArgs;
+
+/// The variables `redline review --help` names besides those shown with their flags.
+const REVIEW_ENVIRONMENT: &str = "\
+Environment:
+  REDLINE_API_KEY   The model API key (else OPENAI_API_KEY or ANTHROPIC_API_KEY, by provider)
+  NO_COLOR          When set, no colour with --color auto
+  XDG_CONFIG_HOME   Your config file is $XDG_CONFIG_HOME/redline/config.toml (else ~/.config/...)
+  Variables shown with a flag ([env: ...]) set it; a flag given wins.";
 
 /// Exit code: done, nothing at or above `--fail-on`.
 pub(crate) const EXIT_OK: i32 = 0;
@@ -51,6 +63,7 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Review a change in a local repository.
+    #[command(after_help = REVIEW_ENVIRONMENT)]
     Review(ReviewArgs),
     /// Show what the model would see first for a change, and its size (no model needed).
     Context(ContextArgs),
@@ -68,6 +81,27 @@ pub enum Command {
     Check(CheckArgs),
     /// Measure review quality: replay reverted bug fixes (and clean commits) and score the findings.
     Eval(EvalArgs),
+    /// Print a shell completion script: redline completions bash|zsh|fish|powershell.
+    Completions(CompletionsArgs),
+    /// Write the man pages (redline.1, redline-review.1, ...) into DIR, as the release archives ship them.
+    #[command(hide = true)]
+    Man(ManArgs),
+}
+
+/// `redline man DIR`.
+#[derive(Debug, Clone, Args)]
+pub struct ManArgs {
+    /// The directory to write the pages into (created when missing).
+    #[arg(value_name = "DIR")]
+    pub dir: PathBuf,
+}
+
+/// `redline completions SHELL`.
+#[derive(Debug, Clone, Args)]
+pub struct CompletionsArgs {
+    /// The shell to complete for.
+    #[arg(value_enum, value_name = "SHELL")]
+    pub shell: clap_complete::Shell,
 }
 
 /// `redline eval`: cases from a file or mined from a repository, reviewed under every
@@ -187,6 +221,15 @@ pub struct ReplayArgs {
     /// The repository, when it is no longer where the transcript says.
     #[arg(long, value_name = "PATH")]
     pub repo: Option<PathBuf>,
+    /// Colour the text output: auto (on a terminal, unless NO_COLOR is set), always, never.
+    #[arg(
+        long,
+        value_enum,
+        default_value_t,
+        value_name = "WHEN",
+        hide_possible_values = true
+    )]
+    pub color: ColorWhen,
 }
 
 /// `redline runs`.
@@ -407,7 +450,8 @@ impl ModelArgs {
     }
 }
 
-/// `redline review`.
+/// `redline review`. Fields are in `--help` order: a flattened group's heading holds for
+/// the fields after it, so each field after the first group names its own.
 #[derive(Debug, Clone, Args)]
 pub struct ReviewArgs {
     /// The repository (default: the one containing the current directory).
@@ -422,27 +466,10 @@ pub struct ReviewArgs {
     /// Also review staged and unstaged changes in the work tree (and use its .redline.toml).
     #[arg(long)]
     pub uncommitted: bool,
-    /// Model settings.
-    #[command(flatten)]
-    pub model: ModelArgs,
-    /// Output format.
-    #[arg(long, default_value = "text", value_name = "text|markdown|json|sarif")]
-    pub format: String,
-    /// Write the result here instead of stdout.
+    /// A config file to use instead of the repository's .redline.toml (default: the file
+    /// as it is at the base revision; the work tree's with --uncommitted).
     #[arg(long, value_name = "FILE")]
-    pub output: Option<PathBuf>,
-    /// Write a JSON Lines event log here.
-    #[arg(long, value_name = "FILE")]
-    pub events: Option<PathBuf>,
-    /// Exit 1 when a finding is at or above this severity.
-    #[arg(long, value_name = "critical|major|minor|nit|never")]
-    pub fail_on: Option<String>,
-    /// Model turns before the model must conclude.
-    #[arg(long, value_name = "N")]
-    pub max_steps: Option<u32>,
-    /// Review strategy.
-    #[arg(long, value_name = "auto|react|plan|reflect")]
-    pub strategy: Option<String>,
+    pub config: Option<PathBuf>,
     /// Print the review plan and stop (JSON with --format json).
     #[arg(long, conflicts_with = "plan")]
     pub plan_only: bool,
@@ -452,30 +479,66 @@ pub struct ReviewArgs {
     /// Do not ask for confirmation of the plan on a terminal.
     #[arg(short, long)]
     pub yes: bool,
-    /// Plan-and-execute tasks run at once.
-    #[arg(long, value_name = "N")]
+    /// Model settings.
+    #[command(flatten, next_help_heading = "Model")]
+    pub model: ModelArgs,
+    /// Review strategy [default: auto].
+    #[arg(long, value_name = "auto|react|plan|reflect", help_heading = "Model")]
+    pub strategy: Option<String>,
+    /// Plan-and-execute tasks run at once [default: 4].
+    #[arg(long, value_name = "N", help_heading = "Model")]
     pub parallel: Option<usize>,
-    /// Native tool calling, text-mode ReAct, or native falling back to text.
-    #[arg(long, value_name = "native|text|auto")]
+    /// Native tool calling, text-mode ReAct, or native falling back to text [default: auto].
+    #[arg(long, value_name = "native|text|auto", help_heading = "Model")]
     pub tool_mode: Option<String>,
-    /// A config file to use instead of the repository's .redline.toml (default: the file
-    /// as it is at the base revision; the work tree's with --uncommitted).
-    #[arg(long, value_name = "FILE")]
-    pub config: Option<PathBuf>,
+    /// Output format.
+    #[arg(
+        long,
+        default_value = "text",
+        value_name = "text|markdown|json|sarif",
+        help_heading = "Output"
+    )]
+    pub format: String,
+    /// Write the result here instead of stdout.
+    #[arg(long, value_name = "FILE", help_heading = "Output")]
+    pub output: Option<PathBuf>,
+    /// Write a JSON Lines event log here.
+    #[arg(long, value_name = "FILE", help_heading = "Output")]
+    pub events: Option<PathBuf>,
+    /// Colour the text output: auto (on a terminal, unless NO_COLOR is set), always, never.
+    #[arg(
+        long,
+        value_enum,
+        default_value_t,
+        value_name = "WHEN",
+        hide_possible_values = true,
+        help_heading = "Output"
+    )]
+    pub color: ColorWhen,
+    /// Exit 1 when a finding is at or above this severity [default: never].
+    #[arg(
+        long,
+        value_name = "critical|major|minor|nit|never",
+        help_heading = "Output"
+    )]
+    pub fail_on: Option<String>,
     /// More progress detail on stderr.
-    #[arg(short, long, conflicts_with = "quiet")]
+    #[arg(short, long, conflicts_with = "quiet", help_heading = "Output")]
     pub verbose: bool,
     /// No progress on stderr.
-    #[arg(short, long)]
+    #[arg(short, long, help_heading = "Output")]
     pub quiet: bool,
+    /// Model turns before the model must conclude [default: 10].
+    #[arg(long, value_name = "N", help_heading = "Limits")]
+    pub max_steps: Option<u32>,
     /// Hard limits of the review.
-    #[command(flatten)]
+    #[command(flatten, next_help_heading = "Limits")]
     pub limits: LimitArgs,
     /// Run transcripts: where they are kept, pruning, resuming.
-    #[command(flatten)]
+    #[command(flatten, next_help_heading = "Transcripts")]
     pub runs: RunsArgs,
     /// What the change is for, besides its commit messages.
-    #[command(flatten)]
+    #[command(flatten, next_help_heading = "What the change is for")]
     pub intent: IntentArgs,
 }
 
@@ -530,6 +593,8 @@ pub async fn run(cli: Cli) -> i32 {
         Command::Init(args) => init::run(args),
         Command::Check(args) => check::run(args).await,
         Command::Eval(args) => eval::run(args).await,
+        Command::Completions(args) => completions::completions(args.shell),
+        Command::Man(args) => completions::man(&args.dir),
     }
 }
 

@@ -46,6 +46,15 @@ impl OutputTarget {
         })
     }
 
+    /// Whether text written here is coloured under `when` (`auto`: the file or stdout is a
+    /// terminal and `NO_COLOR` is not set).
+    pub(crate) fn color(&self, when: super::color::ColorWhen) -> bool {
+        match &self.file {
+            Some(opened) => when.for_stream(&opened.file),
+            None => when.for_stream(&std::io::stdout()),
+        }
+    }
+
     /// Writes the result, replacing what the file held.
     pub fn write(self, text: &str) -> anyhow::Result<()> {
         match self.file {

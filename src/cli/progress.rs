@@ -1,4 +1,5 @@
-//! Renders run events: progress for humans on stderr, JSON Lines to a file.
+//! Renders run events: progress for humans on stderr (see [`super::steps`]: one line per
+//! step, a spinner on a terminal), JSON Lines to a file.
 //!
 //! Invariants: every event is written to the events file (one `write` per line, no
 //! user-space buffer) and to stderr as soon as the consumer receives it, so a run that
@@ -17,7 +18,8 @@ use tokio::sync::mpsc::UnboundedReceiver;
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
-use crate::agent::events::{Event, EventKind, Stats, progress_line};
+use super::steps::{Live, StepProgress};
+use crate::agent::events::{Event, EventKind, Stats};
 use crate::review::finding::Finding;
 
 /// How much progress to print on stderr.
@@ -37,6 +39,7 @@ pub(crate) struct EventConsumer {
     stop: oneshot::Sender<()>,
     task: JoinHandle<EventLog>,
     hold: Arc<AtomicBool>,
+    live: Live,
 }
 
 impl EventConsumer {
@@ -44,6 +47,11 @@ impl EventConsumer {
     /// run was stopped by a signal, and [`EventLog::cancelled`] writes its one last record.
     pub fn hold_run_finished(&self) {
         self.hold.store(true, Ordering::SeqCst);
+    }
+
+    /// The run's spinner, to clear before the run asks something on the terminal.
+    pub fn live(&self) -> Live {
+        self.live.clone()
     }
 
     /// Writes every event sent so far, stops the task and hands back the log.
@@ -66,13 +74,19 @@ pub(crate) fn spawn_event_consumers(
         None => None,
     };
     let hold = Arc::new(AtomicBool::new(false));
+    let started = Instant::now();
+    let live = match verbosity {
+        Verbosity::Quiet => Live::none(),
+        _ => Live::on_stderr(),
+    };
+    let human = (verbosity != Verbosity::Quiet)
+        .then(|| StepProgress::new(verbosity == Verbosity::Verbose, started, live.clone()));
     let mut log = EventLog {
         file,
-        verbosity,
-        started: Instant::now(),
+        human,
+        started,
         seen: Seen::default(),
         hold: hold.clone(),
-        last_retry_reason: None,
     };
     let (stop, mut stopped) = oneshot::channel();
     let task = tokio::spawn(async move {
@@ -92,21 +106,29 @@ pub(crate) fn spawn_event_consumers(
                 }
             }
         }
+        // However the run ended, the last step is printed and the spinner cleared.
+        if let Some(human) = log.human.as_mut() {
+            human.finish();
+        }
         log
     });
-    Ok(EventConsumer { stop, task, hold })
+    Ok(EventConsumer {
+        stop,
+        task,
+        hold,
+        live,
+    })
 }
 
 /// The events file and stderr progress of one run, and what its events told so far.
 #[derive(Debug)]
 pub(crate) struct EventLog {
     file: Option<File>,
-    verbosity: Verbosity,
+    /// Progress on stderr, unless quiet.
+    human: Option<StepProgress>,
     started: Instant,
     seen: Seen,
     hold: Arc<AtomicBool>,
-    /// The reason of the last model retry shown, so a repeated one is not shown again.
-    last_retry_reason: Option<String>,
 }
 
 /// Counters and findings gathered from the events, for the record of a cancelled run.
@@ -139,33 +161,9 @@ impl EventLog {
         if let Ok(line) = serde_json::to_string(event) {
             self.write_line(&line);
         }
-        if self.verbosity != Verbosity::Quiet
-            && let Some(line) = progress_line(event, self.verbosity == Verbosity::Verbose)
-        {
-            let line = self.without_repeated_reason(&event.kind, line);
-            self.progress(&line);
+        if let Some(human) = self.human.as_mut() {
+            human.event(event);
         }
-    }
-
-    /// A retry that failed for the reason the previous one did says so in a few words
-    /// instead of repeating the whole reason (a DNS failure's chain, five times).
-    fn without_repeated_reason(&mut self, kind: &EventKind, line: String) -> String {
-        let EventKind::ModelRetry {
-            attempt,
-            delay_ms,
-            reason,
-        } = kind
-        else {
-            return line;
-        };
-        if self.last_retry_reason.as_deref() == Some(reason.as_str()) {
-            return format!(
-                "model call attempt {attempt} failed (the same error); retrying in {:.1}s",
-                *delay_ms as f64 / 1000.0
-            );
-        }
-        self.last_retry_reason = Some(reason.clone());
-        line
     }
 
     /// Ends the log of a run stopped by `signal` (`SIGINT`, `SIGTERM`).
@@ -189,8 +187,9 @@ impl EventLog {
         if let Ok(line) = serde_json::to_string(&record) {
             self.write_line(&line);
         }
-        if self.verbosity != Verbosity::Quiet {
-            self.progress(&format!(
+        if let Some(human) = self.human.as_mut() {
+            human.finish();
+            human.line(&format!(
                 "review cancelled by {signal} after {} model calls",
                 stats.model_calls
             ));
@@ -209,10 +208,6 @@ impl EventLog {
                 eprintln!("warning: cannot write --events ({err}); no more events are recorded");
             }
         }
-    }
-
-    fn progress(&self, line: &str) {
-        eprintln!("[{:>6.1}s] {line}", self.started.elapsed().as_secs_f64());
     }
 }
 

@@ -20,7 +20,7 @@ use crate::agent::events::Stats;
 use crate::agent::transcript::{DecodedCall, Recorder, RecordingModel, Transcript};
 use crate::llm::{ChatModel, ChatRequest, ChatResponse, LlmError, Message};
 use crate::review::finding::Finding;
-use crate::review::render::{Format, render};
+use crate::review::render::{Format, RenderOptions, RepoSources, render_with};
 
 /// Runs `redline replay` and returns the exit code: 0 when the findings match the
 /// recording, 1 when they differ, 2 on errors.
@@ -90,7 +90,11 @@ async fn replay(args: ReplayArgs) -> anyhow::Result<i32> {
     if let Some(stats) = transcript.final_stats() {
         report.stats.duration_ms = stats.duration_ms;
     }
-    print!("{}", render(&report, format));
+    let options = RenderOptions {
+        color: args.color.for_stream(&std::io::stdout()),
+        sources: &RepoSources::new(&prepared.workspace),
+    };
+    print!("{}", render_with(&report, format, &options));
     let recorded = transcript.findings();
     let diff = findings_diff(&recorded, &report.findings);
     if diff.is_empty() {

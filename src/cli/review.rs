@@ -6,10 +6,12 @@ use std::sync::Arc;
 
 use anyhow::Context;
 
+use super::color::ColorWhen;
 use super::output::OutputTarget;
 use super::progress::{Verbosity, spawn_event_consumers};
 use super::runs::RunTranscript;
 use super::signals::StopSignals;
+use super::steps::Live;
 use super::{EXIT_ERROR, EXIT_FINDINGS, EXIT_OK, ReviewArgs, error_message};
 use crate::agent::events::{EventKind, EventSink, Stats};
 use crate::agent::plan::Plan;
@@ -21,7 +23,7 @@ use crate::guidelines::GuidelineSource;
 use crate::llm::{
     ChatModel, ClientHooks, ProviderSettings, RetryHook, WaitHook, build_client_with_hooks,
 };
-use crate::review::render::{Format, render};
+use crate::review::render::{Format, RenderOptions, RepoSources, render_with};
 use crate::review::report::{FailOn, ReviewReport};
 use crate::tools::Workspace;
 use tokio_util::sync::CancellationToken;
@@ -240,6 +242,7 @@ async fn review(args: ReviewArgs) -> anyhow::Result<i32> {
         })?;
     let mut signals = StopSignals::install();
     let interrupt = CancellationToken::new();
+    let live = consumer.live();
 
     let mut run = Box::pin(async {
         if prepared.workspace.changes.files.is_empty() {
@@ -263,7 +266,7 @@ async fn review(args: ReviewArgs) -> anyhow::Result<i32> {
             ))
             .with_events(events.clone())
             .with_interrupt(interrupt.clone());
-        drive(&orchestrator, &args, plan_file, &interrupt).await
+        drive(&orchestrator, &args, plan_file, &interrupt, &live).await
     });
     let outcome = tokio::select! {
         // A run that has ended wins over a signal in the same instant: its report stands.
@@ -287,7 +290,7 @@ async fn review(args: ReviewArgs) -> anyhow::Result<i32> {
     let _ = consumer.finish().await;
     transcript.end(outcome.as_ref().err());
     match outcome {
-        Ok(outcome) => deliver(outcome, &prepared, output),
+        Ok(outcome) => deliver(outcome, &prepared, output, args.color),
         Err(error) => {
             output.abandon();
             Err(error.into())
@@ -318,7 +321,12 @@ pub(crate) fn read_plan(path: Option<&Path>) -> anyhow::Result<Option<Plan>> {
 }
 
 /// Writes what the run produced and picks the exit code.
-fn deliver(outcome: Outcome, prepared: &Prepared, output: OutputTarget) -> anyhow::Result<i32> {
+fn deliver(
+    outcome: Outcome,
+    prepared: &Prepared,
+    output: OutputTarget,
+    color: ColorWhen,
+) -> anyhow::Result<i32> {
     match outcome {
         Outcome::Plan(plan) => {
             let text = if prepared.format == Format::Json {
@@ -335,7 +343,11 @@ fn deliver(outcome: Outcome, prepared: &Prepared, output: OutputTarget) -> anyho
             Ok(EXIT_OK)
         }
         Outcome::Report(report) => {
-            output.write(&render(&report, prepared.format))?;
+            let options = RenderOptions {
+                color: output.color(color),
+                sources: &RepoSources::new(&prepared.workspace),
+            };
+            output.write(&render_with(&report, prepared.format, &options))?;
             Ok(if report.fails(prepared.fail_on) {
                 EXIT_FINDINGS
             } else {
@@ -363,6 +375,7 @@ async fn drive(
     args: &ReviewArgs,
     plan_file: Option<Plan>,
     interrupt: &CancellationToken,
+    live: &Live,
 ) -> Result<Outcome, AgentError> {
     if let Some(plan) = plan_file {
         return orchestrator
@@ -383,6 +396,8 @@ async fn drive(
         && std::io::stderr().is_terminal();
     if interactive && orchestrator.decide().strategy == Strategy::PlanExecute {
         let (plan, planning) = orchestrator.plan().await?;
+        // The question must not be drawn over: progress goes on in plain lines.
+        live.stop();
         eprintln!("{}", plan.render_text());
         // A signal at the prompt declines the plan (the read itself cannot be cancelled).
         let confirmed = tokio::select! {

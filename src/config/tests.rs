@@ -119,11 +119,19 @@ fn local_servers_need_no_key() {
 #[test]
 fn timeouts_parse_as_durations() {
     let file = FileConfig::parse(
-        "connect_timeout = \"5s\"\nfirst_byte_timeout = \"2m\"\nstream_idle_timeout = \"1500ms\"\n",
+        "connect_timeout = \"5s\"\nfirst_byte_timeout = \"2m\"\nstream_idle_timeout = \"1500ms\"\nrequest_timeout = \"15m\"\n",
         "t",
     )
     .unwrap();
     let timeouts = resolve_timeouts(&file).unwrap();
+    assert_eq!(timeouts.request, std::time::Duration::from_secs(900));
+    let slow = FileConfig::parse("request_timeout = \"2h\"\n", "t").unwrap();
+    assert!(
+        resolve_timeouts(&slow)
+            .unwrap_err()
+            .to_string()
+            .contains("request_timeout")
+    );
     assert_eq!(timeouts.connect, std::time::Duration::from_secs(5));
     assert_eq!(timeouts.first_byte, std::time::Duration::from_secs(120));
     assert_eq!(timeouts.stream_idle, std::time::Duration::from_millis(1500));

@@ -59,7 +59,7 @@ impl Endpoint {
     pub fn new(url: String, headers: Vec<HeaderSpec>, settings: &ProviderSettings) -> Self {
         let key = settings.api_key.clone().filter(|k| !k.is_empty());
         let client = reqwest::Client::builder()
-            .connect_timeout(settings.timeouts.connect.min(settings.timeout))
+            .connect_timeout(settings.timeouts.connect.min(settings.timeouts.request))
             .build()
             .map_err(|err| {
                 EndpointSetupError::Client(describe_transport_error(&err, key.as_ref()))
@@ -69,7 +69,7 @@ impl Endpoint {
             url,
             headers: build_headers(headers),
             key,
-            timeout: settings.timeout,
+            timeout: settings.timeouts.request,
             timeouts: settings.timeouts,
         }
     }

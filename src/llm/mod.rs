@@ -19,7 +19,6 @@ pub mod tokens;
 pub use retry::{RetryHook, RetryInfo, RetryPolicy, WaitHook, WaitInfo};
 pub(crate) use retry::{RetryingModel, WAIT_NOTICE_INTERVAL};
 pub use secret::Secret;
-pub(crate) use timeouts::DEFAULT_TIMEOUT;
 pub use timeouts::{CallTimeouts, Stall};
 
 use async_trait::async_trait;
@@ -258,7 +257,7 @@ pub enum LlmError {
     #[error("could not reach the model API: {0}")]
     Connect(String),
     /// The call took longer than the per-call timeout (retryable).
-    #[error("the model call timed out after {0:?}")]
+    #[error("the model call took longer than {}s (`request_timeout`)", .0.as_secs_f64())]
     Timeout(Duration),
     /// The stream ended before the reply was complete (retryable).
     #[error("the model's response stream was cut off: {0}")]
@@ -370,9 +369,7 @@ pub struct ProviderSettings {
     pub base_url: String,
     /// The API key; `None` for local servers that need none.
     pub api_key: Option<Secret>,
-    /// Longest time one attempt may take, stream included.
-    pub timeout: Duration,
-    /// How long each phase of an attempt may stay silent.
+    /// How long each phase of an attempt may stay silent, and the attempt may take.
     pub timeouts: CallTimeouts,
     /// How failed calls are retried.
     pub retry: RetryPolicy,
@@ -392,7 +389,6 @@ impl ProviderSettings {
             provider,
             base_url: provider.default_base_url().to_string(),
             api_key: None,
-            timeout: DEFAULT_TIMEOUT,
             timeouts: CallTimeouts::default(),
             retry: RetryPolicy::default(),
         }

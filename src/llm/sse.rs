@@ -45,6 +45,8 @@ pub(crate) struct SseDecoder {
 impl SseDecoder {
     /// Feeds a chunk and returns the events it completed.
     ///
+    /// Lines end with `\n`, `\r\n` or a bare `\r`, as the specification allows; a `\r`
+    /// that ends a chunk waits for the next one, which may start with its `\n`.
     /// Linear in the bytes fed, however they are chunked: bytes already searched
     /// for a line end are not searched again, and the buffer is compacted once per chunk.
     pub fn push(&mut self, chunk: &[u8]) -> Vec<SseEvent> {
@@ -52,18 +54,31 @@ impl SseDecoder {
         let mut events = Vec::new();
         let mut line_start = 0;
         let mut search_from = self.scanned;
-        while let Some(offset) = self.buffer[search_from..].iter().position(|&b| b == b'\n') {
+        // Where a `\r` ending the buffer stands, when one does.
+        let mut open_cr = None;
+        while let Some(offset) = self.buffer[search_from..]
+            .iter()
+            .position(|&b| b == b'\n' || b == b'\r')
+        {
             let end = search_from + offset;
-            let line = String::from_utf8_lossy(trim_line_ending(&self.buffer[line_start..=end]))
-                .into_owned();
+            let next = match (self.buffer[end], self.buffer.get(end + 1)) {
+                (b'\r', None) => {
+                    // Is it `\r\n`? The next chunk tells.
+                    open_cr = Some(end);
+                    break;
+                }
+                (b'\r', Some(b'\n')) => end + 2,
+                _ => end + 1,
+            };
+            let line = String::from_utf8_lossy(&self.buffer[line_start..end]).into_owned();
             if let Some(event) = self.take_line(&line) {
                 events.push(event);
             }
-            line_start = end + 1;
+            line_start = next;
             search_from = line_start;
         }
         self.buffer.drain(..line_start);
-        self.scanned = self.buffer.len();
+        self.scanned = open_cr.map_or(self.buffer.len(), |at| at - line_start);
         events
     }
 
@@ -260,6 +275,28 @@ mod tests {
             },
         ];
         for piece in [1, 2, 3, 7, input.len()] {
+            assert_eq!(decode_in_pieces(input, piece), expected, "piece {piece}");
+        }
+    }
+
+    #[test]
+    fn a_bare_carriage_return_ends_a_line_too() {
+        let input = "event: ping\rdata: a\rdata: b\r\rdata: c\r\n\r\ndata: d\n\r";
+        let expected = vec![
+            SseEvent {
+                event: Some("ping".into()),
+                data: "a\nb".into(),
+            },
+            SseEvent {
+                event: None,
+                data: "c".into(),
+            },
+            SseEvent {
+                event: None,
+                data: "d".into(),
+            },
+        ];
+        for piece in [1, 2, 3, 5, input.len()] {
             assert_eq!(decode_in_pieces(input, piece), expected, "piece {piece}");
         }
     }

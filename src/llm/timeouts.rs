@@ -7,8 +7,10 @@ use std::time::Duration;
 #[cfg(doc)]
 use super::LlmError;
 
-/// Default time one attempt (request plus whole stream) may take.
-pub(crate) const DEFAULT_TIMEOUT: Duration = Duration::from_secs(300);
+/// Default time one attempt (request plus whole stream) may take: a long review reply
+/// from a hosted model takes a minute or two; slow local models may need more
+/// (`request_timeout`).
+const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(300);
 
 /// Default time to set up a connection (TCP and TLS). A handshake takes
 /// milliseconds; 10 s leaves room for slow DNS and congested links while a
@@ -77,6 +79,8 @@ pub struct CallTimeouts {
     pub first_byte: Duration,
     /// Longest gap between two chunks of a started stream.
     pub stream_idle: Duration,
+    /// Longest time one attempt may take, request and whole stream.
+    pub request: Duration,
 }
 
 impl Default for CallTimeouts {
@@ -85,6 +89,7 @@ impl Default for CallTimeouts {
             connect: DEFAULT_CONNECT_TIMEOUT,
             first_byte: DEFAULT_FIRST_BYTE_TIMEOUT,
             stream_idle: DEFAULT_IDLE_TIMEOUT,
+            request: DEFAULT_REQUEST_TIMEOUT,
         }
     }
 }

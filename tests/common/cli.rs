@@ -203,6 +203,9 @@ fn isolated(mut command: tokio::process::Command) -> tokio::process::Command {
         "GITHUB_TOKEN",
         "GITHUB_EVENT_NAME",
         "GITHUB_EVENT_PATH",
+        "NO_COLOR",
+        "CLICOLOR",
+        "CLICOLOR_FORCE",
     ] {
         command.env_remove(var);
     }

@@ -41,8 +41,9 @@ fn with_database(url: &str, name: &str) -> String {
 #[tokio::test]
 async fn an_unknown_postgres_database_is_named_at_start() {
     let Ok(base) = std::env::var(POSTGRES_URL_VAR) else {
-        eprintln!(
-            "an_unknown_postgres_database_is_named_at_start: skipped: {POSTGRES_URL_VAR} not set"
+        crate::common::skip(
+            "an_unknown_postgres_database_is_named_at_start",
+            &format!("{POSTGRES_URL_VAR} is not set"),
         );
         return;
     };

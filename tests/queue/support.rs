@@ -39,7 +39,7 @@ impl TestDb {
     /// (after saying the test is skipped) when the variable is not set.
     pub async fn postgres(test: &str) -> Option<TestDb> {
         let Ok(base) = std::env::var(POSTGRES_URL_VAR) else {
-            eprintln!("{test}: skipped: {POSTGRES_URL_VAR} not set");
+            crate::common::skip(test, &format!("{POSTGRES_URL_VAR} is not set"));
             return None;
         };
         let schema = format!(

@@ -3,7 +3,7 @@
 use redline::agent::events::Stats;
 use redline::review::finding::{Category, Finding, Severity, Side};
 use redline::review::render::json::from_json;
-use redline::review::render::{Format, render};
+use redline::review::render::{Format, RenderOptions, render, render_with};
 use redline::review::report::{FailOn, ReviewReport};
 use redline::review::walkthrough::Area;
 use serde_json::{Value, json};
@@ -24,7 +24,8 @@ fn report() -> ReviewReport {
     nit.severity = Severity::Nit;
     nit.category = Category::Style;
     ReviewReport {
-        // Deliberately unordered: every format orders by path, then line.
+        // Deliberately unordered: JSON and SARIF order by path, then line; text and
+        // Markdown by file, most severe first.
         findings: vec![with_fix, removed, nit],
         summary: "Three things to look at.".into(),
         stats: Stats {
@@ -313,15 +314,17 @@ fn markdown_fits_a_pull_request_comment() {
         text.contains("`src/old.rs:3` (base version, removed lines) · **critical** · security")
     );
     assert!(text.contains("### Summary\n\nThree things to look at."));
-    let first = text.find("a/inner.rs").unwrap();
-    let last = text.find("src/old.rs").unwrap();
-    assert!(first < last);
+    // By file, the file with the most severe finding first.
+    let critical = text.find("src/old.rs").unwrap();
+    let major = text.find("src/lib.rs:13-14").unwrap();
+    let nit = text.find("a/inner.rs").unwrap();
+    assert!(critical < major && major < nit, "{text}");
     let empty = render(&ReviewReport::default(), Format::Markdown);
     assert!(empty.contains("No findings."));
 }
 
 #[test]
-fn text_is_one_block_per_finding_without_colour() {
+fn text_is_one_diagnostic_per_finding_without_colour() {
     let text = render(&report(), Format::Text);
     assert!(
         text.starts_with(
@@ -330,13 +333,149 @@ fn text_is_one_block_per_finding_without_colour() {
         "{text}"
     );
     assert!(!text.contains('\x1b'));
-    assert!(text.contains("src/lib.rs:13-14  MAJOR  bug  Unchecked unwrap\n    Body of Unchecked unwrap.\n    rule: AGENTS.md\n    suggestion:\n            let value = input.parse()?;\n"), "{text}");
-    assert!(text.contains("src/old.rs:3 (base)  CRITICAL  security  Validation removed\n"));
+    // Without the files' text, each finding is shown by its location.
+    assert!(
+        text.contains("major[bug]: Unchecked unwrap\n --> src/lib.rs:13\n  = Body of Unchecked unwrap.\n  = rule: AGENTS.md\nhelp: suggested change\n   |\n13 +     let value = input.parse()?;\n   |\n"),
+        "{text}"
+    );
+    assert!(text.contains("critical[security]: Validation removed\n --> src/old.rs:3\n  = note: these lines are in the base version"), "{text}");
+    // Most severe first: the critical finding's file, then the major's, then the nit's.
+    let critical = text.find("critical[security]").unwrap();
+    let major = text.find("major[bug]").unwrap();
+    let nit = text.find("nit[style]").unwrap();
+    assert!(critical < major && major < nit, "{text}");
     assert!(text.contains("Summary:\n    Three things to look at.\n"));
     assert!(
         text.contains("3 findings (1 critical, 1 major, 0 minor, 1 nit) · react · 4 steps"),
         "{text}"
     );
+}
+
+/// `src/lib.rs` at head and `src/old.rs` at base, as a review's repository would give them.
+fn sources(path: &str, side: Side) -> Option<String> {
+    match (path, side) {
+        ("src/lib.rs", Side::Right) => Some(
+            (1..=11)
+                .map(|n| format!("// line {n}\n"))
+                .collect::<String>()
+                + "fn parse(input: &str) -> u32 {\n    let value = input.parse()\n        .unwrap();\n    value\n}\n",
+        ),
+        ("src/old.rs", Side::Left) => Some(
+            "fn check(x: u32) {\n    if x > 10 {\n        panic!(\"too big\");\n    }\n}\n".into(),
+        ),
+        _ => None,
+    }
+}
+
+#[test]
+fn a_finding_shows_its_lines_marked_and_its_suggestion_as_a_diff() {
+    let options = RenderOptions {
+        color: false,
+        sources: &sources,
+    };
+    let report = report();
+    let major = ReviewReport {
+        findings: vec![report.findings[0].clone()],
+        ..ReviewReport::default()
+    };
+    let text = render_with(&major, Format::Text, &options);
+    let expected = "\
+major[bug]: Unchecked unwrap
+  --> src/lib.rs:13:5
+   |
+12 |   fn parse(input: &str) -> u32 {
+13 | /     let value = input.parse()
+14 | |         .unwrap();
+   | |__________________^
+15 |       value
+   |
+   = Body of Unchecked unwrap.
+   = rule: AGENTS.md
+help: suggested change
+   |
+13 -     let value = input.parse()
+14 -         .unwrap();
+13 +     let value = input.parse()?;
+   |
+
+1 finding (0 critical, 1 major, 0 minor, 0 nit) · 0 steps · 0 model calls · 0 tool calls · 0 prompt + 0 completion tokens · cost unknown · 0.0s
+";
+    assert_eq!(text, expected, "\n{text}");
+}
+
+#[test]
+fn a_removed_line_is_shown_from_the_base_version() {
+    let options = RenderOptions {
+        color: false,
+        sources: &sources,
+    };
+    let text = render_with(&report(), Format::Text, &options);
+    assert!(
+        text.contains(" --> src/old.rs:3:9\n  |\n2 |     if x > 10 {\n3 |         panic!(\"too big\");\n  |         ^^^^^^^^^^^^^^^^^^\n"),
+        "{text}"
+    );
+}
+
+#[test]
+fn colour_is_ansi_only_when_asked_and_never_from_the_findings() {
+    let mut report = report();
+    report.findings[0].title = "Unchecked\x1b[2J unwrap".into();
+    report.findings[0].body = "Body\x1b]0;pwned\x07 text".into();
+    let plain = render_with(
+        &report,
+        Format::Text,
+        &RenderOptions {
+            color: false,
+            sources: &sources,
+        },
+    );
+    assert!(
+        !plain.contains('\x1b') && !plain.contains('\x07'),
+        "{plain}"
+    );
+    assert!(plain.contains("major[bug]: Unchecked[2J unwrap"), "{plain}");
+    let coloured = render_with(
+        &report,
+        Format::Text,
+        &RenderOptions {
+            color: true,
+            sources: &sources,
+        },
+    );
+    assert!(coloured.contains("\x1b["), "{coloured}");
+    // The escape sequences are the renderer's own: the title's was removed.
+    assert!(!coloured.contains("\x1b[2J") && !coloured.contains('\x07'));
+    // Colour changes nothing but the escape codes.
+    assert_eq!(strip_ansi(&coloured), plain);
+    for format in [Format::Markdown, Format::Json, Format::Sarif] {
+        let options = RenderOptions {
+            color: true,
+            sources: &sources,
+        };
+        assert_eq!(
+            render_with(&report, format, &options),
+            render(&report, format),
+            "{format}"
+        );
+    }
+}
+
+/// `text` without ANSI SGR sequences (`ESC [ ... m`).
+fn strip_ansi(text: &str) -> String {
+    let mut out = String::new();
+    let mut chars = text.chars();
+    while let Some(c) = chars.next() {
+        if c == '\x1b' {
+            for c in chars.by_ref() {
+                if c == 'm' {
+                    break;
+                }
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    out
 }
 
 #[test]

@@ -1,4 +1,5 @@
-//! Markdown for a pull-request comment or GitHub's job summary.
+//! Markdown for a pull-request comment or GitHub's job summary: findings by file, the file
+//! with the most severe finding first, and in a file the most severe first.
 
 use crate::review::anchor::fence_for;
 use crate::review::finding::{Finding, Side};
@@ -12,7 +13,10 @@ pub(super) fn render(report: &ReviewReport) -> String {
         out.push_str(&walkthrough);
         out.push('\n');
     }
-    let findings = super::ordered(&report.findings);
+    let findings: Vec<&Finding> = super::by_file_most_severe(&report.findings)
+        .into_iter()
+        .flat_map(|(_, findings)| findings)
+        .collect();
     if findings.is_empty() {
         out.push_str("**No findings.**\n");
     } else {

@@ -1,10 +1,20 @@
 //! Output formats of a review report: text for terminals, Markdown for pull-request
 //! comments and job summaries, JSON (version 1) for programs, SARIF for code scanning.
+//!
+//! Rendering is a pure function of the report, the options and a [`SourceLookup`] (the
+//! file text the code lines under a finding come from), so tests and `redline replay`
+//! render exactly what `redline review` does. Text and Markdown list findings by file,
+//! the file with the most severe finding first; JSON and SARIF keep path-then-line order.
 
+mod diagnostic;
 pub mod json;
 mod markdown;
 pub mod sarif;
+mod source;
 mod text;
+
+pub(crate) use source::RepoSources;
+pub use source::{NoSources, SourceLookup};
 
 use std::fmt;
 use std::str::FromStr;
@@ -58,14 +68,59 @@ impl fmt::Display for Format {
     }
 }
 
-/// Renders `report` in `format`. Findings appear ordered by path, then line.
+/// How to render: colour (text only) and where the code lines under a finding come from.
+#[derive(Clone, Copy)]
+pub struct RenderOptions<'a> {
+    /// ANSI colour in the text format (never in the others).
+    pub color: bool,
+    /// The file text findings point into; without it no code lines are shown.
+    pub sources: &'a dyn SourceLookup,
+}
+
+impl RenderOptions<'static> {
+    /// No colour, no code lines.
+    pub fn plain() -> Self {
+        RenderOptions {
+            color: false,
+            sources: &NoSources,
+        }
+    }
+}
+
+/// Renders `report` in `format` without colour or code lines (see [`render_with`]).
 pub fn render(report: &ReviewReport, format: Format) -> String {
+    render_with(report, format, &RenderOptions::plain())
+}
+
+/// Renders `report` in `format`: text and Markdown list findings by file, most severe
+/// first; JSON and SARIF by path, then line.
+pub fn render_with(report: &ReviewReport, format: Format, options: &RenderOptions<'_>) -> String {
     match format {
-        Format::Text => text::render(report),
+        Format::Text => text::render(report, options),
         Format::Markdown => markdown::render(report),
         Format::Json => json::to_json(report),
         Format::Sarif => sarif::to_sarif(report),
     }
+}
+
+/// The findings grouped by file: files with a more severe finding first (then by path),
+/// and in a file the most severe first, then by line.
+fn by_file_most_severe(findings: &[Finding]) -> Vec<(&str, Vec<&Finding>)> {
+    let mut files: Vec<(&str, Vec<&Finding>)> = Vec::new();
+    for finding in findings {
+        match files.iter_mut().find(|(path, _)| *path == finding.path) {
+            Some((_, group)) => group.push(finding),
+            None => files.push((finding.path.as_str(), vec![finding])),
+        }
+    }
+    for (_, group) in &mut files {
+        group.sort_by(|a, b| {
+            (b.severity, a.start_line, a.line).cmp(&(a.severity, b.start_line, b.line))
+        });
+    }
+    // Each group's first finding is its most severe.
+    files.sort_by(|(a_path, a), (b_path, b)| (b[0].severity, a_path).cmp(&(a[0].severity, b_path)));
+    files
 }
 
 /// The findings ordered by path, then line, then first line.
