@@ -22,6 +22,23 @@ use crate::prompts::PromptOverrides;
 pub(crate) use sources::{ConfigSource, Owner, merge_sources};
 pub mod limits;
 
+/// An environment variable's value, `None` when it is unset or empty (only whitespace):
+/// an empty variable means unset everywhere (compose files and Actions pass unset
+/// settings as empty strings). Every read of the environment goes through this.
+pub(crate) fn env_var(name: &str) -> Option<String> {
+    std::env::var(name).ok().filter(|v| !v.trim().is_empty())
+}
+
+/// `FILE:L:C: key: message` for a value from a file, `--flag: message` for one from a flag
+/// (the flag names the setting), `/redline review --strategy: message` for a command's.
+fn setting_message(origin: &str, key: &str, message: &str) -> String {
+    if origin.starts_with('-') || origin.contains(" -") {
+        format!("{origin}: {message}")
+    } else {
+        format!("{origin}: {key}: {message}")
+    }
+}
+
 /// Name of the per-repository config file.
 pub(crate) const CONFIG_FILE: &str = ".redline.toml";
 
@@ -31,7 +48,7 @@ pub(crate) use crate::agent::DEFAULT_MAX_STEPS;
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
     /// The file is not valid TOML or has unknown keys or wrong types.
-    #[error("invalid config {origin}: {message}")]
+    #[error("{origin}:{message}")]
     Invalid {
         /// Where the config came from.
         origin: String,
@@ -47,7 +64,7 @@ pub enum ConfigError {
         message: String,
     },
     /// A value is wrong, with where it came from (flag, file and line).
-    #[error("invalid value for `{key}` ({origin}): {message}")]
+    #[error("{}", setting_message(origin, key, message))]
     Setting {
         /// The setting.
         key: String,
@@ -67,6 +84,18 @@ pub enum ConfigError {
         provider_var: String,
         /// What else would work for this provider (may be empty).
         hint: String,
+    },
+    /// No model was chosen and the local server at the endpoint does not serve the default.
+    #[error(
+        "the server at {base_url} does not serve the default model `{model}`; it serves: {served}. Choose one with --model NAME (or `model` in .redline.toml)"
+    )]
+    ModelNotServed {
+        /// The default model that would have been asked for.
+        model: String,
+        /// The endpoint.
+        base_url: String,
+        /// The model ids the server lists, comma-separated (bounded).
+        served: String,
     },
     /// Reading the file failed.
     #[error("cannot read config {origin}: {message}")]
@@ -413,14 +442,14 @@ pub(crate) fn parse_timeout(key: &str, text: &str) -> Result<std::time::Duration
     Ok(duration)
 }
 
-/// A TOML error as `line L, column C (`key`): what`, without any value from the file: the
+/// A TOML error as `L:C: key: what` (to follow `FILE:`), without any value from the file: the
 /// error's own text quotes the source line and serde's message quotes the value, and a
 /// config line may hold a secret (a key pasted under the wrong name or into a wrong-typed
 /// setting), while errors are printed and, by the App, posted.
 pub(crate) fn toml_error(error: &toml::de::Error, text: &str) -> String {
     let message = without_values(error.message().trim_end());
     let Some(start) = error.span().map(|span| span.start.min(text.len())) else {
-        return message;
+        return format!(" {message}");
     };
     let before = text.get(..start).unwrap_or_default();
     let line = before.matches('\n').count() + 1;
@@ -439,10 +468,58 @@ pub(crate) fn toml_error(error: &toml::de::Error, text: &str) -> String {
         .and_then(|line| line.split_once('='))
         .map(|(key, _)| key.trim())
         .filter(|key| is_plain_name(key));
+    let message = match unknown_key(&message) {
+        Some((name, suggestion)) if key == Some(name.as_str()) => {
+            format!("unknown key{suggestion}")
+        }
+        Some((name, suggestion)) => format!("unknown key `{name}`{suggestion}"),
+        None => message,
+    };
     match key {
-        Some(key) => format!("line {line}, column {column} (`{key}`): {message}"),
-        None => format!("line {line}, column {column}: {message}"),
+        Some(key) => format!("{line}:{column}: {key}: {message}"),
+        None => format!("{line}:{column}: {message}"),
     }
+}
+
+/// The name and a did-you-mean of serde's `unknown field `x`, expected one of …` (which
+/// lists every key), or `None` for another message.
+fn unknown_key(message: &str) -> Option<(String, String)> {
+    let rest = message.strip_prefix("unknown field `")?;
+    let (name, expected) = rest.split_once('`')?;
+    let accepted: Vec<&str> = expected.split('`').skip(1).step_by(2).collect();
+    let suggestion = match crate::text::closest(name, &accepted) {
+        Some(close) => format!(": did you mean `{close}`?"),
+        None => " (the file `redline init` writes has every key)".to_string(),
+    };
+    Some((name.to_string(), suggestion))
+}
+
+/// Where `key` (dotted for a table's key: `reflection.max_rounds`) is set in `text`,
+/// as `L:C` (1-based), or `None` when the text does not set it.
+pub(crate) fn key_position(text: &str, key: &str) -> Option<String> {
+    let document = toml::de::DeTable::parse(text).ok()?;
+    let mut table = document.get_ref();
+    let mut offset = None;
+    for part in key.split('.') {
+        let (name, value) = table
+            .iter()
+            .find(|(name, _)| name.get_ref().as_ref() == part)?;
+        offset = Some(name.span().start);
+        match value.get_ref() {
+            toml::de::DeValue::Table(inner) => table = inner,
+            _ => break,
+        }
+    }
+    let before = text.get(..offset?)?;
+    let line = before.matches('\n').count() + 1;
+    let column = before
+        .rsplit('\n')
+        .next()
+        .unwrap_or_default()
+        .chars()
+        .count()
+        + 1;
+    Some(format!("{line}:{column}"))
 }
 
 /// `message` with every quoted value (`"…"`) blanked, and every backquoted one that is not a

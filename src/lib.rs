@@ -35,7 +35,7 @@ pub mod thread_flow;
 pub mod tools;
 
 /// The `redline` command line: parse a [`Cli`], then [`run`] it for the exit code.
-pub use cli::{Cli, run};
+pub use cli::{Cli, parse, run};
 
 /// The Tokio runtime every entry point runs on: Tokio's multi-thread runtime (a worker thread
 /// per core the process may use), and on a single core a current-thread runtime. On one core

@@ -2,8 +2,6 @@
 
 use std::io::IsTerminal;
 
-use clap::Parser;
-
 fn main() {
     let filter = tracing_subscriber::EnvFilter::try_from_env("REDLINE_LOG")
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
@@ -17,9 +15,13 @@ fn main() {
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
         // Colour only for a person at a terminal; redirected logs stay plain text.
-        .with_ansi(std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none())
+        .with_ansi(
+            std::io::stderr().is_terminal()
+                && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()),
+        )
         .init();
-    let cli = redline::Cli::parse();
+    // Empty `REDLINE_*` variables count as unset (compose files pass them so).
+    let cli = redline::parse();
     let code = match redline::runtime() {
         Ok(runtime) => {
             let code = runtime.block_on(redline::run(cli));

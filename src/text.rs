@@ -120,3 +120,69 @@ mod tests {
         assert_eq!(escape_markdown("a ` @x"), "a ` @\u{2060}x");
     }
 }
+
+/// The accepted name closest to `value` when it is close enough to be a slip
+/// (`reac` for `react`, `modle` for `model`), else `None`.
+pub(crate) fn closest<'a>(value: &str, accepted: &[&'a str]) -> Option<&'a str> {
+    let value = value.trim().to_ascii_lowercase();
+    accepted
+        .iter()
+        .map(|name| (strsim::jaro_winkler(&value, name), *name))
+        .filter(|(score, _)| *score >= 0.8)
+        .max_by(|a, b| a.0.total_cmp(&b.0))
+        .map(|(_, name)| name)
+}
+
+/// `unknown WHAT `value`: did you mean `x`?` when one accepted name is close, else the
+/// accepted names (`expected a, b or c`).
+pub(crate) fn unknown_value(what: &str, value: &str, accepted: &[&str]) -> String {
+    match closest(value, accepted) {
+        Some(name) => format!("unknown {what} `{value}`: did you mean `{name}`?"),
+        None => format!("unknown {what} `{value}` (expected {})", one_of(accepted)),
+    }
+}
+
+/// `a, b or c`.
+pub(crate) fn one_of(names: &[&str]) -> String {
+    match names.split_last() {
+        Some((last, [])) => (*last).to_string(),
+        Some((last, rest)) => format!("{} or {last}", rest.join(", ")),
+        None => String::new(),
+    }
+}
+
+#[cfg(test)]
+mod suggestion_tests {
+    use super::*;
+
+    #[test]
+    fn a_slip_gets_the_closest_name_and_anything_else_the_list() {
+        assert_eq!(
+            closest("modle", &["provider", "model", "max_steps"]),
+            Some("model")
+        );
+        assert_eq!(
+            unknown_value("strategy", "reac", &["auto", "react", "plan", "reflect"]),
+            "unknown strategy `reac`: did you mean `react`?"
+        );
+        assert_eq!(
+            unknown_value("strategy", "zzz", &["auto", "react", "plan", "reflect"]),
+            "unknown strategy `zzz` (expected auto, react, plan or reflect)"
+        );
+    }
+}
+
+/// `1 file`, `2 files`: a count with its noun in the right number.
+pub(crate) fn count(n: usize, singular: &str, plural: &str) -> String {
+    format!("{n} {}", if n == 1 { singular } else { plural })
+}
+
+#[cfg(test)]
+mod count_tests {
+    #[test]
+    fn one_is_singular_and_every_other_count_plural() {
+        assert_eq!(super::count(1, "file", "files"), "1 file");
+        assert_eq!(super::count(0, "file", "files"), "0 files");
+        assert_eq!(super::count(2, "task", "tasks"), "2 tasks");
+    }
+}

@@ -945,3 +945,136 @@ async fn wrong_shaped_event_files_are_errors() {
     }
     assert!(model.requests().is_empty() && gh.requests().is_empty());
 }
+
+/// The inputs of action.yml with their defaults, as a workflow that sets none of them gets them.
+fn action_input_defaults() -> Vec<(String, String)> {
+    let yaml = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("action.yml"))
+        .expect("action.yml");
+    let inputs = yaml
+        .split("\ninputs:\n")
+        .nth(1)
+        .expect("inputs")
+        .split("\noutputs:\n")
+        .next()
+        .expect("outputs");
+    let mut defaults = Vec::new();
+    let mut name = None;
+    for line in inputs.lines() {
+        if let Some(input) = line.strip_prefix("  ").and_then(|l| l.strip_suffix(':')) {
+            if !input.starts_with(' ') {
+                name = Some(input.to_string());
+            }
+        } else if let Some(value) = line.trim().strip_prefix("default:") {
+            let value = value.trim().trim_matches('"').to_string();
+            defaults.push((name.clone().expect("an input before its default"), value));
+        }
+    }
+    defaults
+}
+
+/// A composite action cannot tell an input's default from a value the workflow set: the
+/// inputs that the config file can set default to empty, so the base commit's
+/// `.redline.toml` (`model`, `strategy`, `fail_on`, `max_comments`) applies as action.yml
+/// runs the review with the defaults.
+#[tokio::test]
+async fn the_base_commit_config_wins_over_the_inputs_defaults() {
+    let repo = TempRepo::new();
+    repo.write("src/calc.rs", BASE);
+    repo.write(
+        ".redline.toml",
+        "model = \"model-from-file\"\nstrategy = \"plan\"\nfail_on = \"minor\"\nmax_comments = 1\n",
+    );
+    let base = repo.commit("base with settings");
+    repo.checkout_new_branch("feature");
+    repo.write("src/calc.rs", HEAD);
+    let head = repo.commit("add ratio");
+    let gh = GitHubMock::start().await;
+    let model = ModelServer::start_with(Wire::OpenAi, |req, _| {
+        if req.system_text().contains("You are planning the review") {
+            return Reply::tool(
+                "p",
+                "submit_plan",
+                json!({"tasks": [{"title": "calc", "files": ["src/calc.rs"], "focus": "arithmetic"}]}),
+            );
+        }
+        Reply::tool(
+            "s",
+            "submit_review",
+            json!({"findings": [calc_finding(6, "Unchecked ratio"), calc_finding(7, "Division by zero")], "summary": "s"}),
+        )
+    })
+    .await;
+    let mut inputs: Vec<(&str, String)> = Vec::new();
+    let defaults = action_input_defaults();
+    for (name, value) in &defaults {
+        let value = match name.as_str() {
+            "github-token" => TOKEN.to_string(),
+            "api-key" => KEY.to_string(),
+            // The endpoint is never the repository's to choose: the workflow sets it.
+            "base-url" => model.base_url(),
+            _ => value.clone(),
+        };
+        inputs.push((name.as_str(), value));
+    }
+    for settable in [
+        "provider",
+        "model",
+        "strategy",
+        "fail-on",
+        "max-comments",
+        "config",
+    ] {
+        assert!(
+            defaults.iter().any(|(n, v)| n == settable && v.is_empty()),
+            "input {settable} has a non-empty default: {defaults:?}"
+        );
+    }
+    let dir = tempfile::tempdir().expect("tmp");
+    let event_path = dir.path().join("event.json");
+    std::fs::write(
+        &event_path,
+        pull_request_event("pull_request/opened.payload.json", &base, &head).to_string(),
+    )
+    .expect("event");
+    let bin_dir = PathBuf::from(env!("CARGO_BIN_EXE_redline"))
+        .parent()
+        .expect("bin dir")
+        .to_path_buf();
+    let output = composite_step(
+        "action-review.sh",
+        &review_step_env(),
+        &inputs,
+        Path::new(env!("CARGO_MANIFEST_DIR")),
+        &bin_dir,
+        &event_path,
+        &gh,
+        repo.path(),
+        dir.path(),
+    )
+    .output()
+    .await
+    .expect("review step");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    // fail_on = "minor": the critical findings fail the step, after posting.
+    assert_eq!(
+        output.status.code(),
+        Some(1),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let requests = model.requests();
+    assert!(
+        requests
+            .iter()
+            .all(|r| r.body["model"] == "model-from-file")
+    );
+    assert!(
+        requests
+            .iter()
+            .any(|r| r.system_text().contains("You are planning the review")),
+        "strategy = \"plan\" planned"
+    );
+    // max_comments = 1: one inline comment, the other finding in the summary comment.
+    assert_eq!(gh.reviews().len(), 1);
+    assert_eq!(gh.review_comments().len(), 1, "{:?}", gh.review_comments());
+}

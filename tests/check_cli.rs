@@ -121,7 +121,13 @@ async fn every_check_passes_with_good_settings() {
             .as_deref()
             .is_some_and(|a| a.starts_with("Bearer "))
     );
-    assert!(db.is_file(), "the SQLite database was created");
+    // `check` creates no database: a file that does not exist yet is left to `serve`.
+    assert!(!db.exists(), "check created the SQLite database");
+    assert!(
+        run.line("database").contains("does not exist yet"),
+        "{}",
+        run.stdout
+    );
 }
 
 #[tokio::test]
@@ -236,4 +242,66 @@ async fn credentials_in_url_parameters_never_print_even_on_failure_lines() {
         .find(|l| l.starts_with("FAIL  model: "))
         .unwrap_or_else(|| panic!("{stdout}"));
     assert!(model.contains("api_key=***"), "{model}");
+}
+
+/// `check` resolves the model exactly as `review` does: the repository's `.redline.toml`,
+/// the user's config file and local discovery; `--app` leaves no `redline.db` behind.
+#[tokio::test]
+async fn the_model_is_resolved_as_review_resolves_it_and_no_database_is_created() {
+    // Discovery (no key, no endpoint) with the user's config file naming the model.
+    let model = ModelServer::start(Wire::OpenAi, vec![Reply::text("OK")])
+        .await
+        .with_models(&["listed-first", "user-model"]);
+    let home = tempfile::tempdir().expect("tmp");
+    std::fs::create_dir_all(home.path().join("redline")).expect("dir");
+    std::fs::write(
+        home.path().join("redline/config.toml"),
+        "model = \"user-model\"\n",
+    )
+    .expect("user config");
+    let cwd = tempfile::tempdir().expect("tmp");
+    let output = redline_command()
+        .current_dir(cwd.path())
+        .args(["check", "--app"])
+        .env_remove("REDLINE_NO_DISCOVERY")
+        .env("REDLINE_DISCOVERY_PORTS", model.port().to_string())
+        .env("XDG_CONFIG_HOME", home.path())
+        .env_remove("REDLINE_DATABASE_URL")
+        .env_remove("GITHUB_APP_ID")
+        .output()
+        .await
+        .expect("run redline check");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(stdout.starts_with("ok    model: `user-model`"), "{stdout}");
+    let chat: Vec<_> = model
+        .requests()
+        .into_iter()
+        .filter(|r| r.path != "/v1/models")
+        .collect();
+    assert_eq!(chat.len(), 1);
+    assert_eq!(chat[0].body["model"], "user-model");
+    assert!(
+        stdout.contains("ok    database: sqlite://redline.db does not exist yet"),
+        "{stdout}"
+    );
+    assert!(
+        !cwd.path().join("redline.db").exists(),
+        "check --app created redline.db in the current directory"
+    );
+
+    // In a repository: its `.redline.toml` chooses the model, as for `redline review`.
+    let model = ModelServer::start(Wire::OpenAi, vec![Reply::text("OK")]).await;
+    let repo = crate::common::git::TempRepo::new();
+    repo.write(".redline.toml", "model = \"repo-model\"\n");
+    repo.commit("config");
+    let output = redline_command()
+        .current_dir(repo.path())
+        .args(["check", "--base-url", &model.base_url()])
+        .env("REDLINE_API_KEY", KEY)
+        .output()
+        .await
+        .expect("run redline check");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert_eq!(output.status.code(), Some(0), "{stdout}");
+    assert_eq!(model.requests()[0].body["model"], "repo-model");
 }

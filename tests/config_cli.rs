@@ -116,6 +116,11 @@ fn assert_key_went_only_to(run: &Run, honest: &ModelServer, attacker: &ModelServ
         "{case}: no request to the user's endpoint"
     );
     for request in &requests {
+        if request.path == "/v1/models" {
+            // The model list is asked without credentials (no model was chosen).
+            assert_eq!(request.header("authorization"), None, "{case}");
+            continue;
+        }
         // OpenAI wire (the user's provider), with the real key.
         assert_eq!(request.path, "/v1/chat/completions", "{case}");
         assert_eq!(
@@ -234,8 +239,9 @@ async fn fails_before_the_model(repo: &TempRepo, args: &[&str], env: &[(&str, &s
         "{args:?}: stdout {}\nstderr {}",
         run.stdout, run.stderr
     );
+    // Asking the server which models it serves (no model chosen) is not a model call.
     assert!(
-        model.requests().is_empty(),
+        model.requests().iter().all(|r| r.path == "/v1/models"),
         "{args:?}: the model was asked before the error"
     );
     run.stderr
@@ -328,5 +334,129 @@ async fn an_unanchored_critical_finding_fails_the_run() {
             .contains("Empty input divides by zero"),
         "{out}"
     );
+    // And as data, with the same fields as a finding.
+    let unanchored = out["unanchored"].as_array().expect("an unanchored array");
+    assert_eq!(unanchored.len(), 1, "{out}");
+    assert_eq!(unanchored[0]["path"], "src/lib.rs");
+    assert_eq!(unanchored[0]["line"], 1);
+    assert_eq!(unanchored[0]["severity"], "critical");
+    assert_eq!(unanchored[0]["title"], "Empty input divides by zero");
     assert_eq!(run.code, 1, "{}", run.stderr);
+}
+
+/// A bad flag is reported first, once, naming the flag and the closest value: before local
+/// discovery probes anything or says what it found.
+#[tokio::test]
+async fn a_flag_error_comes_before_discovery_and_names_the_flag() {
+    let repo = TempRepo::new();
+    repo.write("src/calc.rs", BASE);
+    repo.commit("base");
+    repo.checkout_new_branch("feature");
+    repo.write("src/calc.rs", HEAD);
+    repo.commit("change");
+    let local = ModelServer::start(Wire::OpenAi, Vec::new())
+        .await
+        .with_models(&["local-model"]);
+    let home = tempfile::tempdir().expect("tmp");
+    let output = cli::redline_command()
+        .args(["review", "--base", "main", "--strategy", "reac", "--repo"])
+        .arg(repo.path())
+        .env_remove("REDLINE_NO_DISCOVERY")
+        .env("REDLINE_DISCOVERY_PORTS", local.port().to_string())
+        .env("XDG_CONFIG_HOME", home.path())
+        .output()
+        .await
+        .expect("run redline");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert_eq!(
+        stderr.trim_end(),
+        "error: --strategy: unknown strategy `reac`: did you mean `react`?"
+    );
+    assert!(
+        local.requests().is_empty(),
+        "discovery probed before the flag error"
+    );
+}
+
+/// A model error that ends the run is printed once, not also as a progress line.
+#[tokio::test]
+async fn a_model_error_is_printed_once() {
+    let repo = TempRepo::new();
+    repo.write("src/calc.rs", BASE);
+    repo.commit("base");
+    repo.checkout_new_branch("feature");
+    repo.write("src/calc.rs", HEAD);
+    repo.commit("change");
+    let model = ModelServer::start(
+        Wire::OpenAi,
+        vec![Reply::api_error(
+            Wire::OpenAi,
+            401,
+            "invalid_api_key",
+            "Incorrect API key provided",
+        )],
+    )
+    .await;
+    let home = tempfile::tempdir().expect("tmp");
+    let run = review(
+        repo.path(),
+        home.path(),
+        &[],
+        &["--base-url", &model.base_url(), "--model", "test-model"],
+    )
+    .await;
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert_eq!(
+        run.stderr.matches("Incorrect API key provided").count(),
+        1,
+        "{}",
+        run.stderr
+    );
+}
+
+/// A retry that fails for the reason the previous attempt did says `the same error`
+/// instead of repeating the reason.
+#[tokio::test]
+async fn a_repeated_retry_reason_is_not_repeated() {
+    let repo = TempRepo::new();
+    repo.write("src/calc.rs", BASE);
+    repo.commit("base");
+    repo.checkout_new_branch("feature");
+    repo.write("src/calc.rs", HEAD);
+    repo.commit("change");
+    let model = ModelServer::start(
+        Wire::OpenAi,
+        vec![
+            Reply::error(503, "upstream overloaded"),
+            Reply::error(503, "upstream overloaded"),
+            Reply::tool(
+                "s",
+                "submit_review",
+                json!({"findings": [], "summary": "ok"}),
+            ),
+        ],
+    )
+    .await;
+    let home = tempfile::tempdir().expect("tmp");
+    let run = review(
+        repo.path(),
+        home.path(),
+        &[],
+        &["--base-url", &model.base_url(), "--model", "test-model"],
+    )
+    .await;
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(
+        run.stderr.matches("upstream overloaded").count(),
+        1,
+        "{}",
+        run.stderr
+    );
+    assert!(
+        run.stderr
+            .contains("model call attempt 2 failed (the same error)"),
+        "{}",
+        run.stderr
+    );
 }

@@ -147,3 +147,41 @@ async fn nothing_answering_keeps_the_missing_key_error() {
     assert_eq!(run.code, 2, "{}", run.stderr);
     assert!(run.stderr.contains("no API key"), "{}", run.stderr);
 }
+
+/// `--base-url` at a local server without `--model`: the default hosted model is not sent;
+/// the server's `GET /v1/models` is asked, and the error lists what it serves and names
+/// `--model`, before any model call.
+#[tokio::test]
+async fn a_local_base_url_without_a_model_lists_the_served_models() {
+    let repo = repo();
+    let server = server().await;
+    let base_url = server.base_url().replace("127.0.0.1", "localhost");
+    let run = review(&repo, "", &["--base-url", &base_url], &[]).await;
+    assert_eq!(run.code, 2, "{}\n{}", run.stdout, run.stderr);
+    assert!(
+        run.stderr.contains("`gpt-4.1-mini`")
+            && run.stderr.contains("local-coder:7b, other")
+            && run.stderr.contains("--model"),
+        "{}",
+        run.stderr
+    );
+    assert_eq!(
+        run.stderr.matches("local-coder:7b").count(),
+        1,
+        "{}",
+        run.stderr
+    );
+    assert!(
+        server.requests().iter().all(|r| r.path == "/v1/models"),
+        "no model call"
+    );
+    // With the model named, the same server reviews.
+    let run = review(
+        &repo,
+        "",
+        &["--base-url", &base_url, "--model", "local-coder:7b"],
+        &[],
+    )
+    .await;
+    assert_eq!(run.code, 0, "{}", run.stderr);
+}

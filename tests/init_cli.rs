@@ -79,10 +79,23 @@ async fn init_action_writes_the_workflow_and_names_the_secret() {
 }
 
 #[tokio::test]
-async fn init_never_overwrites_without_force_and_writes_nothing_then() {
+async fn init_never_overwrites_without_force_and_adds_only_what_is_missing() {
     let dir = tempfile::tempdir().expect("tmp");
     let config = dir.path().join(".redline.toml");
     std::fs::write(&config, "model = \"mine\"\n").expect("write");
+    // `init` then `init --action`, as init's own advice says: the workflow is added.
+    let run = init(dir.path(), &["--action"]).await;
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(run.stdout.contains("kept "), "{}", run.stdout);
+    assert_eq!(
+        std::fs::read_to_string(&config).unwrap(),
+        "model = \"mine\"\n"
+    );
+    let workflow = dir.path().join(".github/workflows/redline.yml");
+    assert!(workflow.is_file());
+    std::fs::write(&workflow, "# mine\n").expect("write");
+
+    // Everything exists: nothing is written, and that is an error naming --force.
     let run = init(dir.path(), &["--action"]).await;
     assert_eq!(run.code, 2, "{}", run.stdout);
     assert!(
@@ -90,14 +103,9 @@ async fn init_never_overwrites_without_force_and_writes_nothing_then() {
         "{}",
         run.stderr
     );
-    assert_eq!(
-        std::fs::read_to_string(&config).unwrap(),
-        "model = \"mine\"\n"
-    );
-    assert!(
-        !dir.path().join(".github/workflows/redline.yml").exists(),
-        "nothing is written when any file exists"
-    );
+    assert_eq!(std::fs::read_to_string(&workflow).unwrap(), "# mine\n");
+    let run = init(dir.path(), &[]).await;
+    assert_eq!(run.code, 2, "{}", run.stdout);
 
     let run = init(dir.path(), &["--action", "--force"]).await;
     assert_eq!(run.code, 0, "{}", run.stderr);
@@ -106,7 +114,11 @@ async fn init_never_overwrites_without_force_and_writes_nothing_then() {
             .unwrap()
             .contains("# model = ")
     );
-    assert!(dir.path().join(".github/workflows/redline.yml").is_file());
+    assert!(
+        std::fs::read_to_string(&workflow)
+            .unwrap()
+            .contains("uses:")
+    );
 }
 
 /// A repository (as a clone could carry it) with `link` pointing at `target`.

@@ -419,9 +419,22 @@ async fn bad_limits_are_rejected_before_any_model_call() {
             None,
             "--timeout",
         ),
-        (vec![], Some("max_tokens = -3\n"), "`max_tokens`"),
-        (vec![], Some("timeout = 9223372036854775807\n"), "`timeout`"),
-        (vec![], Some("timeout = \"0s\"\n"), "`timeout`"),
+        // One format: `FILE:LINE:COL: key: message`.
+        (
+            vec![],
+            Some("max_tokens = -3\n"),
+            "bad.toml:1:1: max_tokens: ",
+        ),
+        (
+            vec![],
+            Some("timeout = 9223372036854775807\n"),
+            "bad.toml:1:1: timeout: ",
+        ),
+        (
+            vec![],
+            Some("timeout = \"0s\"\n"),
+            "bad.toml:1:1: timeout: ",
+        ),
         (
             vec![],
             Some("[pricing.\"test-model\"]\ninput = -1\noutput = 1\n"),

@@ -391,7 +391,9 @@ async fn missing_key_and_bad_flags_exit_2() {
     let empty_model = cli::review_bare(repo.path(), &server.base_url(), &["--model", ""]).await;
     assert_eq!(empty_model.code, 2, "{}", empty_model.stderr);
     assert!(
-        empty_model.stderr.contains("`model`") && empty_model.stderr.contains("empty"),
+        empty_model
+            .stderr
+            .contains("--model: the model name is empty"),
         "{}",
         empty_model.stderr
     );

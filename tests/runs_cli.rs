@@ -550,3 +550,160 @@ async fn a_tool_call_pending_at_the_crash_is_run_once_on_resume() {
             .contains("pub fn ratio")
     );
 }
+
+/// A run that fails before any model call answered leaves no transcript: a bad output
+/// path, or a model endpoint that is not there.
+#[tokio::test]
+async fn a_run_that_fails_before_any_model_answer_writes_no_transcript() {
+    let repo = repo();
+    let runs = tempfile::tempdir().unwrap();
+    let server = ModelServer::start_with(Wire::OpenAi, scripted_model(Duration::ZERO)).await;
+    let run = review(
+        repo.path(),
+        &server,
+        runs.path(),
+        &["--output", "/nonexistent-dir/report.json"],
+    )
+    .await;
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert!(server.requests().is_empty());
+    assert_eq!(transcripts(runs.path()), Vec::<PathBuf>::new());
+
+    let closed = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .unwrap()
+        .port();
+    let runs_arg = runs.path().display().to_string();
+    let run = cli::review(
+        repo.path(),
+        &format!("http://127.0.0.1:{closed}/v1"),
+        "openai",
+        &["--format", "json", "--runs-dir", &runs_arg],
+    )
+    .await;
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert_eq!(transcripts(runs.path()), Vec::<PathBuf>::new());
+    // A run that got its answers keeps its transcript.
+    let run = review(repo.path(), &server, runs.path(), &[]).await;
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(transcripts(runs.path()).len(), 1);
+}
+
+async fn redline_in(dir: &Path, args: &[&str]) -> cli::Run {
+    let output = cli::redline_command()
+        .current_dir(dir)
+        .args(args)
+        .output()
+        .await
+        .expect("run redline");
+    cli::Run {
+        code: output.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+        events: String::new(),
+    }
+}
+
+/// `redline runs` lists the runs newest first (text and JSON); `redline replay` takes a
+/// run id or `latest` as `--resume` does.
+#[tokio::test]
+async fn runs_are_listed_and_replayed_by_id_or_latest() {
+    let repo = repo();
+    let runs = tempfile::tempdir().unwrap();
+    let runs_arg = runs.path().display().to_string();
+    let server = ModelServer::start_with(Wire::OpenAi, scripted_model(Duration::ZERO)).await;
+    let first = review(repo.path(), &server, runs.path(), &[]).await;
+    assert_eq!(first.code, 0, "{}", first.stderr);
+    let second = review(repo.path(), &server, runs.path(), &["--strategy", "react"]).await;
+    assert_eq!(second.code, 0, "{}", second.stderr);
+    let files = transcripts(runs.path());
+    assert_eq!(files.len(), 2);
+    let id_of = |p: &PathBuf| p.file_stem().unwrap().to_str().unwrap().to_string();
+    let (older, newer) = (id_of(&files[0]), id_of(&files[1]));
+
+    let listed = redline_in(
+        repo.path(),
+        &["runs", "--runs-dir", &runs_arg, "--format", "json"],
+    )
+    .await;
+    assert_eq!(listed.code, 0, "{}", listed.stderr);
+    let json = listed.json();
+    let runs_listed = json.as_array().expect("an array");
+    assert_eq!(runs_listed.len(), 2);
+    assert_eq!(runs_listed[0]["id"], newer.as_str(), "newest first");
+    assert_eq!(runs_listed[1]["id"], older.as_str());
+    for run in runs_listed {
+        assert_eq!(run["status"], "finished");
+        assert_eq!(run["strategy"], "react");
+        assert!(run["created"].as_str().is_some_and(|c| !c.is_empty()));
+        assert!(run.get("cost_usd").is_some(), "{run}");
+    }
+    let text = redline_in(repo.path(), &["runs", "--runs-dir", &runs_arg]).await;
+    assert_eq!(text.code, 0, "{}", text.stderr);
+    let lines: Vec<&str> = text.stdout.lines().collect();
+    assert!(
+        lines[0].starts_with("RUN") && lines[0].contains("COST"),
+        "{}",
+        text.stdout
+    );
+    assert!(
+        lines[1].starts_with(&newer) && lines[1].contains("finished"),
+        "{}",
+        text.stdout
+    );
+
+    for wanted in [older.as_str(), "latest"] {
+        let replayed = redline_in(
+            repo.path(),
+            &[
+                "replay",
+                wanted,
+                "--runs-dir",
+                &runs_arg,
+                "--format",
+                "json",
+            ],
+        )
+        .await;
+        assert_eq!(replayed.code, 0, "{wanted}: {}", replayed.stderr);
+        assert_eq!(replayed.json()["findings"][0]["title"], "Division by zero");
+    }
+    let missing = redline_in(
+        repo.path(),
+        &[
+            "replay",
+            "20990101T000000Z-00000000",
+            "--runs-dir",
+            &runs_arg,
+        ],
+    )
+    .await;
+    assert_eq!(missing.code, 2);
+    assert!(
+        missing.stderr.contains("20990101T000000Z-00000000"),
+        "{}",
+        missing.stderr
+    );
+}
+
+/// Nothing committed to review on a dirty work tree: the run says `--uncommitted` reviews it.
+#[tokio::test]
+async fn nothing_to_review_on_a_dirty_work_tree_points_at_uncommitted() {
+    let repo = TempRepo::new();
+    repo.write("src/calc.rs", BASE_CALC);
+    repo.commit("base");
+    repo.write("src/calc.rs", HEAD_CALC);
+    let server = ModelServer::start_with(Wire::OpenAi, scripted_model(Duration::ZERO)).await;
+    let runs = tempfile::tempdir().unwrap();
+    let run = review(repo.path(), &server, runs.path(), &[]).await;
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(run.stderr.contains("--uncommitted"), "{}", run.stderr);
+    assert!(
+        run.json()["summary"]
+            .as_str()
+            .is_some_and(|s| s.contains("redline review --uncommitted")),
+        "{}",
+        run.stdout
+    );
+    assert!(server.requests().is_empty());
+}

@@ -683,3 +683,69 @@ pub(crate) async fn wait_until(done: impl Fn() -> bool, tries: u32, pause_ms: u6
         tokio::time::sleep(Duration::from_millis(pause_ms)).await;
     }
 }
+
+/// compose.yaml passes every optional setting as `${VAR:-}`: empty variables are unset, so
+/// the App starts with the defaults (and the key from `OPENAI_API_KEY`) instead of
+/// refusing `''` as a provider or a URL.
+#[tokio::test]
+async fn empty_variables_as_compose_passes_them_count_as_unset() {
+    let model = ModelServer::start(Wire::OpenAi, vec![]).await;
+    let dir = tempfile::tempdir().expect("tmp");
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("port")
+        .port();
+    let mut child = cli::redline_command()
+        .args(["serve", "--listen", &format!("127.0.0.1:{port}")])
+        .env("GITHUB_APP_ID", "12345")
+        .env("GITHUB_APP_PRIVATE_KEY", "")
+        .env(
+            "GITHUB_APP_PRIVATE_KEY_PATH",
+            Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("tests/fixtures/github/TEST-ONLY-app-private-key.pem"),
+        )
+        .env("GITHUB_WEBHOOK_SECRET", SECRET)
+        .env("GITHUB_API_URL", "")
+        .env("OPENAI_API_KEY", KEY)
+        .env("ANTHROPIC_API_KEY", "")
+        .env("REDLINE_API_KEY", "")
+        .env("REDLINE_PROVIDER", "")
+        .env("REDLINE_MODEL", "test-model")
+        .env("REDLINE_BASE_URL", model.base_url())
+        .env("REDLINE_CACHE_DIR", dir.path().join("cache"))
+        .env("REDLINE_MAX_COST_CEILING", "")
+        .env("REDLINE_TIMEOUT_CEILING", "")
+        .env(
+            "REDLINE_DATABASE_URL",
+            format!("sqlite://{}", dir.path().join("redline.db").display()),
+        )
+        .current_dir(dir.path())
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("start redline serve");
+    let client = reqwest::Client::new();
+    let mut healthy = false;
+    for _ in 0..200 {
+        if let Ok(Some(status)) = child.try_wait() {
+            let mut stderr = String::new();
+            if let Some(mut pipe) = child.stderr.take() {
+                use tokio::io::AsyncReadExt;
+                pipe.read_to_string(&mut stderr).await.expect("stderr");
+            }
+            panic!("serve exited ({status}): {stderr}");
+        }
+        if client
+            .get(format!("http://127.0.0.1:{port}/healthz"))
+            .send()
+            .await
+            .is_ok_and(|r| r.status().is_success())
+        {
+            healthy = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(healthy, "serve never answered /healthz");
+    child.kill().await.expect("stop serve");
+}

@@ -127,6 +127,10 @@ pub enum EventKind {
     Error {
         /// What, for humans (never containing secrets).
         message: String,
+        /// The run ends with this error, which the command reports when it exits: progress
+        /// leaves it out so that it is said once. Not part of the JSON.
+        #[serde(skip)]
+        fatal: bool,
     },
 }
 
@@ -261,7 +265,8 @@ pub(crate) fn progress_line(event: &Event, verbose: bool) -> Option<String> {
                 "{what} after {tokens} tokens: no more model calls; finished work is kept"
             ))
         }
-        EventKind::Error { message } => Some(format!("error: {message}")),
+        EventKind::Error { fatal: true, .. } => None,
+        EventKind::Error { message, .. } => Some(format!("error: {message}")),
         _ => None,
     }
 }

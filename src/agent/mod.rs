@@ -304,7 +304,10 @@ impl Orchestrator {
         plan.cover(&self.reviewable);
         let decision = Decision {
             strategy: Strategy::PlanExecute,
-            reason: format!("{} tasks from a given plan", plan.tasks.len()),
+            reason: format!(
+                "{} from a given plan",
+                crate::text::count(plan.tasks.len(), "task", "tasks")
+            ),
         };
         self.run(decision, Some((plan, planning))).await
     }
@@ -354,6 +357,7 @@ impl Orchestrator {
             Err(error) => {
                 self.events.emit(EventKind::Error {
                     message: error.to_string(),
+                    fatal: true,
                 });
                 Err(error)
             }

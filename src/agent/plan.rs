@@ -177,7 +177,10 @@ impl Plan {
 
     /// The plan for people.
     pub fn render_text(&self) -> String {
-        let mut out = format!("Review plan ({} tasks)\n", self.tasks.len());
+        let mut out = format!(
+            "Review plan ({})\n",
+            crate::text::count(self.tasks.len(), "task", "tasks")
+        );
         for task in &self.tasks {
             out.push_str(&format!("\n[{}] {}\n", task.id, task.title));
             if !task.focus.is_empty() {
@@ -311,6 +314,7 @@ mod tests {
             }],
         };
         assert_eq!(Plan::from_json(&plan.to_json()).unwrap(), plan);
+        assert!(plan.render_text().starts_with("Review plan (1 task)\n"));
         assert!(Plan::from_json("{\"version\":2,\"tasks\":[]}").is_err());
         assert!(Plan::from_submission(&serde_json::json!({"tasks": []})).is_err());
     }

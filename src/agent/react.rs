@@ -264,6 +264,7 @@ impl<F: Finisher> ReactRun<'_, F> {
                 self.ctx.events.emit(EventKind::Error {
                     message: "the endpoint rejected native tool calling; continuing in text mode"
                         .into(),
+                    fatal: false,
                 });
                 self.request(history, with_tools).await?
             }

@@ -66,8 +66,10 @@ impl FromStr for StrategyChoice {
                 Ok(StrategyChoice::Fixed(Strategy::PlanExecute))
             }
             "reflect" | "reflection" => Ok(StrategyChoice::Fixed(Strategy::Reflection)),
-            other => Err(format!(
-                "unknown strategy `{other}` (expected auto, react, plan or reflect)"
+            other => Err(crate::text::unknown_value(
+                "strategy",
+                other,
+                &["auto", "react", "plan", "reflect"],
             )),
         }
     }

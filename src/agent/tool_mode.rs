@@ -23,8 +23,10 @@ impl std::str::FromStr for ToolMode {
             "native" => Ok(ToolMode::Native),
             "text" => Ok(ToolMode::Text),
             "auto" => Ok(ToolMode::Auto),
-            other => Err(format!(
-                "unknown tool mode `{other}` (expected native, text or auto)"
+            other => Err(crate::text::unknown_value(
+                "tool mode",
+                other,
+                &["native", "text", "auto"],
             )),
         }
     }

@@ -54,9 +54,7 @@ pub(super) struct Target {
 }
 
 pub(super) fn env(name: &str) -> anyhow::Result<String> {
-    std::env::var(name)
-        .ok()
-        .filter(|v| !v.trim().is_empty())
+    crate::config::env_var(name)
         .ok_or_else(|| anyhow!("{name} is not set (is this running in a GitHub Actions job?)"))
 }
 
@@ -125,9 +123,10 @@ pub(crate) fn workspace_commits(
     last: Option<&str>,
     token: &Secret,
 ) -> anyhow::Result<PullCommits> {
-    let workspace_dir = std::env::var("GITHUB_WORKSPACE")
-        .map(PathBuf::from)
-        .or_else(|_| std::env::current_dir())?;
+    let workspace_dir = match crate::config::env_var("GITHUB_WORKSPACE") {
+        Some(dir) => PathBuf::from(dir),
+        None => std::env::current_dir()?,
+    };
     let root = crate::repo::discover(&workspace_dir)?;
     let source = CommitSource::Checkout {
         root: &root,
@@ -154,9 +153,8 @@ pub(super) fn action_settings(
     }
     if let Some(name) = &target.strategy {
         // Checked here so the error names the comment, not the workflow's input.
-        name.parse::<StrategyChoice>().map_err(|e| {
-            anyhow!("invalid value for `strategy` (/redline review --strategy): {e}")
-        })?;
+        name.parse::<StrategyChoice>()
+            .map_err(|e| anyhow!("/redline review --strategy: {e}"))?;
     }
     let flags = SettingFlags {
         model: args.model.flags(),
@@ -322,7 +320,7 @@ async fn resolve_target(client: &GitHubClient, trigger: Trigger) -> anyhow::Resu
 
 /// Appends the review, as Markdown, to the job summary.
 fn write_job_summary(report: &ReviewReport) -> anyhow::Result<()> {
-    let Ok(path) = std::env::var("GITHUB_STEP_SUMMARY") else {
+    let Some(path) = crate::config::env_var("GITHUB_STEP_SUMMARY") else {
         return Ok(());
     };
     append(&path, &render(report, Format::Markdown))
@@ -359,7 +357,7 @@ struct Outputs<'a> {
 }
 
 fn write_outputs(outputs: &Outputs<'_>) -> anyhow::Result<()> {
-    let Ok(path) = std::env::var("GITHUB_OUTPUT") else {
+    let Some(path) = crate::config::env_var("GITHUB_OUTPUT") else {
         return Ok(());
     };
     let text = format!(

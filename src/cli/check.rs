@@ -1,19 +1,24 @@
 //! `redline check`: verifies the settings without reviewing anything and prints one line
 //! per check (`ok`, `FAIL` with what to fix, or `skip`).
 //!
-//! Checks: the model answers one tiny call (settings as `redline serve` resolves them:
-//! flags and environment); and, when App settings are present or `--app` is given, the
-//! App key signs a JWT that `GET /app` accepts, the webhook secret is set, and the
-//! database migrates. Invariant: no secret (key, token, webhook secret, database
+//! Checks: the model answers one tiny call (settings exactly as `redline review` resolves
+//! them here: flags and environment, the repository's `.redline.toml`, the user's config
+//! file, local discovery); and, when App settings are present or `--app` is given, as
+//! `redline serve` reads them: the App key signs a JWT that `GET /app` accepts, the
+//! webhook secret is set, and the database migrates. `check` never creates a database:
+//! a SQLite file that does not exist yet is checked by migrating one in memory. Invariant: no secret (key, token, webhook secret, database
 //! password) appears in the output: every line, failures included, has every URL
 //! in it masked (user info and credential-looking query parameters).
 
 use std::fmt;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use super::review::{ConfigChoice, local_settings, repository_config};
 use super::serve::{database_url, private_key, required};
 use super::{CheckArgs, EXIT_ERROR, EXIT_OK};
-use crate::config::{self, FileConfig, ModelSettings};
+use crate::config::ModelSettings;
+use crate::config::settings::SettingFlags;
 use crate::github::{AppAuth, GitHubError, api_url_from_env};
 use crate::llm::{CallTimeouts, ChatRequest, Message, ProviderSettings, RetryPolicy, build_client};
 use crate::queue::Queue;
@@ -100,15 +105,36 @@ pub async fn run(args: CheckArgs) -> i32 {
     if failed { EXIT_ERROR } else { EXIT_OK }
 }
 
+/// The model settings exactly as `redline review` here would resolve them: flags and
+/// `REDLINE_*`, the repository's `.redline.toml` (at `HEAD`, when the current directory
+/// is in a repository), the user's config file, and local model discovery.
+fn review_model_settings(args: &CheckArgs) -> anyhow::Result<ModelSettings> {
+    let flags = SettingFlags {
+        model: args.model.flags(),
+        ..SettingFlags::default()
+    };
+    let cwd = std::env::current_dir()?;
+    let repository = match crate::repo::discover(&cwd) {
+        Ok(root) => {
+            let choice = ConfigChoice {
+                config: None,
+                uncommitted: false,
+                quiet: true,
+            };
+            repository_config(&root, &choice, "HEAD")?
+        }
+        Err(_) => None,
+    };
+    Ok(local_settings(flags, "flag", repository)?.model)
+}
+
 async fn check_model(args: &CheckArgs) -> Outcome {
-    let settings = match config::resolve_model(&args.model.flags(), &FileConfig::default(), &|k| {
-        std::env::var(k).ok()
-    }) {
+    let settings = match review_model_settings(args) {
         Ok(settings) => settings,
         Err(e) => {
             return fail(
-                e.to_string(),
-                "set the model flags or REDLINE_* variables as for `redline serve`",
+                super::error_message(&e),
+                "set the model as for `redline review`: flags, REDLINE_* variables, `model` in .redline.toml or your config file",
             );
         }
     };
@@ -213,6 +239,9 @@ fn check_webhook_secret() -> Outcome {
 async fn check_database() -> Outcome {
     let url = database_url();
     let shown = masked_url(&url);
+    if let Some(path) = missing_sqlite_file(&url) {
+        return check_new_sqlite(&shown, &path).await;
+    }
     match Queue::connect(&url).await {
         Ok(queue) => {
             let outcome = match queue.ping().await {
@@ -231,6 +260,45 @@ async fn check_database() -> Outcome {
         Err(e) => fail(
             format!("REDLINE_DATABASE_URL {shown}: {e}"),
             "set REDLINE_DATABASE_URL to sqlite://PATH (a writable place) or postgres://USER@HOST/DB that this user may create tables in",
+        ),
+    }
+}
+
+/// The file of a SQLite URL when it does not exist yet: `check` never creates it
+/// (`redline serve` does, on its first start).
+fn missing_sqlite_file(url: &str) -> Option<PathBuf> {
+    use std::str::FromStr;
+    if !url.starts_with("sqlite:") || url.contains(":memory:") {
+        return None;
+    }
+    let options = sqlx::sqlite::SqliteConnectOptions::from_str(url).ok()?;
+    let path = options.get_filename().to_path_buf();
+    (!path.as_os_str().is_empty() && path.symlink_metadata().is_err()).then_some(path)
+}
+
+/// A SQLite database that does not exist yet: its directory must exist, and the
+/// migrations are checked on a database in memory, so nothing is left behind.
+async fn check_new_sqlite(shown: &str, path: &Path) -> Outcome {
+    let dir = match path.parent() {
+        Some(dir) if !dir.as_os_str().is_empty() => dir.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    if !dir.is_dir() {
+        return fail(
+            format!("{shown}: the directory {} does not exist", dir.display()),
+            "set REDLINE_DATABASE_URL to sqlite://PATH in an existing, writable directory, or create it",
+        );
+    }
+    match Queue::connect("sqlite::memory:").await {
+        Ok(queue) => {
+            queue.close().await;
+            Outcome::Ok(format!(
+                "{shown} does not exist yet; `redline serve` creates it (migrations checked in memory, nothing written)"
+            ))
+        }
+        Err(e) => fail(
+            format!("migrating a SQLite database: {e}"),
+            "report this: the built-in migrations failed",
         ),
     }
 }

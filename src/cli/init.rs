@@ -1,8 +1,9 @@
 //! `redline init`: writes a commented `.redline.toml` with the defaults and, with
 //! `--action`, the GitHub workflow of the README, then prints what to do next.
 //!
-//! Invariants: an existing file is never overwritten without `--force`; when any target
-//! exists (and no `--force`), nothing at all is written. Nothing is written outside
+//! Invariants: an existing file is never overwritten without `--force`: without it, only
+//! the missing files are written (`init` then `init --action` adds the workflow), and when
+//! every target exists nothing is written and that is an error. Nothing is written outside
 //! the repository: a target, or a directory on its way (`.github`, `.github/workflows`),
 //! whose real location is outside (a symbolic link a clone can carry) is refused, as is
 //! a target that is itself a link or not a regular file (a FIFO), before anything is
@@ -21,13 +22,17 @@ pub(crate) const WORKFLOW_FILE: &str = ".github/workflows/redline.yml";
 /// The action reference written when the build does not know where Redline is published.
 const PLACEHOLDER_OWNER: &str = "OWNER/redline";
 
-/// The commented config: every `# key = value` line is a setting at its default
-/// (a unit test uncomments them all and checks them against the code's defaults).
+/// The commented config: every setting `.redline.toml` accepts, each on a `# key = value`
+/// line (tables as `# [table]`), at its default where it has one. Unit tests uncomment
+/// them all and check them against the code's defaults, and compare the keys with the
+/// ones the parser accepts, so a new setting without a line here fails.
 const CONFIG_TEMPLATE: &str = r#"# Redline review settings for this repository (written by `redline init`).
 # Every setting is commented out at its default: uncomment a line to change it.
 # The file is read from the base commit of a change, so a change cannot alter its own review.
 # Where your API key goes (`provider`, `base_url`) is never read from this file: use flags,
-# REDLINE_* variables or your own ~/.config/redline/config.toml.
+# REDLINE_* variables or your own ~/.config/redline/config.toml, where these two work:
+# provider = "openai"
+# base_url = "https://api.openai.com/v1"
 
 # Model name (the default of the openai provider; any name your endpoint serves).
 # model = "gpt-4.1-mini"
@@ -37,6 +42,9 @@ const CONFIG_TEMPLATE: &str = r#"# Redline review settings for this repository (
 
 # Model turns of a ReAct run (1 to 200).
 # max_steps = 10
+
+# Sampling temperature, 0 to 2 (none by default: the provider's own).
+# temperature = 0.2
 
 # Exit 1 (`redline review`) or fail the Action step when a finding is at or above:
 # critical, major, minor, nit or never.
@@ -49,7 +57,14 @@ const CONFIG_TEMPLATE: &str = r#"# Redline review settings for this repository (
 # for example ["docs/**", "**/*.snap"].
 # exclude = []
 
-# Extra review instructions, for example "We target Rust 1.85; flag any use of unsafe."
+# Extra review instructions (none by default).
+# instructions = "We target Rust 1.85; flag any use of unsafe."
+
+# Project guidelines quoted to the model: on or off, the files read (in precedence order),
+# and the tokens of their text at most.
+# guidelines = true
+# guidelines_files = ["AGENTS.md", "CLAUDE.md", ".cursorrules", ".cursor/rules/*.md", ".cursor/rules/*.mdc", ".github/copilot-instructions.md", ".redline/rules/*.md"]
+# guidelines_budget = 2000
 
 # Open the review with a walkthrough: one line per area of the change saying what it does.
 # walkthrough = true
@@ -64,20 +79,74 @@ const CONFIG_TEMPLATE: &str = r#"# Redline review settings for this repository (
 # Plan-and-execute tasks run at once.
 # parallel = 4
 
+# The model's window and reply reserve in tokens (default: from the model table).
+# context_window = 128000
+# max_output_tokens = 8192
+
+# Context compression: tool results always kept whole, the share of the usable window past
+# which seen results are elided, and the share at which the history is summarised.
+# keep_tool_results = 3
+# prune_threshold = 0.55
+# summary_threshold = 0.7
+
+# Tokens of one plan-and-execute task's first message (default: the first-message budget).
+# task_budget = 20000
+
 # On GitHub: inline comments at most per review; the rest go to the summary comment.
 # max_comments = 25
 
-# On GitHub: post REQUEST_CHANGES when a new finding is at or above a severity, for example "major"
-# (default: always COMMENT).
+# On GitHub: post REQUEST_CHANGES when a new finding is at or above a severity
+# (none by default: always COMMENT).
+# request_changes = "major"
 
-# Hard limits per review, none by default: `max_cost` (USD at the price table),
-# `max_tokens` (prompt + completion over all calls), `timeout` (for example "10m").
+# On GitHub: model calls at most of one answer in a review thread, answers at most in one
+# thread, and whether threads whose finding a new review did not raise again are resolved.
+# chat_max_steps = 4
+# chat_max_replies = 5
+# resolve_outdated = false
+
+# Hard limits per review, none by default: USD at the price table, prompt + completion
+# tokens over all calls, and wall time.
+# max_cost = 0.50
+# max_tokens = 2000000
+# timeout = "10m"
 
 # Model call timeouts.
 # connect_timeout = "10s"
 # first_byte_timeout = "90s"
 # stream_idle_timeout = "60s"
 # request_timeout = "300s"
+
+# Extra signals for `strategy = "auto"` to plan (off unless set), the paths that make a change
+# security-sensitive, and whether reflection is always chosen.
+# [auto]
+# plan_min_files = 12
+# plan_min_lines = 600
+# plan_min_languages = 3
+# plan_min_dirs = 4
+# sensitive_paths = ["auth", "login", "password", "passwd", "secret", "token", "crypto", "cipher", "permission", "acl", "session", "oauth", "jwt", "sanitiz", "security", "sql", ".github/workflows"]
+# prefer_reflection = false
+
+# The reflection strategy: evaluation rounds at most, the score (0 to 10) under which a finding
+# is dropped, and the overall score at which it stops.
+# [reflection]
+# max_rounds = 3
+# drop_below = 5.0
+# target = 8.0
+
+# Replace a built-in prompt (prompts/*.md) with this text (none by default).
+# [prompts]
+# system = "You review code changes."
+# task = "Review the change."
+# final_turn = "Submit your review now."
+# corrective = "Call a tool."
+
+# Prices in USD per million tokens of a model the built-in table lacks (for max_cost and the cost).
+# [pricing."my-model"]
+# input = 0.40
+# cached_input = 0.10
+# cache_write = 0.50
+# output = 1.60
 "#;
 
 /// The workflow of the README's "GitHub Action" section; `{action}` is the action reference.
@@ -106,11 +175,11 @@ jobs:
           fetch-depth: 0
       # A release tag downloads a prebuilt binary; any other ref builds one with cargo
       # (then add `- uses: dtolnay/rust-toolchain@stable` before this step).
+      # The model, strategy, fail_on and max_comments come from .redline.toml at the base
+      # commit; an input set here (model, strategy, fail-on, max-comments) would win over it.
       - uses: {action}
         with:
           api-key: ${{ secrets.OPENAI_API_KEY }}
-          model: gpt-4.1-mini
-          fail-on: critical
 "#;
 
 /// Runs `redline init` and returns the exit code.
@@ -172,17 +241,24 @@ fn init(args: &InitArgs) -> anyhow::Result<()> {
         check_inside(&root, &real_root, relative)?;
     }
     if !args.force {
-        let existing: Vec<String> = files
-            .iter()
-            .filter(|(path, _)| path.symlink_metadata().is_ok())
-            .map(|(path, _)| path.display().to_string())
-            .collect();
-        if !existing.is_empty() {
+        let (existing, missing): (Vec<_>, Vec<_>) = files
+            .into_iter()
+            .partition(|(path, _)| path.symlink_metadata().is_ok());
+        if missing.is_empty() {
+            let names: Vec<String> = existing
+                .iter()
+                .map(|(path, _)| path.display().to_string())
+                .collect();
             bail!(
-                "{} already exists; nothing was written (pass --force to overwrite)",
-                existing.join(" and ")
+                "{} already {}; nothing was written (pass --force to overwrite)",
+                names.join(" and "),
+                if names.len() == 1 { "exists" } else { "exist" }
             );
         }
+        for (path, _) in &existing {
+            println!("kept {} (it exists; --force overwrites it)", path.display());
+        }
+        files = missing;
     }
     for (path, text) in &files {
         write_file(path, text)?;
@@ -248,7 +324,7 @@ fn write_file(path: &Path, text: &str) -> anyhow::Result<()> {
 /// What to do after `init`: the secret, the model, a first review.
 fn next_steps(action: bool, action_ref: &str) -> String {
     let mut steps = vec![
-        "Choose the model: `model` in .redline.toml (default gpt-4.1-mini; any model your endpoint serves).".to_string(),
+        "Choose the model: `model` in .redline.toml (default gpt-4.1-mini; any model your endpoint serves); the workflow leaves it to that file.".to_string(),
         "Review locally: set OPENAI_API_KEY (or ANTHROPIC_API_KEY with --provider anthropic), or run a local Ollama, llama.cpp, LM Studio or vLLM server, which `redline review` finds by itself; then run `redline review`.".to_string(),
     ];
     if action {
@@ -287,13 +363,78 @@ mod tests {
         CONFIG_TEMPLATE
             .lines()
             .filter_map(|line| line.strip_prefix("# "))
-            .filter(|rest| {
-                rest.split_once(" = ").is_some_and(|(key, _)| {
-                    !key.is_empty() && key.chars().all(|c| c.is_ascii_lowercase() || c == '_')
-                })
-            })
+            .filter(|rest| setting_line(rest).is_some())
             .map(|line| format!("{line}\n"))
             .collect()
+    }
+
+    /// The key a template line (without its `# `) sets, or the table it opens (`[auto]`,
+    /// `[pricing."my-model"]` as `pricing`), with the enclosing table's name.
+    fn setting_line(line: &str) -> Option<(bool, String)> {
+        let plain =
+            |key: &str| !key.is_empty() && key.chars().all(|c| c.is_ascii_lowercase() || c == '_');
+        if let Some(table) = line.strip_prefix('[').and_then(|l| l.strip_suffix(']')) {
+            let name = table.split('.').next().unwrap_or_default();
+            return plain(name).then(|| (true, name.to_string()));
+        }
+        let (key, _) = line.split_once(" = ")?;
+        plain(key).then(|| (false, key.to_string()))
+    }
+
+    /// The keys of the template, top level and per table (`auto.plan_min_files`).
+    fn template_keys() -> std::collections::BTreeSet<String> {
+        let mut table: Option<String> = None;
+        let mut keys = std::collections::BTreeSet::new();
+        for line in CONFIG_TEMPLATE.lines().filter_map(|l| l.strip_prefix("# ")) {
+            match setting_line(line) {
+                Some((true, name)) => {
+                    keys.insert(name.clone());
+                    table = Some(name);
+                }
+                Some((false, key)) => {
+                    keys.insert(match &table {
+                        // A price table's keys are checked where prices are read.
+                        Some(t) if t == "pricing" => continue,
+                        Some(t) => format!("{t}.{key}"),
+                        None => key,
+                    });
+                }
+                None => {}
+            }
+        }
+        keys
+    }
+
+    /// The keys the parser accepts: the `expected one of …` list of its unknown-key error.
+    fn accepted_keys(table: Option<&str>) -> Vec<String> {
+        let text = match table {
+            Some(t) => format!("[{t}]\nzz_not_a_key = 1\n"),
+            None => "zz_not_a_key = 1\n".to_string(),
+        };
+        let error = toml::from_str::<FileConfig>(&text).unwrap_err();
+        let message = error.message().to_string();
+        let list = message.split("expected one of").nth(1).expect(&message);
+        list.split('`')
+            .skip(1)
+            .step_by(2)
+            .map(|key| match table {
+                Some(t) => format!("{t}.{key}"),
+                None => key.to_string(),
+            })
+            .collect()
+    }
+
+    /// init writes every setting the parser accepts, so a new key without a template line
+    /// fails here.
+    #[test]
+    fn the_template_has_a_line_for_every_accepted_key() {
+        let mut accepted: std::collections::BTreeSet<String> =
+            accepted_keys(None).into_iter().collect();
+        for table in ["auto", "reflection", "prompts"] {
+            accepted.extend(accepted_keys(Some(table)));
+        }
+        assert!(accepted.len() > 40, "{accepted:?}");
+        assert_eq!(template_keys(), accepted);
     }
 
     #[test]
@@ -358,6 +499,23 @@ mod tests {
             env!("CARGO_PKG_VERSION")
         ));
         assert_eq!(block, expected);
+    }
+
+    /// init's advice and the workflow agree: the model is chosen in .redline.toml, which
+    /// an input set in the workflow would override.
+    #[test]
+    fn the_workflow_leaves_the_model_to_the_config_file() {
+        let text = workflow_text("OWNER/redline@v1.0.0");
+        for input in ["model:", "strategy:", "fail-on:", "max-comments:"] {
+            assert!(
+                !text.lines().any(|l| l.trim_start().starts_with(input)),
+                "the workflow sets {input}: {text}"
+            );
+        }
+        for action in [true, false] {
+            let steps = next_steps(action, "OWNER/redline@v1.0.0");
+            assert!(steps.contains("`model` in .redline.toml"), "{steps}");
+        }
     }
 
     #[test]

@@ -7,11 +7,13 @@ mod check;
 mod color;
 mod completions;
 mod context;
+mod env_args;
 mod eval;
 mod files;
 mod gitlab;
 mod init;
 mod intent;
+mod list_runs;
 mod output;
 mod progress;
 mod replay;
@@ -25,6 +27,7 @@ use clap::{Args, Parser, Subcommand};
 use std::path::PathBuf;
 
 pub use color::ColorWhen;
+pub use env_args::parse;
 pub(crate) use serve::ServeLimitArgs;
 
 /// The variables `redline review --help` names besides those shown with their flags.
@@ -73,6 +76,8 @@ pub enum Command {
     Serve(ServeArgs),
     /// Re-run a recorded review offline from its transcript (no model, no key).
     Replay(ReplayArgs),
+    /// List the recorded runs, newest first: id, status, created, strategy, cost.
+    Runs(RunsListArgs),
     /// Write a commented .redline.toml (and with --action the GitHub workflow) and say what to do next.
     Init(InitArgs),
     /// Verify the settings without reviewing: the model answers, the App key, the webhook secret, the database.
@@ -226,9 +231,12 @@ pub struct InitArgs {
 /// `redline replay`.
 #[derive(Debug, Clone, Args)]
 pub struct ReplayArgs {
-    /// The transcript (a `.jsonl` file of the runs directory).
-    #[arg(value_name = "FILE")]
+    /// The run: a transcript file, a run id, or `latest` (this repository's newest run).
+    #[arg(value_name = "FILE|RUN_ID|latest")]
     pub file: PathBuf,
+    /// Directory of run transcripts, where a run id or `latest` is looked for.
+    #[arg(long, env = "REDLINE_RUNS_DIR", value_name = "DIR")]
+    pub runs_dir: Option<PathBuf>,
     /// Output format.
     #[arg(long, default_value = "text", value_name = "text|markdown|json|sarif")]
     pub format: String,
@@ -247,6 +255,17 @@ pub struct ReplayArgs {
         hide_possible_values = true
     )]
     pub color: ColorWhen,
+}
+
+/// `redline runs`.
+#[derive(Debug, Clone, Args)]
+pub struct RunsListArgs {
+    /// Directory of run transcripts (default: $XDG_STATE_HOME/redline/runs, else ~/.local/state/redline/runs).
+    #[arg(long, env = "REDLINE_RUNS_DIR", value_name = "DIR")]
+    pub runs_dir: Option<PathBuf>,
+    /// Output format.
+    #[arg(long, default_value = "text", value_name = "text|json")]
+    pub format: String,
 }
 
 /// The most seconds a `*-secs` flag takes (366 days, the longest duration accepted).
@@ -645,6 +664,7 @@ pub async fn run(cli: Cli) -> i32 {
         Command::Gitlab(args) => gitlab::run(args).await,
         Command::Serve(args) => serve::run(args).await,
         Command::Replay(args) => replay::run(args).await,
+        Command::Runs(args) => list_runs::run(args),
         Command::Init(args) => init::run(args),
         Command::Check(args) => check::run(args).await,
         Command::Eval(args) => eval::run(args).await,

@@ -48,7 +48,12 @@ impl ChatModel for Offline {
 
 async fn replay(args: ReplayArgs) -> anyhow::Result<i32> {
     let format: Format = args.format.parse().context("--format")?;
-    let transcript = Transcript::read(&args.file)?;
+    let path = super::list_runs::transcript_for_replay(
+        &args.file,
+        args.runs_dir.as_ref(),
+        args.repo.as_deref(),
+    )?;
+    let transcript = Transcript::read(&path)?;
     if let Some(step) = args.until {
         print!("{}", history_at(&transcript, step, format)?);
         return Ok(EXIT_OK);
@@ -93,7 +98,10 @@ async fn replay(args: ReplayArgs) -> anyhow::Result<i32> {
     let recorded = transcript.findings();
     let diff = findings_diff(&recorded, &report.findings);
     if diff.is_empty() {
-        eprintln!("replay: {} findings, as recorded", report.findings.len());
+        eprintln!(
+            "replay: {}, as recorded",
+            crate::text::count(report.findings.len(), "finding", "findings")
+        );
         return Ok(EXIT_OK);
     }
     eprintln!("replay: the findings differ from the recording (- recorded, + replayed):");

@@ -48,6 +48,8 @@ pub(crate) struct Prepared {
     pub(crate) workspace: Workspace,
     base_label: String,
     skipped: Vec<String>,
+    /// Nothing to review, but `--uncommitted` would find changes in the work tree.
+    uncommitted_would_review: bool,
 }
 
 pub(crate) fn prepare(args: &ReviewArgs) -> anyhow::Result<Prepared> {
@@ -77,6 +79,9 @@ pub(crate) fn prepare(args: &ReviewArgs) -> anyhow::Result<Prepared> {
     settings.agent.set_intent(&intent);
 
     let (view, mut changes) = crate::repo::load_change(&root, &range, args.uncommitted)?;
+    let uncommitted_would_review = !args.uncommitted
+        && changes.files.is_empty()
+        && crate::repo::load_change(&root, &range, true).is_ok_and(|(_, c)| !c.files.is_empty());
     // `exclude` keeps files in the change but lists them as noise (stage 1); `include` narrows the change.
     let skipped = settings.include.apply(&mut changes);
     // Guidelines come from where `.redline.toml` does: the base revision, unless `--uncommitted`.
@@ -97,6 +102,7 @@ pub(crate) fn prepare(args: &ReviewArgs) -> anyhow::Result<Prepared> {
         },
         base_label: range.base_label,
         skipped,
+        uncommitted_would_review,
     })
 }
 
@@ -136,7 +142,7 @@ pub(crate) fn settings_in_scope(
             eprintln!("warning: {warning}");
         }
     }
-    let env = |k: &str| std::env::var(k).ok();
+    let env = crate::config::env_var;
     let user = ConfigSource::read_user(&env)?;
     Ok(settings::resolve(SettingsInput {
         flags,
@@ -240,9 +246,15 @@ async fn review(args: ReviewArgs) -> anyhow::Result<i32> {
 
     let mut run = Box::pin(async {
         if prepared.workspace.changes.files.is_empty() {
+            if prepared.uncommitted_would_review && !args.quiet {
+                eprintln!(
+                    "note: nothing committed to review; the work tree has uncommitted changes, which `redline review --uncommitted` reviews"
+                );
+            }
             return Ok(Outcome::report(empty_report(
                 &prepared.base_label,
                 &prepared.skipped,
+                prepared.uncommitted_would_review,
             )));
         }
         let model = transcript.model(model_client(&prepared.settings, &events));
@@ -452,8 +464,17 @@ pub(crate) fn model_client(settings: &ModelSettings, events: &EventSink) -> Arc<
     )
 }
 
-fn empty_report(base_label: &str, skipped: &[String]) -> ReviewReport {
+fn empty_report(
+    base_label: &str,
+    skipped: &[String],
+    uncommitted_would_review: bool,
+) -> ReviewReport {
     let mut summary = format!("No changes to review against {base_label}.");
+    if uncommitted_would_review {
+        summary.push_str(
+            " The work tree has uncommitted changes: `redline review --uncommitted` reviews them.",
+        );
+    }
     if !skipped.is_empty() {
         summary.push_str(&format!(
             " Files left out by the config's path filters: {}.",

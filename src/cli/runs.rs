@@ -7,6 +7,7 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, SystemTime};
 
 use anyhow::{Context, anyhow, bail};
@@ -26,12 +27,19 @@ use crate::llm::ChatModel;
 const EXTENSION: &str = "jsonl";
 
 /// The transcript of the run about to start, if it keeps one.
+///
+/// A new transcript of a run that fails (or stops on an error) before any model call
+/// was answered is removed: it holds nothing to resume or replay.
 pub(crate) struct RunTranscript {
     recorder: Option<Arc<Recorder>>,
     resumed_from: Option<usize>,
     quiet: bool,
     /// The intent section recorded by the run being resumed.
     recorded_intent: Option<String>,
+    /// The file of a transcript this run created (`None` when resumed or not kept).
+    created: Option<PathBuf>,
+    /// Set once the run ended as finished or cancelled: the transcript stays.
+    kept: AtomicBool,
 }
 
 impl RunTranscript {
@@ -47,6 +55,8 @@ impl RunTranscript {
             resumed_from: None,
             quiet: args.quiet,
             recorded_intent: None,
+            created: None,
+            kept: AtomicBool::new(false),
         };
         if (args.runs.no_transcript || args.plan_only || !has_changes) && args.runs.resume.is_none()
         {
@@ -75,11 +85,14 @@ impl RunTranscript {
             }
         };
         prune(&dir, &args.runs, &path);
+        let created = resumed_from.is_none().then(|| path.clone());
         let run = RunTranscript {
             recorder: Some(Arc::new(recorder)),
             resumed_from,
             quiet: args.quiet,
             recorded_intent,
+            created,
+            kept: AtomicBool::new(false),
         };
         run.note(&match resumed_from {
             Some(calls) => format!(
@@ -138,7 +151,10 @@ impl RunTranscript {
             return;
         };
         match error {
-            None => recorder.end(EndStatus::Finished, None),
+            None => {
+                recorder.end(EndStatus::Finished, None);
+                self.kept.store(true, Ordering::Relaxed);
+            }
             Some(error) => recorder.end(EndStatus::Failed, Some(error.to_string())),
         }
         if self.resumed_from.is_some() {
@@ -155,15 +171,38 @@ impl RunTranscript {
     /// Ends the transcript of a run stopped by a signal (it may be resumed).
     pub fn cancelled(&self, signal: &str) {
         if let Some(recorder) = &self.recorder {
+            self.kept.store(true, Ordering::Relaxed);
             recorder.end(EndStatus::Cancelled, Some(format!("stopped by {signal}")));
             self.note(&format!("continue it with --resume {}", recorder.run_id()));
         }
     }
 }
 
+impl Drop for RunTranscript {
+    /// Removes a transcript this run created when the run did not end as finished or
+    /// cancelled and no model call was answered: a failure before the first answer
+    /// (a bad output path, an unreachable endpoint) leaves no run behind.
+    fn drop(&mut self) {
+        let (Some(path), Some(recorder)) = (&self.created, &self.recorder) else {
+            return;
+        };
+        if self.kept.load(Ordering::Relaxed)
+            || recorder.live_calls() + recorder.replayed_calls() > 0
+        {
+            return;
+        }
+        let _ = std::fs::remove_file(path);
+    }
+}
+
 /// `--runs-dir`, else `$XDG_STATE_HOME/redline/runs`, else `~/.local/state/redline/runs`.
 pub(crate) fn runs_dir(args: &RunsArgs) -> anyhow::Result<PathBuf> {
-    if let Some(dir) = &args.runs_dir {
+    runs_dir_or(args.runs_dir.as_ref())
+}
+
+/// `dir` (a `--runs-dir`), else the default runs directory (see [`runs_dir`]).
+pub(crate) fn runs_dir_or(dir: Option<&PathBuf>) -> anyhow::Result<PathBuf> {
+    if let Some(dir) = dir {
         return Ok(dir.clone());
     }
     let absolute = |var: &str| {
@@ -314,6 +353,26 @@ fn resumable(
         );
     }
     Ok((path, locked))
+}
+
+/// The paths of the transcripts in `dir` (see [`transcripts`]).
+pub(crate) fn transcript_paths(dir: &Path) -> Vec<PathBuf> {
+    transcripts(dir)
+        .into_iter()
+        .map(|(path, ..)| path)
+        .collect()
+}
+
+/// The newest transcript in `dir` of the repository `root`, or of any when `None`.
+pub(crate) fn latest_transcript(dir: &Path, root: Option<&str>) -> Option<PathBuf> {
+    match root {
+        Some(root) => latest_of(dir, root),
+        None => {
+            let mut paths = transcript_paths(dir);
+            paths.sort_by(|a, b| b.file_name().cmp(&a.file_name()));
+            paths.into_iter().next()
+        }
+    }
 }
 
 /// The newest transcript (by run id, which starts with its time) whose repository is `root`.

@@ -87,10 +87,7 @@ pub async fn run(args: ServeArgs) -> i32 {
 
 /// A required setting from the environment; the error names it.
 pub(super) fn required(name: &str) -> anyhow::Result<String> {
-    std::env::var(name)
-        .ok()
-        .filter(|v| !v.trim().is_empty())
-        .ok_or_else(|| anyhow!("{name} is not set"))
+    config::env_var(name).ok_or_else(|| anyhow!("{name} is not set"))
 }
 
 /// The App's private key, from `GITHUB_APP_PRIVATE_KEY` or the file named by `GITHUB_APP_PRIVATE_KEY_PATH`.
@@ -109,7 +106,7 @@ pub(super) fn private_key() -> anyhow::Result<Secret> {
 
 /// `REDLINE_DATABASE_URL`, else the SQLite file `redline.db` in the working directory.
 pub(super) fn database_url() -> String {
-    std::env::var("REDLINE_DATABASE_URL").unwrap_or_else(|_| "sqlite://redline.db".into())
+    config::env_var("REDLINE_DATABASE_URL").unwrap_or_else(|| "sqlite://redline.db".into())
 }
 
 async fn serve_app(args: ServeArgs) -> anyhow::Result<()> {
@@ -121,9 +118,11 @@ async fn serve_app(args: ServeArgs) -> anyhow::Result<()> {
     let key = private_key()?;
     let secret = Secret::new(required("GITHUB_WEBHOOK_SECRET")?);
     let database_url = database_url();
-    let settings = config::resolve_model(&args.model.flags(), &FileConfig::default(), &|k| {
-        std::env::var(k).ok()
-    })?;
+    let settings = config::resolve_model(
+        &args.model.flags(),
+        &FileConfig::default(),
+        &config::env_var,
+    )?;
     let ceilings = ceilings(&args, &settings.model)?;
     let auth = AppAuth::new(&api_url_from_env(), &app_id, key).map_err(|e| {
         let setting = match e {
@@ -241,17 +240,17 @@ fn ceilings(args: &ServeArgs, model: &str) -> anyhow::Result<LimitCeilings> {
     let max_cost_usd = args
         .max_cost_ceiling
         .as_deref()
-        .map(|text| limits::parse_cost(text).context("invalid value for `--max-cost-ceiling`"))
+        .map(|text| limits::parse_cost(text).context("--max-cost-ceiling"))
         .transpose()?;
     let timeout = args
         .timeout_ceiling
         .as_deref()
-        .map(|text| limits::parse_duration(text).context("invalid value for `--timeout-ceiling`"))
+        .map(|text| limits::parse_duration(text).context("--timeout-ceiling"))
         .transpose()?;
     let max_tokens = args
         .max_tokens_ceiling
         .as_deref()
-        .map(|text| limits::parse_tokens(text).context("invalid value for `--max-tokens-ceiling`"))
+        .map(|text| limits::parse_tokens(text).context("--max-tokens-ceiling"))
         .transpose()?;
     let priced = builtin_price(model).is_some();
     if max_cost_usd.is_some() && !priced {

@@ -22,6 +22,8 @@ pub(crate) struct StepProgress {
     started: Instant,
     live: Live,
     pending: Option<StepLine>,
+    /// The reason of the last model retry shown, so a repeated one is not shown again.
+    last_retry_reason: Option<String>,
 }
 
 /// The spinner of a run on a terminal; cheap to clone. [`Live::stop`] clears it for good
@@ -125,6 +127,7 @@ impl StepProgress {
             started,
             live,
             pending: None,
+            last_retry_reason: None,
         }
     }
 
@@ -190,6 +193,24 @@ impl StepProgress {
                 if on_terminal {
                     eprintln!();
                 }
+            }
+            // A retry that failed as the previous one did says so in a few words instead
+            // of repeating the whole reason (a DNS failure's chain, five times).
+            EventKind::ModelRetry {
+                attempt,
+                delay_ms,
+                reason,
+            } if self.last_retry_reason.as_deref() == Some(reason.as_str()) => {
+                self.flush();
+                self.line(&format!(
+                    "model call attempt {attempt} failed (the same error); retrying in {:.1}s",
+                    *delay_ms as f64 / 1000.0
+                ));
+            }
+            EventKind::ModelRetry { reason, .. } => {
+                self.last_retry_reason = Some(reason.clone());
+                self.flush();
+                self.own_line(event);
             }
             _ => {
                 self.flush();

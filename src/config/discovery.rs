@@ -54,13 +54,76 @@ pub struct Discovered {
     pub model: String,
 }
 
-/// [`config::resolve_model`], falling back to a local model server as [`recover`] does.
+/// [`config::resolve_model`], falling back to a local model server as [`recover`] does;
+/// when no model was chosen and the endpoint is a local server, checks that it serves
+/// the default model ([`check_served`]).
 pub(crate) fn resolve_or_discover(
     flags: &ModelFlags,
     file: &FileConfig,
     env: &dyn Fn(&str) -> Option<String>,
 ) -> Result<ModelSettings, ConfigError> {
-    recover(config::resolve_model(flags, file, env), flags, file, env)
+    match config::resolve_model(flags, file, env) {
+        Ok(settings) => {
+            if flags.model.is_none() && file.model.is_none() {
+                check_served(&settings, PROBE_TIMEOUT)?;
+            }
+            Ok(settings)
+        }
+        other => recover(other, flags, file, env),
+    }
+}
+
+/// Model ids named at most in [`ConfigError::ModelNotServed`].
+const MAX_LISTED_MODELS: usize = 20;
+
+/// With the default model on a local OpenAI-compatible server (`http://localhost:…`), asks
+/// its `GET …/models` whether it serves that model: one that lists models but not this
+/// one is an error naming the ones it has. A server that does not answer with a list (or
+/// a remote endpoint, which is not asked) leaves the answer to the model call.
+fn check_served(settings: &ModelSettings, timeout: Duration) -> Result<(), ConfigError> {
+    if settings.provider != crate::llm::Provider::OpenAi {
+        return Ok(());
+    }
+    let Ok(url) = url::Url::parse(&settings.base_url) else {
+        return Ok(());
+    };
+    if url.scheme() != "http" || !config::is_local_url(&url) {
+        return Ok(());
+    }
+    let (Some(host), Some(port)) = (url.host_str(), url.port_or_known_default()) else {
+        return Ok(());
+    };
+    let path = format!("{}/models", url.path().trim_end_matches('/'));
+    let Some(listed) = list_models(host, port, &path, timeout) else {
+        return Ok(());
+    };
+    if listed.is_empty() || listed.iter().any(|id| id == &settings.model) {
+        return Ok(());
+    }
+    let mut served = listed
+        .iter()
+        .take(MAX_LISTED_MODELS)
+        .cloned()
+        .collect::<Vec<_>>()
+        .join(", ");
+    if listed.len() > MAX_LISTED_MODELS {
+        served.push_str(&format!(" and {} more", listed.len() - MAX_LISTED_MODELS));
+    }
+    Err(ConfigError::ModelNotServed {
+        model: settings.model.clone(),
+        base_url: settings.base_url.clone(),
+        served,
+    })
+}
+
+/// The model ids `GET path` on `host:port` lists, trying each address the host resolves to.
+fn list_models(host: &str, port: u16, path: &str, timeout: Duration) -> Option<Vec<String>> {
+    use std::net::ToSocketAddrs;
+    let host = host.trim_start_matches('[').trim_end_matches(']');
+    (host, port)
+        .to_socket_addrs()
+        .ok()?
+        .find_map(|addr| probe_at(addr, &format!("{host}:{port}"), path, timeout))
 }
 
 /// Falls back to a local server when `resolved` failed for want of a key and the user
@@ -159,12 +222,18 @@ pub fn discover(
 /// The model ids a server on `127.0.0.1:port` lists, or `None` when it does not answer
 /// 200 with an OpenAI-style list within `timeout`.
 fn probe(port: u16, timeout: Duration) -> Option<Vec<String>> {
-    let deadline = Instant::now() + timeout;
     let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, port));
+    probe_at(addr, &format!("127.0.0.1:{port}"), "/v1/models", timeout)
+}
+
+/// The model ids `GET path` at `addr` lists (`Host: host`), or `None` when it does not
+/// answer 200 with an OpenAI-style list within `timeout`.
+fn probe_at(addr: SocketAddr, host: &str, path: &str, timeout: Duration) -> Option<Vec<String>> {
+    let deadline = Instant::now() + timeout;
     let mut stream = TcpStream::connect_timeout(&addr, timeout).ok()?;
     // HTTP/1.0 with `Connection: close`: the answer is the rest of the stream, never chunked.
     let request = format!(
-        "GET /v1/models HTTP/1.0\r\nHost: 127.0.0.1:{port}\r\nAccept: application/json\r\nConnection: close\r\n\r\n"
+        "GET {path} HTTP/1.0\r\nHost: {host}\r\nAccept: application/json\r\nConnection: close\r\n\r\n"
     );
     stream.set_write_timeout(Some(remaining(deadline)?)).ok()?;
     stream.write_all(request.as_bytes()).ok()?;

@@ -174,13 +174,18 @@ pub(crate) fn resolve(input: SettingsInput<'_>) -> Result<Settings, ConfigError>
         flags_origin: input.flags_origin,
         sources: [input.repository.as_ref(), input.user.as_ref()],
     };
-    resolve_unlocated(&input).map_err(|e| origins.locate(e))
+    if matches!(input.scope, Scope::Local) {
+        // Every flag and file error is reported before local discovery probes and says
+        // what it found: checked first as a command that calls no model would be.
+        resolve_unlocated(&input, &Scope::Offline).map_err(|e| origins.locate(e))?;
+    }
+    resolve_unlocated(&input, &input.scope).map_err(|e| origins.locate(e))
 }
 
-fn resolve_unlocated(input: &SettingsInput<'_>) -> Result<Settings, ConfigError> {
+fn resolve_unlocated(input: &SettingsInput<'_>, scope: &Scope) -> Result<Settings, ConfigError> {
     let mut file = super::merge_sources(input.user.as_ref(), input.repository.as_ref())?;
     let flags = &input.flags;
-    let model = match &input.scope {
+    let model = match scope {
         // With no key and no endpoint chosen, a model server on this machine is looked for.
         Scope::Local => super::discovery::resolve_or_discover(&flags.model, &file, input.env)?,
         Scope::Offline => super::resolve_model_choice(&flags.model, &file)?,
@@ -210,7 +215,7 @@ fn resolve_unlocated(input: &SettingsInput<'_>) -> Result<Settings, ConfigError>
         return Err(bad_value("model", "the model name is empty"));
     }
     let mut agent = agent_config(flags, &file, &model)?;
-    match &input.scope {
+    match scope {
         Scope::Local | Scope::Offline => limits::apply_to_agent(&mut agent, &flags.limits, &file)?,
         Scope::Server { ceilings, .. } => {
             agent.review_limits =
@@ -412,11 +417,14 @@ impl Origins<'_> {
 
     fn origin_of(&self, key: &str) -> Option<String> {
         if let Some(flag) = self.flag_of(key) {
-            return Some(format!("{} {flag}", self.flags_origin));
+            return Some(match self.flags_origin {
+                "flag" => flag.to_string(),
+                origin => format!("{origin} {flag}"),
+            });
         }
         let source = self.sources.iter().flatten().find(|s| s.has_key(key))?;
-        Some(match source.line_of(key) {
-            Some(line) => format!("{} line {line}", source.origin()),
+        Some(match source.position_of(key) {
+            Some(at) => format!("{}:{at}", source.origin()),
             None => source.origin().to_string(),
         })
     }

@@ -43,7 +43,13 @@ impl ConfigSource {
         // Parsed as the schema first: its errors carry the line and the key.
         FileConfig::parse(text, origin)?
             .check_ranges()
-            .map_err(|e| invalid(e.to_string()))?;
+            .map_err(|e| match e {
+                ConfigError::BadValue { key, message } => {
+                    let at = super::key_position(text, &key).unwrap_or_default();
+                    invalid(format!("{at}: {key}: {message}"))
+                }
+                other => invalid(format!(" {other}")),
+            })?;
         let mut table: toml::Table =
             toml::from_str(text).map_err(|e| invalid(super::toml_error(&e, text)))?;
         let mut ignored = Vec::new();
@@ -82,8 +88,9 @@ impl ConfigSource {
         true
     }
 
-    /// The 1-based line where `key` (or the deepest table on its path) is written.
-    pub(crate) fn line_of(&self, key: &str) -> Option<usize> {
+    /// `L:C`, the 1-based line and column where `key` (or the deepest table on its path)
+    /// is written.
+    pub(crate) fn position_of(&self, key: &str) -> Option<String> {
         let document = toml::de::DeTable::parse(&self.text).ok()?;
         let mut table = document.get_ref();
         let mut offset = None;
@@ -100,7 +107,16 @@ impl ConfigSource {
                 _ => break,
             }
         }
-        Some(self.text[..offset?].matches('\n').count() + 1)
+        let before = self.text.get(..offset?)?;
+        let line = before.matches('\n').count() + 1;
+        let column = before
+            .rsplit('\n')
+            .next()
+            .unwrap_or_default()
+            .chars()
+            .count()
+            + 1;
+        Some(format!("{line}:{column}"))
     }
 
     /// Whether both sources hold the same settings (wherever they came from).
@@ -190,7 +206,8 @@ impl ConfigSource {
         rev: &str,
         path: &Path,
     ) -> Result<Option<Self>, ConfigError> {
-        let origin = format!("{} at {rev}", path.display());
+        // Git's own `REV:PATH`, so errors read `main:.redline.toml:3:1: key: message`.
+        let origin = format!("{rev}:{}", path.display());
         let read_error = |message: String| ConfigError::Read {
             origin: origin.clone(),
             message,

@@ -170,13 +170,16 @@ fn a_config_error_names_the_line_and_key_without_quoting_the_line() {
     let err = ConfigSource::parse(text, ".redline.toml", Owner::User)
         .expect_err("unknown key")
         .to_string();
-    assert!(err.contains("api_key") && err.contains("line 2"), "{err}");
+    assert!(
+        err.starts_with(".redline.toml:2:1: api_key: unknown key"),
+        "{err}"
+    );
     assert!(!err.contains("0123456789"), "the value is quoted: {err}");
     let broken = "model = \"gpt-4.1\nsecret = \"sk-live-0123456789abcdef\"\n";
     let err = ConfigSource::parse(broken, ".redline.toml", Owner::User)
         .expect_err("unclosed string")
         .to_string();
-    assert!(err.contains("line 1"), "{err}");
+    assert!(err.starts_with(".redline.toml:1:"), "{err}");
     assert!(!err.contains("0123456789"), "the value is quoted: {err}");
     // A value under a known key of another type, a bad variant, a line that is a pasted
     // secret: the key is named, the value never shown.
@@ -201,7 +204,33 @@ fn a_config_error_names_the_line_and_key_without_quoting_the_line() {
         assert!(!err.contains("0123456789"), "a value is quoted: {err}");
         assert!(!err.contains("c2VjcmV0"), "a value is quoted: {err}");
         if let Some(key) = key {
-            assert!(err.contains(&format!("`{key}`")), "{err}");
+            assert!(
+                err.starts_with(".redline.toml:1:") && err.contains(&format!(": {key}: ")),
+                "{err}"
+            );
         }
     }
+}
+
+#[test]
+fn an_unknown_key_gets_the_closest_key_not_the_list_of_all() {
+    let err = ConfigSource::parse("modle = \"x\"\n", ".redline.toml", Owner::User)
+        .expect_err("unknown key")
+        .to_string();
+    assert_eq!(
+        err,
+        ".redline.toml:1:1: modle: unknown key: did you mean `model`?"
+    );
+    let err = ConfigSource::parse("[reflection]\nmax_round = 2\n", "c.toml", Owner::User)
+        .expect_err("unknown key")
+        .to_string();
+    assert_eq!(
+        err,
+        "c.toml:2:1: max_round: unknown key: did you mean `max_rounds`?"
+    );
+    // A range error has the same shape, with the key's line and column.
+    let err = ConfigSource::parse("model = \"m\"\n  temperature = 5\n", "c.toml", Owner::User)
+        .expect_err("out of range")
+        .to_string();
+    assert_eq!(err, "c.toml:2:3: temperature: 5 is not between 0 and 2");
 }

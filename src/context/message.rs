@@ -61,8 +61,8 @@ pub(crate) fn header(
         }
     }
     let mut out = format!(
-        "# Change under review\n{} files changed (+{additions} -{deletions}). Shaped to fit a {}-token budget: {}.\n",
-        prepared.len(),
+        "# Change under review\n{} changed (+{additions} -{deletions}). Shaped to fit a {}-token budget: {}.\n",
+        crate::text::count(prepared.len(), "file", "files"),
         thousands(facts.budget),
         parts.join(", ")
     );

@@ -26,10 +26,8 @@ const MAX_PAGES: usize = 100;
 
 /// The API base URL: `GITHUB_API_URL` (set by Actions, also on GHES) or GitHub.com's.
 pub(crate) fn api_url_from_env() -> String {
-    std::env::var("GITHUB_API_URL")
-        .ok()
+    crate::config::env_var("GITHUB_API_URL")
         .map(|url| url.trim().to_string())
-        .filter(|url| !url.is_empty())
         .unwrap_or_else(|| DEFAULT_API_URL.to_string())
 }
 

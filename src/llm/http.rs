@@ -191,15 +191,33 @@ fn is_json(headers: &HeaderMap) -> bool {
         .is_some_and(|v| v.trim_start().starts_with("application/json"))
 }
 
-/// A transport error with its causes, redacted.
+/// A transport error with its causes, redacted. A failed connection says where to and
+/// why in a few words (`127.0.0.1:9: tcp connect error: Connection refused`), without
+/// the request's URL and the layers' wrappers (`client error (Connect)`) in between.
 pub(crate) fn describe_transport_error(err: &reqwest::Error, key: Option<&Secret>) -> String {
-    let mut text = err.to_string();
+    let mut causes = Vec::new();
     let mut source = std::error::Error::source(err);
     while let Some(cause) = source {
-        text.push_str(": ");
-        text.push_str(&cause.to_string());
+        causes.push(cause.to_string());
         source = cause.source();
     }
+    let text = match err.url().filter(|_| err.is_connect()) {
+        Some(url) => {
+            let place = match (url.host_str(), url.port_or_known_default()) {
+                (Some(host), Some(port)) => format!("{host}:{port}"),
+                _ => url.origin().ascii_serialization(),
+            };
+            let causes: Vec<String> = causes
+                .into_iter()
+                .filter(|cause| !cause.starts_with("client error ("))
+                .collect();
+            format!("cannot connect to {place}: {}", causes.join(": "))
+        }
+        None => std::iter::once(err.to_string())
+            .chain(causes)
+            .collect::<Vec<_>>()
+            .join(": "),
+    };
     redact(key, &text)
 }
 

@@ -349,9 +349,12 @@ impl FromStr for Provider {
         match s.trim().to_ascii_lowercase().as_str() {
             "openai" => Ok(Provider::OpenAi),
             "anthropic" => Ok(Provider::Anthropic),
-            _ => Err(format!(
-                "unknown model provider `{s}`: expected `openai` (also for OpenAI-compatible servers such as Ollama, vLLM, llama.cpp, DeepSeek, OpenRouter) or `anthropic`"
-            )),
+            _ => Err(match crate::text::closest(s, &["openai", "anthropic"]) {
+                Some(name) => format!("unknown model provider `{s}`: did you mean `{name}`?"),
+                None => format!(
+                    "unknown model provider `{s}`: expected `openai` (also for OpenAI-compatible servers such as Ollama, vLLM, llama.cpp, DeepSeek, OpenRouter) or `anthropic`"
+                ),
+            }),
         }
     }
 }

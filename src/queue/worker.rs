@@ -216,7 +216,7 @@ impl WorkerPool {
 
 /// `host-pid-nonce`, so leases of a restarted process never look like the old one's.
 fn worker_prefix() -> String {
-    let host = std::env::var("HOSTNAME").unwrap_or_else(|_| "redline".to_string());
+    let host = crate::config::env_var("HOSTNAME").unwrap_or_else(|| "redline".to_string());
     format!(
         "{host}-{}-{:04x}",
         std::process::id(),

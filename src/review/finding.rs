@@ -52,8 +52,10 @@ impl FromStr for Severity {
             "major" | "error" | "medium" => Ok(Severity::Major),
             "minor" | "warning" | "low" => Ok(Severity::Minor),
             "nit" | "info" | "trivial" | "style" => Ok(Severity::Nit),
-            other => Err(format!(
-                "unknown severity `{other}` (expected critical, major, minor or nit)"
+            other => Err(crate::text::unknown_value(
+                "severity",
+                other,
+                &["critical", "major", "minor", "nit"],
             )),
         }
     }

@@ -63,7 +63,7 @@ pub enum FailOn {
 
 /// A `--fail-on` value that is none of the accepted names.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("invalid fail-on value `{0}` (expected critical, major, minor, nit or never)")]
+#[error("{}", crate::text::unknown_value("fail-on value", .0, &["critical", "major", "minor", "nit", "never"]))]
 pub struct InvalidFailOn(pub String);
 
 impl FromStr for FailOn {

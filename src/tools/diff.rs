@@ -79,7 +79,10 @@ fn render_all(changes: &ChangeSet, moves: &Moves) -> String {
     if changes.files.is_empty() {
         return "the change is empty: no files differ between base and head".into();
     }
-    let mut out = format!("{} files changed\n", changes.files.len());
+    let mut out = format!(
+        "{} changed\n",
+        crate::text::count(changes.files.len(), "file", "files")
+    );
     for file in &changes.files {
         out.push_str(&overview_line(file));
         out.push('\n');
@@ -175,6 +178,15 @@ mod tests {
         ));
         assert!(out.contains("(binary file changed)"));
         assert!(out.contains("    1 +fn new() {}\n"));
+    }
+
+    #[test]
+    fn one_file_is_one_file_changed() {
+        let one = ChangeSet {
+            files: vec![added_file()],
+            ..changes()
+        };
+        assert!(render_all(&one, &Moves::default()).starts_with("1 file changed\n"));
     }
 
     #[test]

@@ -19,7 +19,9 @@
 //! tokens = characters of the reply (text, tool names, raw arguments) / 4.
 //! When the script runs out, the server answers HTTP 500 with the body
 //! [`SCRIPT_EXHAUSTED`]. `GET /v1/models` lists [`ModelServer::with_models`]'s ids
-//! (default `scripted-model`), as Ollama, llama.cpp and vLLM do; it is recorded, not numbered.
+//! (default `scripted-model` and `gpt-4.1-mini`, the default model, so that a review with
+//! `--base-url` and no `--model` runs), as Ollama, llama.cpp and vLLM do; it is recorded,
+//! not numbered.
 //!
 //! With [`ModelServer::with_prompt_cache`] the server counts prompt tokens with
 //! the model's real tokenizer and simulates OpenAI's prompt cache (see
@@ -328,7 +330,10 @@ impl ModelServer {
             report_usage: AtomicBool::new(true),
             prompt_cache: Mutex::new(None),
             served: Mutex::new(Vec::new()),
-            models: Mutex::new(vec!["scripted-model".to_string()]),
+            models: Mutex::new(vec![
+                "scripted-model".to_string(),
+                "gpt-4.1-mini".to_string(),
+            ]),
         });
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
             .await

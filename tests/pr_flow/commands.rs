@@ -145,8 +145,7 @@ async fn an_unknown_strategy_in_a_command_is_named_as_the_command_s() {
     assert_eq!(output.status.code(), Some(2), "{stdout}");
     assert!(
         stdout.lines().any(|l| l.starts_with("::error::")
-            && l.contains("`strategy`")
-            && l.contains("/redline review --strategy")),
+            && l.contains("/redline review --strategy: unknown strategy `fastest`")),
         "{stdout}"
     );
     assert!(model.requests().is_empty() && gh.reviews().is_empty());

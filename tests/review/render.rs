@@ -64,6 +64,7 @@ fn json_has_exactly_the_version_1_shape() {
             {"path": "src/old.rs", "line": 3, "start_line": 3, "side": "LEFT", "severity": "critical",
              "category": "security", "title": "Validation removed", "body": "Body of Validation removed."}
         ],
+        "unanchored": [],
         "summary": "Three things to look at.",
         "stats": {"strategy": "react", "steps": 4, "model_calls": 5, "tool_calls": 9,
                   "prompt_tokens": 1200, "completion_tokens": 300, "cached_prompt_tokens": 0,
@@ -74,7 +75,14 @@ fn json_has_exactly_the_version_1_shape() {
     });
     assert_eq!(value, expected);
     // Top-level keys appear in the documented order.
-    let keys = ["version", "walkthrough", "findings", "summary", "stats"];
+    let keys = [
+        "version",
+        "walkthrough",
+        "findings",
+        "unanchored",
+        "summary",
+        "stats",
+    ];
     let positions: Vec<usize> = keys
         .iter()
         .map(|key| text.find(&format!("\n  \"{key}\":")).unwrap())
@@ -93,15 +101,17 @@ fn json_round_trips() {
         (read.summary, read.stats, read.walkthrough),
         (original.summary, original.stats, original.walkthrough)
     );
-    // A report written before the walkthrough existed still reads.
+    // A report written before the walkthrough and `unanchored` existed still reads.
     let mut older: Value = serde_json::from_str(&render(&report(), Format::Json)).unwrap();
     older.as_object_mut().unwrap().remove("walkthrough");
-    assert!(
-        from_json(&older.to_string())
-            .unwrap()
-            .walkthrough
-            .is_empty()
-    );
+    older.as_object_mut().unwrap().remove("unanchored");
+    let read_older = from_json(&older.to_string()).unwrap();
+    assert!(read_older.walkthrough.is_empty() && read_older.unanchored.is_empty());
+    // Unanchored findings round-trip as data.
+    let mut with_unanchored = report();
+    with_unanchored.unanchored = vec![finding("src/far.rs", 90, "Off the diff")];
+    let read = from_json(&render(&with_unanchored, Format::Json)).unwrap();
+    assert_eq!(read.unanchored, with_unanchored.unanchored);
 }
 
 fn sarif() -> Value {

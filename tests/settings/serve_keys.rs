@@ -48,9 +48,9 @@ fn notice_names(observed: &Observed, key: &str) -> bool {
     observed.requests.is_empty()
         && observed.reviews.is_empty()
         && observed.comments.len() == 1
-        && observed.comments[0]["body"]
-            .as_str()
-            .is_some_and(|body| body.contains(&format!("`{key}`")))
+        && observed.comments[0]["body"].as_str().is_some_and(|body| {
+            body.contains(&format!(": {key}: ")) || body.contains(&format!(": {key}."))
+        })
 }
 
 fn cases() -> Vec<Case> {

@@ -1,7 +1,9 @@
 //! The JSON report, version 1:
-//! `{"version":1,"walkthrough":[...],"findings":[...],"summary":"...","stats":{...}}`,
+//! `{"version":1,"walkthrough":[...],"findings":[...],"unanchored":[...],"summary":"...","stats":{...}}`,
 //! findings ordered by path then line, each with `start_line` always and `suggestion`
-//! only when present. `walkthrough` (areas `{"area","files","summary"}`, possibly empty)
+//! only when present; `unanchored` holds the findings that could not be placed on the
+//! diff (also in the summary's text), with the same fields, and may be missing from an
+//! older report. `walkthrough` (areas `{"area","files","summary"}`, possibly empty)
 //! came later: it is always written and may be missing from an older report.
 
 use serde::{Deserialize, Serialize};
@@ -30,6 +32,8 @@ struct Written<'a> {
     version: u64,
     walkthrough: &'a [Area],
     findings: Vec<&'a Finding>,
+    /// The findings that could not be placed on the diff, with the same fields.
+    unanchored: Vec<&'a Finding>,
     summary: &'a str,
     stats: &'a Stats,
 }
@@ -44,6 +48,9 @@ struct Read {
     #[serde(default)]
     walkthrough: Vec<Area>,
     findings: Vec<Finding>,
+    /// Missing from a report written before it was added.
+    #[serde(default)]
+    unanchored: Vec<Finding>,
     summary: String,
     stats: Stats,
 }
@@ -54,6 +61,7 @@ pub fn to_json(report: &ReviewReport) -> String {
         version: JSON_VERSION,
         walkthrough: &report.walkthrough,
         findings: super::ordered(&report.findings),
+        unanchored: super::ordered(&report.unanchored),
         summary: &report.summary,
         stats: &report.stats,
     };
@@ -81,8 +89,7 @@ pub fn from_json(text: &str) -> Result<ReviewReport, JsonReportError> {
         findings: read.findings,
         summary: read.summary,
         stats: read.stats,
-        // The summary holds them as notes; the JSON report has no field for them.
-        unanchored: Vec::new(),
+        unanchored: read.unanchored,
         walkthrough: read.walkthrough,
     })
 }
