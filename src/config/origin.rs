@@ -234,3 +234,110 @@ impl Origins<'_> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::Owner;
+
+    /// Every key of the schema (so every key the config accepts, see the schema tests) is
+    /// shown: `config show` cannot leave a setting out.
+    #[test]
+    fn every_key_of_the_schema_is_shown() {
+        let shown: Vec<String> = default_values().into_iter().map(|(k, _)| k).collect();
+        let schema = super::super::schema::schema();
+        let mut keys = Vec::new();
+        for (key, property) in schema["properties"].as_object().unwrap() {
+            match property["properties"].as_object() {
+                Some(inner) => keys.extend(inner.keys().map(|k| format!("{key}.{k}"))),
+                None => keys.push(key.clone()),
+            }
+        }
+        assert!(keys.len() > 40, "{keys:?}");
+        for key in keys {
+            let found = if key == "pricing" {
+                shown.iter().any(|k| k.starts_with("pricing.\""))
+            } else {
+                shown.contains(&key)
+            };
+            assert!(found, "`{key}` is not shown");
+        }
+    }
+
+    #[test]
+    fn values_are_the_resolved_ones_not_the_text() {
+        let text = "strategy = \"Plan\"\ntemperature = 0.2\nconnect_timeout = \"1m\"\n[prompts]\nsystem = \"be terse\"\n";
+        let user = ConfigSource::parse(text, "u", Owner::User).unwrap();
+        let env = |_: &str| None;
+        let settings = super::super::settings::resolve(SettingsInput {
+            flags: SettingFlags::default(),
+            flags_origin: "flag",
+            env: &env,
+            user: Some(user),
+            repository: None,
+            scope: Scope::Offline,
+        })
+        .unwrap();
+        let values = values(&settings);
+        let get = |key: &str| values.iter().find(|(k, _)| k == key).unwrap().1.clone();
+        assert_eq!(get("strategy"), "plan");
+        assert_eq!(get("temperature"), 0.2);
+        assert_eq!(get("connect_timeout"), "60s");
+        assert_eq!(get("prompts.system"), "custom (8 characters)");
+        assert_eq!(get("prompts.task"), "built-in");
+    }
+
+    #[test]
+    fn origins_follow_the_precedence_with_lines() {
+        let repo = ConfigSource::parse(
+            "# r\nmax_steps = 7\n[reflection]\ntarget = 9.0\n",
+            "r",
+            Owner::Repository,
+        )
+        .unwrap();
+        let user = ConfigSource::parse(
+            "max_steps = 3\nparallel = 2\n[reflection]\ndrop_below = 1.0\n",
+            "u",
+            Owner::User,
+        )
+        .unwrap();
+        let flag = |key: &str| (key == "strategy").then(|| "flag --strategy".to_string());
+        let env = |k: &str| (k == "ANTHROPIC_API_KEY").then(|| "sk-SECRET".to_string());
+        let origins = Origins {
+            flag: &flag,
+            files: vec![
+                FileOrigin {
+                    source: &repo,
+                    name: ".redline.toml".into(),
+                    note: "(base abc1234)".into(),
+                },
+                FileOrigin {
+                    source: &user,
+                    name: "~/.config/redline/config.toml".into(),
+                    note: String::new(),
+                },
+            ],
+            env: &env,
+        };
+        assert_eq!(origins.of("strategy"), "flag --strategy");
+        assert_eq!(origins.of("max_steps"), ".redline.toml:2 (base abc1234)");
+        assert_eq!(
+            origins.of("reflection.target"),
+            ".redline.toml:4 (base abc1234)"
+        );
+        assert_eq!(
+            origins.of("reflection.drop_below"),
+            "~/.config/redline/config.toml:4"
+        );
+        assert_eq!(origins.of("parallel"), "~/.config/redline/config.toml:2");
+        assert_eq!(origins.of("reflection.max_rounds"), "default");
+        let (value, origin) = origins.api_key(Provider::Anthropic);
+        assert_eq!(
+            (value, origin.as_str()),
+            (json!("set"), "env ANTHROPIC_API_KEY")
+        );
+        let (value, origin) = origins.api_key(Provider::OpenAi);
+        assert_eq!(value, "not set");
+        assert!(!origin.contains("SECRET"), "{origin}");
+    }
+}
