@@ -8,6 +8,8 @@
 //! repository cannot redirect or capture them.
 
 pub mod discovery;
+pub(crate) mod origin;
+pub(crate) mod schema;
 pub mod settings;
 pub(crate) mod sources;
 
@@ -108,18 +110,30 @@ pub enum ConfigError {
 }
 
 /// The contents of `.redline.toml`. Unknown keys are an error that names the key.
-#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+/// Its JSON Schema (`redline config schema`, [`schema`]) is derived from these fields:
+/// their doc comments are the descriptions editors show.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[schemars(
+    title = "Redline settings (.redline.toml)",
+    description = "The settings of Redline, a code-review agent: a repository's .redline.toml (read at the base commit of a change) or the user's ~/.config/redline/config.toml."
+)]
 pub struct FileConfig {
-    /// `openai` or `anthropic`.
+    /// The model API protocol: `openai` (any OpenAI-compatible server) or `anthropic`.
+    /// Only from flags, the environment or the user's own file: a repository's file cannot set it.
+    #[schemars(extend("enum" = ["openai", "anthropic"]))]
     pub provider: Option<String>,
-    /// Model name.
+    /// Model name (default: gpt-4.1-mini with `openai`, claude-sonnet-4-5 with `anthropic`).
     pub model: Option<String>,
-    /// API root of the provider.
+    /// API root of the provider (default: the provider's own). Only from flags, the
+    /// environment or the user's own file: a repository's file cannot set it.
+    #[schemars(extend("format" = "uri"))]
     pub base_url: Option<String>,
     /// Step budget of a ReAct run.
+    #[schemars(range(min = 1, max = 200))]
     pub max_steps: Option<u32>,
-    /// Sampling temperature.
+    /// Sampling temperature (default: the model's own).
+    #[schemars(range(min = 0, max = 2))]
     pub temperature: Option<f32>,
     /// Only changed files matching one of these globs are reviewed (empty: all).
     #[serde(default)]
@@ -134,18 +148,23 @@ pub struct FileConfig {
     /// Replaces the list of guideline files (names, paths or globs).
     pub guidelines_files: Option<Vec<String>>,
     /// Tokens of quoted guideline text at most (default 2,000).
+    #[schemars(range(min = 0))]
     pub guidelines_budget: Option<usize>,
     /// Tokens at most of what the author says the change does (title, description, linked
     /// issues, commit messages) in the model's first message (default 1,000; 0 leaves it out).
+    #[schemars(range(min = 0, max = 16000))]
     pub intent_budget: Option<usize>,
     /// Whether the review opens with a walkthrough of the change, per area (default true).
     pub walkthrough: Option<bool>,
-    /// Default for `--fail-on`.
+    /// Default for `--fail-on`: `redline review` exits 1 (the Action step fails) when a
+    /// finding is at or above this severity.
+    #[schemars(extend("enum" = ["critical", "major", "minor", "nit", "never"]))]
     pub fail_on: Option<String>,
     /// Prompt overrides.
     #[serde(default)]
     pub prompts: PromptOverrides,
-    /// `auto`, `react`, `plan` or `reflect`.
+    /// Review strategy: `auto`, `react`, `plan` or `reflect`.
+    #[schemars(extend("enum" = ["auto", "react", "plan", "reflect"]))]
     pub strategy: Option<String>,
     /// Thresholds of the `auto` strategy rule.
     #[serde(default)]
@@ -154,49 +173,69 @@ pub struct FileConfig {
     #[serde(default)]
     pub reflection: ReflectionConfig,
     /// Plan-and-execute tasks run at once.
+    #[schemars(range(min = 1, max = 32))]
     pub parallel: Option<usize>,
-    /// `native`, `text` or `auto`.
+    /// Native tool calling, text-mode ReAct, or native falling back to text: `native`, `text` or `auto`.
+    #[schemars(extend("enum" = ["native", "text", "auto"]))]
     pub tool_mode: Option<String>,
-    /// The model's context window in tokens (overrides the built-in table).
+    /// The model's context window in tokens (default: the built-in table's for the model).
+    #[schemars(range(min = 1))]
     pub context_window: Option<u32>,
-    /// Tokens reserved for the model's reply (overrides the built-in table).
+    /// Tokens reserved for the model's reply (default: the built-in table's for the model).
+    #[schemars(range(min = 1))]
     pub max_output_tokens: Option<u32>,
     /// Tool results kept whole in the history; older ones become stubs.
+    #[schemars(range(min = 1))]
     pub keep_tool_results: Option<usize>,
-    /// Share of the window (0 to 1) past which seen tool results are elided.
+    /// Share of the window past which seen tool results are elided.
+    #[schemars(range(min = 0.1, max = 0.95))]
     pub prune_threshold: Option<f32>,
-    /// Share of the window (0 to 1) at which the history is summarised.
+    /// Share of the window at which the history is summarised.
+    #[schemars(range(min = 0.1, max = 0.95))]
     pub summary_threshold: Option<f32>,
     /// Token budget of one plan-and-execute task's first message (default: the stage-1 budget).
+    #[schemars(range(min = 2000))]
     pub task_budget: Option<usize>,
     /// On GitHub, post `REQUEST_CHANGES` when a new finding is at or above this severity (default: always `COMMENT`).
+    #[schemars(extend("enum" = ["critical", "major", "minor", "nit"]))]
     pub request_changes: Option<String>,
     /// On GitHub, inline comments at most per review; the rest go to the summary comment.
+    #[schemars(range(min = 0))]
     pub max_comments: Option<usize>,
     /// On GitHub, model calls at most of one answer in a review thread (default 4).
+    #[schemars(range(min = 1, max = 20))]
     pub chat_max_steps: Option<u32>,
     /// On GitHub, Redline's answers at most in one review thread (default 5).
+    #[schemars(range(min = 0, max = 100))]
     pub chat_max_replies: Option<u32>,
     /// On GitHub, resolve Redline's threads whose lines changed and whose finding a new
     /// review did not raise again (default false).
     pub resolve_outdated: Option<bool>,
     /// Per-model prices in USD per million tokens (`[pricing."MODEL"]`: `input`,
-    /// `cached_input`, `cache_write`, `output`), over the built-in table; see [`limits::price_table`].
+    /// `cached_input`, `cache_write`, `output`), over the built-in table.
+    #[schemars(schema_with = "schema::pricing")]
     #[serde(default)]
     pub pricing: std::collections::BTreeMap<String, toml::Table>,
-    /// Hard limit: USD per review (checked by [`limits::resolve_limits`]).
+    /// Hard limit: USD per review, at the price table (none by default).
+    #[schemars(schema_with = "schema::cost")]
     pub max_cost: Option<toml::Value>,
-    /// Hard limit: prompt + completion tokens per review.
+    /// Hard limit: prompt + completion tokens per review, over all model calls (none by default).
+    #[schemars(schema_with = "schema::tokens")]
     pub max_tokens: Option<toml::Value>,
-    /// Hard limit: wall time per review (`"10m"`, `"90s"`, or seconds).
+    /// Hard limit: wall time per review (`"10m"`, `"90s"`, or seconds; none by default).
+    #[schemars(schema_with = "schema::limit_duration")]
     pub timeout: Option<toml::Value>,
     /// Longest connection setup to the model API, as a duration (`"10s"`).
+    #[schemars(schema_with = "schema::timeout")]
     pub connect_timeout: Option<String>,
     /// Longest wait for the first bytes of a model reply, as a duration (`"90s"`).
+    #[schemars(schema_with = "schema::timeout")]
     pub first_byte_timeout: Option<String>,
     /// Longest silence in the middle of a model's reply stream, as a duration (`"60s"`).
+    #[schemars(schema_with = "schema::timeout")]
     pub stream_idle_timeout: Option<String>,
     /// Longest time one model call (request and whole reply) may take, as a duration (`"300s"`).
+    #[schemars(schema_with = "schema::timeout")]
     pub request_timeout: Option<String>,
 }
 
@@ -330,13 +369,9 @@ pub fn resolve_model(
     env: &dyn Fn(&str) -> Option<String>,
 ) -> Result<ModelSettings, ConfigError> {
     let mut settings = resolve_model_choice(flags, file)?;
-    let provider_var = match settings.provider {
-        Provider::OpenAi => "OPENAI_API_KEY",
-        Provider::Anthropic => "ANTHROPIC_API_KEY",
-    };
-    settings.api_key = env("REDLINE_API_KEY")
-        .or_else(|| env(provider_var))
-        .filter(|k| !k.trim().is_empty())
+    let provider_var = provider_key_var(settings.provider);
+    settings.api_key = api_key_var(settings.provider, env)
+        .and_then(env)
         .map(Secret::new);
     let local = url::Url::parse(&settings.base_url).is_ok_and(|url| is_local_url(&url));
     if settings.api_key.is_none() && !local {
@@ -353,6 +388,28 @@ pub fn resolve_model(
         });
     }
     Ok(settings)
+}
+
+/// The provider's own API key variable.
+pub(crate) fn provider_key_var(provider: Provider) -> &'static str {
+    match provider {
+        Provider::OpenAi => "OPENAI_API_KEY",
+        Provider::Anthropic => "ANTHROPIC_API_KEY",
+    }
+}
+
+/// The variable the API key is read from: `REDLINE_API_KEY` when it is set, else the
+/// provider's own, when that is set (not blank); `None` when neither is.
+pub(crate) fn api_key_var(
+    provider: Provider,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Option<&'static str> {
+    // `REDLINE_API_KEY` set (even blank) shadows the provider's variable, as it always has.
+    let chosen = match env("REDLINE_API_KEY") {
+        Some(_) => "REDLINE_API_KEY",
+        None => provider_key_var(provider),
+    };
+    env(chosen).filter(|k| !k.trim().is_empty()).map(|_| chosen)
 }
 
 /// The provider, model, endpoint and timeouts the flags and file choose, checked, without

@@ -43,16 +43,16 @@ impl Default for Prompts {
 }
 
 /// Replacement texts from the `[prompts]` table of `.redline.toml`.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct PromptOverrides {
-    /// Replaces `prompts/system.md`.
+    /// Replaces the built-in text of the reviewer's standing instructions (the system prompt): Redline's `prompts/system.md`.
     pub system: Option<String>,
-    /// Replaces `prompts/task.md`.
+    /// Replaces the built-in text of the first message's template (`{intent}`, `{overview}`, `{instructions}`, `{diff}` are filled in): Redline's `prompts/task.md`.
     pub task: Option<String>,
-    /// Replaces `prompts/final_turn.md`.
+    /// Replaces the built-in text of the message sent when the step budget is spent: Redline's `prompts/final_turn.md`.
     pub final_turn: Option<String>,
-    /// Replaces `prompts/corrective.md`.
+    /// Replaces the built-in text of the message sent after a reply with neither a tool call nor a readable review: Redline's `prompts/corrective.md`.
     pub corrective: Option<String>,
 }
 

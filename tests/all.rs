@@ -6,6 +6,7 @@ mod check_cli;
 mod common;
 mod compression_cli;
 mod config_cli;
+mod config_show_cli;
 mod context;
 mod coverage;
 mod discovery_cli;

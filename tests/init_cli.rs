@@ -34,6 +34,11 @@ async fn init_writes_the_config_at_the_repository_root_and_says_what_next() {
     assert_eq!(run.code, 0, "{}", run.stderr);
     let config = std::fs::read_to_string(repo.path().join(".redline.toml")).expect("config");
     assert!(config.contains("# model = \"gpt-4.1-mini\""), "{config}");
+    let schema = config.lines().next().unwrap_or_default();
+    assert!(
+        schema.starts_with("#:schema https://") && schema.ends_with("/docs/redline.schema.json"),
+        "{schema}"
+    );
     assert!(
         !repo.path().join("src/.redline.toml").exists(),
         "written at the root, not the current directory"

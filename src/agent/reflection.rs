@@ -17,14 +17,17 @@ use crate::review::parse::Submission;
 pub(crate) const SUBMIT_EVALUATION: &str = "submit_evaluation";
 
 /// Thresholds of the reflection loop (config table `[reflection]`).
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct ReflectionConfig {
     /// Evaluation rounds at most.
+    #[schemars(range(min = 1, max = 10))]
     pub max_rounds: u32,
     /// Findings whose mean score is under this are removed (0 to 10).
+    #[schemars(range(min = 0, max = 10))]
     pub drop_below: f64,
     /// Stop once the overall score reaches this (0 to 10).
+    #[schemars(range(min = 0, max = 10))]
     pub target: f64,
 }
 

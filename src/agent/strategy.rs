@@ -77,7 +77,7 @@ impl FromStr for StrategyChoice {
 
 /// Thresholds of the `auto` rule (config table `[auto]`). The `plan_min_*`
 /// values are extra signals, off unless set: whether the change fits decides first.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct AutoThresholds {
     /// Reviewable files from which plan-and-execute is chosen even when the change fits.

@@ -193,9 +193,23 @@ pub fn run(args: InitArgs) -> i32 {
     }
 }
 
-/// The `.redline.toml` that `redline init` writes.
-pub(crate) fn config_text() -> &'static str {
-    CONFIG_TEMPLATE
+/// The `.redline.toml` that `redline init` writes: the template under a `#:schema` line.
+pub(crate) fn config_text() -> String {
+    format!("#:schema {}\n{CONFIG_TEMPLATE}", schema_reference())
+}
+
+/// Where editors find the schema of the file `init` writes (Taplo and Even Better TOML
+/// read a first-line `#:schema` comment): the schema committed in Redline's repository
+/// (`docs/redline.schema.json`) at this release's tag, so it describes the keys of the
+/// binary that wrote the file rather than whatever the default branch has since added.
+/// A URL, not a path: the file lives in the user's repository, where no copy of the schema is.
+pub(crate) fn schema_reference() -> String {
+    format!(
+        "https://raw.githubusercontent.com/{}/v{}/{}",
+        published_repository(),
+        env!("CARGO_PKG_VERSION"),
+        crate::config::schema::SCHEMA_PATH
+    )
 }
 
 /// The workflow that `redline init --action` writes, using the action at `action`
@@ -207,12 +221,16 @@ pub(crate) fn workflow_text(action: &str) -> String {
 /// `owner/name@vVERSION`: this release of the repository the binary was built from
 /// when that is on github.com, else `OWNER/redline@vVERSION` for the user to fill in.
 pub(crate) fn action_reference() -> String {
-    let repository = crate::review::render::sarif::information_uri()
+    format!("{}@v{}", published_repository(), env!("CARGO_PKG_VERSION"))
+}
+
+/// `owner/name` of the GitHub repository the binary was built from, else [`PLACEHOLDER_OWNER`].
+fn published_repository() -> &'static str {
+    crate::review::render::sarif::information_uri()
         .and_then(|uri| uri.strip_prefix("https://github.com/"))
         .map(|path| path.trim_end_matches('/').trim_end_matches(".git"))
         .filter(|path| path.split('/').count() == 2 && !path.contains(' '))
-        .unwrap_or(PLACEHOLDER_OWNER);
-    format!("{repository}@v{}", env!("CARGO_PKG_VERSION"))
+        .unwrap_or(PLACEHOLDER_OWNER)
 }
 
 fn init(args: &InitArgs) -> anyhow::Result<()> {
@@ -230,7 +248,7 @@ fn init(args: &InitArgs) -> anyhow::Result<()> {
     let real_root = std::fs::canonicalize(&root)
         .with_context(|| format!("cannot resolve {}", root.display()))?;
     let action = action_reference();
-    let mut files: Vec<(PathBuf, String)> = vec![(root.join(CONFIG_FILE), config_text().into())];
+    let mut files: Vec<(PathBuf, String)> = vec![(root.join(CONFIG_FILE), config_text())];
     if args.action {
         files.push((root.join(WORKFLOW_FILE), workflow_text(&action)));
     }
@@ -334,13 +352,18 @@ fn next_steps(action: bool, action_ref: &str) -> String {
         );
         if action_ref.starts_with(PLACEHOLDER_OWNER) {
             steps.push(format!(
-                "In {WORKFLOW_FILE}, replace OWNER with the account that publishes Redline."
+                "In {WORKFLOW_FILE} and the #:schema line of {CONFIG_FILE}, replace OWNER with the account that publishes Redline."
             ));
         }
         steps.push(format!(
             "Commit {CONFIG_FILE} and {WORKFLOW_FILE}; the next pull request gets a review."
         ));
     } else {
+        if action_ref.starts_with(PLACEHOLDER_OWNER) {
+            steps.push(format!(
+                "In the #:schema line of {CONFIG_FILE}, replace OWNER with the account that publishes Redline."
+            ));
+        }
         steps.push(format!(
             "Commit {CONFIG_FILE}; `redline init --action` also writes the GitHub workflow."
         ));
@@ -464,6 +487,35 @@ mod tests {
         assert_eq!(
             file.intent_budget,
             Some(crate::intent::DEFAULT_INTENT_BUDGET)
+        );
+    }
+
+    #[test]
+    fn the_config_starts_with_the_schema_of_this_release() {
+        let text = config_text();
+        let first = text.lines().next().unwrap();
+        let url = first
+            .strip_prefix("#:schema https://raw.githubusercontent.com/")
+            .unwrap();
+        assert!(
+            url.ends_with(&format!(
+                "/v{}/docs/redline.schema.json",
+                env!("CARGO_PKG_VERSION")
+            )),
+            "{first}"
+        );
+        let repository = action_reference();
+        let repository = repository.split('@').next().unwrap();
+        assert!(url.starts_with(&format!("{repository}/")), "{first}");
+        // The path is where the schema is committed (the drift test keeps it current).
+        assert!(
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join(crate::config::schema::SCHEMA_PATH)
+                .is_file()
+        );
+        assert_eq!(
+            FileConfig::parse(&text, "init").unwrap(),
+            FileConfig::default()
         );
     }
 

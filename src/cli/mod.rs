@@ -6,6 +6,7 @@ mod action_thread;
 mod check;
 mod color;
 mod completions;
+mod config_cmd;
 mod context;
 mod env_args;
 mod eval;
@@ -27,6 +28,7 @@ use clap::{Args, Parser, Subcommand};
 use std::path::PathBuf;
 
 pub use color::ColorWhen;
+pub use config_cmd::ConfigArgs;
 pub use env_args::parse;
 pub(crate) use serve::ServeLimitArgs;
 
@@ -84,6 +86,8 @@ pub enum Command {
     Check(CheckArgs),
     /// Measure review quality: replay reverted bug fixes (and clean commits) and score the findings.
     Eval(EvalArgs),
+    /// The settings: their JSON Schema, and the values a review would use with their origins.
+    Config(ConfigArgs),
     /// Print a shell completion script: redline completions bash|zsh|fish|powershell.
     Completions(CompletionsArgs),
     /// Write the man pages (redline.1, redline-review.1, ...) into DIR, as the release archives ship them.
@@ -668,6 +672,7 @@ pub async fn run(cli: Cli) -> i32 {
         Command::Init(args) => init::run(args),
         Command::Check(args) => check::run(args).await,
         Command::Eval(args) => eval::run(args).await,
+        Command::Config(args) => config_cmd::run(args),
         Command::Completions(args) => completions::completions(args.shell),
         Command::Man(args) => completions::man(&args.dir),
     }

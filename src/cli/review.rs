@@ -137,13 +137,25 @@ pub(crate) fn settings_in_scope(
     repository: Option<ConfigSource>,
     scope: Scope,
 ) -> anyhow::Result<Settings> {
+    let user = ConfigSource::read_user(&crate::config::env_var)?;
+    settings_from_sources(flags, flags_origin, repository, user, scope)
+}
+
+/// [`settings_in_scope`] with the user's config file already read (`redline config show`
+/// keeps both files to name the origin of each value).
+pub(crate) fn settings_from_sources(
+    flags: SettingFlags,
+    flags_origin: &str,
+    repository: Option<ConfigSource>,
+    user: Option<ConfigSource>,
+    scope: Scope,
+) -> anyhow::Result<Settings> {
     if let Some(source) = &repository {
         for warning in source.warnings() {
             eprintln!("warning: {warning}");
         }
     }
     let env = crate::config::env_var;
-    let user = ConfigSource::read_user(&env)?;
     Ok(settings::resolve(SettingsInput {
         flags,
         flags_origin,

@@ -134,6 +134,7 @@ impl Default for ThreadSettings {
 #[derive(Debug, Clone)]
 pub struct PathFilter {
     include: GlobSet,
+    patterns: Vec<String>,
     any: bool,
 }
 
@@ -142,8 +143,14 @@ impl PathFilter {
     pub fn new(patterns: &[String], key: &str) -> Result<Self, ConfigError> {
         Ok(PathFilter {
             include: glob_set(patterns, key)?,
+            patterns: patterns.to_vec(),
             any: patterns.is_empty(),
         })
+    }
+
+    /// The globs, as given.
+    pub(crate) fn patterns(&self) -> &[String] {
+        &self.patterns
     }
 
     /// Keeps the selected files in `changes`; returns the paths of the others.

@@ -88,6 +88,23 @@ impl ConfigSource {
         true
     }
 
+    /// The value the file sets at exactly `key` (dotted, as for [`Self::has_key`]); `None`
+    /// when the key, or a table on its way, is not in the file.
+    pub(crate) fn value_at(&self, key: &str) -> Option<&toml::Value> {
+        let path = key_path(key);
+        let (first, rest) = path.split_first()?;
+        let mut value = self.table.get(first)?;
+        for part in rest {
+            value = value.get(part.as_str())?;
+        }
+        Some(value)
+    }
+
+    /// The 1-based line where `key` (or the deepest table on its path) is written.
+    pub(crate) fn line_of(&self, key: &str) -> Option<usize> {
+        self.position_of(key)?.split(':').next()?.parse().ok()
+    }
+
     /// `L:C`, the 1-based line and column where `key` (or the deepest table on its path)
     /// is written.
     pub(crate) fn position_of(&self, key: &str) -> Option<String> {

@@ -1,0 +1,343 @@
+//! The resolved settings as dotted keys with values, each with where its value came
+//! from: what `redline config show` prints, and the defaults of the schema.
+//!
+//! Invariants: values are read back from the [`Settings`] that [`super::settings::resolve`]
+//! built, never resolved a second time here; an origin follows the same precedence as the
+//! resolution (a flag or its environment variable, then the repository's file, then the
+//! user's file, then the default) and names the file and line. No secret is ever a value:
+//! the API key is reported only as set or not, with the name of its variable.
+
+use serde_json::{Value, json};
+
+use super::settings::{Scope, SettingFlags, Settings, SettingsInput};
+use super::{ConfigSource, api_key_var};
+use crate::agent::ToolMode;
+use crate::agent::strategy::{Strategy, StrategyChoice};
+use crate::llm::Provider;
+use crate::prompts::Prompts;
+
+/// The key under which the API key's presence is shown (never its value).
+pub(crate) const API_KEY: &str = "api_key";
+
+/// Every resolved setting as `(dotted key, value)`, in the order they are shown.
+/// `null` is "not set" (no temperature, no limit, ...).
+pub(crate) fn values(settings: &Settings) -> Vec<(String, Value)> {
+    let model = &settings.model;
+    let agent = &settings.agent;
+    let mut out: Vec<(String, Value)> = Vec::new();
+    let mut put = |key: &str, value: Value| out.push((key.to_string(), value));
+    put("provider", json!(model.provider.to_string()));
+    put("model", json!(model.model));
+    put("base_url", json!(model.base_url));
+    put("connect_timeout", json!(duration(model.timeouts.connect)));
+    put(
+        "first_byte_timeout",
+        json!(duration(model.timeouts.first_byte)),
+    );
+    put(
+        "stream_idle_timeout",
+        json!(duration(model.timeouts.stream_idle)),
+    );
+    put("request_timeout", json!(duration(model.timeouts.request)));
+    put("strategy", json!(strategy_name(agent.strategy)));
+    put("max_steps", json!(agent.max_steps));
+    put("tool_mode", json!(tool_mode_name(agent.tool_mode)));
+    put("parallel", json!(agent.parallel));
+    put("temperature", json!(agent.temperature.map(decimal)));
+    put("max_cost", json!(agent.review_limits.max_cost_usd));
+    put("max_tokens", json!(agent.review_limits.max_tokens));
+    put("timeout", json!(agent.review_limits.timeout.map(duration)));
+    put("fail_on", json!(settings.fail_on.to_string()));
+    put("include", json!(settings.include.patterns()));
+    put("exclude", json!(agent.exclude));
+    put("instructions", json!(agent.instructions));
+    put("walkthrough", json!(agent.walkthrough));
+    put("guidelines", json!(settings.guidelines.enabled));
+    put("guidelines_files", json!(settings.guidelines.files));
+    put("guidelines_budget", json!(settings.guidelines.budget));
+    put("intent_budget", json!(agent.intent_budget));
+    put("context_window", json!(agent.limits.context_window));
+    put("max_output_tokens", json!(agent.limits.max_output_tokens));
+    put("keep_tool_results", json!(agent.keep_tool_results));
+    put("prune_threshold", json!(decimal(agent.prune_threshold)));
+    put("summary_threshold", json!(decimal(agent.summary_threshold)));
+    put("task_budget", json!(agent.task_budget));
+    let auto = &agent.auto;
+    put("auto.plan_min_files", json!(auto.plan_min_files));
+    put("auto.plan_min_lines", json!(auto.plan_min_lines));
+    put("auto.plan_min_languages", json!(auto.plan_min_languages));
+    put("auto.plan_min_dirs", json!(auto.plan_min_dirs));
+    put("auto.sensitive_paths", json!(auto.sensitive_paths));
+    put("auto.prefer_reflection", json!(auto.prefer_reflection));
+    put("reflection.max_rounds", json!(agent.reflection.max_rounds));
+    put("reflection.drop_below", json!(agent.reflection.drop_below));
+    put("reflection.target", json!(agent.reflection.target));
+    let builtin = Prompts::default();
+    let prompts = &agent.prompts;
+    for (key, text, default) in [
+        ("prompts.system", &prompts.system, &builtin.system),
+        ("prompts.task", &prompts.task, &builtin.task),
+        (
+            "prompts.final_turn",
+            &prompts.final_turn,
+            &builtin.final_turn,
+        ),
+        (
+            "prompts.corrective",
+            &prompts.corrective,
+            &builtin.corrective,
+        ),
+    ] {
+        put(key, json!(prompt_summary(text, default)));
+    }
+    put(
+        "request_changes",
+        json!(settings.request_changes_at.map(|s| s.as_str())),
+    );
+    put("max_comments", json!(settings.max_comments));
+    put("chat_max_steps", json!(settings.threads.chat_max_steps));
+    put("chat_max_replies", json!(settings.threads.chat_max_replies));
+    put("resolve_outdated", json!(settings.threads.resolve_outdated));
+    let price = agent.price.map(|p| {
+        json!({
+            "input": p.input,
+            "cached_input": p.cached_input,
+            "cache_write": p.cache_write,
+            "output": p.output,
+        })
+    });
+    put(&pricing_key(&agent.model), json!(price));
+    out
+}
+
+/// The key of the model's entry in `[pricing]`: `pricing."MODEL"`.
+pub(crate) fn pricing_key(model: &str) -> String {
+    format!(
+        "pricing.\"{}\"",
+        model.replace('\\', "\\\\").replace('"', "\\\"")
+    )
+}
+
+/// The values an empty configuration resolves to, with no flags and no environment
+/// (the schema's defaults).
+pub(crate) fn default_values() -> Vec<(String, Value)> {
+    let env = |_: &str| None;
+    let resolved = super::settings::resolve(SettingsInput {
+        flags: SettingFlags::default(),
+        flags_origin: "flag",
+        env: &env,
+        user: None,
+        repository: None,
+        scope: Scope::Offline,
+    });
+    resolved.map(|s| values(&s)).unwrap_or_default()
+}
+
+/// A prompt as shown: never its text (long, and the repository's own words), only whether
+/// it is the built-in one.
+fn prompt_summary(text: &str, builtin: &str) -> String {
+    if text == builtin {
+        "built-in".into()
+    } else {
+        format!("custom ({} characters)", text.chars().count())
+    }
+}
+
+/// A duration in the config's syntax: whole seconds as `Ns`, else milliseconds.
+fn duration(duration: std::time::Duration) -> String {
+    if duration.subsec_millis() == 0 {
+        format!("{}s", duration.as_secs())
+    } else {
+        format!("{}ms", duration.as_millis())
+    }
+}
+
+/// An `f32` as the decimal it was written as (`0.2`, not `0.20000000298023224`).
+fn decimal(value: f32) -> f64 {
+    value.to_string().parse().unwrap_or(f64::from(value))
+}
+
+/// The config name of a strategy choice (what `strategy` takes).
+fn strategy_name(choice: StrategyChoice) -> &'static str {
+    match choice {
+        StrategyChoice::Auto => "auto",
+        StrategyChoice::Fixed(Strategy::React) => "react",
+        StrategyChoice::Fixed(Strategy::PlanExecute) => "plan",
+        StrategyChoice::Fixed(Strategy::Reflection) => "reflect",
+    }
+}
+
+fn tool_mode_name(mode: ToolMode) -> &'static str {
+    match mode {
+        ToolMode::Native => "native",
+        ToolMode::Text => "text",
+        ToolMode::Auto => "auto",
+    }
+}
+
+/// A config file as an origin: its source, and how it is named (`.redline.toml`) with
+/// what follows the line (`(base abc1234)`).
+pub(crate) struct FileOrigin<'a> {
+    /// The file as read.
+    pub source: &'a ConfigSource,
+    /// Its name in the origin.
+    pub name: String,
+    /// Said after `name:line`, e.g. `(base abc1234)`; may be empty.
+    pub note: String,
+}
+
+/// What decides the origin of each key.
+pub(crate) struct Origins<'a> {
+    /// The origin of a key a flag or its variable set (`flag --max-steps`, `env REDLINE_MODEL`).
+    pub flag: &'a dyn Fn(&str) -> Option<String>,
+    /// The files, highest precedence first (the repository's, then the user's).
+    pub files: Vec<FileOrigin<'a>>,
+    /// The process environment (for the API key's variable only).
+    pub env: &'a dyn Fn(&str) -> Option<String>,
+}
+
+impl Origins<'_> {
+    /// Where `key`'s value came from.
+    pub(crate) fn of(&self, key: &str) -> String {
+        if let Some(flag) = (self.flag)(key) {
+            return flag;
+        }
+        for file in &self.files {
+            if file.source.value_at(key).is_some() {
+                let line = file
+                    .source
+                    .line_of(key)
+                    .map(|line| format!(":{line}"))
+                    .unwrap_or_default();
+                let note = if file.note.is_empty() {
+                    String::new()
+                } else {
+                    format!(" {}", file.note)
+                };
+                return format!("{}{line}{note}", file.name);
+            }
+        }
+        "default".into()
+    }
+
+    /// The API key's line: `("set", "env OPENAI_API_KEY")` or `("not set", ...)`; never the key.
+    pub(crate) fn api_key(&self, provider: Provider) -> (Value, String) {
+        match api_key_var(provider, self.env) {
+            Some(var) => (json!("set"), format!("env {var}")),
+            None => (
+                json!("not set"),
+                format!(
+                    "env REDLINE_API_KEY or {} (neither is set)",
+                    super::provider_key_var(provider)
+                ),
+            ),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::Owner;
+
+    /// Every key of the schema (so every key the config accepts, see the schema tests) is
+    /// shown: `config show` cannot leave a setting out.
+    #[test]
+    fn every_key_of_the_schema_is_shown() {
+        let shown: Vec<String> = default_values().into_iter().map(|(k, _)| k).collect();
+        let schema = super::super::schema::schema();
+        let mut keys = Vec::new();
+        for (key, property) in schema["properties"].as_object().unwrap() {
+            match property["properties"].as_object() {
+                Some(inner) => keys.extend(inner.keys().map(|k| format!("{key}.{k}"))),
+                None => keys.push(key.clone()),
+            }
+        }
+        assert!(keys.len() > 40, "{keys:?}");
+        for key in keys {
+            let found = if key == "pricing" {
+                shown.iter().any(|k| k.starts_with("pricing.\""))
+            } else {
+                shown.contains(&key)
+            };
+            assert!(found, "`{key}` is not shown");
+        }
+    }
+
+    #[test]
+    fn values_are_the_resolved_ones_not_the_text() {
+        let text = "strategy = \"Plan\"\ntemperature = 0.2\nconnect_timeout = \"1m\"\n[prompts]\nsystem = \"be terse\"\n";
+        let user = ConfigSource::parse(text, "u", Owner::User).unwrap();
+        let env = |_: &str| None;
+        let settings = super::super::settings::resolve(SettingsInput {
+            flags: SettingFlags::default(),
+            flags_origin: "flag",
+            env: &env,
+            user: Some(user),
+            repository: None,
+            scope: Scope::Offline,
+        })
+        .unwrap();
+        let values = values(&settings);
+        let get = |key: &str| values.iter().find(|(k, _)| k == key).unwrap().1.clone();
+        assert_eq!(get("strategy"), "plan");
+        assert_eq!(get("temperature"), 0.2);
+        assert_eq!(get("connect_timeout"), "60s");
+        assert_eq!(get("prompts.system"), "custom (8 characters)");
+        assert_eq!(get("prompts.task"), "built-in");
+    }
+
+    #[test]
+    fn origins_follow_the_precedence_with_lines() {
+        let repo = ConfigSource::parse(
+            "# r\nmax_steps = 7\n[reflection]\ntarget = 9.0\n",
+            "r",
+            Owner::Repository,
+        )
+        .unwrap();
+        let user = ConfigSource::parse(
+            "max_steps = 3\nparallel = 2\n[reflection]\ndrop_below = 1.0\n",
+            "u",
+            Owner::User,
+        )
+        .unwrap();
+        let flag = |key: &str| (key == "strategy").then(|| "flag --strategy".to_string());
+        let env = |k: &str| (k == "ANTHROPIC_API_KEY").then(|| "sk-SECRET".to_string());
+        let origins = Origins {
+            flag: &flag,
+            files: vec![
+                FileOrigin {
+                    source: &repo,
+                    name: ".redline.toml".into(),
+                    note: "(base abc1234)".into(),
+                },
+                FileOrigin {
+                    source: &user,
+                    name: "~/.config/redline/config.toml".into(),
+                    note: String::new(),
+                },
+            ],
+            env: &env,
+        };
+        assert_eq!(origins.of("strategy"), "flag --strategy");
+        assert_eq!(origins.of("max_steps"), ".redline.toml:2 (base abc1234)");
+        assert_eq!(
+            origins.of("reflection.target"),
+            ".redline.toml:4 (base abc1234)"
+        );
+        assert_eq!(
+            origins.of("reflection.drop_below"),
+            "~/.config/redline/config.toml:4"
+        );
+        assert_eq!(origins.of("parallel"), "~/.config/redline/config.toml:2");
+        assert_eq!(origins.of("reflection.max_rounds"), "default");
+        let (value, origin) = origins.api_key(Provider::Anthropic);
+        assert_eq!(
+            (value, origin.as_str()),
+            (json!("set"), "env ANTHROPIC_API_KEY")
+        );
+        let (value, origin) = origins.api_key(Provider::OpenAi);
+        assert_eq!(value, "not set");
+        assert!(!origin.contains("SECRET"), "{origin}");
+    }
+}
