@@ -21,6 +21,9 @@ use crate::llm::tokens::TokenCounter;
 
 /// The section's budget in tokens unless configured (`intent_budget`).
 pub(crate) const DEFAULT_INTENT_BUDGET: usize = 1_000;
+/// Linked issues read at most per change request (GitHub's closing keywords, GitLab's
+/// `closes_issues`).
+pub(crate) const MAX_ISSUES: usize = 5;
 /// Characters of a title kept at most.
 const MAX_TITLE_CHARS: usize = 300;
 /// Characters read of one source before anything is counted: more than any budget shows.

@@ -34,19 +34,14 @@ pub async fn run(args: GitlabArgs) -> i32 {
     }
 }
 
-/// A pipeline variable; empty counts as unset.
-fn variable(name: &str) -> Option<String> {
-    std::env::var(name).ok().filter(|v| !v.trim().is_empty())
-}
-
 fn required(name: &str) -> anyhow::Result<String> {
-    variable(name).ok_or_else(|| {
+    crate::config::env_var(name).ok_or_else(|| {
         anyhow!("{name} is not set (is this running in a GitLab CI merge request pipeline?)")
     })
 }
 
 async fn gitlab(args: GitlabArgs) -> anyhow::Result<i32> {
-    let Some(iid) = variable("CI_MERGE_REQUEST_IID") else {
+    let Some(iid) = crate::config::env_var("CI_MERGE_REQUEST_IID") else {
         println!(
             "Redline: nothing to review (not a merge request pipeline: CI_MERGE_REQUEST_IID is not set)"
         );
@@ -66,10 +61,10 @@ async fn gitlab(args: GitlabArgs) -> anyhow::Result<i32> {
     let client = GitLabClient::new(&api_url, token)?;
     let merge_request = fetch_merge_request(&client, &project, iid).await?;
     let refs = merge_request.diff_refs.as_ref();
-    let head = variable("CI_COMMIT_SHA")
+    let head = crate::config::env_var("CI_COMMIT_SHA")
         .or_else(|| refs.map(|r| r.head_sha.clone()))
         .ok_or_else(|| anyhow!("CI_COMMIT_SHA is not set"))?;
-    let base = variable("CI_MERGE_REQUEST_DIFF_BASE_SHA")
+    let base = crate::config::env_var("CI_MERGE_REQUEST_DIFF_BASE_SHA")
         .or_else(|| refs.map(|r| r.base_sha.clone()))
         .ok_or_else(|| anyhow!("CI_MERGE_REQUEST_DIFF_BASE_SHA is not set"))?;
     // Positions name GitLab's diff of the merge request's head: when the pipeline runs on
@@ -156,7 +151,7 @@ async fn gitlab(args: GitlabArgs) -> anyhow::Result<i32> {
 /// directory); a shallow clone is deepened from `origin` (whose URL carries the job's
 /// token in GitLab CI) until base and head meet.
 fn project_commits(base: &str, head: &str, last: Option<&str>) -> anyhow::Result<PullCommits> {
-    let dir = variable("CI_PROJECT_DIR")
+    let dir = crate::config::env_var("CI_PROJECT_DIR")
         .map(PathBuf::from)
         .map_or_else(std::env::current_dir, Ok)?;
     let root = crate::repo::discover(&dir)?;

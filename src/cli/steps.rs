@@ -289,10 +289,7 @@ pub(crate) fn tool_summary(name: &str, arguments: &str) -> String {
 }
 
 fn plural(count: usize, noun: &str) -> String {
-    match count {
-        1 => format!("(1 {noun})"),
-        n => format!("({n} {noun}s)"),
-    }
+    format!("({})", crate::text::count(count, noun, &format!("{noun}s")))
 }
 
 fn quoted(pattern: &str) -> String {

@@ -211,12 +211,11 @@ impl<'a> FileMoves<'a> {
             .map(|i| self.into[i])
     }
 
-    /// The move whose original holds base line `n`.
+    /// The move whose original holds base line `n` (originals are sorted and never
+    /// overlap: each line is in one move at most).
     pub fn source_of(&self, n: u32) -> Option<&'a Move> {
-        self.out_of
-            .iter()
-            .copied()
-            .find(|m| m.from.0 <= n && n <= m.from.1)
+        let at = self.out_of.partition_point(|m| m.from.1 < n);
+        self.out_of.get(at).copied().filter(|m| m.from.0 <= n)
     }
 }
 

@@ -162,11 +162,7 @@ pub(crate) fn bugs(row: &ResultRow) -> String {
 
 /// `1 finding`, `2 findings`.
 pub(crate) fn count(n: usize, noun: &str) -> String {
-    if n == 1 {
-        format!("1 {noun}")
-    } else {
-        format!("{n} {noun}s")
-    }
+    crate::text::count(n, noun, &format!("{noun}s"))
 }
 
 /// The scored row of one review.

@@ -166,8 +166,9 @@ fn source_skip(
         let sources = sources.len();
         return Ok(Some(Skip::TooLarge { sources, lines }));
     }
+    // Sizes first: a fix too large is skipped before any blob is read or parsed.
     let mut lines = 0usize;
-    let mut change = ChangeKind::None;
+    let mut patches = Vec::new();
     for (index, (path, kind)) in files.iter().enumerate() {
         if *kind != FileKind::Source {
             continue;
@@ -180,14 +181,24 @@ fn source_skip(
         }
         let (_, added, deleted) = patch.line_stats()?;
         lines = lines.saturating_add(added + deleted);
-        let (old, new) = (
-            text_of(repo, patch.delta().old_file().id())?,
-            text_of(repo, patch.delta().new_file().id())?,
-        );
-        change = change.max(match (old, new) {
-            (Some(old), Some(new)) => classify_change(path, &old, &new),
-            _ => ChangeKind::Behaviour,
-        });
+        patches.push((path, patch));
+    }
+    let mut change = ChangeKind::None;
+    if lines <= MAX_CHANGED_LINES {
+        for (path, patch) in &patches {
+            let (old, new) = (
+                text_of(repo, patch.delta().old_file().id())?,
+                text_of(repo, patch.delta().new_file().id())?,
+            );
+            change = change.max(match (old, new) {
+                (Some(old), Some(new)) => classify_change(path, &old, &new),
+                _ => ChangeKind::Behaviour,
+            });
+            // Nothing ranks above a behaviour change: the other files need not be parsed.
+            if change == ChangeKind::Behaviour {
+                break;
+            }
+        }
     }
     if lines > MAX_CHANGED_LINES {
         let sources = sources.len();

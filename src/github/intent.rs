@@ -15,10 +15,7 @@ use serde_json::Value;
 
 use super::client::{GitHubClient, path_segment};
 use super::error::GitHubError;
-use crate::intent::{CommitMessage, Intent, LinkedIssue};
-
-/// Linked issues read at most per pull request.
-pub(crate) const MAX_ISSUES: usize = 5;
+use crate::intent::{CommitMessage, Intent, LinkedIssue, MAX_ISSUES};
 
 /// GitHub's closing keywords before a same-repository issue reference.
 static CLOSING: LazyLock<Option<Regex>> = LazyLock::new(|| {

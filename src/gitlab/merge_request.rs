@@ -2,17 +2,14 @@
 //! discussion's position must name), and the issues it closes, for the intent.
 //!
 //! Invariants: reading the closed issues never fails a review (what cannot be read is
-//! left out, at most [`crate::github::intent::MAX_ISSUES`] are read); texts are returned
+//! left out, at most [`MAX_ISSUES`] are read); texts are returned
 //! as written (the intent section bounds and cleans them).
 
 use serde_json::Value;
 
 use super::client::{GitLabClient, GitLabError};
 use crate::github::path_segment;
-use crate::intent::LinkedIssue;
-
-/// Linked issues read at most per merge request (as on GitHub).
-const MAX_ISSUES: usize = 5;
+use crate::intent::{LinkedIssue, MAX_ISSUES};
 
 /// The SHAs GitLab's diff of a merge request is computed from.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -20,11 +20,8 @@ pub fn commit_messages(
 ) -> Result<Vec<CommitMessage>, RepoError> {
     let repo = open_repository(root)?;
     let git = |e: git2::Error| RepoError::Git(e.message().to_string());
-    let resolve = |rev: &str| -> Result<git2::Oid, RepoError> {
-        let object = repo.revparse_single(rev).map_err(git)?;
-        Ok(object.peel_to_commit().map_err(git)?.id())
-    };
-    let (base, head) = (resolve(base)?, resolve(head)?);
+    let base = super::resolve_commit(&repo, base)?.id();
+    let head = super::resolve_commit(&repo, head)?.id();
     let mut walk = repo.revwalk().map_err(git)?;
     walk.set_sorting(git2::Sort::TOPOLOGICAL | git2::Sort::TIME)
         .map_err(git)?;

@@ -154,24 +154,37 @@ impl ReviewRunner {
         if cancel.is_cancelled() {
             return Ok(RunOutcome::Cancelled);
         }
-        self.metrics
-            .add_model_tokens(report.stats.prompt_tokens, report.stats.completion_tokens);
-        if let Some(cost) = report.stats.cost_usd {
-            self.metrics.add_review_cost(&job.repo_full_name, cost);
-        }
         let target = PullTarget {
             owner,
             repo,
             number: job.pr_number,
             head_sha: &pull.head_sha,
         };
+        send(self.publish_report(job, &forge, target, &commits, &report, &settings)).await
+    }
+
+    /// Counts the review in the metrics and publishes it with the pull request's dismissals.
+    async fn publish_report(
+        &self,
+        job: &Job,
+        forge: &GitHubPull<'_>,
+        target: PullTarget<'_>,
+        commits: &PullCommits,
+        report: &ReviewReport,
+        settings: &Settings,
+    ) -> Result<RunOutcome, JobError> {
+        self.metrics
+            .add_model_tokens(report.stats.prompt_tokens, report.stats.completion_tokens);
+        if let Some(cost) = report.stats.cost_usd {
+            self.metrics.add_review_cost(&job.repo_full_name, cost);
+        }
         let dismissed = send(self.dismissed(&job.repo_full_name, job.pr_number)).await?;
         let published = review_flow::publish(
-            &forge,
+            forge,
             target,
-            &commits,
-            &report,
-            &settings,
+            commits,
+            report,
+            settings,
             &self.publish,
             &dismissed,
         );

@@ -147,22 +147,7 @@ async fn answer(
     let settings = runner
         .repository_settings(&label, None, &commits)
         .map_err(|e| e.to_string())?;
-    let max = settings.threads.chat_max_replies;
-    let counted = queue
-        .reserve_answer(
-            &format!("{owner}/{repo}"),
-            comment.root_id,
-            max,
-            thread.answers(),
-        )
-        .await
-        .map_err(|e| e.to_string())?;
-    if !counted {
-        tracing::info!(
-            comment = comment.comment_id,
-            reason = "chat_max_replies reached in the thread",
-            "review comment not answered"
-        );
+    if !reserve_answer(queue, comment, thread, settings.threads.chat_max_replies).await? {
         return Ok(());
     }
     let model = (runner.model)(&settings.model);
@@ -212,6 +197,29 @@ async fn answer(
     send(thread_flow::post_answer(&forge, comment, &answered.body))
         .await
         .map_err(|e| e.to_string())
+}
+
+/// Counts the answer in the database before the model is asked, so that `chat_max_replies`
+/// holds under concurrent comments; `false` (logged) when the thread has its answers.
+async fn reserve_answer(
+    queue: &Queue,
+    comment: &ThreadComment,
+    thread: &crate::github::thread::Thread,
+    max: u32,
+) -> Result<bool, String> {
+    let repository = format!("{}/{}", comment.owner, comment.repo);
+    let counted = queue
+        .reserve_answer(&repository, comment.root_id, max, thread.answers())
+        .await
+        .map_err(|e| e.to_string())?;
+    if !counted {
+        tracing::info!(
+            comment = comment.comment_id,
+            reason = "chat_max_replies reached in the thread",
+            "review comment not answered"
+        );
+    }
+    Ok(counted)
 }
 
 /// An answer's tokens and cost go into `/metrics` as a review's do.
