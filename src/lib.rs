@@ -15,6 +15,7 @@ mod cli;
 pub mod config;
 pub mod context;
 pub mod eval;
+pub mod flow;
 mod forge;
 #[cfg(test)]
 mod fuzzing;
@@ -27,11 +28,9 @@ pub mod prompts;
 pub mod queue;
 pub mod repo;
 pub mod review;
-pub mod review_flow;
 pub mod server;
 pub mod syntax;
 pub mod text;
-pub mod thread_flow;
 pub mod tools;
 
 /// The `redline` command line: parse a [`Cli`], then [`run`] it for the exit code.

@@ -14,6 +14,7 @@ mod eval_cli;
 mod eval_mining;
 mod eval_mutate;
 mod events_cli;
+mod flow_local;
 mod github;
 mod gitlab_cli;
 mod guidelines_cli;

@@ -14,6 +14,8 @@ use crate::agent::events::EventSink;
 use crate::agent::strategy::StrategyChoice;
 use crate::config::settings::{SettingFlags, Settings};
 use crate::config::{CONFIG_FILE, ConfigSource};
+use crate::flow;
+use crate::flow::pull::{CommitSource, PullCommits, PullTarget, load_commits, short};
 use crate::forge::publish::last_reviewed_sha;
 use crate::forge::{Forge, GitHubPull};
 use crate::github::dismissed::Dismissals;
@@ -25,7 +27,6 @@ use crate::llm::Secret;
 use crate::review::finding::{Finding, Severity};
 use crate::review::render::{Format, render};
 use crate::review::report::ReviewReport;
-use crate::review_flow::{self, CommitSource, PullCommits, PullTarget, load_commits, short};
 
 /// Runs `redline action` and returns the exit code.
 pub async fn run(args: ActionArgs) -> i32 {
@@ -192,10 +193,10 @@ async fn review_and_publish(
     };
     settings
         .agent
-        .set_intent(&review_flow::pull_intent(&forge, commits).await);
+        .set_intent(&flow::pull::pull_intent(&forge, commits).await);
     let settings = &settings;
     let report =
-        review_flow::review(model, settings, commits, CancellationToken::new(), None).await?;
+        flow::pull::review(model, settings, commits, CancellationToken::new(), None).await?;
     // Written before publishing, so that a workflow can upload it whatever happens next; a
     // file that cannot be written costs the output, not the review.
     let sarif_file = write_sarif(&report)
@@ -207,7 +208,7 @@ async fn review_and_publish(
         number: target.number,
         head_sha: &target.head_sha,
     };
-    let published = review_flow::publish(
+    let published = flow::pull::publish(
         &forge,
         pull,
         commits,

@@ -1,5 +1,5 @@
 //! `redline action` on a `pull_request_review_comment` event: the answer in the thread
-//! (see [`crate::thread_flow`]). One workflow run per event answers once; a rerun sees the
+//! (see [`crate::flow::thread`]). One workflow run per event answers once; a rerun sees the
 //! answer's marker in the thread and posts nothing. Dismissals go to the summary comment's
 //! hidden marker, where later runs of the Action read them.
 
@@ -7,12 +7,13 @@ use super::action::{Target, action_settings, escape_data, workspace_commits};
 use super::review::model_client;
 use super::{ActionArgs, EXIT_OK};
 use crate::agent::events::EventSink;
+use crate::flow;
+use crate::flow::pull::pull_intent;
+use crate::flow::thread::{Answered, Gate};
 use crate::forge::GitHubPull;
 use crate::github::thread::{Thread, ThreadComment};
 use crate::github::{GitHubClient, PullText, fetch_pull, record_dismissed};
 use crate::llm::Secret;
-use crate::review_flow::pull_intent;
-use crate::thread_flow::{self, Answered, Gate};
 
 /// Answers `comment` in its thread when the checks let it; the step's exit code.
 pub(super) async fn answer(
@@ -21,14 +22,14 @@ pub(super) async fn answer(
     token: &Secret,
     comment: &ThreadComment,
 ) -> anyhow::Result<i32> {
-    match thread_flow::gate(client, comment).await? {
+    match flow::thread::gate(client, comment).await? {
         Gate::Skip(reason) => {
             println!("::notice::Redline: no answer ({})", escape_data(&reason));
         }
         Gate::Reply { text, dismiss } => {
             dismiss_in_summary(client, comment, &dismiss).await?;
             let forge = GitHubPull::at(client, &comment.owner, &comment.repo, comment.pr_number);
-            thread_flow::post_answer(&forge, comment, &text).await?;
+            flow::thread::post_answer(&forge, comment, &text).await?;
             println!("::notice::Redline: answered the command in its thread");
         }
         Gate::Answer(thread) => answer_with_model(args, client, token, comment, &thread).await?,
@@ -70,16 +71,16 @@ async fn answer_with_model(
     };
     let intent = pull_intent(&forge, &commits).await;
     let answered =
-        match thread_flow::answer(model, &settings, &commits, comment, thread, &intent).await? {
+        match flow::thread::answer(model, &settings, &commits, comment, thread, &intent).await? {
             Answered::Answer(answered) => answered,
             Answered::Skipped(reason) => {
                 println!("::notice::Redline: no answer ({})", escape_data(&reason));
                 return Ok(());
             }
         };
-    let keys = thread_flow::dismissal_after(client, comment, thread, &answered).await?;
+    let keys = flow::thread::dismissal_after(client, comment, thread, &answered).await?;
     dismiss_in_summary(client, comment, &keys).await?;
-    thread_flow::post_answer(&forge, comment, &answered.body).await?;
+    flow::thread::post_answer(&forge, comment, &answered.body).await?;
     println!(
         "::notice::Redline: answered in the thread ({} model call(s))",
         answered.model_calls

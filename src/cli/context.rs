@@ -6,18 +6,17 @@
 //! is shaped by the engine's own stage-1 function, so what this prints is what a review
 //! of the same change with the same settings starts from.
 
-use std::sync::Arc;
+use anyhow::bail;
 
-use anyhow::{Context, bail};
-
-use super::review::{ConfigChoice, repository_config, settings_in_scope};
+use super::review::notices_on_stderr;
 use super::{ContextArgs, EXIT_ERROR, EXIT_OK, error_message};
 use crate::agent::shape_first_message;
 use crate::config::ModelFlags;
-use crate::config::settings::{Scope, SettingFlags};
 use crate::context::stage1_budget;
+use crate::flow::local::{
+    ChangeSelection, LocalRequest, OutputWants, Overrides, Purpose, SettingsChoice,
+};
 use crate::llm::tokens::TokenCounter;
-use crate::tools::Workspace;
 
 /// Runs `redline context` and returns the exit code.
 pub fn run(args: ContextArgs) -> i32 {
@@ -40,37 +39,12 @@ fn context(args: &ContextArgs) -> anyhow::Result<String> {
             args.format
         );
     }
-    let start = match &args.repo {
-        Some(path) => path.clone(),
-        None => std::env::current_dir().context("cannot read the current directory")?,
-    };
-    let root = crate::repo::discover(&start)?;
-    let range = crate::repo::resolve_range(&root, args.base.as_deref(), &args.head)?;
-    let choice = ConfigChoice {
-        config: args.config.as_deref(),
-        uncommitted: args.uncommitted,
-        quiet: true,
-    };
-    let repository = repository_config(&root, &choice, &range.base)?;
-    let flags = SettingFlags {
-        model: ModelFlags {
-            model: args.model.clone(),
-            ..ModelFlags::default()
-        },
-        ..SettingFlags::default()
-    };
-    let mut settings = settings_in_scope(flags, "flag", repository, Scope::Offline)?;
-    let intent = super::intent::local_intent(&args.intent, &root, &range)?;
-    settings.agent.set_intent(&intent);
-    let (view, mut changes) = crate::repo::load_change(&root, &range, args.uncommitted)?;
-    settings.include.apply(&mut changes);
-    let workspace = Workspace {
-        repo: Arc::new(view),
-        changes: Arc::new(changes),
-    };
+    // Quiet: only the warnings about a repository file's keys reach stderr.
+    let prepared = local_request(args).prepare(&mut notices_on_stderr(true))?;
+    let (workspace, settings) = (&prepared.workspace, &prepared.settings);
     let agent = &settings.agent;
     let counter = TokenCounter::for_model(&agent.model);
-    let shaped = shape_first_message(&workspace, agent, &counter);
+    let shaped = shape_first_message(workspace, agent, &counter);
     let budget = stage1_budget(agent.limits);
     let intent_tokens = counter.count(&agent.intent);
     let intent_line = format!(
@@ -102,11 +76,80 @@ fn context(args: &ContextArgs) -> anyhow::Result<String> {
     })
 }
 
+/// The typed local request of `redline context`'s flags: the change resolved for its
+/// shape only, with `--model` as the one setting given.
+fn local_request(args: &ContextArgs) -> LocalRequest {
+    LocalRequest {
+        repository: args.repo.clone(),
+        change: ChangeSelection {
+            base: args.base.clone(),
+            head: args.head.clone(),
+            uncommitted: args.uncommitted,
+        },
+        settings: SettingsChoice {
+            overrides: Overrides {
+                model: ModelFlags {
+                    model: args.model.clone(),
+                    ..ModelFlags::default()
+                },
+                ..Overrides::default()
+            },
+            config_file: args.config.clone(),
+            user_file: true,
+        },
+        intent: (&args.intent).into(),
+        purpose: Purpose::Shape,
+        output: OutputWants::default(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::repo::opened;
     use crate::repo::test_repo::repo_with_changed_files;
+
+    #[test]
+    fn context_flags_ask_for_the_shape_of_the_change_only() {
+        let args = ContextArgs {
+            repo: Some("/src/demo".into()),
+            base: Some("v1".into()),
+            head: "topic".into(),
+            model: Some("gpt-4o".into()),
+            format: "text".into(),
+            show: true,
+            uncommitted: true,
+            config: Some("other.toml".into()),
+            intent: crate::cli::IntentArgs {
+                title: Some("Shape".into()),
+                ..Default::default()
+            },
+        };
+        let request = local_request(&args);
+        assert_eq!(request.purpose, Purpose::Shape);
+        assert_eq!(request.repository, Some("/src/demo".into()));
+        assert_eq!(
+            request.change,
+            ChangeSelection {
+                base: Some("v1".into()),
+                head: "topic".into(),
+                uncommitted: true,
+            }
+        );
+        assert_eq!(
+            request.settings.overrides.model.model.as_deref(),
+            Some("gpt-4o")
+        );
+        assert_eq!(
+            request.settings.overrides,
+            Overrides {
+                model: request.settings.overrides.model.clone(),
+                ..Overrides::default()
+            }
+        );
+        assert_eq!(request.settings.config_file, Some("other.toml".into()));
+        assert_eq!(request.intent.title.as_deref(), Some("Shape"));
+    }
 
     #[test]
     fn shaping_opens_the_repository_a_bounded_number_of_times_not_once_per_file() {

@@ -1,7 +1,7 @@
 //! `redline eval`: gathers the cases (a file, or mined from a repository), reviews each
-//! under every (strategy, model) pair through the engine of `redline review`, and writes
-//! the scored report. The work itself is in [`crate::eval`]; this file resolves the
-//! flags and supplies the engine.
+//! under every (strategy, model) pair through the local review flow of `redline review`
+//! ([`crate::flow::local`]), and writes the scored report. The work itself is in
+//! [`crate::eval`]; this file resolves the flags and supplies the engine.
 //!
 //! Invariants: every flag, the output files, the baseline and the events directory are
 //! checked before any model call; each review resolves its settings exactly as
@@ -14,15 +14,11 @@ use anyhow::{Context, bail};
 
 use super::output::OutputTarget;
 use super::progress::{Verbosity, spawn_event_consumers};
-use super::review::{local_settings, model_client, prepare};
+use super::review::{local_settings, model_client, notices_on_stderr};
 use super::runs::runs_dir;
 use super::signals::StopSignals;
-use super::{
-    EXIT_ERROR, EXIT_OK, EvalArgs, IntentArgs, ModelArgs, ReviewArgs, RunsArgs, error_message,
-};
-use crate::agent::Orchestrator;
+use super::{EXIT_ERROR, EXIT_OK, EvalArgs, ModelArgs, RunsArgs, error_message};
 use crate::agent::events::EventSink;
-use crate::config::settings::SettingFlags;
 use crate::eval::cases::{Case, cases_to_jsonl, read_cases};
 use crate::eval::judge::Judge;
 use crate::eval::mine::{MineOptions, change_size, list, mine};
@@ -32,7 +28,12 @@ use crate::eval::render::{
 };
 use crate::eval::report::{Report, build_report, compare, parse_report};
 use crate::eval::run::{CaseReviewer, CaseRun, PairLabel, run_all};
+use crate::flow::local::{
+    ChangeSelection, Description, IntentSources, LocalRequest, OutputWants, Overrides, PlanChoice,
+    Purpose, SettingsChoice,
+};
 use crate::review::finding::Finding;
+use crate::review::render::Format;
 use crate::review::stats::Stats;
 
 /// Runs `redline eval` and returns the exit code.
@@ -150,7 +151,7 @@ fn resolve_pairs(args: &EvalArgs) -> anyhow::Result<Vec<Pair>> {
     let mut pairs = Vec::new();
     for strategy in or_default(&args.strategies) {
         for model in or_default(&args.models) {
-            let flags = pair_flags(args, &strategy, &model);
+            let flags = pair_overrides(args, &strategy, &model).flags();
             let settings = local_settings(flags, "flag", None).with_context(|| {
                 format!(
                     "strategy {}, model {}",
@@ -175,13 +176,15 @@ fn resolve_pairs(args: &EvalArgs) -> anyhow::Result<Vec<Pair>> {
     Ok(pairs)
 }
 
-fn pair_flags(args: &EvalArgs, strategy: &Option<String>, model: &Option<String>) -> SettingFlags {
-    SettingFlags {
+/// The settings every review of the pair is given: `redline review`'s with the pair's
+/// strategy and model and the eval's provider, API root, steps and limits.
+fn pair_overrides(args: &EvalArgs, strategy: &Option<String>, model: &Option<String>) -> Overrides {
+    Overrides {
         model: model_args(args, model).flags(),
         limits: args.limits.flags(),
         max_steps: args.max_steps,
         strategy: strategy.clone(),
-        ..SettingFlags::default()
+        ..Overrides::default()
     }
 }
 
@@ -203,7 +206,7 @@ fn resolve_judge(args: &EvalArgs, pairs: &[Pair]) -> anyhow::Result<Option<Judge
         .judge_model
         .clone()
         .or_else(|| pairs.first().map(|p| p.label.model.clone()));
-    let flags = pair_flags(args, &None, &model);
+    let flags = pair_overrides(args, &None, &model).flags();
     let settings = local_settings(flags, "flag", None).context("--judge-model")?;
     Ok(Some(JudgeClient {
         model: model_client(&settings.model, &EventSink::discard()),
@@ -416,40 +419,31 @@ impl CaseReviewer for EngineReviewer {
 }
 
 impl EngineReviewer {
-    /// The `redline review` command line of this case under `pair`.
-    fn review_args(&self, case: &Case, pair: &Pair) -> ReviewArgs {
-        let args = &self.args;
-        ReviewArgs {
-            repo: Some(PathBuf::from(&case.repo)),
-            base: Some(case.base.clone()),
-            head: case.head.clone(),
-            uncommitted: false,
-            model: model_args(args, &pair.model),
-            format: "json".into(),
-            output: None,
-            events: None,
-            color: super::ColorWhen::Never,
-            fail_on: None,
-            max_steps: args.max_steps,
-            strategy: pair.strategy.clone(),
-            plan_only: false,
-            plan: None,
-            yes: true,
-            parallel: None,
-            tool_mode: None,
-            config: args.config.clone(),
-            verbose: false,
-            quiet: true,
-            limits: args.limits.clone(),
-            runs: RunsArgs {
-                no_transcript: true,
-                ..RunsArgs::default()
+    /// The local request of this case under `pair`: what
+    /// `redline review --repo R --base B --head H --format json --quiet --yes --no-transcript`
+    /// with the pair's flags asks for.
+    fn case_request(&self, case: &Case, pair: &Pair) -> LocalRequest {
+        LocalRequest {
+            repository: Some(PathBuf::from(&case.repo)),
+            change: ChangeSelection {
+                base: Some(case.base.clone()),
+                head: case.head.clone(),
+                uncommitted: false,
+            },
+            settings: SettingsChoice {
+                overrides: pair_overrides(&self.args, &pair.strategy, &pair.model),
+                config_file: self.args.config.clone(),
+                user_file: true,
             },
             // The case's stated intent; an expected range's description (the answer) never.
-            intent: IntentArgs {
+            intent: IntentSources {
                 title: case.title.clone(),
-                description: case.body.clone(),
-                description_file: None,
+                description: case.body.clone().map(Description::Text),
+            },
+            purpose: Purpose::Review,
+            output: OutputWants {
+                format: Format::Json,
+                plan: PlanChoice::Review,
             },
         }
     }
@@ -460,21 +454,23 @@ impl EngineReviewer {
         pair: &Pair,
         events_path: &Path,
     ) -> anyhow::Result<(Vec<Finding>, Stats)> {
-        let args = self.review_args(case, pair);
-        let prepared = tokio::task::spawn_blocking(move || prepare(&args))
-            .await
-            .context("preparing the review")??;
+        let request = self.case_request(case, pair);
+        let prepared =
+            tokio::task::spawn_blocking(move || request.prepare(&mut notices_on_stderr(true)))
+                .await
+                .context("preparing the review")??;
         let (events, rx) = EventSink::channel();
         let consumer = spawn_event_consumers(rx, Verbosity::Quiet, Some(events_path))
             .with_context(|| format!("cannot write {}", events_path.display()))?;
-        let outcome = if prepared.workspace.changes.files.is_empty() {
-            Ok(Default::default())
-        } else {
-            let model = model_client(&prepared.settings, &events);
-            Orchestrator::new(model, prepared.workspace.clone(), prepared.agent.clone())
+        let outcome = if prepared.has_changes() {
+            let model = model_client(&prepared.settings.model, &events);
+            prepared
+                .orchestrator(model)
                 .with_events(events.clone())
                 .review()
                 .await
+        } else {
+            Ok(Default::default())
         };
         drop(events);
         // Every event is in the file before the review counts as done.
@@ -523,6 +519,102 @@ fn events_file_name(case: &Case, pair: &PairLabel) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_case_becomes_the_request_redline_review_would_make() {
+        let argv = [
+            "redline",
+            "eval",
+            "--cases",
+            "cases.jsonl",
+            "--provider",
+            "openai",
+            "--base-url",
+            "http://127.0.0.1:9/v1",
+            "--max-steps",
+            "4",
+            "--max-cost",
+            "1",
+            "--timeout",
+            "5m",
+            "--max-tokens",
+            "900",
+            "--config",
+            "eval.toml",
+        ];
+        let args = match <crate::cli::Cli as clap::Parser>::try_parse_from(argv)
+            .unwrap()
+            .command
+        {
+            crate::cli::Command::Eval(args) => args,
+            other => panic!("not eval: {other:?}"),
+        };
+        let case: Case = serde_json::from_value(serde_json::json!({
+            "id": "fix-1", "repo": "/src/demo", "base": "b1", "head": "h1", "clean": false,
+            "title": "Fix the ratio", "body": "Guards b == 0."
+        }))
+        .unwrap();
+        let pair = Pair {
+            strategy: Some("reflect".into()),
+            model: Some("m2".into()),
+            label: PairLabel {
+                strategy: "reflect".into(),
+                model: "m2".into(),
+            },
+        };
+        let reviewer = EngineReviewer {
+            args,
+            pairs: vec![pair.clone()],
+            events_dir: PathBuf::new(),
+            judge: None,
+        };
+        let request = reviewer.case_request(&case, &pair);
+        assert_eq!(request.repository, Some(PathBuf::from("/src/demo")));
+        assert_eq!(
+            request.change,
+            ChangeSelection {
+                base: Some("b1".into()),
+                head: "h1".into(),
+                uncommitted: false,
+            }
+        );
+        let overrides = &request.settings.overrides;
+        assert_eq!(overrides.strategy.as_deref(), Some("reflect"));
+        assert_eq!(overrides.model.model.as_deref(), Some("m2"));
+        assert_eq!(overrides.model.provider.as_deref(), Some("openai"));
+        assert_eq!(
+            overrides.model.base_url.as_deref(),
+            Some("http://127.0.0.1:9/v1")
+        );
+        assert_eq!(overrides.max_steps, Some(4));
+        assert_eq!(overrides.limits.max_cost.as_deref(), Some("1"));
+        assert_eq!(overrides.limits.timeout.as_deref(), Some("5m"));
+        assert_eq!(overrides.limits.max_tokens.as_deref(), Some("900"));
+        assert_eq!(
+            (&overrides.tool_mode, overrides.parallel, &overrides.fail_on),
+            (&None, None, &None)
+        );
+        assert_eq!(
+            request.settings.config_file,
+            Some(PathBuf::from("eval.toml"))
+        );
+        assert!(request.settings.user_file);
+        assert_eq!(
+            request.intent,
+            IntentSources {
+                title: Some("Fix the ratio".into()),
+                description: Some(Description::Text("Guards b == 0.".into())),
+            }
+        );
+        assert_eq!(request.purpose, Purpose::Review);
+        assert_eq!(
+            request.output,
+            OutputWants {
+                format: Format::Json,
+                plan: PlanChoice::Review,
+            }
+        );
+    }
 
     #[test]
     fn since_takes_a_date_or_a_time() {

@@ -13,6 +13,8 @@ use super::action::{Target, action_settings};
 use super::review::model_client;
 use super::{EXIT_ERROR, EXIT_FINDINGS, EXIT_OK, GitlabArgs, error_message};
 use crate::agent::events::EventSink;
+use crate::flow;
+use crate::flow::pull::{CommitSource, PullCommits, PullTarget, load_commits, short};
 use crate::forge::publish::last_reviewed_sha;
 use crate::github::PublishConfig;
 use crate::github::dismissed::Dismissals;
@@ -21,7 +23,6 @@ use crate::gitlab::merge_request::fetch_merge_request;
 use crate::gitlab::{GitLabClient, GitLabMergeRequest, api_url_from_env};
 use crate::llm::Secret;
 use crate::review::render::{Format, render};
-use crate::review_flow::{self, CommitSource, PullCommits, PullTarget, load_commits, short};
 
 /// Runs `redline gitlab` and returns the exit code.
 pub async fn run(args: GitlabArgs) -> i32 {
@@ -103,10 +104,10 @@ async fn gitlab(args: GitlabArgs) -> anyhow::Result<i32> {
     let mut settings = action_settings(&args.as_action(), &target, &commits)?;
     settings
         .agent
-        .set_intent(&review_flow::pull_intent(&forge, &commits).await);
+        .set_intent(&flow::pull::pull_intent(&forge, &commits).await);
     let model = model_client(&settings.model, &EventSink::discard());
     let report =
-        review_flow::review(model, &settings, &commits, CancellationToken::new(), None).await?;
+        flow::pull::review(model, &settings, &commits, CancellationToken::new(), None).await?;
     // Written before publishing, so that the job's artifact is there whatever happens next.
     if let Some(path) = &args.code_quality {
         // Every finding: those anchored on the diff and those only in the summary.
@@ -124,7 +125,7 @@ async fn gitlab(args: GitlabArgs) -> anyhow::Result<i32> {
         number: iid,
         head_sha: &head,
     };
-    let published = review_flow::publish(
+    let published = flow::pull::publish(
         &forge,
         pull,
         &commits,
@@ -168,7 +169,7 @@ fn write_code_quality(
     commits: &PullCommits,
     findings: &[crate::review::finding::Finding],
 ) -> anyhow::Result<()> {
-    let report = code_quality_report(findings, |f| review_flow::finding_fingerprint(commits, f));
+    let report = code_quality_report(findings, |f| flow::pull::finding_fingerprint(commits, f));
     let text = serde_json::to_string_pretty(&report)?;
     std::fs::write(path, text).with_context(|| format!("cannot write {}", path.display()))
 }

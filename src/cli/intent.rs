@@ -1,51 +1,55 @@
-//! The intent of a local change (`redline review`, `redline context`): the commit
-//! messages of base..head, `--title` and `--description-file` (`-` for standard input).
-//!
-//! Invariants: read before any model call, so an unreadable description file is an error
-//! that costs nothing; a description larger than [`MAX_DESCRIPTION_BYTES`] is read only up
-//! to that size (the rendered section is bounded again by `intent_budget`).
-
-use std::io::Read;
-use std::path::Path;
-
-use anyhow::Context;
+//! The intent flags of a local change (`redline review`, `redline context`) as the local
+//! flow's [`IntentSources`]: `--title`, `--description-file` (`-` for standard input), or
+//! an eval case's description text.
 
 use super::IntentArgs;
-use crate::intent::Intent;
-use crate::repo::ResolvedRange;
+use crate::flow::local::{Description, IntentSources};
 
-/// Bytes of a description read at most.
-const MAX_DESCRIPTION_BYTES: u64 = 1024 * 1024;
-
-/// What the author says the change in `range` of the repository at `root` does.
-pub(crate) fn local_intent(
-    args: &IntentArgs,
-    root: &Path,
-    range: &ResolvedRange,
-) -> anyhow::Result<Intent> {
-    let description = match &args.description_file {
-        None => args.description.clone(),
-        Some(path) if args.reads_stdin() => Some(read_bounded(std::io::stdin().lock(), path)?),
-        Some(path) => {
-            let file = std::fs::File::open(path)
-                .with_context(|| format!("--description-file {}", path.display()))?;
-            Some(read_bounded(file, path)?)
+impl From<&IntentArgs> for IntentSources {
+    fn from(args: &IntentArgs) -> Self {
+        let description = match &args.description_file {
+            None => args.description.clone().map(Description::Text),
+            Some(_) if args.reads_stdin() => Some(Description::Stdin),
+            Some(path) => Some(Description::File(path.clone())),
+        };
+        IntentSources {
+            title: args.title.clone(),
+            description,
         }
-    };
-    let commits = crate::repo::commit_messages(root, &range.base, &range.head)?;
-    Ok(Intent {
-        title: args.title.clone(),
-        description,
-        issues: Vec::new(),
-        commits,
-    })
+    }
 }
 
-fn read_bounded(source: impl Read, path: &Path) -> anyhow::Result<String> {
-    let mut bytes = Vec::new();
-    source
-        .take(MAX_DESCRIPTION_BYTES)
-        .read_to_end(&mut bytes)
-        .with_context(|| format!("--description-file {}", path.display()))?;
-    Ok(String::from_utf8_lossy(&bytes).into_owned())
+#[cfg(test)]
+mod tests {
+    use std::path::PathBuf;
+
+    use super::*;
+
+    #[test]
+    fn each_description_flag_names_its_source() {
+        let args = |file: Option<&str>, text: Option<&str>| IntentArgs {
+            title: Some("Fix the ratio".into()),
+            description_file: file.map(PathBuf::from),
+            description: text.map(str::to_string),
+        };
+        let sources = IntentSources::from(&args(Some("-"), None));
+        assert_eq!(sources.title.as_deref(), Some("Fix the ratio"));
+        assert_eq!(sources.description, Some(Description::Stdin));
+        assert!(sources.reads_stdin());
+        let sources = IntentSources::from(&args(Some("notes.md"), None));
+        assert_eq!(
+            sources.description,
+            Some(Description::File(PathBuf::from("notes.md")))
+        );
+        assert!(!sources.reads_stdin());
+        let sources = IntentSources::from(&args(None, Some("Why it changes")));
+        assert_eq!(
+            sources.description,
+            Some(Description::Text("Why it changes".into()))
+        );
+        assert_eq!(
+            IntentSources::from(&IntentArgs::default()),
+            IntentSources::default()
+        );
+    }
 }

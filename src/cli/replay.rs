@@ -12,12 +12,11 @@ use anyhow::{Context, bail};
 use async_trait::async_trait;
 use clap::Parser;
 
-use super::review::{prepare, read_plan};
+use super::review::{local_request, notices_on_stderr};
 use super::runs::header_for;
 use super::{Cli, Command, EXIT_ERROR, EXIT_FINDINGS, EXIT_OK, ReplayArgs};
-use crate::agent::Orchestrator;
-use crate::agent::events::Stats;
 use crate::agent::transcript::{DecodedCall, Recorder, RecordingModel, Transcript};
+use crate::flow::local::{LocalOutcome, PlanChoice};
 use crate::llm::{ChatModel, ChatRequest, ChatResponse, LlmError, Message};
 use crate::review::finding::Finding;
 use crate::review::render::{Format, RenderOptions, RepoSources, render_with};
@@ -59,13 +58,19 @@ async fn replay(args: ReplayArgs) -> anyhow::Result<i32> {
         return Ok(EXIT_OK);
     }
     let review_args = review_args(&transcript, args.repo)?;
-    let mut prepared = prepare(&review_args)?;
+    let mut request = local_request(&review_args)?;
+    // A plan-only run keeps no transcript: a recorded `--plan-only` is a review, as ever.
+    if request.output.plan == PlanChoice::PlanOnly {
+        request.output.plan = PlanChoice::Review;
+    }
+    let mut prepared = request.prepare(&mut notices_on_stderr(true))?;
     // The author's words as the model saw them, not as the sources say now.
-    prepared.agent.intent = transcript.header.intent.clone();
+    prepared.settings.agent.intent = transcript.header.intent.clone();
+    let settings = &prepared.settings;
     let now = header_for(
         &review_args,
-        &prepared.settings,
-        &prepared.agent,
+        &settings.model,
+        &settings.agent,
         String::new(),
     )?;
     if now.settings_digest != transcript.header.settings_digest {
@@ -79,13 +84,10 @@ async fn replay(args: ReplayArgs) -> anyhow::Result<i32> {
         Arc::new(Offline),
         Arc::clone(&recorder),
     ));
-    let orchestrator = Orchestrator::new(model, prepared.workspace.clone(), prepared.agent.clone())
-        .with_recorder(recorder);
-    let result = match read_plan(review_args.plan.as_deref())? {
-        Some(plan) => orchestrator.review_with_plan(plan, Stats::default()).await,
-        None => orchestrator.review().await,
+    let orchestrator = prepared.orchestrator(model).with_recorder(recorder);
+    let LocalOutcome::Report(mut report) = prepared.run(&orchestrator).await? else {
+        bail!("the transcript's invocation asks for a plan, not a review");
     };
-    let mut report = result?;
     // Wall time is the one counter a replay cannot reproduce: the recorded one is shown.
     if let Some(stats) = transcript.final_stats() {
         report.stats.duration_ms = stats.duration_ms;

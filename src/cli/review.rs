@@ -13,19 +13,20 @@ use super::runs::RunTranscript;
 use super::signals::StopSignals;
 use super::steps::Live;
 use super::{EXIT_ERROR, EXIT_FINDINGS, EXIT_OK, ReviewArgs, error_message};
-use crate::agent::events::{EventKind, EventSink, Stats};
+use crate::agent::events::{EventKind, EventSink};
 use crate::agent::plan::Plan;
 use crate::agent::strategy::Strategy;
-use crate::agent::{AgentConfig, AgentError, Orchestrator};
-use crate::config::settings::{self, Scope, SettingFlags, Settings, SettingsInput};
-use crate::config::{CONFIG_FILE, ConfigSource, ModelSettings, Owner};
-use crate::guidelines::GuidelineSource;
+use crate::agent::{AgentError, Orchestrator};
+use crate::config::settings::{Scope, SettingFlags, Settings};
+use crate::config::{ConfigSource, ModelSettings};
+use crate::flow::local::{
+    self, ChangeSelection, LocalOutcome, LocalRequest, LocalReview, Notice, OutputWants, Overrides,
+    PlanChoice, Purpose, SettingsChoice,
+};
 use crate::llm::{
     ChatModel, ClientHooks, ProviderSettings, RetryHook, WaitHook, build_client_with_hooks,
 };
 use crate::review::render::{Format, RenderOptions, RepoSources, render_with};
-use crate::review::report::{FailOn, ReviewReport};
-use crate::tools::Workspace;
 use tokio_util::sync::CancellationToken;
 
 /// Runs `redline review` and returns the exit code.
@@ -39,83 +40,48 @@ pub async fn run(args: ReviewArgs) -> i32 {
     }
 }
 
-/// Everything resolved from flags, environment, config and git before any model call.
-pub(crate) struct Prepared {
-    format: Format,
-    fail_on: FailOn,
-    pub(crate) settings: ModelSettings,
-    pub(crate) agent: AgentConfig,
-    pub(crate) workspace: Workspace,
-    base_label: String,
-    skipped: Vec<String>,
-    /// Nothing to review, but `--uncommitted` would find changes in the work tree.
-    uncommitted_would_review: bool,
-}
-
-pub(crate) fn prepare(args: &ReviewArgs) -> anyhow::Result<Prepared> {
-    let start = match &args.repo {
-        Some(path) => path.clone(),
-        None => std::env::current_dir().context("cannot read the current directory")?,
-    };
-    let root = crate::repo::discover(&start)?;
-    let range = crate::repo::resolve_range(&root, args.base.as_deref(), &args.head)?;
+/// The typed local request of `redline review`'s flags (also of a recorded invocation,
+/// for `redline replay`): the one place they are converted. The format and the plan
+/// file are checked here.
+pub(crate) fn local_request(args: &ReviewArgs) -> anyhow::Result<LocalRequest> {
     let format: Format = args.format.parse().context("--format")?;
-    if let (Some(events), Some(output)) = (args.events.as_deref(), args.output.as_deref())
-        && super::output::same_file(events, output)
-    {
-        anyhow::bail!(
-            "--events and --output name the same file ({}); give each its own",
-            events.display()
-        );
-    }
-    let choice = ConfigChoice {
-        config: args.config.as_deref(),
-        uncommitted: args.uncommitted,
-        quiet: args.quiet,
+    let plan = match (read_plan(args.plan.as_deref())?, args.plan_only) {
+        (Some(plan), _) => PlanChoice::Given(plan),
+        (None, true) => PlanChoice::PlanOnly,
+        (None, false) => PlanChoice::Review,
     };
-    let repository = repository_config(&root, &choice, &range.base)?;
-    let mut settings = local_settings(review_flags(args), "flag", repository)?;
-    let intent = super::intent::local_intent(&args.intent, &root, &range)?;
-    settings.agent.set_intent(&intent);
-
-    let (view, mut changes) = crate::repo::load_change(&root, &range, args.uncommitted)?;
-    let uncommitted_would_review = !args.uncommitted
-        && changes.files.is_empty()
-        && crate::repo::load_change(&root, &range, true).is_ok_and(|(_, c)| !c.files.is_empty());
-    // `exclude` keeps files in the change but lists them as noise (stage 1); `include` narrows the change.
-    let skipped = settings.include.apply(&mut changes);
-    // Guidelines come from where `.redline.toml` does: the base revision, unless `--uncommitted`.
-    let source = GuidelineSource::of_review(&root, &range.base, args.uncommitted);
-    let rules =
-        crate::guidelines::apply(&settings.guidelines, source, &changes, &mut settings.agent);
-    if !args.quiet {
-        rules.omitted.iter().for_each(|o| eprintln!("note: {o}"));
-    }
-    Ok(Prepared {
-        format,
-        fail_on: settings.fail_on,
-        settings: settings.model,
-        agent: settings.agent,
-        workspace: Workspace {
-            repo: Arc::new(view),
-            changes: Arc::new(changes),
+    Ok(LocalRequest {
+        repository: args.repo.clone(),
+        change: ChangeSelection {
+            base: args.base.clone(),
+            head: args.head.clone(),
+            uncommitted: args.uncommitted,
         },
-        base_label: range.base_label,
-        skipped,
-        uncommitted_would_review,
+        settings: SettingsChoice {
+            overrides: Overrides {
+                model: args.model.flags(),
+                limits: args.limits.flags(),
+                max_steps: args.max_steps,
+                strategy: args.strategy.clone(),
+                tool_mode: args.tool_mode.clone(),
+                parallel: args.parallel,
+                fail_on: args.fail_on.clone(),
+            },
+            config_file: args.config.clone(),
+            user_file: true,
+        },
+        intent: (&args.intent).into(),
+        purpose: Purpose::Review,
+        output: OutputWants { format, plan },
     })
 }
 
-fn review_flags(args: &ReviewArgs) -> SettingFlags {
-    SettingFlags {
-        model: args.model.flags(),
-        limits: args.limits.flags(),
-        max_steps: args.max_steps,
-        strategy: args.strategy.clone(),
-        tool_mode: args.tool_mode.clone(),
-        parallel: args.parallel,
-        fail_on: args.fail_on.clone(),
-        max_comments: None,
+/// Shows the flow's notices on stderr: warnings always, notes unless `quiet`.
+pub(crate) fn notices_on_stderr(quiet: bool) -> impl FnMut(Notice) {
+    move |notice| match notice {
+        Notice::Warning(text) => eprintln!("warning: {text}"),
+        Notice::Note(text) if !quiet => eprintln!("note: {text}"),
+        Notice::Note(_) => {}
     }
 }
 
@@ -150,20 +116,15 @@ pub(crate) fn settings_from_sources(
     user: Option<ConfigSource>,
     scope: Scope,
 ) -> anyhow::Result<Settings> {
-    if let Some(source) = &repository {
-        for warning in source.warnings() {
-            eprintln!("warning: {warning}");
-        }
-    }
-    let env = crate::config::env_var;
-    Ok(settings::resolve(SettingsInput {
+    let mut notices = notices_on_stderr(false);
+    Ok(local::settings_from_sources(
         flags,
         flags_origin,
-        env: &env,
-        user,
         repository,
+        user,
         scope,
-    })?)
+        &mut notices,
+    )?)
 }
 
 /// Which repository config file a local command reads (`--config`, `--uncommitted`).
@@ -180,73 +141,53 @@ pub(crate) struct ConfigChoice<'a> {
 /// once; what remains is checking the findings) before it is dropped as it stands.
 const INTERRUPT_GRACE: std::time::Duration = std::time::Duration::from_secs(5);
 
-/// The repository's config for a local review: `--config FILE`, else `.redline.toml` of the
-/// work tree with `--uncommitted`, else `.redline.toml` as it is at the base revision (so a
-/// checked-out branch cannot change its own review rules). Says on stderr which was used.
+/// The repository's config for a local command ([`local::repository_config`]), saying on
+/// stderr which was used.
 pub(crate) fn repository_config(
     root: &Path,
     args: &ConfigChoice<'_>,
     base: &str,
 ) -> anyhow::Result<Option<ConfigSource>> {
-    let quiet = args.quiet;
-    let note = |text: String| {
-        if !quiet {
-            eprintln!("note: {text}");
-        }
-    };
-    if let Some(path) = args.config {
-        note(format!(
-            "using the config file {} (--config)",
-            path.display()
-        ));
-        return Ok(ConfigSource::read_file(path, Owner::Repository).map(Some)?);
-    }
-    let worktree = ConfigSource::read_worktree(root);
-    if args.uncommitted {
-        let worktree = worktree?;
-        if worktree.is_some() {
-            note(format!(
-                "using {CONFIG_FILE} from the work tree (--uncommitted)"
-            ));
-        }
-        return Ok(worktree);
-    }
-    let at_base = ConfigSource::read_at_commit(root, base, Path::new(CONFIG_FILE))?;
-    let differs = match &worktree {
-        Ok(Some(w)) => at_base.as_ref().is_none_or(|b| !b.same_settings(w)),
-        Ok(None) => false,
-        Err(_) => true,
-    };
-    if differs {
-        note(format!(
-            "{CONFIG_FILE} in the work tree differs from the base revision's, which is used (pass --uncommitted or --config {CONFIG_FILE} to use the work tree's)"
-        ));
-    }
-    Ok(at_base)
+    let mut notices = notices_on_stderr(args.quiet);
+    Ok(local::repository_config(
+        root,
+        args.config,
+        args.uncommitted,
+        base,
+        &mut notices,
+    )?)
 }
 
 async fn review(args: ReviewArgs) -> anyhow::Result<i32> {
-    let mut prepared = prepare(&args)?;
-    let plan_file = read_plan(args.plan.as_deref())?;
-    let verbosity = match (args.quiet, args.verbose) {
-        (true, _) => Verbosity::Quiet,
-        (_, true) => Verbosity::Verbose,
-        _ => Verbosity::Normal,
-    };
+    let request = local_request(&args)?;
+    if let (Some(events), Some(output)) = (args.events.as_deref(), args.output.as_deref())
+        && super::output::same_file(events, output)
+    {
+        anyhow::bail!(
+            "--events and --output name the same file ({}); give each its own",
+            events.display()
+        );
+    }
+    let mut prepared = request.prepare(&mut notices_on_stderr(args.quiet))?;
     // The run's transcript (`--runs-dir`, `--resume`): see `runs.rs`. A refused resume
     // stops here, before any output file is created.
-    let has_changes = !prepared.workspace.changes.files.is_empty();
-    let transcript = RunTranscript::open(&args, &prepared.settings, &prepared.agent, has_changes)?;
+    let settings = &prepared.settings;
+    let transcript = RunTranscript::open(
+        &args,
+        &settings.model,
+        &settings.agent,
+        prepared.has_changes(),
+    )?;
     if let Some(recorded) = transcript.recorded_intent() {
-        prepared.agent.intent = recorded.to_string();
+        prepared.settings.agent.intent = recorded.to_string();
     }
     let prepared = prepared;
     // Both files are opened before any model call: a bad path must not cost a review.
     let output = OutputTarget::open(args.output.as_deref())?;
     let (events, rx) = EventSink::channel();
     let events = transcript.events(events);
-    let consumer =
-        spawn_event_consumers(rx, verbosity, args.events.as_deref()).with_context(|| {
+    let consumer = spawn_event_consumers(rx, verbosity(&args), args.events.as_deref())
+        .with_context(|| {
             format!(
                 "cannot write --events {}",
                 args.events.as_deref().unwrap_or(Path::new("")).display()
@@ -255,31 +196,14 @@ async fn review(args: ReviewArgs) -> anyhow::Result<i32> {
     let mut signals = StopSignals::install();
     let interrupt = CancellationToken::new();
     let live = consumer.live();
-
-    let mut run = Box::pin(async {
-        if prepared.workspace.changes.files.is_empty() {
-            if prepared.uncommitted_would_review && !args.quiet {
-                eprintln!(
-                    "note: nothing committed to review; the work tree has uncommitted changes, which `redline review --uncommitted` reviews"
-                );
-            }
-            return Ok(Outcome::report(empty_report(
-                &prepared.base_label,
-                &prepared.skipped,
-                prepared.uncommitted_would_review,
-            )));
-        }
-        let model = transcript.model(model_client(&prepared.settings, &events));
-        let orchestrator = transcript
-            .orchestrator(Orchestrator::new(
-                model,
-                prepared.workspace.clone(),
-                prepared.agent.clone(),
-            ))
-            .with_events(events.clone())
-            .with_interrupt(interrupt.clone());
-        drive(&orchestrator, &args, plan_file, &interrupt, &live).await
-    });
+    let run = Run {
+        args: &args,
+        prepared: &prepared,
+        transcript: &transcript,
+        interrupt: &interrupt,
+        live: &live,
+    };
+    let mut run = Box::pin(run.outcome(&events));
     let outcome = tokio::select! {
         // A run that has ended wins over a signal in the same instant: its report stands.
         biased;
@@ -310,6 +234,79 @@ async fn review(args: ReviewArgs) -> anyhow::Result<i32> {
     }
 }
 
+fn verbosity(args: &ReviewArgs) -> Verbosity {
+    match (args.quiet, args.verbose) {
+        (true, _) => Verbosity::Quiet,
+        (_, true) => Verbosity::Verbose,
+        _ => Verbosity::Normal,
+    }
+}
+
+/// One run of `redline review` after everything is resolved and opened.
+struct Run<'a> {
+    args: &'a ReviewArgs,
+    prepared: &'a LocalReview,
+    transcript: &'a RunTranscript,
+    interrupt: &'a CancellationToken,
+    live: &'a Live,
+}
+
+impl Run<'_> {
+    /// The report of a change with nothing to review, else the engine's outcome, recorded
+    /// in the transcript.
+    async fn outcome(self, events: &EventSink) -> Result<Outcome, AgentError> {
+        let prepared = self.prepared;
+        if !prepared.has_changes() {
+            if prepared.uncommitted_would_review && !self.args.quiet {
+                eprintln!(
+                    "note: nothing committed to review; the work tree has uncommitted changes, which `redline review --uncommitted` reviews"
+                );
+            }
+            return Ok(Outcome::Done(LocalOutcome::report(prepared.empty_report())));
+        }
+        let model = self
+            .transcript
+            .model(model_client(&prepared.settings.model, events));
+        let orchestrator = self
+            .transcript
+            .orchestrator(prepared.orchestrator(model))
+            .with_events(events.clone())
+            .with_interrupt(self.interrupt.clone());
+        self.drive(&orchestrator).await
+    }
+
+    /// The flow's plan choice, except that a plan-and-execute review on a terminal asks for
+    /// its plan's confirmation first (unless `--yes`).
+    async fn drive(&self, orchestrator: &Orchestrator) -> Result<Outcome, AgentError> {
+        let args = self.args;
+        // A description read from standard input leaves nothing there to answer with.
+        let interactive = !args.yes
+            && !args.intent.reads_stdin()
+            && std::io::stdin().is_terminal()
+            && std::io::stderr().is_terminal();
+        let free = self.prepared.output.plan == PlanChoice::Review;
+        if !(interactive && free && orchestrator.decide().strategy == Strategy::PlanExecute) {
+            return self.prepared.run(orchestrator).await.map(Outcome::Done);
+        }
+        let (plan, planning) = orchestrator.plan().await?;
+        // The question must not be drawn over: progress goes on in plain lines.
+        self.live.stop();
+        eprintln!("{}", plan.render_text());
+        // A signal at the prompt declines the plan (the read itself cannot be cancelled).
+        let confirmed = tokio::select! {
+            answer = confirm("Run this plan? [Y/n] ") => answer,
+            _ = self.interrupt.cancelled() => false,
+        };
+        if !confirmed {
+            return Ok(Outcome::Declined);
+        }
+        orchestrator
+            .review_with_plan(plan, planning)
+            .await
+            .map(|report| Outcome::Done(LocalOutcome::report(report)))
+    }
+}
+
 /// Lets an interrupted run end as at a limit, keeping what finished, so that the cancelled
 /// record carries its findings and counters; a second signal, or a run that does not wind
 /// down within [`INTERRUPT_GRACE`], leaves it as it stands.
@@ -335,13 +332,13 @@ pub(crate) fn read_plan(path: Option<&Path>) -> anyhow::Result<Option<Plan>> {
 /// Writes what the run produced and picks the exit code.
 fn deliver(
     outcome: Outcome,
-    prepared: &Prepared,
+    prepared: &LocalReview,
     output: OutputTarget,
     color: ColorWhen,
 ) -> anyhow::Result<i32> {
     match outcome {
-        Outcome::Plan(plan) => {
-            let text = if prepared.format == Format::Json {
+        Outcome::Done(LocalOutcome::Plan(plan)) => {
+            let text = if prepared.output.format == Format::Json {
                 plan.to_json() + "\n"
             } else {
                 plan.render_text()
@@ -354,13 +351,13 @@ fn deliver(
             eprintln!("review cancelled at the plan");
             Ok(EXIT_OK)
         }
-        Outcome::Report(report) => {
+        Outcome::Done(LocalOutcome::Report(report)) => {
             let options = RenderOptions {
                 color: output.color(color),
                 sources: &RepoSources::new(&prepared.workspace),
             };
-            output.write(&render_with(&report, prepared.format, &options))?;
-            Ok(if report.fails(prepared.fail_on) {
+            output.write(&render_with(&report, prepared.output.format, &options))?;
+            Ok(if report.fails(prepared.settings.fail_on) {
                 EXIT_FINDINGS
             } else {
                 EXIT_OK
@@ -369,62 +366,12 @@ fn deliver(
     }
 }
 
+/// What a run of `redline review` came to.
 enum Outcome {
-    Report(Box<ReviewReport>),
-    Plan(Plan),
+    /// The flow's report or plan.
+    Done(LocalOutcome),
+    /// The plan was not confirmed.
     Declined,
-}
-
-impl Outcome {
-    fn report(report: ReviewReport) -> Self {
-        Outcome::Report(Box::new(report))
-    }
-}
-
-/// Chooses between a plain review, `--plan-only`, a given plan, and a plan confirmed on a terminal.
-async fn drive(
-    orchestrator: &Orchestrator,
-    args: &ReviewArgs,
-    plan_file: Option<Plan>,
-    interrupt: &CancellationToken,
-    live: &Live,
-) -> Result<Outcome, AgentError> {
-    if let Some(plan) = plan_file {
-        return orchestrator
-            .review_with_plan(plan, Stats::default())
-            .await
-            .map(Outcome::report);
-    }
-    if args.plan_only {
-        return orchestrator
-            .plan()
-            .await
-            .map(|(plan, _)| Outcome::Plan(plan));
-    }
-    // A description read from standard input leaves nothing there to answer with.
-    let interactive = !args.yes
-        && !args.intent.reads_stdin()
-        && std::io::stdin().is_terminal()
-        && std::io::stderr().is_terminal();
-    if interactive && orchestrator.decide().strategy == Strategy::PlanExecute {
-        let (plan, planning) = orchestrator.plan().await?;
-        // The question must not be drawn over: progress goes on in plain lines.
-        live.stop();
-        eprintln!("{}", plan.render_text());
-        // A signal at the prompt declines the plan (the read itself cannot be cancelled).
-        let confirmed = tokio::select! {
-            answer = confirm("Run this plan? [Y/n] ") => answer,
-            _ = interrupt.cancelled() => false,
-        };
-        if !confirmed {
-            return Ok(Outcome::Declined);
-        }
-        return orchestrator
-            .review_with_plan(plan, planning)
-            .await
-            .map(Outcome::report);
-    }
-    orchestrator.review().await.map(Outcome::report)
 }
 
 /// Asks on the terminal; the read runs off the async threads so a signal still ends the run.
@@ -476,40 +423,144 @@ pub(crate) fn model_client(settings: &ModelSettings, events: &EventSink) -> Arc<
     )
 }
 
-fn empty_report(
-    base_label: &str,
-    skipped: &[String],
-    uncommitted_would_review: bool,
-) -> ReviewReport {
-    let mut summary = format!("No changes to review against {base_label}.");
-    if uncommitted_would_review {
-        summary.push_str(
-            " The work tree has uncommitted changes: `redline review --uncommitted` reviews them.",
-        );
-    }
-    if !skipped.is_empty() {
-        summary.push_str(&format!(
-            " Files left out by the config's path filters: {}.",
-            skipped.join(", ")
-        ));
-    }
-    ReviewReport {
-        findings: Vec::new(),
-        summary,
-        stats: Stats {
-            strategy: "react".into(),
-            coverage: 1.0,
-            ..Stats::default()
-        },
-        unanchored: Vec::new(),
-        walkthrough: Vec::new(),
-    }
-}
-
 #[cfg(test)]
 mod tests {
+    use std::path::PathBuf;
+
+    use clap::Parser;
+
     use super::*;
-    use crate::cli::error_message;
+    use crate::cli::{Cli, Command, error_message};
+    use crate::config::ModelFlags;
+    use crate::config::limits::LimitFlags;
+    use crate::flow::local::{Description, IntentSources};
+
+    fn review_args(argv: &[&str]) -> ReviewArgs {
+        let argv = ["redline", "review"].iter().chain(argv);
+        match Cli::try_parse_from(argv).unwrap().command {
+            Command::Review(args) => args,
+            other => panic!("not a review: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn every_review_flag_lands_in_the_typed_request() {
+        let args = review_args(&[
+            "--repo",
+            "/src/demo",
+            "--base",
+            "main",
+            "--head",
+            "feature",
+            "--uncommitted",
+            "--provider",
+            "anthropic",
+            "--model",
+            "m1",
+            "--base-url",
+            "http://127.0.0.1:9/v1",
+            "--strategy",
+            "plan",
+            "--max-steps",
+            "3",
+            "--parallel",
+            "2",
+            "--tool-mode",
+            "text",
+            "--fail-on",
+            "major",
+            "--max-cost",
+            "0.5",
+            "--max-tokens",
+            "1000",
+            "--timeout",
+            "90s",
+            "--config",
+            "review.toml",
+            "--title",
+            "Ratio",
+            "--description-file",
+            "-",
+            "--format",
+            "json",
+            "--plan-only",
+        ]);
+        let request = local_request(&args).unwrap();
+        assert_eq!(request.repository, Some(PathBuf::from("/src/demo")));
+        assert_eq!(
+            request.change,
+            ChangeSelection {
+                base: Some("main".into()),
+                head: "feature".into(),
+                uncommitted: true,
+            }
+        );
+        let overrides = Overrides {
+            model: ModelFlags {
+                provider: Some("anthropic".into()),
+                model: Some("m1".into()),
+                base_url: Some("http://127.0.0.1:9/v1".into()),
+            },
+            limits: LimitFlags {
+                max_cost: Some("0.5".into()),
+                max_tokens: Some("1000".into()),
+                timeout: Some("90s".into()),
+            },
+            max_steps: Some(3),
+            strategy: Some("plan".into()),
+            tool_mode: Some("text".into()),
+            parallel: Some(2),
+            fail_on: Some("major".into()),
+        };
+        assert_eq!(
+            request.settings,
+            SettingsChoice {
+                overrides,
+                config_file: Some(PathBuf::from("review.toml")),
+                user_file: true,
+            }
+        );
+        assert_eq!(
+            request.intent,
+            IntentSources {
+                title: Some("Ratio".into()),
+                description: Some(Description::Stdin),
+            }
+        );
+        assert_eq!(request.purpose, Purpose::Review);
+        assert_eq!(
+            request.output,
+            OutputWants {
+                format: Format::Json,
+                plan: PlanChoice::PlanOnly,
+            }
+        );
+        // The flags the settings resolution reads are the ones given.
+        let flags = request.settings.overrides.flags();
+        assert_eq!(flags.strategy.as_deref(), Some("plan"));
+        assert_eq!(flags.max_comments, None);
+    }
+
+    #[test]
+    fn a_plan_file_is_read_into_the_request_and_a_bad_format_is_named() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("plan.json");
+        let plan = r#"{"version":1,"tasks":[{"id":"t1","title":"Ratio","files":["src/calc.rs"]}]}"#;
+        std::fs::write(&path, plan).unwrap();
+        let args = review_args(&["--plan", path.to_str().unwrap(), "--format", "sarif"]);
+        let request = local_request(&args).unwrap();
+        assert_eq!(request.output.format, Format::Sarif);
+        assert_eq!(
+            request.output.plan,
+            PlanChoice::Given(Plan::from_json(plan).unwrap())
+        );
+        assert_eq!(request.change, ChangeSelection::default());
+        assert_eq!(request.repository, None);
+
+        let args = review_args(&["--format", "yaml"]);
+        let error = local_request(&args).err().unwrap();
+        assert!(error_message(&error).starts_with("--format"), "{error:#}");
+    }
 
     #[test]
     fn a_bad_plan_file_is_named_with_its_cause_once() {

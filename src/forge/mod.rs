@@ -1,4 +1,4 @@
-//! The forge seam: what the pull-request flow ([`crate::review_flow`]) needs from the
+//! The forge seam: what the pull-request flow ([`crate::flow::pull`]) needs from the
 //! place a change request lives (GitHub pull requests, GitLab merge requests): the intent,
 //! Redline's earlier comments and threads, a review with inline comments, the summary
 //! created or edited in place, replies in threads, and users' access.
@@ -9,7 +9,7 @@
 //! writes. Only Redline's own comments count as its earlier work (a copied marker
 //! silences nothing). What the author wrote (title, description, closed issues) is data
 //! for the intent section, never instructions.
-//! Layering: used by `review_flow`, `thread_flow` and `cli`; implemented here for GitHub
+//! Layering: used by `flow` and `cli`; implemented here for GitHub
 //! (over `github`) and in `gitlab`.
 
 pub(crate) mod publish;

@@ -72,7 +72,7 @@ pub enum Trigger {
         /// What is wrong, and the usage.
         reply: String,
     },
-    /// A review comment that may get an answer in its thread (see [`crate::thread_flow`]).
+    /// A review comment that may get an answer in its thread (see [`crate::flow::thread`]).
     Thread(Box<ThreadComment>),
     /// Nothing to do.
     Skip {

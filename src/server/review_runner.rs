@@ -15,6 +15,8 @@ use crate::agent::AgentError;
 use crate::config::limits::LimitCeilings;
 use crate::config::settings::{self, Scope, SettingFlags, Settings, SettingsInput};
 use crate::config::{CONFIG_FILE, ConfigError, ConfigSource, ModelSettings};
+use crate::flow;
+use crate::flow::pull::{CommitSource, FlowError, PullCommits, PullTarget};
 use crate::forge::GitHubPull;
 use crate::github::dismissed::Dismissals;
 use crate::github::{
@@ -24,7 +26,6 @@ use crate::github::{
 use crate::llm::ChatModel;
 use crate::queue::{Job, JobError, JobRunner, Queue, ReviewTrigger, RunOutcome};
 use crate::review::report::ReviewReport;
-use crate::review_flow::{self, CommitSource, FlowError, PullCommits, PullTarget};
 
 /// Builds the model client for a job's settings (one per job, so retries are reported per job).
 pub type ModelFactory = Arc<dyn Fn(&ModelSettings) -> Arc<dyn ChatModel> + Send + Sync>;
@@ -144,7 +145,7 @@ impl ReviewRunner {
             text,
             number: job.pr_number,
         };
-        let intent = send(review_flow::pull_intent(&forge, &commits)).await;
+        let intent = send(flow::pull::pull_intent(&forge, &commits)).await;
         settings.agent.set_intent(&intent);
         let Some(report) = send(self.review_recorded(job, &settings, &commits, &cancel)).await?
         else {
@@ -179,7 +180,7 @@ impl ReviewRunner {
             self.metrics.add_review_cost(&job.repo_full_name, cost);
         }
         let dismissed = send(self.dismissed(&job.repo_full_name, job.pr_number)).await?;
-        let published = review_flow::publish(
+        let published = flow::pull::publish(
             forge,
             target,
             commits,
@@ -218,7 +219,7 @@ impl ReviewRunner {
         let recorder = super::job_transcript::open(&self.cache_dir, &attempt);
         let model = super::job_transcript::wrap((self.model)(&settings.model), recorder.as_ref());
         let result =
-            review_flow::review(model, settings, commits, cancel.clone(), recorder.clone()).await;
+            flow::pull::review(model, settings, commits, cancel.clone(), recorder.clone()).await;
         let error = result.as_ref().err().map(ToString::to_string);
         super::job_transcript::end(recorder.as_ref(), error);
         match result {
@@ -272,7 +273,7 @@ impl ReviewRunner {
                 clone_url: &clone_url,
             };
             let loaded =
-                review_flow::load_commits(source, &base, &head, last.as_deref(), Some(&token));
+                flow::pull::load_commits(source, &base, &head, last.as_deref(), Some(&token));
             // The mirror just fetched is kept; older ones go until the cache fits its budget.
             for removed in super::cache::enforce_budget(&cache_dir, budget, &mirror_path) {
                 tracing::info!(mirror = %removed.display(), "removed from the mirror cache (--cache-budget-mb)");

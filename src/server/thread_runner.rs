@@ -1,5 +1,5 @@
 //! Answers in review threads for `redline serve`: the hook the webhook hands review
-//! comments to. Each comment is checked ([`crate::thread_flow::gate`]), claimed in the
+//! comments to. Each comment is checked ([`crate::flow::thread::gate`]), claimed in the
 //! queue database, answered from a checkout of the pull request, and its dismissal (if
 //! any) recorded in the database, where later reviews of the pull request read it.
 //!
@@ -19,13 +19,14 @@ use tokio::sync::Semaphore;
 use super::ThreadCommentHook;
 use super::review_runner::{PullAt, ReviewRunner, send};
 use crate::config::settings::Settings;
+use crate::flow;
+use crate::flow::pull::pull_intent;
+use crate::flow::thread::{Answered, Gate};
 use crate::forge::GitHubPull;
 use crate::github::thread::ThreadComment;
 use crate::github::{GitHubClient, PullText, fetch_pull};
 use crate::llm::Usage;
 use crate::queue::Queue;
-use crate::review_flow::pull_intent;
-use crate::thread_flow::{self, Answered, Gate};
 
 /// Answers computed at once.
 const CONCURRENT_ANSWERS: usize = 2;
@@ -72,7 +73,7 @@ async fn handle(
         return Ok(());
     };
     let client = runner.auth.installation_client(installation_id);
-    let gate = send(thread_flow::gate(&client, comment))
+    let gate = send(flow::thread::gate(&client, comment))
         .await
         .map_err(|e| e.to_string())?;
     let repo_full_name = format!("{}/{}", comment.owner, comment.repo);
@@ -99,7 +100,7 @@ async fn handle(
                     .map_err(|e| e.to_string())?;
             }
             let forge = GitHubPull::at(&client, &comment.owner, &comment.repo, comment.pr_number);
-            thread_flow::post_answer(&forge, comment, &text)
+            flow::thread::post_answer(&forge, comment, &text)
                 .await
                 .map_err(|e| e.to_string())
         }
@@ -163,7 +164,7 @@ async fn answer(
         number: comment.pr_number,
     };
     let intent = send(pull_intent(&forge, &commits)).await;
-    let answered = send(thread_flow::answer(
+    let answered = send(flow::thread::answer(
         model, &settings, &commits, comment, thread, &intent,
     ))
     .await
@@ -183,7 +184,7 @@ async fn answer(
             return Ok(());
         }
     };
-    let keys = send(thread_flow::dismissal_after(
+    let keys = send(flow::thread::dismissal_after(
         client, comment, thread, &answered,
     ))
     .await
@@ -194,7 +195,7 @@ async fn answer(
             .await
             .map_err(|e| e.to_string())?;
     }
-    send(thread_flow::post_answer(&forge, comment, &answered.body))
+    send(flow::thread::post_answer(&forge, comment, &answered.body))
         .await
         .map_err(|e| e.to_string())
 }

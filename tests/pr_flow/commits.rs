@@ -2,8 +2,8 @@
 //! ancestor of the new head, else the whole pull request; from the Action's checkout
 //! and from the App's mirror alike.
 
+use redline::flow::pull::{CommitSource, load_commits};
 use redline::review::diff::ChangeSet;
-use redline::review_flow::{CommitSource, load_commits};
 
 use crate::common::git::TempRepo;
 

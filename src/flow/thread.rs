@@ -15,12 +15,12 @@ use std::sync::Arc;
 
 use crate::agent::chat::{ChatAnswer, ChatInput, answer_in_thread};
 use crate::config::settings::Settings;
+use crate::flow::pull::PullCommits;
 use crate::forge::Forge;
 use crate::github::thread::{Ask, Thread, ThreadComment, answer_body, load_thread, may_dismiss};
 use crate::github::{GitHubClient, GitHubError, PublishError, has_read_access};
 use crate::guidelines::GuidelineSource;
 use crate::llm::ChatModel;
-use crate::review_flow::PullCommits;
 use crate::tools::Workspace;
 
 /// What `/redline ignore` is answered with.

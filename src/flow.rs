@@ -1,0 +1,15 @@
+//! The review flows, one per kind of request, each taking a typed request and calling the
+//! engine:
+//! - [`local`]: a change in a local repository (`redline review`, `eval`, `context`, `replay`);
+//! - [`pull`]: a pull request or merge request (`redline action`, `gitlab`, `serve`);
+//! - [`thread`]: an answer in a review thread of a pull request.
+//!
+//! Invariants: a request is plain data (no command-line parser type: the command line
+//! converts its arguments once into one); the same request resolves to the same settings,
+//! change and model requests whichever entry point made it.
+//! Layering: used by `cli` and `server`; uses `agent`, `config`, `forge`, `github`,
+//! `guidelines`, `intent`, `repo`, `review` and `tools`; never `cli` or `server`.
+
+pub mod local;
+pub mod pull;
+pub mod thread;
