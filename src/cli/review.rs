@@ -435,67 +435,20 @@ mod tests {
     use crate::config::limits::LimitFlags;
     use crate::flow::local::{Description, IntentSources};
 
-    fn review_args(argv: &[&str]) -> ReviewArgs {
-        let argv = ["redline", "review"].iter().chain(argv);
+    /// `redline review` with the flags of `argv` (split at white space).
+    fn review_args(argv: &str) -> ReviewArgs {
+        let argv = ["redline", "review"]
+            .into_iter()
+            .chain(argv.split_whitespace());
         match Cli::try_parse_from(argv).unwrap().command {
             Command::Review(args) => args,
             other => panic!("not a review: {other:?}"),
         }
     }
 
-    #[test]
-    fn every_review_flag_lands_in_the_typed_request() {
-        let args = review_args(&[
-            "--repo",
-            "/src/demo",
-            "--base",
-            "main",
-            "--head",
-            "feature",
-            "--uncommitted",
-            "--provider",
-            "anthropic",
-            "--model",
-            "m1",
-            "--base-url",
-            "http://127.0.0.1:9/v1",
-            "--strategy",
-            "plan",
-            "--max-steps",
-            "3",
-            "--parallel",
-            "2",
-            "--tool-mode",
-            "text",
-            "--fail-on",
-            "major",
-            "--max-cost",
-            "0.5",
-            "--max-tokens",
-            "1000",
-            "--timeout",
-            "90s",
-            "--config",
-            "review.toml",
-            "--title",
-            "Ratio",
-            "--description-file",
-            "-",
-            "--format",
-            "json",
-            "--plan-only",
-        ]);
-        let request = local_request(&args).unwrap();
-        assert_eq!(request.repository, Some(PathBuf::from("/src/demo")));
-        assert_eq!(
-            request.change,
-            ChangeSelection {
-                base: Some("main".into()),
-                head: "feature".into(),
-                uncommitted: true,
-            }
-        );
-        let overrides = Overrides {
+    /// The overrides of the flags given in [`every_review_flag_lands_in_the_typed_request`].
+    fn every_override() -> Overrides {
+        Overrides {
             model: ModelFlags {
                 provider: Some("anthropic".into()),
                 model: Some("m1".into()),
@@ -511,11 +464,32 @@ mod tests {
             tool_mode: Some("text".into()),
             parallel: Some(2),
             fail_on: Some("major".into()),
-        };
+        }
+    }
+
+    #[test]
+    fn every_review_flag_lands_in_the_typed_request() {
+        let args = review_args(
+            "--repo /src/demo --base main --head feature --uncommitted --provider anthropic \
+             --model m1 --base-url http://127.0.0.1:9/v1 --strategy plan --max-steps 3 \
+             --parallel 2 --tool-mode text --fail-on major --max-cost 0.5 --max-tokens 1000 \
+             --timeout 90s --config review.toml --title Ratio --description-file - \
+             --format json --plan-only",
+        );
+        let request = local_request(&args).unwrap();
+        assert_eq!(request.repository, Some(PathBuf::from("/src/demo")));
+        assert_eq!(
+            request.change,
+            ChangeSelection {
+                base: Some("main".into()),
+                head: "feature".into(),
+                uncommitted: true,
+            }
+        );
         assert_eq!(
             request.settings,
             SettingsChoice {
-                overrides,
+                overrides: every_override(),
                 config_file: Some(PathBuf::from("review.toml")),
                 user_file: true,
             }
@@ -547,7 +521,7 @@ mod tests {
         let path = dir.path().join("plan.json");
         let plan = r#"{"version":1,"tasks":[{"id":"t1","title":"Ratio","files":["src/calc.rs"]}]}"#;
         std::fs::write(&path, plan).unwrap();
-        let args = review_args(&["--plan", path.to_str().unwrap(), "--format", "sarif"]);
+        let args = review_args(&format!("--plan {} --format sarif", path.display()));
         let request = local_request(&args).unwrap();
         assert_eq!(request.output.format, Format::Sarif);
         assert_eq!(
@@ -557,7 +531,7 @@ mod tests {
         assert_eq!(request.change, ChangeSelection::default());
         assert_eq!(request.repository, None);
 
-        let args = review_args(&["--format", "yaml"]);
+        let args = review_args("--format yaml");
         let error = local_request(&args).err().unwrap();
         assert!(error_message(&error).starts_with("--format"), "{error:#}");
     }
