@@ -2,7 +2,9 @@
 //!
 //! A review reads a change ([`review::diff::ChangeSet`]), lets a model explore the
 //! repository through [`tools`] in a loop run by the [`agent`], checks the
-//! findings against the diff ([`review`]) and renders or publishes them.
+//! findings against the diff ([`review`]) and renders or publishes them. The [`flow`]s
+//! turn a typed request (a local change, a pull request, a comment in a review thread)
+//! into that run, for the command line and the App alike.
 
 // Library code reports failures as errors; tests may unwrap.
 #![cfg_attr(
