@@ -6,8 +6,6 @@
 //! is shaped by the engine's own stage-1 function, so what this prints is what a review
 //! of the same change with the same settings starts from.
 
-use std::sync::Arc;
-
 use anyhow::{Context, bail};
 
 use super::review::{ConfigChoice, repository_config, settings_in_scope};
@@ -64,10 +62,7 @@ fn context(args: &ContextArgs) -> anyhow::Result<String> {
     settings.agent.set_intent(&intent);
     let (view, mut changes) = crate::repo::load_change(&root, &range, args.uncommitted)?;
     settings.include.apply(&mut changes);
-    let workspace = Workspace {
-        repo: Arc::new(view),
-        changes: Arc::new(changes),
-    };
+    let workspace = Workspace::new(view, changes);
     let agent = &settings.agent;
     let counter = TokenCounter::for_model(&agent.model);
     let shaped = shape_first_message(&workspace, agent, &counter);

@@ -96,10 +96,7 @@ pub(crate) fn prepare(args: &ReviewArgs) -> anyhow::Result<Prepared> {
         fail_on: settings.fail_on,
         settings: settings.model,
         agent: settings.agent,
-        workspace: Workspace {
-            repo: Arc::new(view),
-            changes: Arc::new(changes),
-        },
+        workspace: Workspace::new(view, changes),
         base_label: range.base_label,
         skipped,
         uncommitted_would_review,
