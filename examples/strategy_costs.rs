@@ -17,7 +17,6 @@ mod common {
 #[path = "shared/fixture_change.rs"]
 mod fixture_change;
 
-use std::sync::Arc;
 use std::time::Instant;
 
 use common::model_server::{ModelServer, RecordedRequest, Reply, Wire};
@@ -70,10 +69,7 @@ async fn main() {
     let repo = fixture_change::fixture();
     let range = resolve_range(repo.path(), Some("main"), "HEAD").expect("range");
     let (view, changes) = load_change(repo.path(), &range, false).expect("change");
-    let workspace = Workspace {
-        repo: Arc::new(view),
-        changes: Arc::new(changes),
-    };
+    let workspace = Workspace::new(view, changes);
     println!(
         "{:<14} {:>11} {:>10} {:>13} {:>17} {:>8} {:>9}",
         "strategy",

@@ -2,17 +2,17 @@
 //! first message, in plan tasks and from the `diff` tool; the base side is
 //! readable with `revision: "base"`; and every changed line still counts as shown.
 
-use std::sync::Arc;
-
 use serde_json::{Value, json};
 
 use crate::common::cli;
 use crate::common::git::TempRepo;
 use crate::common::model_server::{ModelServer, Reply, Wire};
 use crate::strategies::{is_planner, submit};
+use redline::agent::{AgentConfig, Orchestrator};
 use redline::llm::tokens::{Encoding, TokenCounter};
+use redline::llm::{ProviderSettings, build_client};
 use redline::repo::{load_change, resolve_range};
-use redline::tools::{Observation, ToolRegistry, Workspace};
+use redline::tools::{Derivations, Observation, ToolRegistry, Workspace};
 
 /// A 24-line Python helper; `op` is the operator of one line in its middle.
 fn helper(indent: &str, op: &str) -> String {
@@ -97,10 +97,7 @@ fn moved_repo(config: &str) -> TempRepo {
 fn workspace(repo: &TempRepo) -> Workspace {
     let range = resolve_range(repo.path(), Some("main"), "HEAD").expect("range");
     let (view, changes) = load_change(repo.path(), &range, false).expect("change");
-    Workspace {
-        repo: Arc::new(view),
-        changes: Arc::new(changes),
-    }
+    Workspace::new(view, changes)
 }
 
 async fn call(ws: &Workspace, tool: &str, args: Value) -> Observation {
@@ -214,6 +211,69 @@ async fn read_file_and_search_read_the_base_revision_on_request() {
     )
     .await;
     assert!(now.content.starts_with("no matches"), "{}", now.content);
+}
+
+#[tokio::test]
+async fn a_review_detects_its_moves_and_opens_its_base_once() {
+    let repo = moved_repo("");
+    let ws = workspace(&repo);
+    let tool_of_the_same_review = ws.clone();
+    assert_eq!(ws.derivations(), Derivations::default());
+    // The diff tool detects through the workspace, and once however often it is called.
+    for args in [
+        json!({}),
+        json!({"path": "pkg/core.py"}),
+        json!({"path": "pkg/core.py", "raw": true}),
+    ] {
+        let diff = call(&ws, "diff", args).await;
+        assert!(!diff.is_error, "{}", diff.content);
+        assert_eq!(ws.derivations().moves_detected, 1);
+    }
+    let again = call(&tool_of_the_same_review, "diff", json!({})).await;
+    assert!(again.content.contains("~ moved from"), "{}", again.content);
+    assert_eq!(ws.derivations().base_views_opened, 0);
+    for (tool, args) in [
+        (
+            "read_file",
+            json!({"path": "pkg/util.py", "revision": "base"}),
+        ),
+        (
+            "read_file",
+            json!({"path": "pkg/shapes.py", "revision": "base"}),
+        ),
+        ("search", json!({"pattern": "factor", "revision": "base"})),
+    ] {
+        let base = call(&tool_of_the_same_review, tool, args).await;
+        assert!(!base.is_error, "{}", base.content);
+        assert_eq!(ws.derivations().base_views_opened, 1);
+    }
+    assert_eq!(
+        ws.derivations(),
+        Derivations {
+            moves_detected: 1,
+            base_views_opened: 1,
+        }
+    );
+}
+
+#[tokio::test]
+async fn the_first_message_and_the_diff_tool_share_one_detection() {
+    let repo = moved_repo("");
+    let ws = workspace(&repo);
+    // Shaping the first message detects through the workspace; the model is never called.
+    let server = ModelServer::start(Wire::OpenAi, vec![]).await;
+    let model = build_client(
+        ProviderSettings {
+            base_url: server.base_url(),
+            ..ProviderSettings::default()
+        },
+        None,
+    );
+    let _review = Orchestrator::new(model, ws.clone(), AgentConfig::new("gpt-4o"));
+    assert_eq!(ws.derivations().moves_detected, 1);
+    let diff = call(&ws, "diff", json!({})).await;
+    assert!(diff.content.contains("~ moved from"), "{}", diff.content);
+    assert_eq!(ws.derivations().moves_detected, 1);
 }
 
 #[tokio::test]

@@ -1,7 +1,5 @@
 //! The repository layer and the repository tools, on real temporary git repositories.
 
-use std::sync::Arc;
-
 use redline::repo::search::SearchOptions;
 use redline::repo::{RepoError, RepoView, Revision, discover, load_change, resolve_range};
 use redline::review::diff::{ChangeSet, FileChange, FileStatus, LineKind};
@@ -21,10 +19,7 @@ fn committed_change(repo: &TempRepo) -> (RepoView, ChangeSet) {
 }
 
 fn workspace(view: RepoView, changes: ChangeSet) -> Workspace {
-    Workspace {
-        repo: Arc::new(view),
-        changes: Arc::new(changes),
-    }
+    Workspace::new(view, changes)
 }
 
 async fn call(ws: &Workspace, tool: &str, args: serde_json::Value) -> Observation {

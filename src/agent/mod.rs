@@ -28,7 +28,7 @@ use tokio_util::sync::CancellationToken;
 use std::sync::Mutex;
 
 use crate::context::{
-    Packing, ShapeOptions, ShapeStatus, ShapedContext, shape_change, stage1_budget,
+    Packing, ShapeOptions, ShapeStatus, ShapedContext, shape_with_moves, stage1_budget,
 };
 use crate::llm::pricing::{Price, builtin_price};
 use crate::llm::tokens::{ModelLimits, TokenCounter};
@@ -587,5 +587,12 @@ pub(crate) fn shape_first_message(
     };
     let repo = workspace.repo.clone();
     let head_text = move |path: &str| repo.read_text(path).ok();
-    shape_change(&workspace.changes, &head_text, &options, counter)
+    // The workspace's moves: detected once per review, for this message and the `diff` tool.
+    shape_with_moves(
+        &workspace.changes,
+        workspace.moves(),
+        &head_text,
+        &options,
+        counter,
+    )
 }

@@ -9,7 +9,7 @@ use anyhow::{Context, anyhow};
 use tokio_util::sync::CancellationToken;
 
 use super::review::{local_settings, model_client};
-use super::{ActionArgs, EXIT_ERROR, EXIT_FINDINGS, EXIT_OK, error_message};
+use super::{ActionArgs, CiArgs, EXIT_ERROR, EXIT_FINDINGS, EXIT_OK, error_message};
 use crate::agent::events::EventSink;
 use crate::agent::strategy::StrategyChoice;
 use crate::config::settings::{SettingFlags, Settings};
@@ -111,7 +111,7 @@ async fn action(args: ActionArgs) -> anyhow::Result<i32> {
         return Ok(EXIT_OK);
     }
     let commits = workspace_commits(&target.base_sha, &target.head_sha, last.as_deref(), &token)?;
-    let settings = action_settings(&args, &target, &commits)?;
+    let settings = action_settings(&args.ci, &target, &commits)?;
     review_and_publish(&client, &target, &commits, &settings).await
 }
 
@@ -140,7 +140,7 @@ pub(crate) fn workspace_commits(
 /// from the base commit: a pull request cannot change its own review; and no repository
 /// file chooses where the key goes (`provider`, `base_url` are dropped).
 pub(super) fn action_settings(
-    args: &ActionArgs,
+    args: &CiArgs,
     target: &Target,
     commits: &PullCommits,
 ) -> anyhow::Result<Settings> {

@@ -56,7 +56,7 @@ async fn answer_with_model(
         title: pull.title.clone(),
         body: pull.body.clone(),
     };
-    let settings = action_settings(args, &target, &commits)?;
+    let settings = action_settings(&args.ci, &target, &commits)?;
     let model = model_client(&settings.model, &EventSink::discard());
     let text = PullText {
         owner: &comment.owner,

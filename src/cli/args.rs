@@ -246,86 +246,58 @@ pub struct ServeArgs {
     pub timeout_ceiling: Option<String>,
 }
 
+/// What `redline action` and `redline gitlab` both read: the model, the review's
+/// settings and its limits, each from a flag or the variable the CI job sets.
+#[derive(Debug, Clone, Args)]
+pub struct CiArgs {
+    /// Model settings.
+    #[command(flatten)]
+    pub model: ModelArgs,
+    /// Review strategy.
+    #[arg(long, env = "REDLINE_STRATEGY", value_name = "auto|react|plan|reflect")]
+    pub strategy: Option<String>,
+    /// Fail the step (the Action's, the GitLab job) when a finding is at or above this severity.
+    #[arg(
+        long,
+        env = "REDLINE_FAIL_ON",
+        value_name = "critical|major|minor|nit|never"
+    )]
+    pub fail_on: Option<String>,
+    /// Config file path in the repository (read from the base commit).
+    #[arg(long, env = "REDLINE_CONFIG", value_name = "PATH")]
+    pub config: Option<PathBuf>,
+    /// Inline comments at most; the rest go to the summary.
+    #[arg(long, env = "REDLINE_MAX_COMMENTS", value_name = "N")]
+    pub max_comments: Option<usize>,
+    /// Model turns of a run.
+    #[arg(long, env = "REDLINE_MAX_STEPS", value_name = "N")]
+    pub max_steps: Option<u32>,
+    /// Hard limits of the review.
+    #[command(flatten)]
+    pub limits: LimitArgs,
+}
+
 /// `redline action` (settings come from the environment the Action sets).
 #[derive(Debug, Clone, Args)]
 pub struct ActionArgs {
-    /// Model settings.
+    /// What the Action shares with `redline gitlab`.
     #[command(flatten)]
-    pub model: ModelArgs,
-    /// Review strategy.
-    #[arg(long, env = "REDLINE_STRATEGY", value_name = "auto|react|plan|reflect")]
-    pub strategy: Option<String>,
-    /// Fail the step when a finding is at or above this severity.
-    #[arg(
-        long,
-        env = "REDLINE_FAIL_ON",
-        value_name = "critical|major|minor|nit|never"
-    )]
-    pub fail_on: Option<String>,
-    /// Config file path in the repository (read from the base commit).
-    #[arg(long, env = "REDLINE_CONFIG", value_name = "PATH")]
-    pub config: Option<PathBuf>,
-    /// Inline comments at most; the rest go to the summary.
-    #[arg(long, env = "REDLINE_MAX_COMMENTS", value_name = "N")]
-    pub max_comments: Option<usize>,
-    /// Model turns of a run.
-    #[arg(long, env = "REDLINE_MAX_STEPS", value_name = "N")]
-    pub max_steps: Option<u32>,
+    pub ci: CiArgs,
     /// Also review draft pull requests.
     #[arg(long, env = "REDLINE_REVIEW_DRAFTS")]
     pub review_drafts: bool,
-    /// Hard limits of the review.
-    #[command(flatten)]
-    pub limits: LimitArgs,
 }
 
-/// `redline gitlab` (settings come from the job's variables, as for `redline action`).
+/// `redline gitlab` (settings come from the job's variables, as for `redline action`;
+/// drafts are GitLab's pipeline rules' business).
 #[derive(Debug, Clone, Args)]
 pub struct GitlabArgs {
-    /// Model settings.
+    /// What the job shares with `redline action`.
     #[command(flatten)]
-    pub model: ModelArgs,
-    /// Review strategy.
-    #[arg(long, env = "REDLINE_STRATEGY", value_name = "auto|react|plan|reflect")]
-    pub strategy: Option<String>,
-    /// Fail the job when a finding is at or above this severity.
-    #[arg(
-        long,
-        env = "REDLINE_FAIL_ON",
-        value_name = "critical|major|minor|nit|never"
-    )]
-    pub fail_on: Option<String>,
-    /// Config file path in the repository (read from the base commit).
-    #[arg(long, env = "REDLINE_CONFIG", value_name = "PATH")]
-    pub config: Option<PathBuf>,
-    /// Inline comments at most; the rest go to the summary.
-    #[arg(long, env = "REDLINE_MAX_COMMENTS", value_name = "N")]
-    pub max_comments: Option<usize>,
-    /// Model turns of a run.
-    #[arg(long, env = "REDLINE_MAX_STEPS", value_name = "N")]
-    pub max_steps: Option<u32>,
+    pub ci: CiArgs,
     /// Also write the findings as a GitLab Code Quality report (gl-code-quality-report.json).
     #[arg(long, env = "REDLINE_CODE_QUALITY", value_name = "FILE")]
     pub code_quality: Option<PathBuf>,
-    /// Hard limits of the review.
-    #[command(flatten)]
-    pub limits: LimitArgs,
-}
-
-impl GitlabArgs {
-    /// The same settings as the Action's (drafts are GitLab's pipeline rules' business).
-    pub(super) fn as_action(&self) -> ActionArgs {
-        ActionArgs {
-            model: self.model.clone(),
-            strategy: self.strategy.clone(),
-            fail_on: self.fail_on.clone(),
-            config: self.config.clone(),
-            max_comments: self.max_comments,
-            max_steps: self.max_steps,
-            review_drafts: false,
-            limits: self.limits.clone(),
-        }
-    }
 }
 
 /// Hard limits of one review (flags > environment > config file).

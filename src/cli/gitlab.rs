@@ -19,7 +19,7 @@ use crate::forge::publish::last_reviewed_sha;
 use crate::github::PublishConfig;
 use crate::github::dismissed::Dismissals;
 use crate::gitlab::code_quality::code_quality_report;
-use crate::gitlab::merge_request::fetch_merge_request;
+use crate::gitlab::merge_request::{DiffRefs, MergeRequest, fetch_merge_request};
 use crate::gitlab::{GitLabClient, GitLabMergeRequest, api_url_from_env};
 use crate::llm::Secret;
 use crate::review::render::{Format, render};
@@ -42,48 +42,23 @@ fn required(name: &str) -> anyhow::Result<String> {
 }
 
 async fn gitlab(args: GitlabArgs) -> anyhow::Result<i32> {
-    let Some(iid) = crate::config::env_var("CI_MERGE_REQUEST_IID") else {
+    let Some(iid) = merge_request_iid()? else {
         println!(
             "Redline: nothing to review (not a merge request pipeline: CI_MERGE_REQUEST_IID is not set)"
         );
         return Ok(EXIT_OK);
     };
-    let iid: u64 = iid
-        .trim()
-        .parse()
-        .map_err(|_| anyhow!("CI_MERGE_REQUEST_IID is not a number: {iid}"))?;
     let project = required("CI_PROJECT_ID")?;
-    let api_url = api_url_from_env()
-        .ok_or_else(|| anyhow!("CI_API_V4_URL (or GITLAB_API_URL) is not set"))?;
-    let token = Secret::new(
-        required("GITLAB_TOKEN")
-            .context("GITLAB_TOKEN must be a project or group access token with the `api` scope")?,
-    );
-    let client = GitLabClient::new(&api_url, token)?;
+    let client = client_from_env()?;
     let merge_request = fetch_merge_request(&client, &project, iid).await?;
-    let refs = merge_request.diff_refs.as_ref();
-    let head = crate::config::env_var("CI_COMMIT_SHA")
-        .or_else(|| refs.map(|r| r.head_sha.clone()))
-        .ok_or_else(|| anyhow!("CI_COMMIT_SHA is not set"))?;
-    let base = crate::config::env_var("CI_MERGE_REQUEST_DIFF_BASE_SHA")
-        .or_else(|| refs.map(|r| r.base_sha.clone()))
-        .ok_or_else(|| anyhow!("CI_MERGE_REQUEST_DIFF_BASE_SHA is not set"))?;
-    // Positions name GitLab's diff of the merge request's head: when the pipeline runs on
-    // another commit (a newer push), lines of this diff could land on other code there.
-    let refs = refs.filter(|r| r.head_sha == head);
-    if refs.is_none() {
-        println!(
-            "Redline: the pipeline's commit {} is not the merge request's head; the findings go to the summary note",
-            short(&head)
-        );
-    }
+    let (base, head) = pipeline_revisions(&merge_request)?;
     let forge = GitLabMergeRequest {
         client: &client,
         project: &project,
         iid,
         title: &merge_request.title,
         description: &merge_request.description,
-        diff_refs: refs,
+        diff_refs: head_diff_refs(&merge_request, &head),
     };
     let last = last_reviewed_sha(&forge).await?;
     if last.as_deref() == Some(head.as_str()) {
@@ -96,18 +71,80 @@ async fn gitlab(args: GitlabArgs) -> anyhow::Result<i32> {
         repo: String::new(),
         number: iid,
         base_sha: base,
-        head_sha: head.clone(),
+        head_sha: head,
         strategy: None,
         title: merge_request.title.clone(),
         body: merge_request.description.clone(),
     };
-    let mut settings = action_settings(&args.as_action(), &target, &commits)?;
+    review_and_publish(&args, &forge, &target, &commits).await
+}
+
+/// The merge request's iid from `CI_MERGE_REQUEST_IID`; none outside a merge request pipeline.
+fn merge_request_iid() -> anyhow::Result<Option<u64>> {
+    let Some(iid) = crate::config::env_var("CI_MERGE_REQUEST_IID") else {
+        return Ok(None);
+    };
+    iid.trim()
+        .parse()
+        .map(Some)
+        .map_err(|_| anyhow!("CI_MERGE_REQUEST_IID is not a number: {iid}"))
+}
+
+/// A client of the job's GitLab API, with the token the job was given.
+fn client_from_env() -> anyhow::Result<GitLabClient> {
+    let api_url = api_url_from_env()
+        .ok_or_else(|| anyhow!("CI_API_V4_URL (or GITLAB_API_URL) is not set"))?;
+    let token = Secret::new(
+        required("GITLAB_TOKEN")
+            .context("GITLAB_TOKEN must be a project or group access token with the `api` scope")?,
+    );
+    Ok(GitLabClient::new(&api_url, token)?)
+}
+
+/// The base and head to review: the pipeline's variables, else the merge request's diff.
+fn pipeline_revisions(merge_request: &MergeRequest) -> anyhow::Result<(String, String)> {
+    let refs = merge_request.diff_refs.as_ref();
+    let head = crate::config::env_var("CI_COMMIT_SHA")
+        .or_else(|| refs.map(|r| r.head_sha.clone()))
+        .ok_or_else(|| anyhow!("CI_COMMIT_SHA is not set"))?;
+    let base = crate::config::env_var("CI_MERGE_REQUEST_DIFF_BASE_SHA")
+        .or_else(|| refs.map(|r| r.base_sha.clone()))
+        .ok_or_else(|| anyhow!("CI_MERGE_REQUEST_DIFF_BASE_SHA is not set"))?;
+    Ok((base, head))
+}
+
+/// The merge request's diff SHAs when its diff is of `head`. Positions name GitLab's diff
+/// of the merge request's head: when the pipeline runs on another commit (a newer push),
+/// lines of this diff could land on other code there, so the findings go to the summary.
+fn head_diff_refs<'a>(merge_request: &'a MergeRequest, head: &str) -> Option<&'a DiffRefs> {
+    let refs = merge_request
+        .diff_refs
+        .as_ref()
+        .filter(|r| r.head_sha == head);
+    if refs.is_none() {
+        println!(
+            "Redline: the pipeline's commit {} is not the merge request's head; the findings go to the summary note",
+            short(head)
+        );
+    }
+    refs
+}
+
+/// Reviews the merge request, writes the Code Quality report when asked, publishes, and
+/// returns the job's exit code.
+async fn review_and_publish(
+    args: &GitlabArgs,
+    forge: &GitLabMergeRequest<'_>,
+    target: &Target,
+    commits: &PullCommits,
+) -> anyhow::Result<i32> {
+    let mut settings = action_settings(&args.ci, target, commits)?;
     settings
         .agent
-        .set_intent(&flow::pull::pull_intent(&forge, &commits).await);
+        .set_intent(&flow::pull::pull_intent(forge, commits).await);
     let model = model_client(&settings.model, &EventSink::discard());
     let report =
-        flow::pull::review(model, &settings, &commits, CancellationToken::new(), None).await?;
+        flow::pull::review(model, &settings, commits, CancellationToken::new(), None).await?;
     // Written before publishing, so that the job's artifact is there whatever happens next.
     if let Some(path) = &args.code_quality {
         // Every finding: those anchored on the diff and those only in the summary.
@@ -117,18 +154,18 @@ async fn gitlab(args: GitlabArgs) -> anyhow::Result<i32> {
             .chain(&report.unanchored)
             .cloned()
             .collect();
-        write_code_quality(path, &commits, &all)?;
+        write_code_quality(path, commits, &all)?;
     }
     let pull = PullTarget {
-        owner: &project,
+        owner: &target.owner,
         repo: "",
-        number: iid,
-        head_sha: &head,
+        number: target.number,
+        head_sha: &target.head_sha,
     };
     let published = flow::pull::publish(
-        &forge,
+        forge,
         pull,
-        &commits,
+        commits,
         &report,
         &settings,
         &PublishConfig::default(),

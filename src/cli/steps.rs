@@ -140,42 +140,15 @@ impl StepProgress {
                 completion_tokens,
                 latency_ms,
                 ..
-            } => {
-                self.flush();
-                let mut line = StepLine::new(*step);
-                line.model = Some((
-                    *latency_ms as f64 / 1000.0,
-                    prompt_tokens + completion_tokens,
-                ));
-                self.pending = Some(line);
-                self.live.status(format!("step {step}: running tools"));
-            }
+            } => self.model_called(*step, *latency_ms, prompt_tokens + completion_tokens),
             EventKind::ToolCall {
                 step,
                 id,
                 name,
                 arguments,
-            } => {
-                if self.pending.as_ref().is_none_or(|p| p.step != *step) {
-                    self.flush();
-                    self.pending = Some(StepLine::new(*step));
-                }
-                if let Some(line) = self.pending.as_mut() {
-                    line.tools
-                        .push((id.clone(), tool_summary(name, arguments), None));
-                }
-            }
+            } => self.tool_called(*step, id, tool_summary(name, arguments)),
             EventKind::ToolResult { step, id, ok, .. } => {
-                if let Some(line) = self.pending.as_mut().filter(|p| p.step == *step) {
-                    if let Some(tool) = line.tools.iter_mut().find(|(i, ..)| i == id) {
-                        tool.2 = Some(*ok);
-                    }
-                    if line.complete() {
-                        self.flush();
-                        self.live
-                            .status(format!("step {}: waiting for the model", step + 1));
-                    }
-                }
+                self.tool_answered(*step, id, *ok);
                 self.own_line(event);
             }
             EventKind::RunStarted { .. } => {
@@ -184,38 +157,76 @@ impl StepProgress {
             }
             // The spinner shows how long the call has been waiting.
             EventKind::ModelWaiting { .. } if self.live.active().is_some() => {}
-            EventKind::RunFinished { .. } => {
-                self.flush();
-                let on_terminal = self.live.active().is_some();
-                self.live.stop();
-                self.own_line(event);
-                // On a terminal the report follows: a blank line sets it apart.
-                if on_terminal {
-                    eprintln!();
-                }
-            }
-            // A retry that failed as the previous one did says so in a few words instead
-            // of repeating the whole reason (a DNS failure's chain, five times).
+            EventKind::RunFinished { .. } => self.run_finished(event),
             EventKind::ModelRetry {
                 attempt,
                 delay_ms,
                 reason,
-            } if self.last_retry_reason.as_deref() == Some(reason.as_str()) => {
-                self.flush();
-                self.line(&format!(
-                    "model call attempt {attempt} failed (the same error); retrying in {:.1}s",
-                    *delay_ms as f64 / 1000.0
-                ));
-            }
-            EventKind::ModelRetry { reason, .. } => {
-                self.last_retry_reason = Some(reason.clone());
-                self.flush();
-                self.own_line(event);
-            }
+            } => self.model_retried(event, *attempt, *delay_ms, reason),
             _ => {
                 self.flush();
                 self.own_line(event);
             }
+        }
+    }
+
+    /// The model answered: the previous step is printed and this one starts.
+    fn model_called(&mut self, step: u32, latency_ms: u64, tokens: u64) {
+        self.flush();
+        let mut line = StepLine::new(step);
+        line.model = Some((latency_ms as f64 / 1000.0, tokens));
+        self.pending = Some(line);
+        self.live.status(format!("step {step}: running tools"));
+    }
+
+    /// A tool call joins its step's line (a step not yet begun starts one).
+    fn tool_called(&mut self, step: u32, id: &str, summary: String) {
+        if self.pending.as_ref().is_none_or(|p| p.step != step) {
+            self.flush();
+            self.pending = Some(StepLine::new(step));
+        }
+        if let Some(line) = self.pending.as_mut() {
+            line.tools.push((id.to_string(), summary, None));
+        }
+    }
+
+    /// A tool's result marks its call; the step's line is printed once every call has one.
+    fn tool_answered(&mut self, step: u32, id: &str, ok: bool) {
+        if let Some(line) = self.pending.as_mut().filter(|p| p.step == step) {
+            if let Some(tool) = line.tools.iter_mut().find(|(i, ..)| i == id) {
+                tool.2 = Some(ok);
+            }
+            if line.complete() {
+                self.flush();
+                self.live
+                    .status(format!("step {}: waiting for the model", step + 1));
+            }
+        }
+    }
+
+    fn run_finished(&mut self, event: &Event) {
+        self.flush();
+        let on_terminal = self.live.active().is_some();
+        self.live.stop();
+        self.own_line(event);
+        // On a terminal the report follows: a blank line sets it apart.
+        if on_terminal {
+            eprintln!();
+        }
+    }
+
+    /// A retry that failed as the previous one did says so in a few words instead
+    /// of repeating the whole reason (a DNS failure's chain, five times).
+    fn model_retried(&mut self, event: &Event, attempt: u32, delay_ms: u64, reason: &str) {
+        self.flush();
+        if self.last_retry_reason.as_deref() == Some(reason) {
+            self.line(&format!(
+                "model call attempt {attempt} failed (the same error); retrying in {:.1}s",
+                delay_ms as f64 / 1000.0
+            ));
+        } else {
+            self.last_retry_reason = Some(reason.to_string());
+            self.own_line(event);
         }
     }
 

@@ -22,58 +22,93 @@ pub(crate) const API_KEY: &str = "api_key";
 /// Every resolved setting as `(dotted key, value)`, in the order they are shown.
 /// `null` is "not set" (no temperature, no limit, ...).
 pub(crate) fn values(settings: &Settings) -> Vec<(String, Value)> {
+    let mut out = Values::default();
+    model_values(&mut out, settings);
+    agent_values(&mut out, settings);
+    context_values(&mut out, settings);
+    tuning_values(&mut out, settings);
+    prompt_values(&mut out, settings);
+    publishing_values(&mut out, settings);
+    out.0
+}
+
+/// The shown values, in order.
+#[derive(Default)]
+struct Values(Vec<(String, Value)>);
+
+impl Values {
+    fn put(&mut self, key: &str, value: Value) {
+        self.0.push((key.to_string(), value));
+    }
+}
+
+/// The model's endpoint and its timeouts.
+fn model_values(out: &mut Values, settings: &Settings) {
     let model = &settings.model;
+    out.put("provider", json!(model.provider.to_string()));
+    out.put("model", json!(model.model));
+    out.put("base_url", json!(model.base_url));
+    let timeouts = &model.timeouts;
+    out.put("connect_timeout", json!(duration(timeouts.connect)));
+    out.put("first_byte_timeout", json!(duration(timeouts.first_byte)));
+    out.put("stream_idle_timeout", json!(duration(timeouts.stream_idle)));
+    out.put("request_timeout", json!(duration(timeouts.request)));
+}
+
+/// How the agent runs, its limits, and what it reviews.
+fn agent_values(out: &mut Values, settings: &Settings) {
     let agent = &settings.agent;
-    let mut out: Vec<(String, Value)> = Vec::new();
-    let mut put = |key: &str, value: Value| out.push((key.to_string(), value));
-    put("provider", json!(model.provider.to_string()));
-    put("model", json!(model.model));
-    put("base_url", json!(model.base_url));
-    put("connect_timeout", json!(duration(model.timeouts.connect)));
-    put(
-        "first_byte_timeout",
-        json!(duration(model.timeouts.first_byte)),
-    );
-    put(
-        "stream_idle_timeout",
-        json!(duration(model.timeouts.stream_idle)),
-    );
-    put("request_timeout", json!(duration(model.timeouts.request)));
-    put("strategy", json!(strategy_name(agent.strategy)));
-    put("max_steps", json!(agent.max_steps));
-    put("tool_mode", json!(tool_mode_name(agent.tool_mode)));
-    put("parallel", json!(agent.parallel));
-    put("temperature", json!(agent.temperature.map(decimal)));
-    put("max_cost", json!(agent.review_limits.max_cost_usd));
-    put("max_tokens", json!(agent.review_limits.max_tokens));
-    put("timeout", json!(agent.review_limits.timeout.map(duration)));
-    put("fail_on", json!(settings.fail_on.to_string()));
-    put("include", json!(settings.include.patterns()));
-    put("exclude", json!(agent.exclude));
-    put("instructions", json!(agent.instructions));
-    put("walkthrough", json!(agent.walkthrough));
-    put("guidelines", json!(settings.guidelines.enabled));
-    put("guidelines_files", json!(settings.guidelines.files));
-    put("guidelines_budget", json!(settings.guidelines.budget));
-    put("intent_budget", json!(agent.intent_budget));
-    put("context_window", json!(agent.limits.context_window));
-    put("max_output_tokens", json!(agent.limits.max_output_tokens));
-    put("keep_tool_results", json!(agent.keep_tool_results));
-    put("prune_threshold", json!(decimal(agent.prune_threshold)));
-    put("summary_threshold", json!(decimal(agent.summary_threshold)));
-    put("task_budget", json!(agent.task_budget));
-    let auto = &agent.auto;
-    put("auto.plan_min_files", json!(auto.plan_min_files));
-    put("auto.plan_min_lines", json!(auto.plan_min_lines));
-    put("auto.plan_min_languages", json!(auto.plan_min_languages));
-    put("auto.plan_min_dirs", json!(auto.plan_min_dirs));
-    put("auto.sensitive_paths", json!(auto.sensitive_paths));
-    put("auto.prefer_reflection", json!(auto.prefer_reflection));
-    put("reflection.max_rounds", json!(agent.reflection.max_rounds));
-    put("reflection.drop_below", json!(agent.reflection.drop_below));
-    put("reflection.target", json!(agent.reflection.target));
+    out.put("strategy", json!(strategy_name(agent.strategy)));
+    out.put("max_steps", json!(agent.max_steps));
+    out.put("tool_mode", json!(tool_mode_name(agent.tool_mode)));
+    out.put("parallel", json!(agent.parallel));
+    out.put("temperature", json!(agent.temperature.map(decimal)));
+    let limits = &agent.review_limits;
+    out.put("max_cost", json!(limits.max_cost_usd));
+    out.put("max_tokens", json!(limits.max_tokens));
+    out.put("timeout", json!(limits.timeout.map(duration)));
+    out.put("fail_on", json!(settings.fail_on.to_string()));
+    out.put("include", json!(settings.include.patterns()));
+    out.put("exclude", json!(agent.exclude));
+    out.put("instructions", json!(agent.instructions));
+    out.put("walkthrough", json!(agent.walkthrough));
+}
+
+/// What goes into the model's window and how the history is kept within it.
+fn context_values(out: &mut Values, settings: &Settings) {
+    let agent = &settings.agent;
+    let guidelines = &settings.guidelines;
+    out.put("guidelines", json!(guidelines.enabled));
+    out.put("guidelines_files", json!(guidelines.files));
+    out.put("guidelines_budget", json!(guidelines.budget));
+    out.put("intent_budget", json!(agent.intent_budget));
+    out.put("context_window", json!(agent.limits.context_window));
+    out.put("max_output_tokens", json!(agent.limits.max_output_tokens));
+    out.put("keep_tool_results", json!(agent.keep_tool_results));
+    out.put("prune_threshold", json!(decimal(agent.prune_threshold)));
+    out.put("summary_threshold", json!(decimal(agent.summary_threshold)));
+    out.put("task_budget", json!(agent.task_budget));
+}
+
+/// The `auto` strategy's choice and the reflection rounds.
+fn tuning_values(out: &mut Values, settings: &Settings) {
+    let auto = &settings.agent.auto;
+    out.put("auto.plan_min_files", json!(auto.plan_min_files));
+    out.put("auto.plan_min_lines", json!(auto.plan_min_lines));
+    out.put("auto.plan_min_languages", json!(auto.plan_min_languages));
+    out.put("auto.plan_min_dirs", json!(auto.plan_min_dirs));
+    out.put("auto.sensitive_paths", json!(auto.sensitive_paths));
+    out.put("auto.prefer_reflection", json!(auto.prefer_reflection));
+    let reflection = &settings.agent.reflection;
+    out.put("reflection.max_rounds", json!(reflection.max_rounds));
+    out.put("reflection.drop_below", json!(reflection.drop_below));
+    out.put("reflection.target", json!(reflection.target));
+}
+
+/// Each prompt, summarised against the built-in one.
+fn prompt_values(out: &mut Values, settings: &Settings) {
     let builtin = Prompts::default();
-    let prompts = &agent.prompts;
+    let prompts = &settings.agent.prompts;
     for (key, text, default) in [
         ("prompts.system", &prompts.system, &builtin.system),
         ("prompts.task", &prompts.task, &builtin.task),
@@ -88,16 +123,22 @@ pub(crate) fn values(settings: &Settings) -> Vec<(String, Value)> {
             &builtin.corrective,
         ),
     ] {
-        put(key, json!(prompt_summary(text, default)));
+        out.put(key, json!(prompt_summary(text, default)));
     }
-    put(
+}
+
+/// How a review is published and its threads answered, and the model's price.
+fn publishing_values(out: &mut Values, settings: &Settings) {
+    out.put(
         "request_changes",
         json!(settings.request_changes_at.map(|s| s.as_str())),
     );
-    put("max_comments", json!(settings.max_comments));
-    put("chat_max_steps", json!(settings.threads.chat_max_steps));
-    put("chat_max_replies", json!(settings.threads.chat_max_replies));
-    put("resolve_outdated", json!(settings.threads.resolve_outdated));
+    out.put("max_comments", json!(settings.max_comments));
+    let threads = &settings.threads;
+    out.put("chat_max_steps", json!(threads.chat_max_steps));
+    out.put("chat_max_replies", json!(threads.chat_max_replies));
+    out.put("resolve_outdated", json!(threads.resolve_outdated));
+    let agent = &settings.agent;
     let price = agent.price.map(|p| {
         json!({
             "input": p.input,
@@ -106,8 +147,7 @@ pub(crate) fn values(settings: &Settings) -> Vec<(String, Value)> {
             "output": p.output,
         })
     });
-    put(&pricing_key(&agent.model), json!(price));
-    out
+    out.put(&pricing_key(&agent.model), json!(price));
 }
 
 /// The key of the model's entry in `[pricing]`: `pricing."MODEL"`.

@@ -46,8 +46,8 @@ pub use prune::{
     PruneStats, Pruner, prune_threshold_tokens,
 };
 pub use reads::ReadTracker;
-pub(crate) use shape::STAGE1_MIN_BUDGET;
 pub use shape::{FileEntry, ShapeOptions, ShapeStatus, ShapedContext, shape_change, stage1_budget};
+pub(crate) use shape::{STAGE1_MIN_BUDGET, shape_with_moves};
 pub(crate) use shown::FirstMessageIndex;
 pub(crate) use summarize::{DEFAULT_SUMMARY_THRESHOLD, needs_summary};
 pub use summarize::{SUMMARY_PROMPT, compact, drop_oldest_turns, summary_request};

@@ -1,9 +1,11 @@
 //! The review value of a changed file: source before tests before docs before
-//! config, and within a class the larger real change first.
+//! config, and within a class the larger real change first. The class comes from the
+//! one classification of paths ([`crate::review::file_kind`]).
 
 use std::cmp::Reverse;
 
 use crate::review::diff::{FileChange, LineKind};
+use crate::review::file_kind::{FileKind, classify, in_test_dir};
 
 /// What kind of file a path is, in the order a reviewer wants them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -18,42 +20,7 @@ pub enum FileClass {
     Config,
 }
 
-const TEST_DIRS: &[&str] = &[
-    "test",
-    "tests",
-    "__tests__",
-    "spec",
-    "specs",
-    "testdata",
-    "test_data",
-    "fixtures",
-    "e2e",
-    "benches",
-    "testing",
-];
-const DOC_DIRS: &[&str] = &["doc", "docs", "documentation"];
-const DOC_EXTENSIONS: &[&str] = &["md", "markdown", "rst", "txt", "adoc", "asciidoc", "org"];
-const DOC_NAMES: &[&str] = &[
-    "readme",
-    "changelog",
-    "changes",
-    "license",
-    "licence",
-    "copying",
-    "contributing",
-    "authors",
-    "notice",
-    "history",
-];
-const CONFIG_DIRS: &[&str] = &[
-    ".github",
-    ".circleci",
-    ".gitlab",
-    ".cargo",
-    ".config",
-    ".vscode",
-    ".devcontainer",
-];
+/// Extensions of configuration files, among those [`FileKind::Other`] holds.
 const CONFIG_EXTENSIONS: &[&str] = &[
     "toml",
     "yaml",
@@ -73,58 +40,39 @@ const CONFIG_EXTENSIONS: &[&str] = &[
     "nix",
     "plist",
 ];
-const CONFIG_NAMES: &[&str] = &[
-    "dockerfile",
-    "makefile",
-    "gnumakefile",
-    "justfile",
-    "procfile",
-    "vagrantfile",
-    "cmakelists.txt",
-    "setup.cfg",
-    "rakefile",
-    "gemfile",
-    "jenkinsfile",
-];
+/// Directories of editor, tool and container settings.
+const CONFIG_DIRS: &[&str] = &[".cargo", ".config", ".vscode", ".devcontainer"];
 
-/// The class of a path.
+/// The class of a path: its [`FileKind`], the classes a reviewer tells apart.
 pub(crate) fn file_class(path: &str) -> FileClass {
+    match classify(path) {
+        FileKind::Source => FileClass::Source,
+        FileKind::Test => FileClass::Test,
+        FileKind::Doc | FileKind::Changelog => FileClass::Docs,
+        FileKind::Lockfile | FileKind::Ci | FileKind::Packaging => FileClass::Config,
+        FileKind::Other => other_class(path),
+    }
+}
+
+/// Configuration and data: fixtures with the tests, settings with the config, and
+/// anything else (templates, styles, markup) with the source, where its change matters.
+fn other_class(path: &str) -> FileClass {
+    if in_test_dir(path) {
+        return FileClass::Test;
+    }
     let lower = path.to_ascii_lowercase();
     let mut parts: Vec<&str> = lower.split('/').collect();
     let name = parts.pop().unwrap_or("");
-    let extension = name.rsplit_once('.').map(|(_, ext)| ext).unwrap_or("");
-    let stem = name.split('.').next().unwrap_or(name);
-    if CONFIG_NAMES.contains(&name)
+    let extension = name.rsplit_once('.').map_or("", |(_, ext)| ext);
+    let dotfile = name.starts_with('.') && !name[1..].contains('.');
+    if dotfile
+        || CONFIG_EXTENSIONS.contains(&extension)
         || parts.iter().any(|d| CONFIG_DIRS.contains(d))
-        || (name.starts_with('.') && !name[1..].contains('.'))
     {
-        return FileClass::Config;
+        FileClass::Config
+    } else {
+        FileClass::Source
     }
-    if parts.iter().any(|d| TEST_DIRS.contains(d)) || is_test_file_name(name) {
-        return FileClass::Test;
-    }
-    if DOC_EXTENSIONS.contains(&extension)
-        || DOC_NAMES.contains(&stem)
-        || parts.iter().any(|d| DOC_DIRS.contains(d))
-    {
-        return FileClass::Docs;
-    }
-    if CONFIG_EXTENSIONS.contains(&extension) {
-        return FileClass::Config;
-    }
-    FileClass::Source
-}
-
-fn is_test_file_name(name: &str) -> bool {
-    let stem = name.rsplit_once('.').map(|(s, _)| s).unwrap_or(name);
-    stem.starts_with("test_")
-        || stem.ends_with("_test")
-        || stem.ends_with("_tests")
-        || stem.ends_with("_spec")
-        || stem.ends_with(".test")
-        || stem.ends_with(".spec")
-        || stem == "tests"
-        || stem == "conftest"
 }
 
 /// Added and removed lines that are not blank.
@@ -165,5 +113,11 @@ mod tests {
         assert_eq!(file_class("Dockerfile"), FileClass::Config);
         assert_eq!(file_class(".gitignore"), FileClass::Config);
         assert_eq!(file_class("build.rs"), FileClass::Source);
+        assert_eq!(file_class("Cargo.lock"), FileClass::Config);
+        assert_eq!(file_class("tests/fixtures/page.json"), FileClass::Test);
+        assert_eq!(file_class("config/settings.yaml"), FileClass::Config);
+        assert_eq!(file_class(".vscode/settings.json"), FileClass::Config);
+        assert_eq!(file_class(".npmrc"), FileClass::Config);
+        assert_eq!(file_class("web/templates/page.html"), FileClass::Source);
     }
 }

@@ -19,7 +19,9 @@
 //!   event; a pointer to an elided result is elided with it, so no pointer
 //!   points at nothing;
 //! - error observations and the results of the findings tools are never
-//!   touched: the model must not lose what went wrong or what it already reported.
+//!   touched: the model must not lose what went wrong or what it already reported;
+//! - each message's tokens are counted once per prune; only a result the prune
+//!   changes (cut or stubbed) is counted again, alone.
 
 use std::collections::{HashMap, HashSet};
 
@@ -132,30 +134,35 @@ impl Pruner {
 
     /// Prunes `history` in place. Running it again changes nothing more.
     pub fn prune(&self, history: &mut [Message], counter: &TokenCounter) -> PruneStats {
-        let before_tokens = counter.count_messages(history);
+        let mut tokens = HistoryTokens::count(history, counter);
+        let before_tokens = tokens.total;
         let seen_until = history
             .iter()
             .rposition(|m| matches!(m, Message::Assistant { .. }))
             .unwrap_or(0);
-        self.cut_new(history, seen_until, counter);
-        let mut tokens = counter.count_messages(history);
+        self.cut_new(history, seen_until, &mut tokens, counter);
         let mut removed = Vec::new();
-        if tokens > self.threshold_tokens {
+        if tokens.total > self.threshold_tokens {
             let target = (self.threshold_tokens as f64 * LOW_WATER) as usize;
-            let chosen = self.choose(history, seen_until, tokens - target, counter);
-            removed = elide(history, &chosen, counter);
-            tokens = counter.count_messages(history);
+            let chosen = self.choose(history, seen_until, tokens.total - target, &tokens);
+            removed = elide(history, &chosen, &mut tokens, counter);
         }
         PruneStats {
             before_tokens,
-            after_tokens: tokens,
+            after_tokens: tokens.total,
             removed,
         }
     }
 
     /// Cuts every oversized result the model has not seen yet (at or after `seen_until`).
-    fn cut_new(&self, history: &mut [Message], seen_until: usize, counter: &TokenCounter) {
-        for message in history.iter_mut().skip(seen_until) {
+    fn cut_new(
+        &self,
+        history: &mut [Message],
+        seen_until: usize,
+        tokens: &mut HistoryTokens,
+        counter: &TokenCounter,
+    ) {
+        for (index, message) in history.iter_mut().enumerate().skip(seen_until) {
             if let Message::Tool {
                 name,
                 content,
@@ -165,9 +172,10 @@ impl Pruner {
                 && !self.protected_tools.iter().any(|p| p == name)
                 && !is_stub(content)
             {
-                let tokens = counter.count(content);
-                if tokens > self.max_observation_tokens {
-                    *content = cut_head_tail(content, tokens, self.max_observation_tokens, counter);
+                let size = tokens.text[index];
+                if size > self.max_observation_tokens {
+                    *content = cut_head_tail(content, size, self.max_observation_tokens, counter);
+                    tokens.recount(index, content, counter);
                 }
             }
         }
@@ -181,7 +189,7 @@ impl Pruner {
         history: &[Message],
         seen_until: usize,
         need: usize,
-        counter: &TokenCounter,
+        tokens: &HistoryTokens,
     ) -> Vec<usize> {
         let tools: Vec<usize> = history
             .iter()
@@ -200,7 +208,7 @@ impl Pruner {
             .filter(|&&i| i < seen_until && self.elidable(&history[i], &pointed_to))
             .map(|&i| Candidate {
                 index: i,
-                saving: counter.count(history[i].text()).saturating_sub(STUB_TOKENS),
+                saving: tokens.text[i].saturating_sub(STUB_TOKENS),
             })
             .filter(|c| c.saving > 0)
             .collect();
@@ -244,12 +252,49 @@ impl Pruner {
     }
 }
 
+/// The tokens of a history, message by message, counted once: a message the prune
+/// changes is counted again alone, and the total follows.
+struct HistoryTokens {
+    /// Tokens of each message's text.
+    text: Vec<usize>,
+    /// Tokens of the whole history, with tool calls and per-message overhead.
+    total: usize,
+}
+
+impl HistoryTokens {
+    fn count(history: &[Message], counter: &TokenCounter) -> Self {
+        let mut total = 0;
+        let text = history
+            .iter()
+            .map(|message| {
+                let text = counter.count(message.text());
+                total += text + counter.count_beside_text(message);
+                text
+            })
+            .collect();
+        HistoryTokens { text, total }
+    }
+
+    /// Counts message `index` again now that its text is `content` (only a tool
+    /// result's text changes: its calls and overhead stay what they were).
+    fn recount(&mut self, index: usize, content: &str, counter: &TokenCounter) {
+        let now = counter.count(content);
+        self.total = self.total - self.text[index] + now;
+        self.text[index] = now;
+    }
+}
+
 /// About the tokens of a stub: results smaller than this are not worth eliding.
 const STUB_TOKENS: usize = 30;
 
 /// Turns the results at `indexes` into stubs, and every pointer to one of them
 /// too; returns what was elided.
-fn elide(history: &mut [Message], indexes: &[usize], counter: &TokenCounter) -> Vec<String> {
+fn elide(
+    history: &mut [Message],
+    indexes: &[usize],
+    tokens: &mut HistoryTokens,
+    counter: &TokenCounter,
+) -> Vec<String> {
     let descriptions: HashMap<String, String> = calls_by_id(history)
         .into_iter()
         .map(|(id, call)| (id.to_string(), describe_call(call)))
@@ -265,14 +310,15 @@ fn elide(history: &mut [Message], indexes: &[usize], counter: &TokenCounter) -> 
         }) = history.get_mut(index)
         {
             let what = descriptions.get(call_id.as_str()).unwrap_or(name);
-            let tokens = counter.count(content);
-            removed.push(format!("{what}, {} tokens", thousands(tokens)));
-            *content = stub(what, tokens);
+            let size = tokens.text[index];
+            removed.push(format!("{what}, {} tokens", thousands(size)));
+            *content = stub(what, size);
+            tokens.recount(index, content, counter);
             gone.insert(call_id.clone());
         }
     }
     // A pointer to an elided result would promise what is no longer there.
-    for message in history.iter_mut() {
+    for (index, message) in history.iter_mut().enumerate() {
         if let Message::Tool {
             call_id,
             name,
@@ -282,7 +328,8 @@ fn elide(history: &mut [Message], indexes: &[usize], counter: &TokenCounter) -> 
             && super::reads::pointer_target(content).is_some_and(|t| gone.contains(t))
         {
             let what = descriptions.get(call_id.as_str()).unwrap_or(name);
-            *content = stub(what, counter.count(content));
+            *content = stub(what, tokens.text[index]);
+            tokens.recount(index, content, counter);
         }
     }
     removed

@@ -203,6 +203,18 @@ pub fn shape_change(
     opts: &ShapeOptions,
     counter: &TokenCounter,
 ) -> ShapedContext {
+    shape_with_moves(changes, &Moves::detect(changes), head_text, opts, counter)
+}
+
+/// [`shape_change`] with the change's moves already detected (a review's workspace
+/// keeps them for the `diff` tool too).
+pub(crate) fn shape_with_moves(
+    changes: &ChangeSet,
+    moves: &Moves,
+    head_text: &dyn Fn(&str) -> Option<String>,
+    opts: &ShapeOptions,
+    counter: &TokenCounter,
+) -> ShapedContext {
     let (exclude, exclude_error) = match noise::compile_excludes(&opts.exclude) {
         Ok(set) => (set, None),
         Err(e) => (globset::GlobSet::empty(), Some(e.to_string())),
@@ -213,7 +225,6 @@ pub fn shape_change(
         layout: Layout::Aligned,
     };
     let heads = read_heads(changes, head_text);
-    let moves = Moves::detect(changes);
     let pairs: Vec<(&FileChange, Option<&str>)> = changes
         .files
         .iter()
@@ -263,7 +274,7 @@ pub fn shape_change(
             .map(|p| p.changed)
             .sum(),
         changed_lines_shown,
-        sections: sections_for_tasks(&mut prepared, &shown, context, &moves),
+        sections: sections_for_tasks(&mut prepared, &shown, context, moves),
         moves: moves.summary(changes, counter),
         message,
     }

@@ -25,10 +25,10 @@ use git2::{Commit, DiffOptions, Oid, Patch, Repository, Sort};
 
 use super::EvalError;
 use super::cases::{CASES_VERSION, Case};
-pub use super::files::{FileKind, classify};
 use super::revert::revert_case;
 use super::verdict::judge;
 pub use super::verdict::{Candidate, Skip};
+pub use crate::review::file_kind::{FileKind, classify};
 
 /// Where revert commits are kept (no branch, no tag: nothing the user looks at).
 pub(crate) const REF_NAMESPACE: &str = "refs/redline-eval/";

@@ -1,5 +1,5 @@
 //! `redline eval`: measures review quality on real bugs. Behaviour fixes of a
-//! repository's history are found ([`mine`], with [`files`] and [`crate::syntax`]
+//! repository's history are found ([`mine`], with [`crate::review::file_kind`] and [`crate::syntax`]
 //! telling behaviour from formatting, comments and non-source files), their source
 //! files are put back as before the fix ([`revert`]), each such change is reviewed as
 //! one that re-introduces the bug ([`run`]), and findings are scored per bug against
@@ -20,7 +20,6 @@
 //! depends on the command line.
 
 pub mod cases;
-pub mod files;
 pub(crate) mod html;
 pub mod judge;
 pub mod mine;

@@ -27,9 +27,9 @@ use serde::Serialize;
 
 use super::EvalError;
 use super::cases::{CASES_VERSION, Case, ExpectedRange};
-use super::files::{FileKind, classify};
 use super::mine::{REF_NAMESPACE, delta_path, diff_of, short};
 use super::mutants::{Edit, MutantKind, apply, candidates};
+use crate::review::file_kind::{FileKind, classify};
 use crate::review::finding::Side;
 use crate::syntax::Lang;
 

@@ -10,10 +10,10 @@ use std::fmt;
 use git2::{Commit, Oid, Patch, Repository};
 
 use super::EvalError;
-use super::files::{FileKind, classify};
 use super::mine::{
     MAX_CHANGED_LINES, MAX_FILES, MAX_SOURCE_FILES, MineOptions, delta_path, diff_of, summary_of,
 };
+use crate::review::file_kind::{FileKind, classify};
 use crate::syntax::{ChangeKind, classify_change};
 
 /// Why a candidate fix is not a case.

@@ -315,10 +315,7 @@ impl LocalRequest {
             root,
             range,
             settings,
-            workspace: Workspace {
-                repo: Arc::new(view),
-                changes: Arc::new(changes),
-            },
+            workspace: Workspace::new(view, changes),
             skipped,
             uncommitted_would_review,
             output: self.output.clone(),

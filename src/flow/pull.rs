@@ -200,10 +200,7 @@ pub async fn review(
     for omitted in &guidelines.omitted {
         tracing::info!(path = %omitted.path, reason = %omitted.reason, "guideline not used");
     }
-    let workspace = Workspace {
-        repo: Arc::new(commits.view.clone()),
-        changes: Arc::new(changes),
-    };
+    let workspace = Workspace::new(commits.view.clone(), changes);
     let mut orchestrator = Orchestrator::new(model, workspace, agent).with_cancel(cancel);
     if let Some(recorder) = recorder {
         orchestrator = orchestrator.with_recorder(recorder);

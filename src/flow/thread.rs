@@ -137,10 +137,7 @@ pub async fn answer(
         .iter()
         .map(|p| (p.author.clone(), p.body.clone()))
         .collect();
-    let workspace = Workspace {
-        repo: Arc::new(commits.view.clone()),
-        changes: Arc::new(commits.pr_changes.clone()),
-    };
+    let workspace = Workspace::new(commits.view.clone(), commits.pr_changes.clone());
     let mut agent = settings.agent.clone();
     agent.set_intent(intent);
     let input = ChatInput {

@@ -6,6 +6,7 @@
 //! and adds 10%, which over-estimates rather than overflows.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Mutex, OnceLock};
 
 /// The tokenizer used for a model.
@@ -84,6 +85,8 @@ pub(crate) const MESSAGE_OVERHEAD_TOKENS: usize = 4;
 pub struct TokenCounter {
     encoding: Encoding,
     cache: Mutex<HashMap<u64, usize>>,
+    /// Texts asked for, cached or not: each still costs a hash of the whole text.
+    asked: AtomicUsize,
 }
 
 impl TokenCounter {
@@ -97,6 +100,7 @@ impl TokenCounter {
         TokenCounter {
             encoding,
             cache: Mutex::new(HashMap::new()),
+            asked: AtomicUsize::new(0),
         }
     }
 
@@ -105,8 +109,15 @@ impl TokenCounter {
         self.encoding
     }
 
+    /// How many texts this counter has been asked to count, cached or not: the work
+    /// a caller did, which a cached count makes cheaper but not free.
+    pub fn texts_counted(&self) -> usize {
+        self.asked.load(Ordering::Relaxed)
+    }
+
     /// Tokens of `text`, from the cache when seen before.
     pub fn count(&self, text: &str) -> usize {
+        self.asked.fetch_add(1, Ordering::Relaxed);
         use std::hash::{Hash, Hasher};
         let mut hasher = std::collections::hash_map::DefaultHasher::new();
         text.hash(&mut hasher);
@@ -127,17 +138,20 @@ impl TokenCounter {
     pub fn count_messages(&self, messages: &[super::Message]) -> usize {
         messages
             .iter()
-            .map(|m| {
-                let calls = match m {
-                    super::Message::Assistant { tool_calls, .. } => tool_calls
-                        .iter()
-                        .map(|c| self.count(&c.name) + self.count(&c.arguments))
-                        .sum(),
-                    _ => 0,
-                };
-                self.count(m.text()) + calls + MESSAGE_OVERHEAD_TOKENS
-            })
+            .map(|m| self.count(m.text()) + self.count_beside_text(m))
             .sum()
+    }
+
+    /// Tokens of a message besides its text: its tool calls and the per-message overhead.
+    pub(crate) fn count_beside_text(&self, message: &super::Message) -> usize {
+        let calls = match message {
+            super::Message::Assistant { tool_calls, .. } => tool_calls
+                .iter()
+                .map(|c| self.count(&c.name) + self.count(&c.arguments))
+                .sum(),
+            _ => 0,
+        };
+        calls + MESSAGE_OVERHEAD_TOKENS
     }
 }
 

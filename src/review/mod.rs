@@ -2,6 +2,7 @@
 
 pub mod anchor;
 pub mod diff;
+pub mod file_kind;
 pub mod finding;
 pub mod parse;
 pub mod render;

@@ -58,12 +58,14 @@ impl Tool for Diff {
     ) -> Result<String, ToolError> {
         let args: Args = parse_args("diff", args)?;
         let changes = &workspace.changes;
+        // Detected once per review and kept in the workspace; the raw patch shows none.
+        let raw = Moves::default();
         let moves = match args.raw {
-            true => Moves::default(),
-            false => Moves::detect(changes),
+            true => &raw,
+            false => workspace.moves(),
         };
         match args.path {
-            None => Ok(render_all(changes, &moves)),
+            None => Ok(render_all(changes, moves)),
             Some(path) => {
                 let normalized = normalize_path(&path)?;
                 changes

@@ -7,6 +7,7 @@ mod list_files;
 mod read_file;
 mod revision;
 mod search;
+mod workspace;
 
 use async_trait::async_trait;
 use serde::de::DeserializeOwned;
@@ -14,20 +15,11 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use crate::llm::ToolSpec;
+use crate::repo::RepoError;
 use crate::repo::search::SearchError;
-use crate::repo::{RepoError, RepoView};
-use crate::review::diff::ChangeSet;
 
 pub(crate) use revision::is_base as reads_base;
-
-/// What a tool works on: the repository at the reviewed revision and the change.
-#[derive(Debug, Clone)]
-pub struct Workspace {
-    /// The files as they are at the reviewed revision (or in the work tree).
-    pub repo: Arc<RepoView>,
-    /// The change under review.
-    pub changes: Arc<ChangeSet>,
-}
+pub use workspace::{Derivations, Workspace};
 
 /// Why a tool call failed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

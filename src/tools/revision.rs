@@ -27,21 +27,12 @@ pub(crate) fn schema() -> serde_json::Value {
     })
 }
 
-/// The view of `side`, sharing the workspace's open repository.
+/// The view of `side`, sharing the workspace's open repository (the base view is
+/// opened once per review and kept in the workspace).
 pub(crate) async fn view(workspace: &Workspace, side: Side) -> Result<RepoView, ToolError> {
     match side {
         Side::Head => Ok((*workspace.repo).clone()),
-        Side::Base => {
-            let base = workspace.changes.base.clone();
-            workspace
-                .repo
-                .blocking(move |repo| repo.at_commit(&base).map_err(ToolError::from))
-                .await
-                .map_err(|e: ToolError| match e {
-                    ToolError::Model(m) => ToolError::Model(format!("the base revision: {m}")),
-                    fatal => fatal,
-                })
-        }
+        Side::Base => workspace.base_view().await,
     }
 }
 

@@ -111,6 +111,36 @@ fn old_results_become_stubs_and_the_recent_ones_stay() {
     assert_eq!(stats.before_tokens, stats.after_tokens);
 }
 
+/// The texts one whole count of `history` asks a counter for.
+fn one_pass(history: &[Message]) -> usize {
+    let counter = counter();
+    counter.count_messages(history);
+    counter.texts_counted()
+}
+
+#[test]
+fn a_prune_counts_the_history_once() {
+    let mut history = history(vec![
+        read("c1", "src/a.rs", 1, 200),
+        read("c2", "src/b.rs", 1, 50),
+        read("c3", "src/c.rs", 1, 50),
+    ]);
+    let once = one_pass(&history);
+    // Below the threshold: nothing changes, every text is counted once.
+    let quiet = counter();
+    let stats = Pruner::new(DEFAULT_KEEP_RECENT, DEFAULT_MAX_OBSERVATION_TOKENS)
+        .prune(&mut history, &quiet);
+    assert!(stats.removed.is_empty());
+    assert_eq!(quiet.texts_counted(), once);
+    // Under pressure: once, and then each stub it wrote.
+    let pressed = counter();
+    let stats = immediate(0, DEFAULT_MAX_OBSERVATION_TOKENS).prune(&mut history, &pressed);
+    assert_eq!(stats.removed.len(), 2, "{stats:?}");
+    assert_eq!(pressed.texts_counted(), once + stats.removed.len());
+    // The total kept along the way is the pruned history's.
+    assert_eq!(stats.after_tokens, counter().count_messages(&history));
+}
+
 #[test]
 fn errors_and_findings_are_never_elided() {
     let mut history = history(vec![

@@ -1,6 +1,7 @@
-//! What a changed file is, for mining: program source, or one of the files a fix may
-//! touch without being the fix (tests, docs, changelogs, lockfiles, CI and tooling,
-//! packaging). Judged from the path alone (directories, name, extension).
+//! What a changed file is: program source, or one of the files a change may touch
+//! besides it (tests, docs, changelogs, lockfiles, CI and tooling, packaging). Judged
+//! from the path alone (directories, name, extension). One classification serves the
+//! review order of a change ([`crate::context::order`]) and the mining of eval cases.
 //!
 //! Invariant: a file is [`FileKind::Source`] only when its extension is a programming
 //! language's and nothing else claims it; a source revert touches only such files, so
@@ -52,7 +53,7 @@ const CODE_EXTENSIONS: &[&str] = &[
     "cs", "fs", "ex", "exs", "erl", "hs", "ml", "lua", "pl", "sh", "bash", "zig", "dart", "vue",
     "svelte", "sql", "r", "jl", "clj", "groovy", "nim", "v", "sv", "vhd",
 ];
-const DOC_EXTENSIONS: &[&str] = &["md", "markdown", "rst", "txt", "adoc", "org"];
+const DOC_EXTENSIONS: &[&str] = &["md", "markdown", "rst", "txt", "adoc", "asciidoc", "org"];
 const DOC_DIRS: &[&str] = &["doc", "docs", "documentation", "examples", "example"];
 const DOC_NAMES: &[&str] = &[
     "readme",
@@ -143,6 +144,12 @@ const PACKAGING_NAMES: &[&str] = &[
     "pom.xml",
     "rust-toolchain",
     "rust-toolchain.toml",
+    "gnumakefile",
+    "justfile",
+    "procfile",
+    "vagrantfile",
+    "rakefile",
+    "cmakelists.txt",
 ];
 const TEST_DIRS: &[&str] = &[
     "test",
@@ -156,7 +163,20 @@ const TEST_DIRS: &[&str] = &[
     "bench",
     "benchmarks",
     "fuzz",
+    "fixtures",
+    "test_data",
+    "e2e",
 ];
+
+/// Whether a path lies below a directory of tests, fixtures or benchmarks.
+pub(crate) fn in_test_dir(path: &str) -> bool {
+    let lower = path.to_ascii_lowercase();
+    lower
+        .split('/')
+        .rev()
+        .skip(1)
+        .any(|d| TEST_DIRS.contains(&d))
+}
 
 /// Classifies a repository path by its directories, name and extension.
 pub fn classify(path: &str) -> FileKind {
@@ -221,6 +241,8 @@ mod tests {
             ("tests/conftest.py", Test),
             ("benches/buf.rs", Test),
             ("performance/benchmark.py", Test),
+            ("e2e/login.ts", Test),
+            ("CMakeLists.txt", Packaging),
             ("README.md", Doc),
             ("docs/guide.rs", Doc),
             ("docs/conf.py", Doc),
