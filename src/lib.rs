@@ -11,9 +11,11 @@
 )]
 
 pub mod agent;
+mod backoff;
 mod cli;
 pub mod config;
 pub mod context;
+mod errors;
 pub mod eval;
 mod forge;
 #[cfg(test)]
