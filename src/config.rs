@@ -102,13 +102,45 @@ pub enum ConfigError {
         served: String,
     },
     /// Reading the file failed.
-    #[error("cannot read config {origin}: {message}")]
+    #[error("cannot read config {origin}: {source}")]
     Read {
         /// Where.
         origin: String,
         /// Why.
-        message: String,
+        #[source]
+        source: ConfigReadError,
     },
+}
+
+/// Why a config file could not be read (before any of it is parsed).
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigReadError {
+    /// The file system refused.
+    #[error("{0}")]
+    Io(#[from] std::io::Error),
+    /// Git could not open the repository, find the revision or read the blob. Its
+    /// message is the text (git's class and code would only repeat it), so it is not
+    /// a `source` as well.
+    #[error("{}", .0.message())]
+    Git(git2::Error),
+    /// A directory is where the file should be.
+    #[error("it is a directory, not a file")]
+    Directory,
+    /// Something other than a regular file (a socket, a device, a tree in a commit).
+    #[error("it is not a regular file")]
+    NotAFile,
+    /// A work tree's symbolic link leads out of the repository.
+    #[error("it is a symbolic link to a file outside the repository")]
+    LinkOutside,
+    /// Past the size any real config file has.
+    #[error("it is larger than {limit_kib} KiB")]
+    TooLarge {
+        /// The limit.
+        limit_kib: u64,
+    },
+    /// Not UTF-8 text.
+    #[error("{0}")]
+    NotUtf8(#[from] std::str::Utf8Error),
 }
 
 /// The contents of `.redline.toml`. Unknown keys are an error that names the key.

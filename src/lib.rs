@@ -13,9 +13,11 @@
 )]
 
 pub mod agent;
+mod backoff;
 mod cli;
 pub mod config;
 pub mod context;
+mod errors;
 pub mod eval;
 pub mod flow;
 mod forge;

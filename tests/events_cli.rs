@@ -66,13 +66,8 @@ async fn cancelled_by(signal: &str, expected_code: i32) {
         Wire::OpenAi,
         vec![
             Reply::tool("c1", "read_file", json!({"path": "src/calc.rs"})),
-            // Held far longer than the test waits.
-            Reply::tool(
-                "c2",
-                "submit_review",
-                json!({"findings": [], "summary": "late"}),
-            )
-            .delayed(Duration::from_secs(120)),
+            // Held until the run is stopped.
+            Reply::Never,
         ],
     )
     .await;
@@ -183,13 +178,13 @@ async fn sigint_ends_the_events_with_a_cancelled_record_and_exit_130() {
 /// finished task's finding and the run's real counters (cost included), once.
 #[tokio::test]
 async fn an_interrupted_plan_keeps_what_finished_in_its_cancelled_record() {
-    use crate::limits_cli::{PRICING, another_tool_call, submit_a, two_file_repo};
+    use crate::limits_cli::{PRICING, submit_a, two_file_repo};
     use crate::strategies::is_planner;
 
     let repo = two_file_repo();
     let config = repo.path().join(".git").join("pricing.toml");
     std::fs::write(&config, PRICING).expect("config");
-    let server = ModelServer::start_with(Wire::OpenAi, |req, index| {
+    let server = ModelServer::start_with(Wire::OpenAi, |req, _| {
         if is_planner(req) {
             Reply::tool(
                 "p",
@@ -202,7 +197,7 @@ async fn an_interrupted_plan_keeps_what_finished_in_its_cancelled_record() {
         } else if req.first_user_text().contains("+++ b/src/a.rs") {
             submit_a()
         } else {
-            another_tool_call(index).delayed(Duration::from_secs(120))
+            Reply::Never
         }
     })
     .await;

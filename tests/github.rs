@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use redline::github::{
     GitHubClient, GitHubError, PublishConfig, PublishError, PublishOutcome, PublishRequest,
-    RetryPolicy, Sleeper, last_reviewed_sha, parse_markers, publish_review,
+    RateLimitPolicy, Sleeper, last_reviewed_sha, parse_markers, publish_review,
 };
 use redline::llm::Secret;
 use redline::review::diff::{ChangeSet, DiffLine, FileChange, FileStatus, Hunk, LineKind};
@@ -30,9 +30,9 @@ const PUBLIC_KEY: &str = include_str!("fixtures/github/TEST-ONLY-app-public-key.
 /// Waits requested by the client, recorded instead of slept.
 type Waits = Arc<Mutex<Vec<Duration>>>;
 
-fn fast_policy(waits: &Waits) -> RetryPolicy {
+fn fast_policy(waits: &Waits) -> RateLimitPolicy {
     let recorded = waits.clone();
-    RetryPolicy {
+    RateLimitPolicy {
         base_delay: Duration::from_millis(1),
         max_total_wait: Duration::from_secs(30),
         max_retries: 3,
@@ -48,7 +48,7 @@ fn client(gh: &GitHubMock) -> (GitHubClient, Waits) {
     let waits = Waits::default();
     let client = GitHubClient::with_token(&gh.url(), Secret::new(TOKEN))
         .unwrap()
-        .with_retry_policy(fast_policy(&waits));
+        .with_rate_limit_policy(fast_policy(&waits));
     (client, waits)
 }
 
@@ -398,13 +398,13 @@ async fn secondary_rate_limit_is_waited_out() {
 async fn rate_limit_beyond_the_allowed_wait_gives_up() {
     let gh = GitHubMock::start().await;
     let waits = Waits::default();
-    let policy = RetryPolicy {
+    let policy = RateLimitPolicy {
         max_total_wait: Duration::from_millis(500),
         ..fast_policy(&waits)
     };
     let client = GitHubClient::with_token(&gh.url(), Secret::new(TOKEN))
         .unwrap()
-        .with_retry_policy(policy);
+        .with_rate_limit_policy(policy);
     gh.rate_limit_next_write(1);
     let findings = [finding("src/lib.rs", 11, 11, Severity::Major, "X")];
     let error = publish(&client, HEAD_A, &findings, &config())

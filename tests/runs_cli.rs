@@ -33,18 +33,26 @@ fn turns(request: &RecordedRequest) -> usize {
         .unwrap_or(0)
 }
 
-/// A model that reads, searches, then reports; the reply to the second call
-/// waits `slow` the first time it is asked (the window in which a test kills the review).
-fn scripted_model(slow: Duration) -> impl Fn(&RecordedRequest, usize) -> Reply + Send + Sync {
-    let delayed_once = Arc::new(AtomicBool::new(false));
+/// What the scripted model does with the review's second call.
+#[derive(Clone, Copy)]
+enum Second {
+    /// Answers it.
+    Answers,
+    /// Never answers it the first time (the window in which a test kills the review).
+    HeldOnce,
+}
+
+/// A model that reads, searches, then reports; `second_call` says whether the reply to
+/// the second call is held the first time it is asked.
+fn scripted_model(second_call: Second) -> impl Fn(&RecordedRequest, usize) -> Reply + Send + Sync {
+    let held_once = Arc::new(AtomicBool::new(false));
     move |request, _| match turns(request) {
         0 => Reply::tool("call_1", "read_file", json!({"path": "src/calc.rs"})),
         1 => {
             let reply = Reply::tool("call_2", "search", json!({"pattern": "ratio\\("}));
-            if delayed_once.swap(true, Ordering::SeqCst) {
-                reply
-            } else {
-                reply.delayed(slow)
+            match second_call {
+                Second::HeldOnce if !held_once.swap(true, Ordering::SeqCst) => Reply::Never,
+                _ => reply,
             }
         }
         _ => Reply::tool(
@@ -101,7 +109,7 @@ async fn replay(file: &Path, extra: &[&str]) -> cli::Run {
 async fn a_review_writes_a_transcript_and_replays_it_offline() {
     let repo = repo();
     let runs = tempfile::tempdir().unwrap();
-    let server = ModelServer::start_with(Wire::OpenAi, scripted_model(Duration::ZERO)).await;
+    let server = ModelServer::start_with(Wire::OpenAi, scripted_model(Second::Answers)).await;
     let run = review(repo.path(), &server, runs.path(), &[]).await;
     assert_eq!(run.code, 0, "{}", run.stderr);
     run.assert_no_key();
@@ -173,7 +181,7 @@ async fn a_review_writes_a_transcript_and_replays_it_offline() {
 async fn replay_shows_changed_findings_as_a_diff() {
     let repo = repo();
     let runs = tempfile::tempdir().unwrap();
-    let server = ModelServer::start_with(Wire::OpenAi, scripted_model(Duration::ZERO)).await;
+    let server = ModelServer::start_with(Wire::OpenAi, scripted_model(Second::Answers)).await;
     let run = review(repo.path(), &server, runs.path(), &[]).await;
     assert_eq!(run.code, 0, "{}", run.stderr);
     let file = &transcripts(runs.path())[0];
@@ -210,14 +218,13 @@ async fn a_killed_review_resumes_with_fewer_model_calls_and_the_same_findings() 
     let repo = repo();
     // The uninterrupted run, for comparison.
     let fresh_runs = tempfile::tempdir().unwrap();
-    let fresh_server = ModelServer::start_with(Wire::OpenAi, scripted_model(Duration::ZERO)).await;
+    let fresh_server = ModelServer::start_with(Wire::OpenAi, scripted_model(Second::Answers)).await;
     let fresh = review(repo.path(), &fresh_server, fresh_runs.path(), &[]).await;
     assert_eq!(fresh.code, 0, "{}", fresh.stderr);
     let fresh_calls = fresh_server.requests().len();
 
     let runs = tempfile::tempdir().unwrap();
-    let server =
-        ModelServer::start_with(Wire::OpenAi, scripted_model(Duration::from_secs(60))).await;
+    let server = ModelServer::start_with(Wire::OpenAi, scripted_model(Second::HeldOnce)).await;
     let mut child = cli::redline_command()
         .args(["review", "--repo"])
         .arg(repo.path())
@@ -278,14 +285,14 @@ async fn a_killed_review_resumes_with_fewer_model_calls_and_the_same_findings() 
 async fn a_second_resume_of_a_running_run_is_refused_naming_its_process() {
     let repo = repo();
     let runs = tempfile::tempdir().unwrap();
-    let server = ModelServer::start_with(Wire::OpenAi, scripted_model(Duration::ZERO)).await;
+    let server = ModelServer::start_with(Wire::OpenAi, scripted_model(Second::Answers)).await;
     let first = review(repo.path(), &server, runs.path(), &[]).await;
     assert_eq!(first.code, 0, "{}", first.stderr);
     let file = transcripts(runs.path()).remove(0);
     cut_transcript(&file);
     let id = file.file_stem().unwrap().to_str().unwrap().to_string();
     // The first resume waits on its first live call (the second of the run).
-    let slow = ModelServer::start_with(Wire::OpenAi, scripted_model(Duration::from_secs(60))).await;
+    let slow = ModelServer::start_with(Wire::OpenAi, scripted_model(Second::HeldOnce)).await;
     let mut child = cli::redline_command()
         .args(["review", "--repo"])
         .arg(repo.path())
@@ -347,7 +354,7 @@ fn cut_transcript(file: &Path) -> String {
 async fn a_transcript_cut_mid_line_resumes_from_its_last_complete_record() {
     let repo = repo();
     let runs = tempfile::tempdir().unwrap();
-    let server = ModelServer::start_with(Wire::OpenAi, scripted_model(Duration::ZERO)).await;
+    let server = ModelServer::start_with(Wire::OpenAi, scripted_model(Second::Answers)).await;
     let first = review(repo.path(), &server, runs.path(), &[]).await;
     assert_eq!(first.code, 0, "{}", first.stderr);
     let file = transcripts(runs.path()).remove(0);
@@ -374,7 +381,7 @@ async fn a_transcript_cut_mid_line_resumes_from_its_last_complete_record() {
 async fn a_transcript_of_another_head_is_refused() {
     let repo = repo();
     let runs = tempfile::tempdir().unwrap();
-    let server = ModelServer::start_with(Wire::OpenAi, scripted_model(Duration::ZERO)).await;
+    let server = ModelServer::start_with(Wire::OpenAi, scripted_model(Second::Answers)).await;
     let first = review(repo.path(), &server, runs.path(), &[]).await;
     assert_eq!(first.code, 0, "{}", first.stderr);
     let file = transcripts(runs.path()).remove(0);
@@ -513,7 +520,7 @@ async fn a_fallback_to_text_mode_is_recorded_and_replayed() {
 async fn a_tool_call_pending_at_the_crash_is_run_once_on_resume() {
     let repo = repo();
     let runs = tempfile::tempdir().unwrap();
-    let server = ModelServer::start_with(Wire::OpenAi, scripted_model(Duration::ZERO)).await;
+    let server = ModelServer::start_with(Wire::OpenAi, scripted_model(Second::Answers)).await;
     let first = review(repo.path(), &server, runs.path(), &[]).await;
     assert_eq!(first.code, 0, "{}", first.stderr);
     let file = transcripts(runs.path()).remove(0);
@@ -557,7 +564,7 @@ async fn a_tool_call_pending_at_the_crash_is_run_once_on_resume() {
 async fn a_run_that_fails_before_any_model_answer_writes_no_transcript() {
     let repo = repo();
     let runs = tempfile::tempdir().unwrap();
-    let server = ModelServer::start_with(Wire::OpenAi, scripted_model(Duration::ZERO)).await;
+    let server = ModelServer::start_with(Wire::OpenAi, scripted_model(Second::Answers)).await;
     let run = review(
         repo.path(),
         &server,
@@ -611,7 +618,7 @@ async fn runs_are_listed_and_replayed_by_id_or_latest() {
     let repo = repo();
     let runs = tempfile::tempdir().unwrap();
     let runs_arg = runs.path().display().to_string();
-    let server = ModelServer::start_with(Wire::OpenAi, scripted_model(Duration::ZERO)).await;
+    let server = ModelServer::start_with(Wire::OpenAi, scripted_model(Second::Answers)).await;
     let first = review(repo.path(), &server, runs.path(), &[]).await;
     assert_eq!(first.code, 0, "{}", first.stderr);
     let second = review(repo.path(), &server, runs.path(), &["--strategy", "react"]).await;
@@ -693,7 +700,7 @@ async fn nothing_to_review_on_a_dirty_work_tree_points_at_uncommitted() {
     repo.write("src/calc.rs", BASE_CALC);
     repo.commit("base");
     repo.write("src/calc.rs", HEAD_CALC);
-    let server = ModelServer::start_with(Wire::OpenAi, scripted_model(Duration::ZERO)).await;
+    let server = ModelServer::start_with(Wire::OpenAi, scripted_model(Second::Answers)).await;
     let runs = tempfile::tempdir().unwrap();
     let run = review(repo.path(), &server, runs.path(), &[]).await;
     assert_eq!(run.code, 0, "{}", run.stderr);

@@ -132,6 +132,33 @@ impl Server {
         String::from_utf8_lossy(&self.log.lock().unwrap()).into_owned()
     }
 
+    /// Job runs this server has finished, whatever their outcome (`redline_jobs_total`).
+    async fn finished_jobs(&self) -> u64 {
+        let metrics = reqwest::get(format!("{}/metrics", self.url))
+            .await
+            .expect("metrics")
+            .text()
+            .await
+            .unwrap_or_default();
+        metrics
+            .lines()
+            .filter(|line| line.starts_with("redline_jobs_total{"))
+            .filter_map(|line| line.rsplit(' ').next()?.parse::<u64>().ok())
+            .sum()
+    }
+
+    /// Waits (a bounded number of polls) until `count` job runs have finished: after
+    /// that, a run can no longer publish anything.
+    async fn wait_for_finished_jobs(&self, count: u64) {
+        for _ in 0..600 {
+            if self.finished_jobs().await >= count {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        panic!("fewer than {count} job runs finished");
+    }
+
     /// Delivers `body` signed with the webhook secret, as GitHub does.
     pub(crate) async fn deliver_signed(
         &self,
@@ -547,8 +574,8 @@ async fn a_new_push_cancels_the_running_review_and_only_the_new_head_is_reviewed
         202
     );
     wait_for_reviews(&gh, 1).await;
-    // Give a wrongly uncancelled first review time to publish too: its model reply lands at 8 s.
-    tokio::time::sleep(Duration::from_secs(9)).await;
+    // Both runs over (the first cancelled, or wrongly finished): nothing more can publish.
+    server.wait_for_finished_jobs(2).await;
     let reviews = gh.reviews();
     assert_eq!(reviews.len(), 1, "the cancelled review published nothing");
     assert_eq!(reviews[0]["commit_id"], head2.as_str());
@@ -567,7 +594,7 @@ async fn a_killed_server_finishes_the_job_after_restart_exactly_once() {
     // The first attempt hangs in the model call; the attempt after the restart answers.
     let model = ModelServer::start_with(Wire::OpenAi, |_, index| {
         if index == 0 {
-            Reply::Delay(Duration::from_secs(30), Box::new(finding_at(6)))
+            Reply::Never
         } else {
             finding_at(6)
         }
@@ -589,7 +616,8 @@ async fn a_killed_server_finishes_the_job_after_restart_exactly_once() {
     let _ = server.child.wait().await;
     let restarted = Server::start_in(server.dir.clone(), &gh, &model, &flags).await;
     wait_for_reviews(&gh, 1).await;
-    tokio::time::sleep(Duration::from_secs(3)).await;
+    // The job's run is over on the restarted server (the killed one runs nothing).
+    restarted.wait_for_finished_jobs(1).await;
     assert_eq!(
         gh.reviews().len(),
         1,
@@ -623,9 +651,7 @@ async fn a_job_taken_over_after_its_lease_continues_from_its_transcript() {
     let hung = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     let model = ModelServer::start_with(Wire::OpenAi, move |req, _| match turns(req) {
         0 => Reply::tool("r", "read_file", json!({"path": "src/calc.rs"})),
-        _ if !hung.swap(true, std::sync::atomic::Ordering::SeqCst) => {
-            Reply::Delay(Duration::from_secs(30), Box::new(finding_at(6)))
-        }
+        _ if !hung.swap(true, std::sync::atomic::Ordering::SeqCst) => Reply::Never,
         _ => finding_at(6),
     })
     .await;

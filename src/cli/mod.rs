@@ -92,19 +92,7 @@ pub enum Command {
 /// message before it does not already contain, joined by `: ` (as `{:#}` prints an
 /// `anyhow::Error`, without repeating a cause a library error already shows in its own text).
 pub(crate) fn error_message(error: &anyhow::Error) -> String {
-    let mut text = String::new();
-    let mut previous = String::new();
-    for cause in error.chain() {
-        let current = cause.to_string();
-        if text.is_empty() {
-            text.clone_from(&current);
-        } else if !previous.contains(&current) {
-            text.push_str(": ");
-            text.push_str(&current);
-        }
-        previous = current;
-    }
-    text
+    crate::errors::chain(error.as_ref())
 }
 
 /// Runs a parsed command line and returns the process exit code.
@@ -149,6 +137,28 @@ mod tests {
             .context("cannot write out.txt")
             .unwrap_err();
         assert_eq!(error_message(&error), "cannot write out.txt: disk full");
+    }
+
+    #[test]
+    fn a_library_error_keeps_its_cause_up_to_the_edge() {
+        let missing = std::io::Error::new(std::io::ErrorKind::NotFound, "no such file");
+        let error = Err::<(), _>(crate::config::ConfigError::Read {
+            origin: "x.toml".into(),
+            source: missing.into(),
+        })
+        .context("loading the settings")
+        .unwrap_err();
+        assert_eq!(
+            error_message(&error),
+            "loading the settings: cannot read config x.toml: no such file"
+        );
+        let io = error
+            .chain()
+            .find_map(|cause| cause.downcast_ref::<std::io::Error>());
+        assert_eq!(
+            io.map(std::io::Error::kind),
+            Some(std::io::ErrorKind::NotFound)
+        );
     }
 
     #[test]

@@ -89,7 +89,7 @@ pub struct Settings {
     /// Which findings fail the command.
     pub fail_on: FailOn,
     /// Which changed files are reviewed (`include`).
-    pub include: PathFilter,
+    pub include: IncludeFilter,
     /// On GitHub, inline comments at most per review.
     pub max_comments: usize,
     /// On GitHub, request changes when a new finding is at least this severe.
@@ -132,16 +132,16 @@ impl Default for ThreadSettings {
 
 /// The changed files the `include` globs select (all when there are none).
 #[derive(Debug, Clone)]
-pub struct PathFilter {
+pub struct IncludeFilter {
     include: GlobSet,
     patterns: Vec<String>,
     any: bool,
 }
 
-impl PathFilter {
+impl IncludeFilter {
     /// Compiles `patterns` (from `key`); a bad glob is an error naming it.
     pub fn new(patterns: &[String], key: &str) -> Result<Self, ConfigError> {
-        Ok(PathFilter {
+        Ok(IncludeFilter {
             include: glob_set(patterns, key)?,
             patterns: patterns.to_vec(),
             any: patterns.is_empty(),
@@ -242,7 +242,7 @@ fn resolve_unlocated(input: &SettingsInput<'_>, scope: &Scope) -> Result<Setting
         model,
         agent,
         fail_on,
-        include: PathFilter::new(&file.include, "include")?,
+        include: IncludeFilter::new(&file.include, "include")?,
         max_comments: flags
             .max_comments
             .or(file.max_comments)

@@ -9,7 +9,7 @@
 
 use std::path::{Path, PathBuf};
 
-use super::{CONFIG_FILE, ConfigError, FileConfig};
+use super::{CONFIG_FILE, ConfigError, ConfigReadError, FileConfig};
 
 /// Keys only the user may set (flags, environment, the user's config file): they choose
 /// the endpoint and the wire protocol that receive the API key.
@@ -169,16 +169,16 @@ impl ConfigSource {
     /// [`MAX_CONFIG_BYTES`]: a device, a pipe or a huge file is an error, never a hang.
     pub fn read_file(path: &Path, owner: Owner) -> Result<Self, ConfigError> {
         let origin = path.display().to_string();
-        let read_error = |message: String| ConfigError::Read {
+        let read_error = |source: ConfigReadError| ConfigError::Read {
             origin: origin.clone(),
-            message,
+            source,
         };
-        let metadata = std::fs::metadata(path).map_err(|e| read_error(e.to_string()))?;
+        let metadata = std::fs::metadata(path).map_err(|e| read_error(e.into()))?;
         if metadata.is_dir() {
-            return Err(read_error("it is a directory, not a file".into()));
+            return Err(read_error(ConfigReadError::Directory));
         }
         if !metadata.is_file() {
-            return Err(read_error("it is not a regular file".into()));
+            return Err(read_error(ConfigReadError::NotAFile));
         }
         let text = read_capped(path).map_err(read_error)?;
         Self::parse(&text, &origin, owner)
@@ -209,7 +209,7 @@ impl ConfigSource {
             if !inside {
                 return Err(ConfigError::Read {
                     origin: path.display().to_string(),
-                    message: "it is a symbolic link to a file outside the repository".into(),
+                    source: ConfigReadError::LinkOutside,
                 });
             }
         }
@@ -225,11 +225,11 @@ impl ConfigSource {
     ) -> Result<Option<Self>, ConfigError> {
         // Git's own `REV:PATH`, so errors read `main:.redline.toml:3:1: key: message`.
         let origin = format!("{rev}:{}", path.display());
-        let read_error = |message: String| ConfigError::Read {
+        let read_error = |source: ConfigReadError| ConfigError::Read {
             origin: origin.clone(),
-            message,
+            source,
         };
-        let git_error = |e: git2::Error| read_error(e.message().to_string());
+        let git_error = |e: git2::Error| read_error(ConfigReadError::Git(e));
         let repo = git2::Repository::open(root).map_err(git_error)?;
         let tree = repo
             .revparse_single(rev)
@@ -239,7 +239,7 @@ impl ConfigSource {
             return Ok(None);
         };
         if entry.kind() != Some(git2::ObjectType::Blob) {
-            return Err(read_error("it is not a file".into()));
+            return Err(read_error(ConfigReadError::NotAFile));
         }
         // The size from the object's header, before the object is inflated.
         let (size, _) = repo
@@ -253,7 +253,7 @@ impl ConfigSource {
             .to_object(&repo)
             .and_then(|o| o.peel_to_blob())
             .map_err(git_error)?;
-        let text = std::str::from_utf8(blob.content()).map_err(|e| read_error(e.to_string()))?;
+        let text = std::str::from_utf8(blob.content()).map_err(|e| read_error(e.into()))?;
         Self::parse(text, &origin, Owner::Repository).map(Some)
     }
 
@@ -272,23 +272,23 @@ impl ConfigSource {
 /// from a repository can make Redline hold.
 const MAX_CONFIG_BYTES: u64 = 1024 * 1024;
 
-fn too_large() -> String {
-    format!("it is larger than {} KiB", MAX_CONFIG_BYTES / 1024)
+fn too_large() -> ConfigReadError {
+    ConfigReadError::TooLarge {
+        limit_kib: MAX_CONFIG_BYTES / 1024,
+    }
 }
 
 /// The text of the file at `path`, read up to [`MAX_CONFIG_BYTES`] (a file that grows while
 /// it is read is cut there and refused).
-fn read_capped(path: &Path) -> Result<String, String> {
+fn read_capped(path: &Path) -> Result<String, ConfigReadError> {
     use std::io::Read;
-    let file = std::fs::File::open(path).map_err(|e| e.to_string())?;
+    let file = std::fs::File::open(path)?;
     let mut bytes = Vec::new();
-    file.take(MAX_CONFIG_BYTES + 1)
-        .read_to_end(&mut bytes)
-        .map_err(|e| e.to_string())?;
+    file.take(MAX_CONFIG_BYTES + 1).read_to_end(&mut bytes)?;
     if bytes.len() as u64 > MAX_CONFIG_BYTES {
         return Err(too_large());
     }
-    String::from_utf8(bytes).map_err(|e| e.to_string())
+    String::from_utf8(bytes).map_err(|e| e.utf8_error().into())
 }
 
 /// The parts of a dotted key; quoted parts may hold dots.

@@ -104,7 +104,7 @@ pub(crate) fn parse_cases(text: &str, path: &str) -> Result<Vec<Case>, EvalError
         }
         let case: Case =
             serde_json::from_str(line).map_err(|e| error(number, format!("not a case: {e}")))?;
-        check_case(&case).map_err(|message| error(number, message))?;
+        check_case(&case).map_err(|problem| error(number, problem.to_string()))?;
         if cases.iter().any(|c| c.id == case.id) {
             return Err(error(number, format!("duplicate case id `{}`", case.id)));
         }
@@ -119,34 +119,50 @@ pub(crate) fn parse_cases(text: &str, path: &str) -> Result<Vec<Case>, EvalError
     Ok(cases)
 }
 
-fn check_case(case: &Case) -> Result<(), String> {
+/// What is wrong with one case of a cases file.
+#[derive(Debug, thiserror::Error)]
+enum CaseProblem {
+    #[error("unsupported case version {0} (expected {CASES_VERSION})")]
+    Version(u32),
+    #[error("empty case id")]
+    NoId,
+    #[error("case `{0}` is not clean and expects nothing")]
+    ExpectsNothing(String),
+    #[error("clean case `{0}` expects findings")]
+    CleanExpects(String),
+    #[error("case `{id}`: bad line range {start}-{end} in {path}")]
+    BadRange {
+        id: String,
+        start: u32,
+        end: u32,
+        path: String,
+    },
+}
+
+fn check_case(case: &Case) -> Result<(), CaseProblem> {
     if case.version != CASES_VERSION {
-        return Err(format!(
-            "unsupported case version {} (expected {CASES_VERSION})",
-            case.version
-        ));
+        return Err(CaseProblem::Version(case.version));
     }
     if case.id.trim().is_empty() {
-        return Err("empty case id".into());
+        return Err(CaseProblem::NoId);
     }
     if !case.clean && case.expected.is_empty() {
-        return Err(format!(
-            "case `{}` is not clean and expects nothing",
-            case.id
-        ));
+        return Err(CaseProblem::ExpectsNothing(case.id.clone()));
     }
     if case.clean && !case.expected.is_empty() {
-        return Err(format!("clean case `{}` expects findings", case.id));
+        return Err(CaseProblem::CleanExpects(case.id.clone()));
     }
     match case
         .expected
         .iter()
         .find(|r| r.start_line == 0 || r.start_line > r.end_line)
     {
-        Some(bad) => Err(format!(
-            "case `{}`: bad line range {}-{} in {}",
-            case.id, bad.start_line, bad.end_line, bad.path
-        )),
+        Some(bad) => Err(CaseProblem::BadRange {
+            id: case.id.clone(),
+            start: bad.start_line,
+            end: bad.end_line,
+            path: bad.path.clone(),
+        }),
         None => Ok(()),
     }
 }

@@ -14,7 +14,7 @@ use serde_json::{Value, json};
 
 use super::client::{GitHubClient, Pacing, Transport, decode};
 use super::error::{GitHubError, github_message};
-use super::ratelimit::RetryPolicy;
+use super::ratelimit::RateLimitPolicy;
 use crate::llm::Secret;
 
 /// How far in the past the JWT's `iat` is set, for clock drift.
@@ -70,7 +70,7 @@ impl AppAuth {
                 "the App private key is not a usable RSA PEM key ({e})"
             ))
         })?;
-        let transport = Transport::new(api_url, RetryPolicy::default())?;
+        let transport = Transport::new(api_url, RateLimitPolicy::default())?;
         Ok(AppAuth {
             inner: Arc::new(AppInner {
                 transport: Arc::new(transport),
@@ -86,7 +86,7 @@ impl AppAuth {
 
     /// These credentials with another rate-limit and pacing policy (for the App's
     /// own requests and every client made from it). Starts with an empty cache.
-    pub fn with_retry_policy(self, policy: RetryPolicy) -> Self {
+    pub fn with_rate_limit_policy(self, policy: RateLimitPolicy) -> Self {
         let transport = Arc::new(self.inner.transport.with_policy(policy));
         let margin = self.inner.renewal_margin;
         self.rebuild(transport, margin)

@@ -15,7 +15,7 @@ use serde_json::Value;
 
 use super::auth::AppAuth;
 use super::error::{GitHubError, github_message};
-use super::ratelimit::{RetryPolicy, WriteGate, rate_limit_wait};
+use super::ratelimit::{ForgeAnswer, Limited, RateLimitPolicy, RequestLabel, WriteGate};
 use crate::llm::Secret;
 
 /// GitHub.com's API, used when `GITHUB_API_URL` is not set.
@@ -53,6 +53,16 @@ pub(crate) struct RawResponse {
     pub(crate) body: String,
 }
 
+impl ForgeAnswer for RawResponse {
+    fn status(&self) -> u16 {
+        self.status
+    }
+
+    fn headers(&self) -> &HeaderMap {
+        &self.headers
+    }
+}
+
 /// Whether a request goes through the write gate.
 #[derive(Debug, Clone, Copy)]
 pub(crate) enum Pacing {
@@ -73,7 +83,7 @@ pub(crate) struct Transport {
     /// Where GraphQL is served, from the host's root: `/graphql` next to the REST API,
     /// but `/api/graphql` on GitHub Enterprise Server (REST is `/api/v3`).
     graphql_path: String,
-    policy: RetryPolicy,
+    policy: RateLimitPolicy,
     gate: WriteGate,
 }
 
@@ -87,7 +97,7 @@ impl fmt::Debug for Transport {
 
 impl Transport {
     /// A transport to `api_url`. Needs a tokio runtime (octocrab spawns its worker).
-    pub(crate) fn new(api_url: &str, policy: RetryPolicy) -> Result<Self, GitHubError> {
+    pub(crate) fn new(api_url: &str, policy: RateLimitPolicy) -> Result<Self, GitHubError> {
         let trimmed = api_url.trim().trim_end_matches('/');
         let base = url::Url::parse(trimmed)
             .map_err(|e| GitHubError::Setup(format!("invalid API URL `{trimmed}`: {e}")))?;
@@ -114,7 +124,7 @@ impl Transport {
                     .set_read_timeout(Some(Duration::from_secs(60)))
                     .build()
             })
-            .map_err(|e| GitHubError::Setup(error_chain(&e)))?;
+            .map_err(|e| GitHubError::Setup(crate::errors::chain(&e)))?;
         Ok(Transport {
             octo,
             base,
@@ -126,7 +136,7 @@ impl Transport {
     }
 
     /// The same connection with another policy (and a fresh write gate).
-    pub(crate) fn with_policy(&self, policy: RetryPolicy) -> Self {
+    pub(crate) fn with_policy(&self, policy: RateLimitPolicy) -> Self {
         Transport {
             octo: self.octo.clone(),
             base: self.base.clone(),
@@ -179,41 +189,24 @@ impl Transport {
         body: Option<&Value>,
         bearer: &Secret,
     ) -> Result<RawResponse, GitHubError> {
-        let mut waited = Duration::ZERO;
-        let mut retries = 0;
-        loop {
-            let response = self.send_once(method.clone(), path, body, bearer).await?;
-            let message = if response.status == 403 || response.status == 429 {
-                bearer.redact(&github_message(&response.body, response.status))
-            } else {
-                String::new()
-            };
-            let now = chrono::Utc::now().timestamp();
-            let Some(wait) = rate_limit_wait(
-                response.status,
-                &response.headers,
-                &message,
-                retries,
-                self.policy.base_delay,
-                now,
-            ) else {
-                return Ok(response);
-            };
-            if retries >= self.policy.max_retries || waited + wait > self.policy.max_total_wait {
-                return Err(GitHubError::RateLimited {
-                    method: method.to_string(),
-                    path: path.to_string(),
-                    waited,
-                    message,
-                });
-            }
-            tracing::warn!(
-                %method, path, status = response.status, wait_ms = wait.as_millis() as u64,
-                "GitHub rate limit; waiting before retrying"
-            );
-            self.policy.sleeper.sleep(wait).await;
-            waited += wait;
-            retries += 1;
+        let label = RequestLabel {
+            forge: "GitHub",
+            method: method.as_str(),
+            path,
+        };
+        let method_ref = &method;
+        let send_once = move || self.send_once(method_ref.clone(), path, body, bearer);
+        let message_of = |response: &RawResponse| {
+            bearer.redact(&github_message(&response.body, response.status))
+        };
+        match self.policy.wait_out(label, send_once, message_of).await? {
+            Limited::Answered(response) => Ok(response),
+            Limited::GaveUp { waited, message } => Err(GitHubError::RateLimited {
+                method: method.to_string(),
+                path: path.to_string(),
+                waited,
+                message,
+            }),
         }
     }
 
@@ -244,19 +237,19 @@ impl Transport {
         let request = self
             .octo
             .build_request(builder, body)
-            .map_err(|e| failed(error_chain(&e)))?;
+            .map_err(|e| failed(crate::errors::chain(&e)))?;
         let response = self
             .octo
             .execute(request)
             .await
-            .map_err(|e| failed(error_chain(&e)))?;
+            .map_err(|e| failed(crate::errors::chain(&e)))?;
         let status = response.status().as_u16();
         let headers = response.headers().clone();
         let body = self
             .octo
             .body_to_string(response)
             .await
-            .map_err(|e| failed(error_chain(&e)))?;
+            .map_err(|e| failed(crate::errors::chain(&e)))?;
         Ok(RawResponse {
             status,
             headers,
@@ -285,18 +278,6 @@ impl Transport {
             None => next.path().to_string(),
         })
     }
-}
-
-/// An error's message followed by its sources'.
-fn error_chain(error: &dyn std::error::Error) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        text.push_str(": ");
-        text.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    text
 }
 
 /// The user the Action's `GITHUB_TOKEN` writes as.
@@ -331,7 +312,7 @@ impl GitHubClient {
         if token.is_empty() {
             return Err(GitHubError::Credentials("the GitHub token is empty".into()));
         }
-        let transport = Transport::new(api_url, RetryPolicy::default())?;
+        let transport = Transport::new(api_url, RateLimitPolicy::default())?;
         Ok(GitHubClient {
             transport: Arc::new(transport),
             credentials: Credentials::Token(token),
@@ -365,7 +346,7 @@ impl GitHubClient {
     }
 
     /// This client with another rate-limit and pacing policy.
-    pub fn with_retry_policy(self, policy: RetryPolicy) -> Self {
+    pub fn with_rate_limit_policy(self, policy: RateLimitPolicy) -> Self {
         GitHubClient {
             transport: Arc::new(self.transport.with_policy(policy)),
             credentials: self.credentials,

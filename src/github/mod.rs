@@ -42,4 +42,4 @@ pub use publish::{
 };
 pub(crate) use pull::PullInfo;
 pub use pull::fetch_pull;
-pub use ratelimit::{RetryPolicy, Sleeper};
+pub use ratelimit::{RateLimitPolicy, Sleeper};

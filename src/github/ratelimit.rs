@@ -2,7 +2,11 @@
 //! as GitHub asks integrations to do (to stay clear of secondary rate limits).
 //! Shared by the GitHub and GitLab clients: GitHub says `x-ratelimit-remaining` and
 //! `x-ratelimit-reset`, GitLab `RateLimit-Remaining` and `RateLimit-Reset`; both may
-//! say `Retry-After`.
+//! say `Retry-After`. Both clients send through [`RateLimitPolicy::wait_out`], the one
+//! loop that waits and retries.
+//!
+//! Invariant: one request waits at most `max_total_wait` in all and is retried at most
+//! `max_retries` times; an answer that is not a rate limit is returned as it came.
 
 use std::fmt;
 use std::sync::Arc;
@@ -40,9 +44,9 @@ impl fmt::Debug for Sleeper {
     }
 }
 
-/// How the client reacts to rate limits and paces its writes.
+/// How a forge client reacts to rate limits and paces its writes.
 #[derive(Debug, Clone)]
-pub struct RetryPolicy {
+pub struct RateLimitPolicy {
     /// First wait of the exponential back-off used when GitHub says neither how
     /// long to wait nor when the limit resets (doubles on each retry).
     pub base_delay: Duration,
@@ -56,9 +60,9 @@ pub struct RetryPolicy {
     pub sleeper: Sleeper,
 }
 
-impl Default for RetryPolicy {
+impl Default for RateLimitPolicy {
     fn default() -> Self {
-        RetryPolicy {
+        RateLimitPolicy {
             base_delay: Duration::from_secs(60),
             max_total_wait: Duration::from_secs(15 * 60),
             max_retries: 5,
@@ -98,12 +102,94 @@ pub(crate) fn rate_limit_wait(
         return Some(Duration::from_secs(secs.unsigned_abs()));
     }
     let says_rate_limit = message.to_ascii_lowercase().contains("rate limit");
-    (status == 429 || says_rate_limit).then(|| exponential(base_delay, retries_so_far))
+    (status == 429 || says_rate_limit)
+        .then(|| crate::backoff::exponential(base_delay, retries_so_far, Duration::MAX))
 }
 
-/// `base * 2^exponent`, saturating.
-fn exponential(base: Duration, exponent: u32) -> Duration {
-    base.saturating_mul(2u32.saturating_pow(exponent))
+/// A forge's answer as the rate-limit loop reads it.
+pub(crate) trait ForgeAnswer {
+    /// The HTTP status.
+    fn status(&self) -> u16;
+    /// The response headers.
+    fn headers(&self) -> &HeaderMap;
+}
+
+/// The request a rate-limit wait is logged for.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct RequestLabel<'a> {
+    /// `GitHub` or `GitLab`.
+    pub forge: &'static str,
+    /// The HTTP method.
+    pub method: &'a str,
+    /// The API path.
+    pub path: &'a str,
+}
+
+/// What became of a request sent through [`RateLimitPolicy::wait_out`].
+pub(crate) enum Limited<A> {
+    /// An answer that is not a rate limit (a success or any other status).
+    Answered(A),
+    /// Still rate limited when the policy's retries or total wait ran out.
+    GaveUp {
+        /// How long was waited in all.
+        waited: Duration,
+        /// The forge's last message (redacted by `message_of`).
+        message: String,
+    },
+}
+
+impl RateLimitPolicy {
+    /// Sends with `send_once` until the answer is not a rate limit, waiting as the
+    /// forge asks (or backing off exponentially) in between; gives up past the policy's
+    /// bounds. `message_of` reads (and redacts) the forge's message of a 403 or 429, which
+    /// tells a secondary rate limit from a refusal.
+    pub(crate) async fn wait_out<A, E, Fut>(
+        &self,
+        request: RequestLabel<'_>,
+        mut send_once: impl FnMut() -> Fut,
+        message_of: impl Fn(&A) -> String,
+    ) -> Result<Limited<A>, E>
+    where
+        A: ForgeAnswer,
+        Fut: Future<Output = Result<A, E>>,
+    {
+        let mut waited = Duration::ZERO;
+        let mut retries = 0;
+        loop {
+            let answer = send_once().await?;
+            let status = answer.status();
+            let message = match status {
+                403 | 429 => message_of(&answer),
+                _ => String::new(),
+            };
+            let now = chrono::Utc::now().timestamp();
+            let wait = rate_limit_wait(
+                status,
+                answer.headers(),
+                &message,
+                retries,
+                self.base_delay,
+                now,
+            );
+            let Some(wait) = wait else {
+                return Ok(Limited::Answered(answer));
+            };
+            if retries >= self.max_retries || waited + wait > self.max_total_wait {
+                return Ok(Limited::GaveUp { waited, message });
+            }
+            tracing::warn!(
+                method = request.method,
+                path = request.path,
+                status,
+                wait_ms = wait.as_millis() as u64,
+                "{} rate limit; waiting before retrying",
+                request.forge
+            );
+            self.sleeper.sleep(wait).await;
+            waited += wait;
+            retries += 1;
+        }
+    }
 }
 
 fn header_number<T: std::str::FromStr>(headers: &HeaderMap, name: &str) -> Option<T> {

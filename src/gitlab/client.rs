@@ -13,7 +13,7 @@ use reqwest::header::HeaderMap;
 use reqwest::{Method, StatusCode};
 use serde_json::Value;
 
-use crate::github::ratelimit::{RetryPolicy, WriteGate, rate_limit_wait};
+use crate::github::ratelimit::{ForgeAnswer, Limited, RateLimitPolicy, RequestLabel, WriteGate};
 use crate::llm::Secret;
 
 /// Pages followed at most when listing (100 items each).
@@ -87,7 +87,7 @@ pub(crate) struct GitLabClient {
     /// The API base URL without its trailing slash (`https://gitlab.com/api/v4`).
     base: String,
     token: Secret,
-    policy: Arc<RetryPolicy>,
+    policy: Arc<RateLimitPolicy>,
     gate: Arc<WriteGate>,
     /// The token's own user (`GET /user`), once asked.
     own_user: Arc<tokio::sync::OnceCell<String>>,
@@ -123,7 +123,7 @@ impl GitLabClient {
             http,
             base,
             token,
-            policy: Arc::new(RetryPolicy::default()),
+            policy: Arc::new(RateLimitPolicy::default()),
             gate: Arc::new(WriteGate::default()),
             own_user: Arc::new(tokio::sync::OnceCell::new()),
         })
@@ -185,53 +185,48 @@ impl GitLabClient {
             .cloned()
     }
 
-    /// Sends a request, waiting out rate limits; an error status is an error.
+    /// Sends a request, waiting out rate limits (the loop GitHub's client uses); an
+    /// error status is an error.
     async fn request(
         &self,
         method: Method,
         path: &str,
         body: Option<&Value>,
     ) -> Result<(HeaderMap, Value), GitLabError> {
-        let mut waited = Duration::ZERO;
-        let mut retries = 0;
-        loop {
-            let (status, headers, text) = self.send_once(method.clone(), path, body).await?;
-            if status.is_success() {
-                let value = serde_json::from_str(&text).unwrap_or(Value::Null);
-                return Ok((headers, value));
-            }
-            let message = self.token.redact(&gitlab_message(&text, status));
-            let now = chrono::Utc::now().timestamp();
-            let base_delay = self.policy.base_delay;
-            let wait = rate_limit_wait(
-                status.as_u16(),
-                &headers,
-                &message,
-                retries,
-                base_delay,
-                now,
-            );
-            let Some(wait) = wait else {
-                return Err(GitLabError::Api {
-                    status: status.as_u16(),
-                    method: method.to_string(),
-                    path: path.to_string(),
-                    message,
-                });
-            };
-            if retries >= self.policy.max_retries || waited + wait > self.policy.max_total_wait {
+        let label = RequestLabel {
+            forge: "GitLab",
+            method: method.as_str(),
+            path,
+        };
+        let method_ref = &method;
+        let send_once = move || self.send_once(method_ref.clone(), path, body);
+        let message_of = |answer: &Answer| self.message(answer);
+        let answer = match self.policy.wait_out(label, send_once, message_of).await? {
+            Limited::Answered(answer) => answer,
+            Limited::GaveUp { waited, .. } => {
                 return Err(GitLabError::RateLimited {
                     method: method.to_string(),
                     path: path.to_string(),
                     waited,
                 });
             }
-            tracing::warn!(%method, path, status = status.as_u16(), wait_ms = wait.as_millis() as u64,
-                "GitLab rate limit; waiting before retrying");
-            self.policy.sleeper.sleep(wait).await;
-            waited += wait;
-            retries += 1;
+        };
+        if !answer.status.is_success() {
+            return Err(GitLabError::Api {
+                status: answer.status.as_u16(),
+                method: method.to_string(),
+                path: path.to_string(),
+                message: self.message(&answer),
+            });
         }
+        let value = serde_json::from_str(&answer.text).unwrap_or(Value::Null);
+        Ok((answer.headers, value))
+    }
+
+    /// GitLab's message in `answer`, without the token.
+    fn message(&self, answer: &Answer) -> String {
+        self.token
+            .redact(&gitlab_message(&answer.text, answer.status))
     }
 
     async fn send_once(
@@ -239,11 +234,11 @@ impl GitLabClient {
         method: Method,
         path: &str,
         body: Option<&Value>,
-    ) -> Result<(StatusCode, HeaderMap, String), GitLabError> {
+    ) -> Result<Answer, GitLabError> {
         let failed = |e: reqwest::Error| GitLabError::Transport {
             method: method.to_string(),
             path: path.to_string(),
-            message: self.token.redact(&error_chain(&e)),
+            message: self.token.redact(&crate::errors::chain(&e)),
         };
         let mut token = reqwest::header::HeaderValue::from_str(self.token.expose())
             .map_err(|_| GitLabError::Setup("GITLAB_TOKEN is not a valid header value".into()))?;
@@ -259,7 +254,28 @@ impl GitLabClient {
         let status = response.status();
         let headers = response.headers().clone();
         let text = response.text().await.map_err(failed)?;
-        Ok((status, headers, text))
+        Ok(Answer {
+            status,
+            headers,
+            text,
+        })
+    }
+}
+
+/// One answer from GitLab, whatever its status.
+struct Answer {
+    status: StatusCode,
+    headers: HeaderMap,
+    text: String,
+}
+
+impl ForgeAnswer for Answer {
+    fn status(&self) -> u16 {
+        self.status.as_u16()
+    }
+
+    fn headers(&self) -> &HeaderMap {
+        &self.headers
     }
 }
 
@@ -275,15 +291,4 @@ fn gitlab_message(body: &str, status: StatusCode) -> String {
     });
     let text = field.unwrap_or_else(|| status.to_string());
     text.chars().take(500).collect()
-}
-
-fn error_chain(error: &dyn std::error::Error) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        text.push_str(": ");
-        text.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    text
 }

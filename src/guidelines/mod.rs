@@ -168,8 +168,9 @@ pub fn load(
 ) -> Guidelines {
     let revision = match Revision::open(source) {
         Ok(revision) => revision,
-        Err(message) => {
-            tracing::warn!("project guidelines not read: {message}");
+        Err(error) => {
+            let error = crate::errors::Chain(&error);
+            tracing::warn!("project guidelines not read: {error}");
             return Guidelines::default();
         }
     };

@@ -46,6 +46,22 @@ pub(crate) enum FileText {
     Unusable(String),
 }
 
+/// Why a revision could not be opened.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum OpenError {
+    /// No repository at the root.
+    #[error("cannot open the repository")]
+    Repository(#[source] git2::Error),
+    /// The revision does not name a commit with a tree.
+    #[error("cannot read the tree of `{rev}`")]
+    Revision {
+        /// The revision asked for.
+        rev: String,
+        /// What git said.
+        source: git2::Error,
+    },
+}
+
 /// An open revision to read files from.
 pub(crate) enum Revision {
     Commit {
@@ -57,14 +73,17 @@ pub(crate) enum Revision {
 
 impl Revision {
     /// Opens `source`; the error says why (no repository, unknown revision).
-    pub(crate) fn open(source: GuidelineSource<'_>) -> Result<Self, String> {
+    pub(crate) fn open(source: GuidelineSource<'_>) -> Result<Self, OpenError> {
         match source {
             GuidelineSource::Commit { root, rev } => {
-                let repo = git2::Repository::open(root).map_err(|e| e.message().to_string())?;
+                let repo = git2::Repository::open(root).map_err(OpenError::Repository)?;
                 let tree = repo
                     .revparse_single(rev)
                     .and_then(|o| o.peel_to_tree())
-                    .map_err(|e| format!("{rev}: {}", e.message()))?
+                    .map_err(|source| OpenError::Revision {
+                        rev: rev.to_string(),
+                        source,
+                    })?
                     .id();
                 Ok(Revision::Commit { repo, tree })
             }

@@ -53,11 +53,7 @@ impl RetryPolicy {
     }
 
     fn backoff_ceiling(&self, retry: u32) -> Duration {
-        let factor = 2u32.saturating_pow(retry.saturating_sub(1));
-        self.base_delay
-            .checked_mul(factor)
-            .unwrap_or(self.max_delay)
-            .min(self.max_delay)
+        crate::backoff::exponential(self.base_delay, retry.saturating_sub(1), self.max_delay)
     }
 }
 

@@ -26,5 +26,7 @@ pub use types::{
     Accepted, FailOutcome, IntakeStats, Job, JobId, JobKind, JobState, NewDelivery, NewJob,
     QueueOptions, RetryDecision, ReviewTrigger,
 };
-pub use worker::{JobError, JobRunner, RunOutcome, ShutdownOutcome, WorkerConfig, WorkerPool};
+pub use worker::{
+    JobCause, JobError, JobRunner, RunOutcome, ShutdownOutcome, WorkerConfig, WorkerPool,
+};
 pub(crate) use worker::{JobObserver, JobOutcome};

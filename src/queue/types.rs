@@ -323,10 +323,11 @@ impl Default for QueueOptions {
 impl QueueOptions {
     /// The delay before the attempt that follows `attempts_so_far` leases.
     pub(crate) fn backoff(&self, attempts_so_far: u32) -> Duration {
-        let exponent = attempts_so_far.saturating_sub(1).min(20);
-        self.retry_base
-            .saturating_mul(1u32 << exponent)
-            .min(self.retry_cap)
+        crate::backoff::exponential(
+            self.retry_base,
+            attempts_so_far.saturating_sub(1),
+            self.retry_cap,
+        )
     }
 }
 

@@ -71,15 +71,19 @@ pub enum RunOutcome {
     Cancelled,
 }
 
-/// Why a run failed.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+/// What made a run fail: any error (its causes kept as its chain), or a message
+/// (`"...".into()`).
+pub type JobCause = Box<dyn std::error::Error + Send + Sync>;
+
+/// Why a run failed. Recorded as its whole chain ([`crate::errors::chain`]).
+#[derive(Debug, thiserror::Error)]
 pub enum JobError {
     /// Worth another attempt (network trouble, rate limit, timeout).
     #[error("{0}")]
-    Retryable(String),
+    Retryable(#[source] JobCause),
     /// Retrying cannot help (PR gone, permission denied, bad input).
     #[error("{0}")]
-    Permanent(String),
+    Permanent(#[source] JobCause),
 }
 
 impl JobError {
@@ -309,7 +313,7 @@ impl Worker {
                 result = &mut run => {
                     let result = result.unwrap_or_else(|_| {
                         error!(worker = %self.id, job = %job.id, "job runner panicked");
-                        Err(JobError::Retryable("job runner panicked".to_string()))
+                        Err(JobError::Retryable("job runner panicked".into()))
                     });
                     return (result, lease_lost);
                 }
@@ -366,23 +370,24 @@ impl Worker {
                 Ok(JobOutcome::Cancelled)
             }
             Err(err) => {
+                let error = crate::errors::chain(err);
                 let outcome = self
                     .queue
-                    .fail(job.id, &self.id, &err.to_string(), err.retry_decision())
+                    .fail(job.id, &self.id, &error, err.retry_decision())
                     .await?;
                 // Logged after the queue decided: a retryable error on the last attempt
                 // is a final failure, not a retry.
                 Ok(match outcome {
                     FailOutcome::Retrying { run_at } => {
-                        warn!(job = %job.id, error = %err, %run_at, "job failed; will retry");
+                        warn!(job = %job.id, %error, %run_at, "job failed; will retry");
                         JobOutcome::Retried
                     }
                     FailOutcome::Failed => {
-                        error!(job = %job.id, error = %err, "job failed for good; giving up");
+                        error!(job = %job.id, %error, "job failed for good; giving up");
                         JobOutcome::Failed
                     }
                     FailOutcome::Cancelled => {
-                        warn!(job = %job.id, error = %err, "job failed; cancelled for a newer one");
+                        warn!(job = %job.id, %error, "job failed; cancelled for a newer one");
                         JobOutcome::Cancelled
                     }
                 })

@@ -57,6 +57,7 @@ pub struct ReviewRunner {
 #[async_trait]
 impl JobRunner for ReviewRunner {
     async fn run(&self, job: &Job, cancel: CancellationToken) -> Result<RunOutcome, JobError> {
+        // The one boxing point: it proves the whole job `Send` for `async_trait`.
         let result = send(self.run_job(job, cancel)).await;
         // A retryable failure is tried again from the job's transcript; otherwise the job is done.
         if !matches!(result, Err(JobError::Retryable(_))) {
@@ -88,26 +89,25 @@ impl ReviewRunner {
             job.pr_number
         );
         let body = serde_json::json!({"body": format!("Redline could not review this pull request: {error}")});
-        if let Err(e) = send(client.post_json(&path, &body)).await {
+        if let Err(e) = client.post_json(&path, &body).await {
             tracing::warn!(job = %job.id, error = %e, "could not post the failure notice");
         }
     }
 
     async fn run_job(&self, job: &Job, cancel: CancellationToken) -> Result<RunOutcome, JobError> {
         let Some((owner, repo)) = job.repo_full_name.split_once('/') else {
-            return Err(JobError::Permanent(format!(
-                "bad repository name {}",
-                job.repo_full_name
-            )));
+            return Err(JobError::Permanent(
+                format!("bad repository name {}", job.repo_full_name).into(),
+            ));
         };
         let client = self.auth.installation_client(job.installation_id);
-        if !send(may_request(job, &client, owner, repo)).await? {
+        if !may_request(job, &client, owner, repo).await? {
             return Ok(RunOutcome::Completed);
         }
-        let pull = send(fetch_pull(&client, owner, repo, job.pr_number))
+        let pull = fetch_pull(&client, owner, repo, job.pr_number)
             .await
             .map_err(github_error)?;
-        let last = send(last_reviewed_sha(&client, owner, repo, job.pr_number))
+        let last = last_reviewed_sha(&client, owner, repo, job.pr_number)
             .await
             .map_err(github_error)?;
         if last.as_deref() == Some(pull.head_sha.as_str()) {
@@ -119,7 +119,7 @@ impl ReviewRunner {
             repo,
             number: job.pr_number,
         };
-        let commits = send(self.checkout(at, &pull, last)).await?;
+        let commits = self.checkout(at, &pull, last).await?;
         if cancel.is_cancelled() {
             return Ok(RunOutcome::Cancelled);
         }
@@ -128,7 +128,7 @@ impl ReviewRunner {
             Ok(settings) => settings,
             Err(error) => {
                 let text = format!("Redline did not review this pull request: {error}");
-                send(post_notice_once(&client, owner, repo, job.pr_number, &text))
+                post_notice_once(&client, owner, repo, job.pr_number, &text)
                     .await
                     .map_err(github_error)?;
                 return Ok(RunOutcome::Completed);
@@ -145,9 +145,11 @@ impl ReviewRunner {
             text,
             number: job.pr_number,
         };
-        let intent = send(flow::pull::pull_intent(&forge, &commits)).await;
+        let intent = flow::pull::pull_intent(&forge, &commits).await;
         settings.agent.set_intent(&intent);
-        let Some(report) = send(self.review_recorded(job, &settings, &commits, &cancel)).await?
+        let Some(report) = self
+            .review_recorded(job, &settings, &commits, &cancel)
+            .await?
         else {
             return Ok(RunOutcome::Cancelled);
         };
@@ -161,7 +163,8 @@ impl ReviewRunner {
             number: job.pr_number,
             head_sha: &pull.head_sha,
         };
-        send(self.publish_report(job, &forge, target, &commits, &report, &settings)).await
+        self.publish_report(job, &forge, target, &commits, &report, &settings)
+            .await
     }
 
     /// Counts the review in the metrics and publishes it with the pull request's dismissals.
@@ -179,7 +182,7 @@ impl ReviewRunner {
         if let Some(cost) = report.stats.cost_usd {
             self.metrics.add_review_cost(&job.repo_full_name, cost);
         }
-        let dismissed = send(self.dismissed(&job.repo_full_name, job.pr_number)).await?;
+        let dismissed = self.dismissed(&job.repo_full_name, job.pr_number).await?;
         let published = flow::pull::publish(
             forge,
             target,
@@ -189,14 +192,14 @@ impl ReviewRunner {
             &self.publish,
             &dismissed,
         );
-        match send(published).await {
+        match published.await {
             Ok(_) => Ok(RunOutcome::Completed),
-            Err(PublishError::Forbidden { message }) => Err(JobError::Permanent(format!(
-                "GitHub refused the review: {message}"
-            ))),
+            Err(PublishError::Forbidden { message }) => Err(JobError::Permanent(
+                format!("GitHub refused the review: {message}").into(),
+            )),
             Err(PublishError::GitHub(e)) => Err(github_error(e)),
             // The App publishes on GitHub only (until GitLab webhooks are served).
-            Err(PublishError::GitLab(e)) => Err(JobError::Permanent(e.to_string())),
+            Err(PublishError::GitLab(e)) => Err(JobError::Permanent(e.into())),
         }
     }
 
@@ -225,10 +228,8 @@ impl ReviewRunner {
         match result {
             Ok(report) => Ok(Some(report)),
             Err(AgentError::Cancelled) => Ok(None),
-            Err(AgentError::Model(e)) if e.is_retryable() => {
-                Err(JobError::Retryable(e.to_string()))
-            }
-            Err(other) => Err(JobError::Permanent(other.to_string())),
+            Err(AgentError::Model(e)) if e.is_retryable() => Err(JobError::Retryable(e.into())),
+            Err(other) => Err(JobError::Permanent(other.into())),
         }
     }
 
@@ -240,7 +241,7 @@ impl ReviewRunner {
         let keys = queue
             .dismissed(repo_full_name, number)
             .await
-            .map_err(|e| JobError::Retryable(e.to_string()))?;
+            .map_err(|e| JobError::Retryable(e.into()))?;
         Ok(keys.into_iter().collect())
     }
 
@@ -253,12 +254,13 @@ impl ReviewRunner {
     ) -> Result<PullCommits, JobError> {
         let (owner, repo) = (at.owner, at.repo);
         let clone_url = pull.clone_url.clone().ok_or_else(|| {
-            JobError::Permanent(format!(
-                "pull request {owner}/{repo}#{} has no clone URL",
-                at.number
-            ))
+            JobError::Permanent(
+                format!("pull request {owner}/{repo}#{} has no clone URL", at.number).into(),
+            )
         })?;
-        let token = send(self.auth.installation_token(at.installation_id))
+        let token = self
+            .auth
+            .installation_token(at.installation_id)
             .await
             .map_err(github_error)?;
         let mirror_path = self
@@ -281,10 +283,10 @@ impl ReviewRunner {
             loaded
         })
         .await
-        .map_err(|e| JobError::Retryable(e.to_string()))?;
+        .map_err(|e| JobError::Retryable(e.into()))?;
         loaded.map_err(|e| match e {
-            FlowError::Fetch(message) => JobError::Retryable(message),
-            FlowError::Commits(message) => JobError::Permanent(message),
+            FlowError::Fetch(message) => JobError::Retryable(message.into()),
+            FlowError::Commits(message) => JobError::Permanent(message.into()),
         })
     }
 
@@ -356,13 +358,14 @@ async fn may_request(
 
 pub(crate) fn github_error(e: GitHubError) -> JobError {
     match e.status() {
-        Some(404) | Some(401) | Some(403) | Some(422) => JobError::Permanent(e.to_string()),
-        _ => JobError::Retryable(e.to_string()),
+        Some(404) | Some(401) | Some(403) | Some(422) => JobError::Permanent(e.into()),
+        _ => JobError::Retryable(e.into()),
     }
 }
 
 /// Pins a future as `Send` at its concrete lifetimes; without it the compiler cannot
-/// prove `Send` for the borrowing futures inside an `async_trait` method.
+/// prove `Send` for the borrowing futures inside an `async_trait` method. Used once per
+/// entry point (the job runner's `run`, the thread hook's spawn), around the whole flow.
 pub(crate) fn send<'a, T>(
     future: impl std::future::Future<Output = T> + Send + 'a,
 ) -> std::pin::Pin<Box<dyn std::future::Future<Output = T> + Send + 'a>> {

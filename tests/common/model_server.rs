@@ -116,6 +116,8 @@ pub enum Reply {
     Cut(Box<Reply>),
     /// Waits before answering with the inner reply (for timeout tests).
     Delay(Duration, Box<Reply>),
+    /// Never answers: the request is held until the client gives up or the server stops.
+    Never,
     /// Streams the first half of the reply, pauses, then streams the rest
     /// (for idle-timeout tests).
     Stall(Duration, Box<Reply>),
@@ -505,7 +507,7 @@ fn reply_completion_tokens(reply: &Reply) -> u64 {
         Reply::Cut(inner) | Reply::Delay(_, inner) | Reply::Stall(_, inner) => {
             reply_completion_tokens(inner)
         }
-        Reply::Error { .. } => 0,
+        Reply::Error { .. } | Reply::Never => 0,
     }
 }
 
@@ -525,6 +527,7 @@ async fn respond(mut reply: Reply, wire: Wire, context: &StreamContext) -> Respo
                 tokio::time::sleep(delay).await;
                 *inner
             }
+            Reply::Never => std::future::pending().await,
             Reply::Cut(inner) => {
                 shape = Shape::Cut;
                 *inner

@@ -14,7 +14,7 @@ async fn app_jwt_and_installation_token_caching() {
     let waits = Waits::default();
     let app = AppAuth::new(&gh.url(), 4242, Secret::new(PRIVATE_KEY))
         .unwrap()
-        .with_retry_policy(fast_policy(&waits));
+        .with_rate_limit_policy(fast_policy(&waits));
     let installation = app.installation_client(99);
     gh.add_pull(OWNER, REPO, PR, PullSpec::new("base1", HEAD_A));
     fetch_pull(&installation, OWNER, REPO, PR).await.unwrap();
@@ -57,7 +57,7 @@ async fn refused_installation_token_is_renewed_once() {
     let waits = Waits::default();
     let app = AppAuth::new(&gh.url(), 4242, Secret::new(PRIVATE_KEY))
         .unwrap()
-        .with_retry_policy(fast_policy(&waits));
+        .with_rate_limit_policy(fast_policy(&waits));
     let installation = app.installation_client(3);
     gh.add_pull(OWNER, REPO, PR, PullSpec::new("base1", HEAD_A));
     fetch_pull(&installation, OWNER, REPO, PR).await.unwrap();
@@ -74,7 +74,7 @@ async fn installation_token_renewed_near_expiry() {
     let waits = Waits::default();
     let app = AppAuth::new(&gh.url(), "Iv1.test", Secret::new(PRIVATE_KEY))
         .unwrap()
-        .with_retry_policy(fast_policy(&waits));
+        .with_rate_limit_policy(fast_policy(&waits));
     // Tokens valid for two minutes are inside the five-minute renewal margin.
     gh.set_token_ttl(chrono::Duration::minutes(2));
     let first = app.installation_token(5).await.unwrap();

@@ -9,19 +9,19 @@ fn path_segments_are_escaped() {
 #[tokio::test]
 async fn rejects_bad_api_urls() {
     assert!(matches!(
-        Transport::new("not a url", RetryPolicy::default()),
+        Transport::new("not a url", RateLimitPolicy::default()),
         Err(GitHubError::Setup(_))
     ));
     assert!(matches!(
-        Transport::new("ftp://example.com", RetryPolicy::default()),
+        Transport::new("ftp://example.com", RateLimitPolicy::default()),
         Err(GitHubError::Setup(_))
     ));
 }
 
 #[tokio::test]
 async fn next_page_only_on_the_same_host() {
-    let transport =
-        Transport::new("https://ghes.example/api/v3/", RetryPolicy::default()).expect("transport");
+    let transport = Transport::new("https://ghes.example/api/v3/", RateLimitPolicy::default())
+        .expect("transport");
     let mut headers = HeaderMap::new();
     headers.insert(
         "link",

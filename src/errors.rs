@@ -1,0 +1,67 @@
+//! Error chains as text, for where an error leaves as a string: a log line, a job's
+//! recorded failure, a notice, the command line's last message. Library errors keep
+//! their causes as `#[source]`; this is the one place that walks them.
+//!
+//! Invariant: the text names every cause of the chain, in order, except one whose text
+//! the message before it already contains (errors that show their cause are not
+//! repeated).
+
+use std::error::Error;
+use std::fmt;
+
+/// `error`'s message, then each cause's, joined by `: `.
+pub(crate) fn chain(error: &(dyn Error + 'static)) -> String {
+    let mut text = error.to_string();
+    let mut previous = text.clone();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        let current = cause.to_string();
+        if !previous.contains(&current) {
+            text.push_str(": ");
+            text.push_str(&current);
+        }
+        previous = current;
+        source = cause.source();
+    }
+    text
+}
+
+/// Displays an error with its causes ([`chain`]), e.g. as a `tracing` field.
+pub(crate) struct Chain<'a>(pub &'a (dyn Error + 'static));
+
+impl fmt::Display for Chain<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&chain(self.0))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Debug, thiserror::Error)]
+    #[error("disk full")]
+    struct Full;
+
+    #[derive(Debug, thiserror::Error)]
+    enum Save {
+        #[error("cannot save")]
+        Hides(#[source] Full),
+        #[error("cannot save: {0}")]
+        Shows(#[source] Full),
+    }
+
+    #[test]
+    fn every_cause_is_named() {
+        assert_eq!(chain(&Save::Hides(Full)), "cannot save: disk full");
+        assert_eq!(
+            Chain(&Save::Hides(Full)).to_string(),
+            "cannot save: disk full"
+        );
+    }
+
+    #[test]
+    fn a_cause_the_message_shows_is_not_repeated() {
+        assert_eq!(chain(&Save::Shows(Full)), "cannot save: disk full");
+    }
+}
