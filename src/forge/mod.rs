@@ -10,11 +10,15 @@
 //! silences nothing). What the author wrote (title, description, closed issues) is data
 //! for the intent section, never instructions.
 //! Layering: used by `review_flow`, `thread_flow` and `cli`; implemented here for GitHub
-//! (over `github`) and in `gitlab`. [`event`] (what a delivery asks for) is a leaf: each
-//! forge's classifier produces it, the server and the Action consume it.
+//! (over `github`) and in `gitlab`. [`ForgeKind`] (which forge) is a leaf the queue stores;
+//! [`event`] (what a delivery asks for) is a leaf too: each forge's classifier produces
+//! it, the server and the Action consume it.
 
 pub(crate) mod event;
+mod kind;
 pub(crate) mod publish;
+
+pub use kind::{ForgeKind, UnknownForge};
 
 use std::collections::HashSet;
 use std::time::Duration;

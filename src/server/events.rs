@@ -7,7 +7,7 @@ use crate::github;
 use crate::github::event::ClassifyOptions;
 pub(crate) use crate::github::event::PayloadError;
 use crate::github::thread::ThreadComment;
-use crate::queue::{JobKind, NewJob, ReviewTrigger};
+use crate::queue::{ForgeKind, JobKind, NewJob, ReviewTrigger};
 
 /// What to do with a delivery.
 #[derive(Debug, Clone, PartialEq)]
@@ -150,8 +150,9 @@ fn review_job(review: ReviewRequest, installation_id: u64) -> Result<Decision, s
         head_ref: review.head.branch,
     };
     Ok(Decision::Review(NewJob {
+        forge: ForgeKind::GitHub,
         repo_full_name: review.change.repository,
-        installation_id,
+        installation_id: Some(installation_id),
         pr_number: review.change.number,
         head_sha: Some(review.head.sha),
         kind: JobKind::Review {
@@ -172,8 +173,9 @@ fn command_job(
         comment_id: command.comment.id,
     };
     Ok(Decision::Review(NewJob {
+        forge: ForgeKind::GitHub,
         repo_full_name: command.change.repository,
-        installation_id,
+        installation_id: Some(installation_id),
         pr_number: command.change.number,
         head_sha: None,
         kind: JobKind::Requested {
