@@ -20,7 +20,7 @@ pub mod context;
 mod errors;
 pub mod eval;
 pub mod flow;
-mod forge;
+pub mod forge;
 #[cfg(test)]
 mod fuzzing;
 pub mod github;
