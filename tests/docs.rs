@@ -227,7 +227,7 @@ fn the_readme_is_short_and_keeps_the_test_command() {
     );
     let ci = read(&root().join(".ci/run"));
     assert!(ci.contains("\ncargo test --all-targets\n"), "{ci}");
-    assert!(ci.contains("mdbook build docs"), "{ci}");
+    assert!(ci.contains("/bin/mdbook\" build docs\n"), "{ci}");
 }
 
 /// The repository the README and the book name (releases, the action, the image, the
