@@ -1,5 +1,5 @@
 //! `redline init`: writes a commented `.redline.toml` with the defaults and, with
-//! `--action`, the GitHub workflow of the README, then prints what to do next.
+//! `--action`, the GitHub workflow of the book's GitHub Action chapter, then prints what to do next.
 //!
 //! Invariants: an existing file is never overwritten without `--force`: without it, only
 //! the missing files are written (`init` then `init --action` adds the workflow), and when
@@ -146,7 +146,7 @@ const CONFIG_TEMPLATE: &str = r#"# Redline review settings for this repository (
 # output = 1.60
 "#;
 
-/// The workflow of the README's "GitHub Action" section; `{action}` is the action reference.
+/// The workflow of the book's GitHub Action chapter (`docs/src/github-action.md`); `{action}` is the action reference.
 const WORKFLOW_TEMPLATE: &str = r#"name: redline
 on:
   pull_request:
