@@ -37,9 +37,8 @@ work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 files=("$@")
 if [ ${#files[@]} -eq 0 ]; then
-  # A stand-in repository URL so that the sample carries `informationUri` as release builds do.
-  REDLINE_REPOSITORY_URL="${REDLINE_REPOSITORY_URL:-https://github.com/OWNER/redline}" \
-    cargo run --quiet --example sarif_sample > "$work/sample.sarif"
+  # The sample carries `informationUri`: Cargo.toml's `repository`, as every build does.
+  cargo run --quiet --example sarif_sample > "$work/sample.sarif"
   files=("$work/sample.sarif")
 fi
 

@@ -9,6 +9,7 @@
 
 pub mod discovery;
 pub(crate) mod origin;
+pub(crate) mod reference;
 pub(crate) mod schema;
 pub mod settings;
 pub(crate) mod sources;

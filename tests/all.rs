@@ -10,6 +10,7 @@ mod config_show_cli;
 mod context;
 mod coverage;
 mod discovery_cli;
+mod docs;
 mod eval_cli;
 mod eval_mining;
 mod eval_mutate;

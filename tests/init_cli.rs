@@ -26,6 +26,19 @@ async fn init(dir: &Path, args: &[&str]) -> Run {
     }
 }
 
+/// `owner/name` of the repository Redline is published from: Cargo.toml's `repository`,
+/// unless the build was given another GitHub repository (`REDLINE_REPOSITORY_URL`).
+fn published_repository() -> String {
+    let github = |url: &'static str| url.strip_prefix("https://github.com/");
+    option_env!("REDLINE_REPOSITORY_URL")
+        .and_then(github)
+        .or_else(|| github(env!("CARGO_PKG_REPOSITORY")))
+        .expect("Cargo.toml's repository is on github.com")
+        .trim_end_matches('/')
+        .trim_end_matches(".git")
+        .to_string()
+}
+
 #[tokio::test]
 async fn init_writes_the_config_at_the_repository_root_and_says_what_next() {
     let repo = TempRepo::new();
@@ -35,9 +48,13 @@ async fn init_writes_the_config_at_the_repository_root_and_says_what_next() {
     let config = std::fs::read_to_string(repo.path().join(".redline.toml")).expect("config");
     assert!(config.contains("# model = \"gpt-4.1-mini\""), "{config}");
     let schema = config.lines().next().unwrap_or_default();
-    assert!(
-        schema.starts_with("#:schema https://") && schema.ends_with("/docs/redline.schema.json"),
-        "{schema}"
+    assert_eq!(
+        schema,
+        format!(
+            "#:schema https://raw.githubusercontent.com/{}/v{}/docs/redline.schema.json",
+            published_repository(),
+            env!("CARGO_PKG_VERSION")
+        )
     );
     assert!(
         !repo.path().join("src/.redline.toml").exists(),
@@ -74,10 +91,10 @@ async fn init_action_writes_the_workflow_and_names_the_secret() {
         .filter_map(|l| l.trim().strip_prefix("- uses: "))
         .collect::<Vec<_>>();
     assert_eq!(uses.len(), 2, "{workflow}");
-    assert!(
-        uses[1].ends_with(&format!("@v{}", env!("CARGO_PKG_VERSION"))),
-        "a release of the action: {}",
-        uses[1]
+    assert_eq!(
+        uses[1],
+        format!("{}@v{}", published_repository(), env!("CARGO_PKG_VERSION")),
+        "this release of the action"
     );
     assert!(dir.path().join(".redline.toml").is_file());
     assert!(run.stdout.contains("OPENAI_API_KEY"), "{}", run.stdout);

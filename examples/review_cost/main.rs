@@ -12,7 +12,7 @@
 //! starts the scripted OpenAI-compatible server of the tests with its prompt
 //! cache simulation, runs `redline review --format json --strategy auto --yes`
 //! against it as a child process, and prints one row measured from the
-//! server's own record (see the README's Benchmarks section for the columns).
+//! server's own record (see the book's Benchmarks chapter for the columns).
 //! With `REVIEW_COST_UNCOVERED=1` the reviewable lines never received under
 //! their own file are listed on stderr, per file; with `REVIEW_COST_BREAKDOWN=1`
 //! the prompt tokens are split by kind of text, per change and behaviour.

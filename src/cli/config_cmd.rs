@@ -34,9 +34,27 @@ pub struct ConfigArgs {
 #[derive(Debug, Clone, Subcommand)]
 pub enum ConfigCommand {
     /// Print the JSON Schema (draft 2020-12) of .redline.toml, for editors and validators.
-    Schema,
+    Schema(SchemaArgs),
     /// Print the settings `redline review` would use (no model call, no API key needed).
     Show(ConfigShowArgs),
+}
+
+/// The flags of `redline config schema`.
+#[derive(Debug, Clone, Args)]
+pub struct SchemaArgs {
+    /// Output format: the JSON Schema, or the book's configuration reference rendered from it.
+    #[arg(long, value_enum, default_value_t, value_name = "json|markdown")]
+    pub format: SchemaFormat,
+}
+
+/// Output format of `redline config schema`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, ValueEnum)]
+pub enum SchemaFormat {
+    /// The JSON Schema, as committed in docs/redline.schema.json.
+    #[default]
+    Json,
+    /// The configuration reference chapter of the book (docs/src/configuration-reference.md).
+    Markdown,
 }
 
 /// Output format of `redline config show`.
@@ -170,10 +188,19 @@ impl Args for ConfigShowArgs {
     }
 }
 
+/// What `redline config schema` prints in `format`.
+fn schema_output(format: SchemaFormat) -> String {
+    use crate::config::{reference, schema};
+    match format {
+        SchemaFormat::Json => schema::schema_text(),
+        SchemaFormat::Markdown => reference::reference_markdown(&schema::schema()),
+    }
+}
+
 /// Runs `redline config` and returns the exit code.
 pub fn run(args: ConfigArgs) -> i32 {
     let text = match args.command {
-        ConfigCommand::Schema => Ok(crate::config::schema::schema_text()),
+        ConfigCommand::Schema(args) => Ok(schema_output(args.format)),
         ConfigCommand::Show(args) => show(&args),
     };
     match text {

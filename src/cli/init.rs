@@ -1,5 +1,5 @@
 //! `redline init`: writes a commented `.redline.toml` with the defaults and, with
-//! `--action`, the GitHub workflow of the README, then prints what to do next.
+//! `--action`, the GitHub workflow of the book's GitHub Action chapter, then prints what to do next.
 //!
 //! Invariants: an existing file is never overwritten without `--force`: without it, only
 //! the missing files are written (`init` then `init --action` adds the workflow), and when
@@ -18,9 +18,6 @@ use crate::config::CONFIG_FILE;
 
 /// Where `--action` writes the workflow, relative to the repository root.
 pub(crate) const WORKFLOW_FILE: &str = ".github/workflows/redline.yml";
-
-/// The action reference written when the build does not know where Redline is published.
-const PLACEHOLDER_OWNER: &str = "OWNER/redline";
 
 /// The commented config: every setting `.redline.toml` accepts, each on a `# key = value`
 /// line (tables as `# [table]`), at its default where it has one. Unit tests uncomment
@@ -149,7 +146,7 @@ const CONFIG_TEMPLATE: &str = r#"# Redline review settings for this repository (
 # output = 1.60
 "#;
 
-/// The workflow of the README's "GitHub Action" section; `{action}` is the action reference.
+/// The workflow of the book's GitHub Action chapter (`docs/src/github-action.md`); `{action}` is the action reference.
 const WORKFLOW_TEMPLATE: &str = r#"name: redline
 on:
   pull_request:
@@ -218,19 +215,26 @@ pub(crate) fn workflow_text(action: &str) -> String {
     WORKFLOW_TEMPLATE.replace("{action}", action)
 }
 
-/// `owner/name@vVERSION`: this release of the repository the binary was built from
-/// when that is on github.com, else `OWNER/redline@vVERSION` for the user to fill in.
+/// `owner/name@vVERSION`: this release of the repository Redline is published from.
 pub(crate) fn action_reference() -> String {
     format!("{}@v{}", published_repository(), env!("CARGO_PKG_VERSION"))
 }
 
-/// `owner/name` of the GitHub repository the binary was built from, else [`PLACEHOLDER_OWNER`].
+/// `owner/name` of the GitHub repository Redline is published from: the one the binary was
+/// built from when that is on github.com (`REDLINE_REPOSITORY_URL` at build time, a fork's
+/// release), else Cargo.toml's `repository` (a unit test keeps that a github.com URL).
 fn published_repository() -> &'static str {
     crate::review::render::sarif::information_uri()
-        .and_then(|uri| uri.strip_prefix("https://github.com/"))
+        .and_then(github_path)
+        .or_else(|| github_path(env!("CARGO_PKG_REPOSITORY")))
+        .unwrap_or(env!("CARGO_PKG_REPOSITORY"))
+}
+
+/// `owner/name` of a `https://github.com/owner/name` URL, else `None`.
+fn github_path(url: &str) -> Option<&str> {
+    url.strip_prefix("https://github.com/")
         .map(|path| path.trim_end_matches('/').trim_end_matches(".git"))
         .filter(|path| path.split('/').count() == 2 && !path.contains(' '))
-        .unwrap_or(PLACEHOLDER_OWNER)
 }
 
 fn init(args: &InitArgs) -> anyhow::Result<()> {
@@ -283,7 +287,7 @@ fn init(args: &InitArgs) -> anyhow::Result<()> {
         println!("wrote {}", path.display());
     }
     println!();
-    print!("{}", next_steps(args.action, &action));
+    print!("{}", next_steps(args.action));
     Ok(())
 }
 
@@ -340,7 +344,7 @@ fn write_file(path: &Path, text: &str) -> anyhow::Result<()> {
 }
 
 /// What to do after `init`: the secret, the model, a first review.
-fn next_steps(action: bool, action_ref: &str) -> String {
+fn next_steps(action: bool) -> String {
     let mut steps = vec![
         "Choose the model: `model` in .redline.toml (default gpt-4.1-mini; any model your endpoint serves); the workflow leaves it to that file.".to_string(),
         "Review locally: set OPENAI_API_KEY (or ANTHROPIC_API_KEY with --provider anthropic), or run a local Ollama, llama.cpp, LM Studio or vLLM server, which `redline review` finds by itself; then run `redline review`.".to_string(),
@@ -350,20 +354,10 @@ fn next_steps(action: bool, action_ref: &str) -> String {
             0,
             "Add the model's API key as a repository secret named OPENAI_API_KEY (Settings > Secrets and variables > Actions, or `gh secret set OPENAI_API_KEY`); for Anthropic set `provider: anthropic` in the workflow and pass the Anthropic key.".to_string(),
         );
-        if action_ref.starts_with(PLACEHOLDER_OWNER) {
-            steps.push(format!(
-                "In {WORKFLOW_FILE} and the #:schema line of {CONFIG_FILE}, replace OWNER with the account that publishes Redline."
-            ));
-        }
         steps.push(format!(
             "Commit {CONFIG_FILE} and {WORKFLOW_FILE}; the next pull request gets a review."
         ));
     } else {
-        if action_ref.starts_with(PLACEHOLDER_OWNER) {
-            steps.push(format!(
-                "In the #:schema line of {CONFIG_FILE}, replace OWNER with the account that publishes Redline."
-            ));
-        }
         steps.push(format!(
             "Commit {CONFIG_FILE}; `redline init --action` also writes the GitHub workflow."
         ));
@@ -534,20 +528,36 @@ mod tests {
         assert!(!text.contains("{action}"));
     }
 
+    /// Cargo.toml's `repository` is where Redline is published: the action reference and
+    /// the #:schema line name it unless the build was given another GitHub repository.
     #[test]
-    fn the_readme_shows_the_workflow_init_writes() {
-        let readme = include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md"));
-        let section = readme
-            .split("## GitHub Action")
-            .nth(1)
-            .expect("a GitHub Action section");
-        let block = section
+    fn the_published_repository_is_cargo_tomls_unless_the_build_names_another() {
+        let cargo = github_path(env!("CARGO_PKG_REPOSITORY")).unwrap();
+        let baked = option_env!("REDLINE_REPOSITORY_URL").and_then(github_path);
+        assert_eq!(published_repository(), baked.unwrap_or(cargo));
+        assert!(action_reference().starts_with(&format!("{}@v", published_repository())));
+        assert!(!config_text().contains("OWNER"), "{}", config_text());
+        assert_eq!(github_path("https://github.com/a/b.git"), Some("a/b"));
+        assert_eq!(github_path("https://gitlab.com/a/b"), None);
+        assert_eq!(github_path("https://github.com/a"), None);
+    }
+
+    /// The GitHub Action chapter of the book shows the workflow that `init --action` writes
+    /// for a build of Cargo.toml's repository.
+    #[test]
+    fn the_book_shows_the_workflow_init_writes() {
+        let chapter = include_str!(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/docs/src/github-action.md"
+        ));
+        let block = chapter
             .split("```yaml\n")
             .nth(1)
             .and_then(|rest| rest.split("```").next())
             .expect("a yaml block");
         let expected = workflow_text(&format!(
-            "{PLACEHOLDER_OWNER}@v{}",
+            "{}@v{}",
+            github_path(env!("CARGO_PKG_REPOSITORY")).unwrap(),
             env!("CARGO_PKG_VERSION")
         ));
         assert_eq!(block, expected);
@@ -557,7 +567,7 @@ mod tests {
     /// an input set in the workflow would override.
     #[test]
     fn the_workflow_leaves_the_model_to_the_config_file() {
-        let text = workflow_text("OWNER/redline@v1.0.0");
+        let text = workflow_text(&action_reference());
         for input in ["model:", "strategy:", "fail-on:", "max-comments:"] {
             assert!(
                 !text.lines().any(|l| l.trim_start().starts_with(input)),
@@ -565,20 +575,18 @@ mod tests {
             );
         }
         for action in [true, false] {
-            let steps = next_steps(action, "OWNER/redline@v1.0.0");
+            let steps = next_steps(action);
             assert!(steps.contains("`model` in .redline.toml"), "{steps}");
         }
     }
 
     #[test]
     fn next_steps_name_the_secret_only_with_the_workflow() {
-        let with = next_steps(true, "OWNER/redline@v1.0.0");
-        assert!(
-            with.contains("OPENAI_API_KEY") && with.contains("replace OWNER"),
-            "{with}"
-        );
+        let with = next_steps(true);
+        assert!(with.contains("OPENAI_API_KEY"), "{with}");
+        assert!(!with.contains("OWNER"), "{with}");
         assert!(with.contains(WORKFLOW_FILE), "{with}");
-        let without = next_steps(false, "OWNER/redline@v1.0.0");
+        let without = next_steps(false);
         assert!(!without.contains("secret"), "{without}");
         assert!(without.contains("redline init --action"), "{without}");
     }

@@ -1,7 +1,7 @@
 //! Scoring: which findings land on the expected lines, and the figures of a
 //! (strategy, model) pair over all its cases.
 //!
-//! Rules (fixed, documented in the README): a finding overlaps an expected range when it
+//! Rules (fixed, documented in the book's Eval chapter): a finding overlaps an expected range when it
 //! is in the same file, on the same side, and its lines meet the range widened by
 //! [`OVERLAP_SLACK`] lines on each end; findings on the same file, side and lines count
 //! once; a bug is caught when some finding overlaps some range of that bug (a case's

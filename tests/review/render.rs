@@ -158,10 +158,15 @@ fn sarif_rules_carry_what_code_scanning_requires() {
         assert!(text(&rule["help"]["text"]), "{rule}");
         assert!(text(&rule["help"]["markdown"]), "{rule}");
     }
-    match redline::review::render::sarif::information_uri() {
-        Some(uri) => assert_eq!(driver["informationUri"], uri),
-        None => assert!(driver.get("informationUri").is_none()),
-    }
+    // The repository the build names, else Cargo.toml's `repository`.
+    let expected = option_env!("REDLINE_REPOSITORY_URL")
+        .filter(|uri| uri.starts_with("https://") || uri.starts_with("http://"))
+        .unwrap_or(env!("CARGO_PKG_REPOSITORY"));
+    assert_eq!(
+        redline::review::render::sarif::information_uri(),
+        Some(expected)
+    );
+    assert_eq!(driver["informationUri"], expected);
     if let Some(uri) = driver.get("informationUri") {
         let parsed = url::Url::parse(uri.as_str().unwrap()).unwrap();
         assert!(["http", "https"].contains(&parsed.scheme()), "{uri}");

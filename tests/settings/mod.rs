@@ -1,4 +1,4 @@
-//! One settings resolution for every entry point: every key of the README's
+//! One settings resolution for every entry point: every key of the book's
 //! configuration table changes what `redline serve` does, and a broken repository
 //! config is reported (a comment from the App, an annotation and exit 2 from the Action).
 

@@ -1,4 +1,4 @@
-//! Every key of the README's configuration table, set in the base commit's
+//! Every key of the book's configuration table (docs/src/configuration.md), set in the base commit's
 //! `.redline.toml`, changes what `redline serve` does: compared with the same pull
 //! request reviewed without a config file.
 
