@@ -79,11 +79,9 @@ impl JobRunner for ReviewRunner {
 fn github_installation(job: &Job) -> Result<u64, JobError> {
     match (job.forge, job.installation_id) {
         (ForgeKind::GitHub, Some(id)) => Ok(id),
-        (forge, _) => Err(JobError::Permanent(format!(
-            "job {} ({forge}) has no GitHub App installation",
-            job.id
-        )
-        .into())),
+        (forge, _) => Err(JobError::Permanent(
+            format!("job {} ({forge}) has no GitHub App installation", job.id).into(),
+        )),
     }
 }
 
