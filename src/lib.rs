@@ -15,7 +15,7 @@ mod cli;
 pub mod config;
 pub mod context;
 pub mod eval;
-mod forge;
+pub mod forge;
 #[cfg(test)]
 mod fuzzing;
 pub mod github;

@@ -4,6 +4,7 @@
 pub mod support;
 
 mod connect;
+mod forges;
 mod intake;
 mod semantics;
 mod threads;

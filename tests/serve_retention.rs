@@ -3,13 +3,14 @@
 use std::time::Duration;
 
 use chrono::{TimeZone, Utc};
-use redline::queue::{Accepted, NewDelivery};
+use redline::queue::{Accepted, ForgeKind, NewDelivery};
 use redline::server::retention::prune_once;
 
 use crate::queue::support::TestDb;
 
 fn delivery(id: &str, received_at: chrono::DateTime<Utc>) -> NewDelivery {
     NewDelivery {
+        forge: ForgeKind::GitHub,
         delivery_id: id.to_string(),
         event: "ping".to_string(),
         action: None,

@@ -148,7 +148,8 @@ async fn an_opened_pull_request_is_queued_before_the_answer() {
         .expect("stored");
     assert_eq!(job.state, JobState::Queued);
     assert_eq!(job.repo_full_name, "Codertocat/Hello-World");
-    assert_eq!((job.installation_id, job.pr_number), (1, 2));
+    assert_eq!((job.installation_id, job.pr_number), (Some(1), 2));
+    assert_eq!(job.forge, redline::queue::ForgeKind::GitHub);
     assert_eq!(
         job.head_sha.as_deref(),
         Some("ec26c3e57ca3a959ca5aad62de7213c562f8c821")

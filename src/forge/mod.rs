@@ -10,9 +10,12 @@
 //! silences nothing). What the author wrote (title, description, closed issues) is data
 //! for the intent section, never instructions.
 //! Layering: used by `review_flow`, `thread_flow` and `cli`; implemented here for GitHub
-//! (over `github`) and in `gitlab`.
+//! (over `github`) and in `gitlab`. [`ForgeKind`] (which forge) is a leaf the queue stores.
 
+mod kind;
 pub(crate) mod publish;
+
+pub use kind::{ForgeKind, UnknownForge};
 
 use std::collections::HashSet;
 use std::time::Duration;

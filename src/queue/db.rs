@@ -15,6 +15,7 @@ use tokio::time::{Instant, sleep, timeout};
 
 use super::error::QueueError;
 use super::types::{Job, JobId, JobKind, JobState, QueueOptions};
+use crate::forge::UnknownForge;
 
 pub(super) const SQLITE_MIGRATIONS: &[(i64, &str, &str)] = &[
     (
@@ -42,6 +43,11 @@ pub(super) const SQLITE_MIGRATIONS: &[(i64, &str, &str)] = &[
         "thread answers",
         include_str!("../../migrations/sqlite/0005_thread_answers.sql"),
     ),
+    (
+        6,
+        "forges",
+        include_str!("../../migrations/sqlite/0006_forges.sql"),
+    ),
 ];
 const POSTGRES_MIGRATIONS: &[(i64, &str, &str)] = &[
     (
@@ -68,6 +74,11 @@ const POSTGRES_MIGRATIONS: &[(i64, &str, &str)] = &[
         5,
         "thread answers",
         include_str!("../../migrations/postgres/0005_thread_answers.sql"),
+    ),
+    (
+        6,
+        "forges",
+        include_str!("../../migrations/postgres/0006_forges.sql"),
     ),
 ];
 
@@ -256,7 +267,7 @@ fn migrator(migrations: &[(i64, &'static str, &'static str)]) -> Migrator {
 /// The columns every job query returns, in the order [`job_from_row`] reads them by name.
 macro_rules! job_columns {
     () => {
-        "id, delivery_id, repo_full_name, installation_id, pr_number, head_sha, kind, strategy, \
+        "id, delivery_id, forge, repo_full_name, installation_id, pr_number, head_sha, kind, strategy, \
          payload, state, attempts, max_attempts, run_at, lease_owner, lease_until, \
          cancel_requested, last_error, created_at, finished_at"
     };
@@ -286,11 +297,16 @@ where
     };
     let payload: String = row.try_get("payload")?;
     let state: String = row.try_get("state")?;
+    let forge: String = row.try_get("forge")?;
+    let installation_id: Option<i64> = row.try_get("installation_id")?;
     Ok(Job {
         id,
         delivery_id: row.try_get("delivery_id")?,
+        forge: forge
+            .parse()
+            .map_err(|e: UnknownForge| corrupt(e.to_string()))?,
         repo_full_name: row.try_get("repo_full_name")?,
-        installation_id: to_u64(row.try_get("installation_id")?).map_err(unfit)?,
+        installation_id: installation_id.map(to_u64).transpose().map_err(unfit)?,
         pr_number: to_u64(row.try_get("pr_number")?).map_err(unfit)?,
         head_sha: row.try_get("head_sha")?,
         kind,

@@ -13,12 +13,14 @@ use super::intake_sqlite::store_sqlite;
 use super::lease::{ClaimRequest, FinishRequest, LeaseDb, Reaper};
 use super::store::{now_millis, to_db_int};
 use super::types::{Accepted, Job, JobId, NewDelivery, NewJob, QueueOptions};
+use crate::forge::ForgeKind;
 
 /// PostgreSQL: the stored function `redline_accept_deliveries` (see the migrations) stores a
-/// whole group in one statement, members in array order. Binds: $1..$4 deliveries, $5..$11
-/// jobs (NULL repo: no job), $12 max attempts, $13 now.
+/// whole group in one statement, members in array order. Binds: $1 forges, $2..$5
+/// deliveries, $6..$12 jobs (NULL repo: no job), $13 max attempts, $14 now.
 const ACCEPT_POSTGRES: &str = "SELECT r.stored, r.job_id, r.superseded, r.cancel_requested \
-     FROM redline_accept_deliveries($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13) \
+     FROM redline_accept_deliveries($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, \
+       $14) \
        WITH ORDINALITY AS r(stored, job_id, superseded, cancel_requested, position) \
      ORDER BY r.position";
 
@@ -31,8 +33,10 @@ pub(super) struct Entry {
 
 /// A [`NewJob`] converted to column values.
 pub(super) struct StoredJob {
+    /// The delivery's forge too ([`Entry::new`] refuses a job of another forge).
+    pub forge: ForgeKind,
     pub repo_full_name: String,
-    pub installation_id: i64,
+    pub installation_id: Option<i64>,
     pub pr_number: i64,
     pub head_sha: Option<String>,
     pub kind: &'static str,
@@ -49,6 +53,14 @@ impl Entry {
         job: Option<NewJob>,
         options: &QueueOptions,
     ) -> Result<Entry, QueueError> {
+        if let Some(job) = job.as_ref().filter(|job| job.forge != delivery.forge) {
+            return Err(QueueError::InvalidJob {
+                reason: format!(
+                    "a {} delivery cannot queue a {} job",
+                    delivery.forge, job.forge
+                ),
+            });
+        }
         let job = job.map(StoredJob::new).transpose()?;
         Ok(Entry {
             delivery,
@@ -61,7 +73,11 @@ impl Entry {
 impl StoredJob {
     fn new(job: NewJob) -> Result<StoredJob, QueueError> {
         Ok(StoredJob {
-            installation_id: to_db_int(job.installation_id, "installation_id")?,
+            forge: job.forge,
+            installation_id: job
+                .installation_id
+                .map(|id| to_db_int(id, "installation_id"))
+                .transpose()?,
             pr_number: to_db_int(job.pr_number, "pr_number")?,
             kind: job.kind.name(),
             replaces: job.kind.replaces_earlier(),
@@ -228,6 +244,7 @@ async fn store_postgres(pool: &PgPool, entries: &[Entry]) -> Result<Vec<Accepted
     let columns = PgColumns::from(entries);
     let max_attempts = entries.first().map_or(1, |entry| entry.max_attempts);
     let rows = sqlx::query(ACCEPT_POSTGRES)
+        .bind(columns.forges)
         .bind(columns.delivery_ids)
         .bind(columns.events)
         .bind(columns.actions)
@@ -270,6 +287,7 @@ fn accepted_from_pg_row(row: &sqlx::postgres::PgRow) -> Result<Accepted, QueueEr
 /// A group as one array per column (PostgreSQL binds arrays, not rows).
 #[derive(Default)]
 struct PgColumns {
+    forges: Vec<&'static str>,
     delivery_ids: Vec<String>,
     events: Vec<String>,
     actions: Vec<Option<String>>,
@@ -287,6 +305,7 @@ impl From<&[Entry]> for PgColumns {
     fn from(entries: &[Entry]) -> Self {
         let mut columns = PgColumns::default();
         for Entry { delivery, job, .. } in entries {
+            columns.forges.push(delivery.forge.as_str());
             columns.delivery_ids.push(delivery.delivery_id.clone());
             columns.events.push(delivery.event.clone());
             columns.actions.push(delivery.action.clone());
@@ -297,7 +316,7 @@ impl From<&[Entry]> for PgColumns {
             columns.prs.push(job.as_ref().map(|job| job.pr_number));
             columns
                 .installations
-                .push(job.as_ref().map(|job| job.installation_id));
+                .push(job.as_ref().and_then(|job| job.installation_id));
             columns
                 .head_shas
                 .push(job.as_ref().and_then(|job| job.head_sha.clone()));

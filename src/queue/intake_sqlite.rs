@@ -20,7 +20,7 @@ use std::sync::OnceLock;
 use serde_json::{Value, json};
 use sqlx::Connection;
 use sqlx::Row;
-use sqlx::sqlite::SqliteConnection;
+use sqlx::sqlite::{SqliteConnection, SqliteRow};
 
 use super::db::{state_from_row, to_millis};
 use super::error::QueueError;
@@ -28,17 +28,18 @@ use super::intake_db::{Entry, Outcomes, StoredJob, Work};
 use super::lease::{LeaseDb, Reaper};
 use super::store::now_millis;
 use super::types::{Accepted, JobId, JobState};
+use crate::forge::ForgeKind;
 
-/// Inserts rows of `(delivery_id, event, action, received_at)`, one `VALUES` tuple each.
-/// Returns the ids actually inserted.
+/// Inserts rows of `(forge, delivery_id, event, action, received_at)`, one `VALUES` tuple
+/// each. Returns the keys (forge, id) actually inserted.
 const INSERT_DELIVERIES: InsertRows = InsertRows {
-    head: "INSERT INTO deliveries (delivery_id, event, action, received_at) VALUES ",
-    row: "(?, ?, ?, ?)",
-    tail: " ON CONFLICT (delivery_id) DO NOTHING RETURNING delivery_id",
+    head: "INSERT INTO deliveries (forge, delivery_id, event, action, received_at) VALUES ",
+    row: "(?, ?, ?, ?, ?)",
+    tail: " ON CONFLICT (forge, delivery_id) DO NOTHING RETURNING forge, delivery_id",
 };
 
 /// Supersedes the queued jobs and flags the running job of each listed PR. Binds: $1 JSON
-/// array of `[repo, pr]`, $2 now. Returns each touched job's PR and new state. The live jobs'
+/// array of `[forge, repo, pr]`, $2 now. Returns each touched job's PR and new state. The live jobs'
 /// per-PR index is named so that the jobs are looked up by repository and number, never found
 /// by scanning every queued job (the planner, without statistics, may prefer the state index).
 const REPLACE_PR_JOBS: &str = "UPDATE jobs INDEXED BY jobs_live_by_pr SET \
@@ -46,18 +47,19 @@ const REPLACE_PR_JOBS: &str = "UPDATE jobs INDEXED BY jobs_live_by_pr SET \
        cancel_requested = CASE WHEN state = 'running' THEN TRUE ELSE cancel_requested END, \
        finished_at = CASE WHEN state = 'queued' THEN $2 ELSE finished_at END, \
        updated_at = $2 \
-     WHERE state IN ('queued', 'running') AND (repo_full_name, pr_number) IN \
-       (SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]') FROM json_each($1)) \
-     RETURNING state, repo_full_name, pr_number";
+     WHERE state IN ('queued', 'running') AND (forge, repo_full_name, pr_number) IN \
+       (SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]'), \
+          json_extract(value, '$[2]') FROM json_each($1)) \
+     RETURNING state, forge, repo_full_name, pr_number";
 
 /// Inserts jobs, one `VALUES` tuple each, in group order. Returns each new job's id and
 /// delivery.
 const INSERT_JOBS: InsertRows = InsertRows {
-    head: "INSERT INTO jobs (delivery_id, repo_full_name, installation_id, pr_number, head_sha, \
-       kind, strategy, payload, state, attempts, max_attempts, run_at, cancel_requested, \
-       created_at, updated_at, finished_at) VALUES ",
-    row: "(?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, FALSE, ?, ?, ?)",
-    tail: " RETURNING id, delivery_id",
+    head: "INSERT INTO jobs (delivery_id, forge, repo_full_name, installation_id, pr_number, \
+       head_sha, kind, strategy, payload, state, attempts, max_attempts, run_at, \
+       cancel_requested, created_at, updated_at, finished_at) VALUES ",
+    row: "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, FALSE, ?, ?, ?)",
+    tail: " RETURNING id, forge, delivery_id",
 };
 
 /// Rows per statement, largest first: a group's rows go in chunks of these sizes, so each
@@ -111,8 +113,11 @@ fn chunks(total: usize) -> Vec<(usize, std::ops::Range<usize>)> {
     chunks
 }
 
-/// A pull request: repository and number.
-type Pr<'a> = (&'a str, i64);
+/// A pull (merge) request: forge, repository and number.
+type Pr<'a> = (ForgeKind, &'a str, i64);
+
+/// A delivery's key: forge and id.
+type DeliveryKey<'a> = (ForgeKind, &'a str);
 
 /// Stores `work` in one transaction; one outcome per member, in order (deliveries, then
 /// completions, then claims).
@@ -193,9 +198,9 @@ async fn store_in(
             (false, _) => Accepted::Duplicate,
             (true, None) => Accepted::Recorded,
             (true, Some(job)) => {
-                let pr = (job.repo_full_name.as_str(), job.pr_number);
+                let pr = (job.forge, job.repo_full_name.as_str(), job.pr_number);
                 let job_id = ids
-                    .get(&entry.delivery.delivery_id)
+                    .get(&(entry.delivery.forge, entry.delivery.delivery_id.clone()))
                     .copied()
                     .ok_or(QueueError::Database(sqlx::Error::RowNotFound))?;
                 let (superseded, cancel_requested) = group.queue(pr, job.replaces, &replaced);
@@ -253,7 +258,7 @@ fn replacing_pr(entry: &Entry) -> Option<Pr<'_>> {
         .job
         .as_ref()
         .filter(|job| job.replaces)
-        .map(|job| (job.repo_full_name.as_str(), job.pr_number))
+        .map(|job| (job.forge, job.repo_full_name.as_str(), job.pr_number))
 }
 
 /// Inserts the group's deliveries; `true` for each entry whose delivery is new (not stored
@@ -262,10 +267,10 @@ async fn insert_deliveries(
     conn: &mut sqlx::SqliteConnection,
     entries: &[Entry],
 ) -> Result<Vec<bool>, QueueError> {
-    let mut first_of_id: HashSet<&str> = HashSet::new();
+    let mut first_of_key: HashSet<DeliveryKey<'_>> = HashSet::new();
     let first: Vec<bool> = entries
         .iter()
-        .map(|entry| first_of_id.insert(entry.delivery.delivery_id.as_str()))
+        .map(|entry| first_of_key.insert(delivery_key(entry)))
         .collect();
     static STATEMENTS: OnceLock<Vec<String>> = OnceLock::new();
     let statements = chunk_statements(&INSERT_DELIVERIES, &STATEMENTS);
@@ -275,26 +280,42 @@ async fn insert_deliveries(
         .filter(|(_, first)| **first)
         .map(|(entry, _)| entry)
         .collect();
-    let mut inserted: HashSet<String> = HashSet::with_capacity(rows.len());
+    let mut inserted: HashSet<(ForgeKind, String)> = HashSet::with_capacity(rows.len());
     for (statement, range) in chunks(rows.len()) {
         let mut query = sqlx::query(statements[statement].as_str());
         for entry in &rows[range] {
             let delivery = &entry.delivery;
             query = query
+                .bind(delivery.forge.as_str())
                 .bind(delivery.delivery_id.as_str())
                 .bind(delivery.event.as_str())
                 .bind(delivery.action.as_deref())
                 .bind(to_millis(delivery.received_at));
         }
         for row in query.fetch_all(&mut *conn).await? {
-            inserted.insert(row.try_get::<String, _>(0usize)?);
+            if let Some(forge) = forge_from_row(&row, 0)? {
+                inserted.insert((forge, row.try_get::<String, _>(1usize)?));
+            }
         }
     }
     Ok(entries
         .iter()
         .zip(first)
-        .map(|(entry, first)| first && inserted.contains(&entry.delivery.delivery_id))
+        .map(|(entry, first)| {
+            let delivery = &entry.delivery;
+            first && inserted.contains(&(delivery.forge, delivery.delivery_id.clone()))
+        })
         .collect())
+}
+
+fn delivery_key(entry: &Entry) -> DeliveryKey<'_> {
+    (entry.delivery.forge, entry.delivery.delivery_id.as_str())
+}
+
+/// The forge named in column `index` of a `RETURNING` row (`None`: a name this build does not
+/// know, which no row it wrote has).
+fn forge_from_row(row: &SqliteRow, index: usize) -> Result<Option<ForgeKind>, QueueError> {
+    Ok(row.try_get::<String, _>(index)?.parse().ok())
 }
 
 /// Supersedes the stored queued jobs and flags the running jobs of `prs`. Returns, per PR,
@@ -309,7 +330,10 @@ async fn replace_stored_jobs<'a>(
     if prs.is_empty() {
         return Ok(replaced);
     }
-    let list: Vec<Value> = prs.iter().map(|(repo, pr)| json!([repo, pr])).collect();
+    let list: Vec<Value> = prs
+        .iter()
+        .map(|(forge, repo, pr)| json!([forge.as_str(), repo, pr]))
+        .collect();
     let rows = sqlx::query(REPLACE_PR_JOBS)
         .bind(Value::Array(list).to_string())
         .bind(now)
@@ -317,12 +341,13 @@ async fn replace_stored_jobs<'a>(
         .await?;
     for row in &rows {
         let state = state_from_row(row, JobId(0))?;
-        let repo: String = row.try_get(1usize)?;
-        let number: i64 = row.try_get(2usize)?;
+        let forge = forge_from_row(row, 1)?;
+        let repo: String = row.try_get(2usize)?;
+        let number: i64 = row.try_get(3usize)?;
         let Some(pr) = prs
             .iter()
             .copied()
-            .find(|pr| *pr == (repo.as_str(), number))
+            .find(|pr| Some(pr.0) == forge && (pr.1, pr.2) == (repo.as_str(), number))
         else {
             continue;
         };
@@ -336,14 +361,14 @@ async fn replace_stored_jobs<'a>(
 }
 
 /// Inserts the new jobs (`new_jobs`: entry indexes in group order); a job that a later one of
-/// its PR replaces is stored as superseded. Returns job ids by delivery id.
+/// its PR replaces is stored as superseded. Returns job ids by delivery (forge and id).
 async fn insert_jobs(
     conn: &mut sqlx::SqliteConnection,
     entries: &[Entry],
     new_jobs: &[usize],
     last_of_pr: &HashMap<Pr<'_>, usize>,
     now: i64,
-) -> Result<HashMap<String, i64>, QueueError> {
+) -> Result<HashMap<(ForgeKind, String), i64>, QueueError> {
     if new_jobs.is_empty() {
         return Ok(HashMap::new());
     }
@@ -360,7 +385,7 @@ async fn insert_jobs(
     for (statement, range) in chunks(jobs.len()) {
         let mut query = sqlx::query(statements[statement].as_str());
         for &(index, entry, job) in &jobs[range] {
-            let last = last_of_pr.get(&(job.repo_full_name.as_str(), job.pr_number));
+            let last = last_of_pr.get(&(job.forge, job.repo_full_name.as_str(), job.pr_number));
             let state = match last {
                 Some(&last) if index < last => JobState::Superseded,
                 _ => JobState::Queued,
@@ -368,6 +393,7 @@ async fn insert_jobs(
             let finished_at = (state == JobState::Superseded).then_some(now);
             query = query
                 .bind(entry.delivery.delivery_id.as_str())
+                .bind(job.forge.as_str())
                 .bind(job.repo_full_name.as_str())
                 .bind(job.installation_id)
                 .bind(job.pr_number)
@@ -383,10 +409,12 @@ async fn insert_jobs(
                 .bind(finished_at);
         }
         for row in query.fetch_all(&mut *conn).await? {
-            ids.insert(
-                row.try_get::<String, _>(1usize)?,
-                row.try_get::<i64, _>(0usize)?,
-            );
+            if let Some(forge) = forge_from_row(&row, 1)? {
+                ids.insert(
+                    (forge, row.try_get::<String, _>(2usize)?),
+                    row.try_get::<i64, _>(0usize)?,
+                );
+            }
         }
     }
     Ok(ids)
@@ -429,7 +457,7 @@ mod tests {
         let plan: Vec<String> = sqlx::query(sqlx::AssertSqlSafe(format!(
             "EXPLAIN QUERY PLAN {REPLACE_PR_JOBS}"
         )))
-        .bind("[[\"o/r\", 7]]")
+        .bind("[[\"github\", \"o/r\", 7]]")
         .bind(1_i64)
         .fetch_all(&mut conn)
         .await
@@ -438,8 +466,9 @@ mod tests {
         .map(|row| row.try_get::<String, _>(3usize).expect("detail"))
         .collect();
         assert!(
-            plan.iter().any(|step| step
-                .contains("USING INDEX jobs_live_by_pr (repo_full_name=? AND pr_number=?)")),
+            plan.iter().any(|step| step.contains(
+                "USING INDEX jobs_live_by_pr (forge=? AND repo_full_name=? AND pr_number=?)"
+            )),
             "{plan:?}"
         );
     }
@@ -447,9 +476,9 @@ mod tests {
     #[test]
     fn statements_have_one_tuple_per_row() {
         let sql = INSERT_DELIVERIES.sql(3);
-        assert_eq!(sql.matches("(?, ?, ?, ?)").count(), 3, "{sql}");
-        assert!(sql.ends_with("RETURNING delivery_id"), "{sql}");
+        assert_eq!(sql.matches("(?, ?, ?, ?, ?)").count(), 3, "{sql}");
+        assert!(sql.ends_with("RETURNING forge, delivery_id"), "{sql}");
         let placeholders = INSERT_JOBS.sql(2).matches('?').count();
-        assert_eq!(placeholders, 2 * 14);
+        assert_eq!(placeholders, 2 * 15);
     }
 }

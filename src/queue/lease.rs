@@ -2,9 +2,9 @@
 //! transaction (see [`super::intake`]) and on PostgreSQL straight on the pool.
 //!
 //! Invariants:
-//! - A claim leases at most one job, never one of a pull request that has a running job
-//!   (the database's unique index enforces it too), and reaps expired leases first at most
-//!   once per [`REAP_INTERVAL_MS`], or whenever it finds nothing runnable.
+//! - A claim leases at most one job, never one of a pull request (of its forge) that has a
+//!   running job (the database's unique index enforces it too), and reaps expired leases
+//!   first at most once per [`REAP_INTERVAL_MS`], or whenever it finds nothing runnable.
 //! - A finish changes only a job that is running under the caller's lease; otherwise the
 //!   caller gets [`QueueError::LeaseLost`] and nothing changes.
 //! - Only [`QueueError::Database`] errors abort the transaction a statement runs in; the other
@@ -33,7 +33,8 @@ macro_rules! claim_sql {
                    OR (j.state = 'running' AND j.lease_until < $3 \
                        AND NOT j.cancel_requested AND j.attempts < j.max_attempts)) \
                  AND NOT EXISTS (SELECT 1 FROM jobs o \
-                   WHERE o.repo_full_name = j.repo_full_name AND o.pr_number = j.pr_number \
+                   WHERE o.forge = j.forge AND o.repo_full_name = j.repo_full_name \
+                     AND o.pr_number = j.pr_number \
                      AND o.state = 'running' AND o.id <> j.id) \
                ORDER BY j.run_at, j.id LIMIT 1 ",
             $lock,

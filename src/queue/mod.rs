@@ -7,6 +7,11 @@
 //! job, and settle the job when the run ends; on SQLite, claims and completions are committed
 //! in the intake's groups too. A worker that dies leaves its lease to expire; the job is then claimed again
 //! (at-least-once). Backends: SQLite (`sqlite://PATH`) and PostgreSQL (`postgres://...`).
+//!
+//! Deliveries and jobs carry their forge ([`ForgeKind`]): a delivery id is unique per forge,
+//! and the per-pull-request rules (supersede, stop request, one running job) apply to the jobs
+//! of one forge's pull request, so GitHub and GitLab jobs with the same repository name and
+//! number never touch each other.
 
 mod checkpoint;
 mod db;
@@ -20,6 +25,7 @@ mod threads;
 mod types;
 mod worker;
 
+pub use crate::forge::ForgeKind;
 pub use error::QueueError;
 pub use store::Queue;
 pub use types::{

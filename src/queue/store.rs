@@ -1,5 +1,6 @@
 //! [`Queue`]: connection, the job life cycle (claim, lease, heartbeat, finish) and inspection.
 
+use crate::forge::ForgeKind;
 use crate::text::prefix_at_char_boundary;
 use std::collections::BTreeMap;
 use std::fmt;
@@ -253,9 +254,10 @@ impl Queue {
         })
     }
 
-    /// The jobs of one pull request, oldest first.
+    /// The jobs of one pull (merge) request of `forge`, oldest first.
     pub async fn jobs_for_pr(
         &self,
+        forge: ForgeKind,
         repo_full_name: &str,
         pr_number: u64,
     ) -> Result<Vec<Job>, QueueError> {
@@ -263,8 +265,10 @@ impl Queue {
         with_pool!(&self.db, pool => {
             sqlx::query(concat!(
                 "SELECT ", job_columns!(),
-                " FROM jobs WHERE repo_full_name = $1 AND pr_number = $2 ORDER BY id"
+                " FROM jobs WHERE forge = $1 AND repo_full_name = $2 AND pr_number = $3 \
+                 ORDER BY id"
             ))
+            .bind(forge.as_str())
             .bind(repo_full_name)
             .bind(pr_number)
             .fetch_all(pool)

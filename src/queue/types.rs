@@ -7,6 +7,8 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
+use crate::forge::ForgeKind;
+
 /// The database id of a job.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 pub struct JobId(pub i64);
@@ -153,9 +155,12 @@ pub enum ReviewTrigger {
 /// A webhook delivery as received.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NewDelivery {
-    /// GitHub's `X-GitHub-Delivery` id (the dedupe key).
+    /// The forge that sent it: delivery ids are unique per forge.
+    pub forge: ForgeKind,
+    /// GitHub's `X-GitHub-Delivery`, GitLab's `X-Gitlab-Event-UUID` (with `forge`, the
+    /// dedupe key).
     pub delivery_id: String,
-    /// `X-GitHub-Event`.
+    /// `X-GitHub-Event`, `X-Gitlab-Event`.
     pub event: String,
     /// The payload's `action`, when it has one.
     pub action: Option<String>,
@@ -166,11 +171,14 @@ pub struct NewDelivery {
 /// A job to enqueue.
 #[derive(Debug, Clone, PartialEq)]
 pub struct NewJob {
-    /// `owner/name`.
+    /// The forge of the pull (merge) request: jobs of different forges never supersede,
+    /// stop or block each other, whatever their repository names and numbers.
+    pub forge: ForgeKind,
+    /// `owner/name` (GitLab: the project's full path).
     pub repo_full_name: String,
-    /// The GitHub App installation that can act on the repository.
-    pub installation_id: u64,
-    /// Pull request number.
+    /// The GitHub App installation that can act on the repository (GitLab has none).
+    pub installation_id: Option<u64>,
+    /// Pull request (merge request) number.
     pub pr_number: u64,
     /// Head commit, when the event names it (comment events do not).
     pub head_sha: Option<String>,
@@ -185,12 +193,14 @@ pub struct NewJob {
 pub struct Job {
     /// Database id.
     pub id: JobId,
-    /// The delivery that created it, if any.
+    /// The delivery that created it, if any (an id of `forge`'s).
     pub delivery_id: Option<String>,
+    /// The forge of the pull (merge) request.
+    pub forge: ForgeKind,
     /// `owner/name`.
     pub repo_full_name: String,
-    /// GitHub App installation id.
-    pub installation_id: u64,
+    /// GitHub App installation id (GitLab has none).
+    pub installation_id: Option<u64>,
     /// Pull request number.
     pub pr_number: u64,
     /// Head commit, when known.

@@ -5,7 +5,7 @@ use serde::Deserialize;
 use super::ServerConfig;
 use crate::github::thread::{Ask, ReviewCommentEvent, ThreadComment};
 use crate::github::{Command, REVIEW_ACTIONS, parse_command};
-use crate::queue::{JobKind, NewJob, ReviewTrigger};
+use crate::queue::{ForgeKind, JobKind, NewJob, ReviewTrigger};
 
 /// What to do with a delivery.
 #[derive(Debug, Clone, PartialEq)]
@@ -243,8 +243,9 @@ fn review_pull_request(
         head_ref: event.pull_request.head.name,
     };
     Ok(Decision::Review(NewJob {
+        forge: ForgeKind::GitHub,
         repo_full_name: event.repository.full_name,
-        installation_id: installation.id,
+        installation_id: Some(installation.id),
         pr_number: event.number,
         head_sha: Some(event.pull_request.head.sha),
         kind: JobKind::Review { strategy: None },
@@ -317,8 +318,9 @@ fn issue_comment(action: &str, body: &[u8]) -> Result<Decision, serde_json::Erro
         comment_id: event.comment.id,
     };
     Ok(Decision::Review(NewJob {
+        forge: ForgeKind::GitHub,
         repo_full_name: event.repository.full_name,
-        installation_id: installation.id,
+        installation_id: Some(installation.id),
         pr_number: event.issue.number,
         head_sha: None,
         kind: JobKind::Requested { strategy },
@@ -356,8 +358,9 @@ fn review_comment(
         comment_id: comment.comment_id,
     };
     Ok(Decision::Review(NewJob {
+        forge: ForgeKind::GitHub,
         repo_full_name: event.repository.full_name,
-        installation_id,
+        installation_id: Some(installation_id),
         pr_number: comment.pr_number,
         head_sha: None,
         kind: JobKind::Requested {

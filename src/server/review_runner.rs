@@ -22,7 +22,7 @@ use crate::github::{
     fetch_pull, has_write_access, last_reviewed_sha, path_segment, post_notice_once,
 };
 use crate::llm::ChatModel;
-use crate::queue::{Job, JobError, JobRunner, Queue, ReviewTrigger, RunOutcome};
+use crate::queue::{ForgeKind, Job, JobError, JobRunner, Queue, ReviewTrigger, RunOutcome};
 use crate::review::report::ReviewReport;
 use crate::review_flow::{self, CommitSource, FlowError, PullCommits, PullTarget};
 
@@ -72,6 +72,18 @@ impl JobRunner for ReviewRunner {
     }
 }
 
+/// The GitHub App installation a job acts through; a job of another forge, or without an
+/// installation, is not this runner's to run (no retry mends that).
+fn github_installation(job: &Job) -> Result<u64, JobError> {
+    match (job.forge, job.installation_id) {
+        (ForgeKind::GitHub, Some(id)) => Ok(id),
+        (forge, _) => Err(JobError::Permanent(format!(
+            "job {} ({forge}) has no GitHub App installation",
+            job.id
+        ))),
+    }
+}
+
 impl ReviewRunner {
     /// Tells the pull request that its review failed (the reason carries no secrets:
     /// errors are redacted where they are made).
@@ -79,7 +91,10 @@ impl ReviewRunner {
         let Some((owner, repo)) = job.repo_full_name.split_once('/') else {
             return;
         };
-        let client = self.auth.installation_client(job.installation_id);
+        let Ok(installation_id) = github_installation(job) else {
+            return;
+        };
+        let client = self.auth.installation_client(installation_id);
         let path = format!(
             "/repos/{}/{}/issues/{}/comments",
             path_segment(owner),
@@ -99,7 +114,8 @@ impl ReviewRunner {
                 job.repo_full_name
             )));
         };
-        let client = self.auth.installation_client(job.installation_id);
+        let installation_id = github_installation(job)?;
+        let client = self.auth.installation_client(installation_id);
         if !send(may_request(job, &client, owner, repo)).await? {
             return Ok(RunOutcome::Completed);
         }
@@ -113,7 +129,7 @@ impl ReviewRunner {
             return Ok(RunOutcome::Completed);
         }
         let at = PullAt {
-            installation_id: job.installation_id,
+            installation_id,
             owner,
             repo,
             number: job.pr_number,

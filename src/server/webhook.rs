@@ -17,7 +17,7 @@ use super::body::{BodyError, read_verified};
 use super::events::{Classified, CommandReply, Decision, InstallationChange, classify};
 use super::metrics::DeliveryOutcome;
 use super::signature::SignatureCheck;
-use crate::queue::{Accepted, NewDelivery, QueueError};
+use crate::queue::{Accepted, ForgeKind, NewDelivery, QueueError};
 
 const EVENT_HEADER: &str = "x-github-event";
 const DELIVERY_HEADER: &str = "x-github-delivery";
@@ -123,6 +123,7 @@ async fn accept(
         bad_request(err.to_string())
     })?;
     let delivery = NewDelivery {
+        forge: ForgeKind::GitHub,
         delivery_id: delivery_id.to_string(),
         event: event.to_string(),
         action: action.clone(),

@@ -11,7 +11,7 @@ use std::future::Future;
 use std::time::Duration;
 
 use redline::queue::{
-    Accepted, IntakeStats, Job, JobId, JobState, NewDelivery, NewJob, Queue, QueueError,
+    Accepted, ForgeKind, IntakeStats, Job, JobId, JobState, NewDelivery, NewJob, Queue, QueueError,
 };
 use sqlx::{Connection, Executor};
 use tokio::task::JoinHandle;
@@ -216,7 +216,7 @@ async fn each_member_of_a_group_gets_its_own_outcome(db: &TestDb) {
     );
     let newest = queued_id(&outcomes[5]);
     let states: Vec<_> = queue
-        .jobs_for_pr("owner/repo", 1)
+        .jobs_for_pr(ForgeKind::GitHub, "owner/repo", 1)
         .await
         .unwrap()
         .into_iter()
@@ -271,7 +271,7 @@ async fn requested_reviews_in_a_group_replace_nothing(db: &TestDb) {
     );
     assert_eq!(replaced(&outcomes[2]), (0, 0));
     let states: Vec<_> = queue
-        .jobs_for_pr("owner/repo", 1)
+        .jobs_for_pr(ForgeKind::GitHub, "owner/repo", 1)
         .await
         .unwrap()
         .into_iter()
@@ -353,7 +353,13 @@ async fn a_failing_member_does_not_fail_the_rest_of_its_group(db: &TestDb) {
             JobState::Queued
         );
     }
-    assert!(queue.jobs_for_pr("owner/repo", 3).await.unwrap().is_empty());
+    assert!(
+        queue
+            .jobs_for_pr(ForgeKind::GitHub, "owner/repo", 3)
+            .await
+            .unwrap()
+            .is_empty()
+    );
     assert_eq!(
         queue.delivery_count().await.unwrap(),
         4,

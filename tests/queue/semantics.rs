@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use redline::queue::{
-    Accepted, FailOutcome, JobKind, JobState, QueueError, QueueOptions, RetryDecision,
+    Accepted, FailOutcome, ForgeKind, JobKind, JobState, QueueError, QueueOptions, RetryDecision,
     ReviewTrigger,
 };
 
@@ -63,7 +63,14 @@ async fn redelivery_is_deduplicated(db: &TestDb) {
         .await
         .unwrap();
     assert_eq!(again, Accepted::Duplicate);
-    assert_eq!(queue.jobs_for_pr("owner/repo", 1).await.unwrap().len(), 1);
+    assert_eq!(
+        queue
+            .jobs_for_pr(ForgeKind::GitHub, "owner/repo", 1)
+            .await
+            .unwrap()
+            .len(),
+        1
+    );
     assert_eq!(queue.delivery_count().await.unwrap(), 1);
 }
 

@@ -1,14 +1,19 @@
 //! Test databases and job builders.
 
+use std::borrow::Cow;
 use std::future::Future;
+use std::str::FromStr;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
 use chrono::Utc;
 use redline::queue::{
-    Accepted, JobId, JobKind, NewDelivery, NewJob, Queue, QueueOptions, ReviewTrigger,
+    Accepted, ForgeKind, JobId, JobKind, NewDelivery, NewJob, Queue, QueueOptions, ReviewTrigger,
 };
-use sqlx::Executor;
+use sqlx::migrate::{Migration, MigrationType, Migrator};
+use sqlx::postgres::PgPool;
+use sqlx::sqlite::{SqliteConnectOptions, SqlitePool};
+use sqlx::{Executor, SqlSafeStr};
 use tempfile::TempDir;
 
 /// Where the optional PostgreSQL tests connect.
@@ -85,6 +90,77 @@ impl TestDb {
             .expect("connect queue")
     }
 
+    /// Applies the queue's migrations up to `version` only, as a release of that time left
+    /// the database (the files in `migrations/`, recorded as the queue records them).
+    pub async fn migrate_to(&self, version: i64) {
+        let backend = if self.is_postgres() {
+            "postgres"
+        } else {
+            "sqlite"
+        };
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("migrations")
+            .join(backend);
+        let mut files: Vec<_> = std::fs::read_dir(&dir)
+            .expect("the migrations")
+            .map(|entry| entry.expect("a migration").path())
+            .collect();
+        files.sort();
+        let migrations = files
+            .iter()
+            .filter_map(|path| {
+                let name = path.file_stem()?.to_str()?;
+                let (number, description) = name.split_once('_')?;
+                let number: i64 = number.parse().ok()?;
+                (number <= version).then(|| {
+                    let sql = std::fs::read_to_string(path).expect("migration text");
+                    Migration::new(
+                        number,
+                        Cow::Owned(description.replace('_', " ")),
+                        MigrationType::Simple,
+                        sqlx::AssertSqlSafe(sql).into_sql_str(),
+                        false,
+                    )
+                })
+            })
+            .collect::<Vec<_>>();
+        assert_eq!(migrations.len() as i64, version, "migrations 1..={version}");
+        let migrator = Migrator::with_migrations(migrations);
+        if self.is_postgres() {
+            let pool = PgPool::connect(&self.url).await.expect("connect");
+            migrator.run(&pool).await.expect("old migrations");
+            pool.close().await;
+        } else {
+            let pool = SqlitePool::connect_with(self.sqlite_options())
+                .await
+                .expect("open");
+            migrator.run(&pool).await.expect("old migrations");
+            pool.close().await;
+        }
+    }
+
+    /// Runs `sql` (statements separated by `;`) on this database, outside any queue.
+    pub async fn execute(&self, sql: &str) {
+        let sql = sqlx::AssertSqlSafe(sql.to_string());
+        if self.is_postgres() {
+            let pool = PgPool::connect(&self.url).await.expect("connect");
+            sqlx::raw_sql(sql).execute(&pool).await.expect("statements");
+            pool.close().await;
+        } else {
+            let pool = SqlitePool::connect_with(self.sqlite_options())
+                .await
+                .expect("open");
+            sqlx::raw_sql(sql).execute(&pool).await.expect("statements");
+            pool.close().await;
+        }
+    }
+
+    fn sqlite_options(&self) -> SqliteConnectOptions {
+        SqliteConnectOptions::from_str(&self.url)
+            .expect("an SQLite URL")
+            .create_if_missing(true)
+    }
+
     /// Drops the PostgreSQL schema (SQLite files go with the temporary directory).
     pub async fn cleanup(self) {
         if let Some((base, schema)) = &self.postgres {
@@ -112,8 +188,9 @@ pub fn test_options() -> QueueOptions {
 /// A review job for `owner/repo#pr`.
 pub fn review_job(pr: u64) -> NewJob {
     NewJob {
+        forge: ForgeKind::GitHub,
         repo_full_name: "owner/repo".to_string(),
-        installation_id: 42,
+        installation_id: Some(42),
         pr_number: pr,
         head_sha: Some(format!("{pr:040x}")),
         kind: JobKind::Review { strategy: None },
@@ -146,6 +223,7 @@ pub fn requested_job(pr: u64) -> NewJob {
 pub fn delivery() -> NewDelivery {
     static NEXT: AtomicU32 = AtomicU32::new(0);
     NewDelivery {
+        forge: ForgeKind::GitHub,
         delivery_id: format!(
             "delivery-{}-{:08x}",
             NEXT.fetch_add(1, Ordering::Relaxed),

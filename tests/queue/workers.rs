@@ -7,8 +7,8 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use redline::queue::{
-    Job, JobError, JobId, JobRunner, JobState, Queue, RunOutcome, ShutdownOutcome, WorkerConfig,
-    WorkerPool,
+    ForgeKind, Job, JobError, JobId, JobRunner, JobState, Queue, RunOutcome, ShutdownOutcome,
+    WorkerConfig, WorkerPool,
 };
 use redline::server::Metrics;
 use tokio_util::sync::CancellationToken;
@@ -380,7 +380,10 @@ async fn concurrent_pushes_to_one_pr_never_run_together(db: &TestDb) {
         "two jobs of one PR ran at once"
     );
     for pr in 1..=3 {
-        let jobs = left.jobs_for_pr("owner/repo", pr).await.unwrap();
+        let jobs = left
+            .jobs_for_pr(ForgeKind::GitHub, "owner/repo", pr)
+            .await
+            .unwrap();
         let newest = jobs.last().expect("jobs");
         assert_eq!(newest.state, JobState::Succeeded, "newest job of PR {pr}");
     }

@@ -99,8 +99,9 @@ pub fn job(pr_number: u64) -> Job {
     Job {
         id: JobId(1),
         delivery_id: None,
+        forge: redline::queue::ForgeKind::GitHub,
         repo_full_name: "octo/demo".into(),
-        installation_id: 9,
+        installation_id: Some(9),
         pr_number,
         head_sha: None,
         kind: JobKind::Review { strategy: None },

@@ -68,21 +68,23 @@ async fn sqlite_intake_schema_migration_keeps_deliveries_and_indexes_only_live_j
 
 #[tokio::test]
 async fn after_the_intake_schema_migration_the_queue_dedupes_and_supersedes_older_rows() {
-    use crate::queue::{Accepted, JobKind, NewDelivery, NewJob, Queue};
+    use crate::queue::{Accepted, ForgeKind, JobKind, NewDelivery, NewJob, Queue};
 
     let dir = tempfile::tempdir().expect("temp dir");
     let url = format!("sqlite://{}", dir.path().join("queue.db").display());
     sqlite_at_version_2(&url).await;
     let queue = Queue::connect(&url).await.expect("open and migrate");
     let delivery = |id: &str| NewDelivery {
+        forge: ForgeKind::GitHub,
         delivery_id: id.to_string(),
         event: "pull_request".to_string(),
         action: Some("synchronize".to_string()),
         received_at: chrono::Utc::now(),
     };
     let job = || NewJob {
+        forge: ForgeKind::GitHub,
         repo_full_name: "o/r".to_string(),
-        installation_id: 1,
+        installation_id: Some(1),
         pr_number: 7,
         head_sha: None,
         kind: JobKind::Review { strategy: None },
@@ -107,7 +109,7 @@ async fn after_the_intake_schema_migration_the_queue_dedupes_and_supersedes_olde
 
 #[tokio::test]
 async fn the_requested_jobs_migration_keeps_rows_and_never_reuses_a_job_id() {
-    use crate::queue::{Accepted, JobKind, NewDelivery, NewJob, Queue};
+    use crate::queue::{Accepted, ForgeKind, JobKind, NewDelivery, NewJob, Queue};
 
     let dir = tempfile::tempdir().expect("temp dir");
     let url = format!("sqlite://{}", dir.path().join("queue.db").display());
@@ -127,14 +129,16 @@ async fn the_requested_jobs_migration_keeps_rows_and_never_reuses_a_job_id() {
     let accepted = queue
         .accept_delivery(
             NewDelivery {
+                forge: ForgeKind::GitHub,
                 delivery_id: "d-comment".into(),
                 event: "issue_comment".into(),
                 action: Some("created".into()),
                 received_at: chrono::Utc::now(),
             },
             Some(NewJob {
+                forge: ForgeKind::GitHub,
                 repo_full_name: "o/r".into(),
-                installation_id: 1,
+                installation_id: Some(1),
                 pr_number: 7,
                 head_sha: None,
                 kind: JobKind::Requested { strategy: None },

@@ -105,7 +105,8 @@ fn review_actions_queue_a_job() {
         panic!("not queued");
     };
     assert_eq!(job.repo_full_name, "o/r");
-    assert_eq!((job.installation_id, job.pr_number), (9, 5));
+    assert_eq!((job.installation_id, job.pr_number), (Some(9), 5));
+    assert_eq!(job.forge, ForgeKind::GitHub);
     assert_eq!(job.head_sha.as_deref(), Some("abc"));
     assert_eq!(job.payload["head_ref"], "feature");
 }
