@@ -158,7 +158,7 @@ impl ReviewCommentEvent {
         // Redline's answers carry this marker (quoted text cannot forge it): under an
         // identity that is not a bot (the Action with a personal token), its own answer
         // would otherwise come back as a reply, or as a command the model was led to write.
-        if body.contains(ANSWER_PREFIX) {
+        if is_answer(&body) {
             return Err("Redline's own answer".into());
         }
         let ask = ask_of(&body, self.comment.in_reply_to_id.is_some(), mention)
@@ -186,8 +186,13 @@ impl ReviewCommentEvent {
     }
 }
 
+/// Whether `body` carries Redline's answer marker (its own answer, whoever posted it).
+pub(crate) fn is_answer(body: &str) -> bool {
+    body.contains(ANSWER_PREFIX)
+}
+
 /// What `body` asks: a command first, then a mention, then any reply.
-fn ask_of(body: &str, is_reply: bool, mention: Option<&str>) -> Option<Ask> {
+pub(crate) fn ask_of(body: &str, is_reply: bool, mention: Option<&str>) -> Option<Ask> {
     match parse_command(body) {
         Ok(Some(Command::Review { strategy })) => return Some(Ask::Review { strategy }),
         Ok(Some(Command::Ignore)) => return Some(Ask::Ignore),
