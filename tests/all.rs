@@ -16,6 +16,8 @@ mod eval_mutate;
 mod events_cli;
 mod github;
 mod gitlab_cli;
+mod gitlab_serve_cli;
+mod gitlab_webhook;
 mod guidelines_cli;
 mod init_cli;
 mod install_script;
