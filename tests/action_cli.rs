@@ -308,6 +308,7 @@ async fn review_command_in_a_comment_needs_write_access() {
     let mut event = fixture("issue_comment/created.on-pull-request.redline-command.json");
     event["repository"]["owner"]["login"] = json!("octo");
     event["repository"]["name"] = json!("demo");
+    event["repository"]["full_name"] = json!("octo/demo");
     event["comment"]["body"] = json!("/redline review");
 
     let run = run_action(pr.repo.path(), "issue_comment", &event, &gh, &model).await;

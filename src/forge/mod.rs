@@ -10,8 +10,11 @@
 //! silences nothing). What the author wrote (title, description, closed issues) is data
 //! for the intent section, never instructions.
 //! Layering: used by `review_flow`, `thread_flow` and `cli`; implemented here for GitHub
-//! (over `github`) and in `gitlab`. [`ForgeKind`] (which forge) is a leaf the queue stores.
+//! (over `github`) and in `gitlab`. [`ForgeKind`] (which forge) is a leaf the queue stores;
+//! [`event`] (what a delivery asks for) is a leaf too: each forge's classifier produces
+//! it, the server and the Action consume it.
 
+pub(crate) mod event;
 mod kind;
 pub(crate) mod publish;
 
@@ -29,6 +32,11 @@ use crate::github::{
 };
 use crate::intent::{CommitMessage, Intent};
 use publish::Plan;
+
+pub use event::{
+    AccessChange, Ask, ChangeRef, CommandRequest, CommentRef, ForgeEvent, ForgeIds, IgnoreReason,
+    ReviewRequest, Revision, ThreadNote, UsageReply,
+};
 
 /// Redline's summary comment as the forge has it.
 #[derive(Debug, Clone)]

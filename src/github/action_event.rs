@@ -4,9 +4,9 @@
 use serde::Serialize;
 use serde_json::Value;
 
-use super::command::{Command, REVIEW_ACTIONS, parse_command};
-use super::pull::PullInfo;
-use super::thread::{Ask, ReviewCommentEvent, ThreadComment};
+use super::event::{ClassifyOptions, classify};
+use super::thread::ThreadComment;
+use crate::forge::{ChangeRef, ForgeEvent, IgnoreReason};
 
 /// How events are filtered.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -81,15 +81,91 @@ pub enum Trigger {
     },
 }
 
-/// Reads an Actions event (`GITHUB_EVENT_NAME` and the `GITHUB_EVENT_PATH` JSON).
+/// Reads an Actions event (`GITHUB_EVENT_NAME` and the `GITHUB_EVENT_PATH` JSON) with
+/// the classifier the App uses ([`super::event`]), so both decide the same for the same
+/// payload. `pull_request_target` carries a `pull_request` payload. A payload the
+/// classifier refuses is skipped, with the reason.
 pub fn parse_action_event(event_name: &str, payload: &Value, opts: &TriggerOptions) -> Trigger {
-    let parsed = match event_name {
-        "pull_request" | "pull_request_target" => pull_request_event(payload, opts),
-        "issue_comment" => issue_comment_event(payload),
-        "pull_request_review_comment" => review_comment_event(payload),
-        other => Err(format!("event `{other}` does not trigger a review")),
+    let event_name = match event_name {
+        "pull_request_target" => "pull_request",
+        other => other,
     };
-    parsed.unwrap_or_else(|reason| Trigger::Skip { reason })
+    let options = ClassifyOptions {
+        review_drafts: opts.review_drafts,
+        // The Action knows no App slug, so mentions alone do not count.
+        mention: None,
+    };
+    match classify(event_name, payload, &options) {
+        Ok(classified) => {
+            trigger_of(event_name, classified.event).unwrap_or_else(|reason| Trigger::Skip {
+                reason: reason.to_string(),
+            })
+        }
+        Err(error) => Trigger::Skip {
+            reason: error.to_string(),
+        },
+    }
+}
+
+/// The Action's run for what an event asks; the reason when it asks nothing.
+fn trigger_of(event_name: &str, event: ForgeEvent) -> Result<Trigger, IgnoreReason> {
+    Ok(match event {
+        ForgeEvent::Review(review) => {
+            let (owner, repo) = owner_and_name(&review.change)?;
+            Trigger::Review {
+                owner,
+                repo,
+                pr_number: review.change.number,
+                base_sha: review.base.sha,
+                head_sha: review.head.sha,
+                base_ref: review.base.branch,
+                head_ref: review.head.branch,
+                is_fork: review.is_fork,
+                strategy: review.strategy,
+                title: review.title,
+                body: review.description,
+            }
+        }
+        ForgeEvent::Command(command) => {
+            let (owner, repo) = owner_and_name(&command.change)?;
+            Trigger::NeedsPullRequest {
+                owner,
+                repo,
+                pr_number: command.change.number,
+                strategy: command.strategy,
+                requested_by: command.comment.author,
+            }
+        }
+        ForgeEvent::Usage(usage) => {
+            let (owner, repo) = owner_and_name(&usage.change)?;
+            Trigger::Usage {
+                owner,
+                repo,
+                pr_number: usage.change.number,
+                requested_by: usage.comment.author,
+                reply: usage.text,
+            }
+        }
+        ForgeEvent::Thread(note) => {
+            let comment =
+                ThreadComment::from_note(*note).ok_or(IgnoreReason::RepositoryWithoutOwner)?;
+            Trigger::Thread(Box::new(comment))
+        }
+        ForgeEvent::Ignore(reason) => return Err(reason),
+        // Pings and installations are the App's.
+        ForgeEvent::Ping | ForgeEvent::Access(_) => {
+            return Err(IgnoreReason::EventNotHandled {
+                event: event_name.to_string(),
+            });
+        }
+    })
+}
+
+fn owner_and_name(change: &ChangeRef) -> Result<(String, String), IgnoreReason> {
+    change
+        .owner_and_name()
+        .map(|(owner, name)| (owner.to_string(), name.to_string()))
+        .ok_or(IgnoreReason::RepositoryWithoutOwner)
 }
 
 /// Why an event file does not have the shape GitHub gives its event.
@@ -158,121 +234,6 @@ fn json_kind(value: &Value) -> &'static str {
     }
 }
 
-fn pull_request_event(payload: &Value, opts: &TriggerOptions) -> Result<Trigger, String> {
-    let action = text(payload, &["action"]).unwrap_or_default();
-    if !REVIEW_ACTIONS.contains(&action) {
-        return Err(format!(
-            "pull_request action `{action}` does not trigger a review"
-        ));
-    }
-    let pr = payload
-        .get("pull_request")
-        .ok_or("the event has no `pull_request`")?;
-    if pr.get("draft").and_then(Value::as_bool) == Some(true) && !opts.review_drafts {
-        return Err("draft pull request (set review_drafts to review drafts)".into());
-    }
-    let info =
-        PullInfo::from_payload(pr).ok_or("the event's `pull_request` lacks its base or head")?;
-    let (owner, repo) = repository(payload)?;
-    let pr_number = payload
-        .get("number")
-        .or_else(|| pr.get("number"))
-        .and_then(Value::as_u64)
-        .ok_or("the event has no pull request number")?;
-    Ok(Trigger::Review {
-        owner,
-        repo,
-        pr_number,
-        base_sha: info.base_sha,
-        head_sha: info.head_sha,
-        base_ref: info.base_ref,
-        head_ref: info.head_ref,
-        is_fork: info.is_fork,
-        strategy: None,
-        title: info.title,
-        body: info.body,
-    })
-}
-
-fn issue_comment_event(payload: &Value) -> Result<Trigger, String> {
-    let action = text(payload, &["action"]).unwrap_or_default();
-    if action != "created" {
-        return Err(format!(
-            "issue_comment action `{action}` does not trigger a review"
-        ));
-    }
-    let issue = payload.get("issue").ok_or("the event has no `issue`")?;
-    if issue.get("pull_request").is_none_or(Value::is_null) {
-        return Err("comment on an issue, not on a pull request".into());
-    }
-    if text(payload, &["comment", "user", "type"]) == Some("Bot") {
-        return Err("comment written by a bot".into());
-    }
-    let body = text(payload, &["comment", "body"]).unwrap_or_default();
-    let parsed = parse_command(body);
-    if matches!(parsed, Ok(None)) {
-        return Err("comment does not start with `/redline`".into());
-    }
-    let (owner, repo) = repository(payload)?;
-    let pr_number = issue
-        .get("number")
-        .and_then(Value::as_u64)
-        .ok_or("the event's issue has no number")?;
-    let requested_by = text(payload, &["comment", "user", "login"])
-        .ok_or("the comment has no author")?
-        .to_string();
-    let strategy = match parsed {
-        Ok(Some(Command::Review { strategy })) => strategy,
-        Ok(Some(Command::Ignore)) => {
-            return Err("`/redline ignore` applies in a review thread".into());
-        }
-        Ok(None) => None,
-        Err(error) => {
-            return Ok(Trigger::Usage {
-                owner,
-                repo,
-                pr_number,
-                requested_by,
-                reply: error.reply(),
-            });
-        }
-    };
-    Ok(Trigger::NeedsPullRequest {
-        owner,
-        repo,
-        pr_number,
-        strategy,
-        requested_by,
-    })
-}
-
-/// A review comment: a review request, a comment to consider answering, or nothing. The
-/// Action knows no App slug, so mentions alone do not count.
-fn review_comment_event(payload: &Value) -> Result<Trigger, String> {
-    let event: ReviewCommentEvent = serde_json::from_value(payload.clone())
-        .map_err(|e| format!("unexpected pull_request_review_comment event: {e}"))?;
-    let comment = event.to_comment(None)?;
-    match &comment.ask {
-        Ask::Review { strategy } => Ok(Trigger::NeedsPullRequest {
-            owner: comment.owner.clone(),
-            repo: comment.repo.clone(),
-            pr_number: comment.pr_number,
-            strategy: strategy.clone(),
-            requested_by: comment.author.clone(),
-        }),
-        _ => Ok(Trigger::Thread(Box::new(comment))),
-    }
-}
-
-fn repository(payload: &Value) -> Result<(String, String), String> {
-    let owner = text(payload, &["repository", "owner", "login"]);
-    let name = text(payload, &["repository", "name"]);
-    match (owner, name) {
-        (Some(owner), Some(name)) => Ok((owner.to_string(), name.to_string())),
-        _ => Err("the event has no repository owner and name".into()),
-    }
-}
-
 fn text<'v>(value: &'v Value, path: &[&str]) -> Option<&'v str> {
     path.iter().try_fold(value, |v, key| v.get(key))?.as_str()
 }
@@ -312,7 +273,8 @@ mod tests {
 
     #[test]
     fn unknown_events_skip_with_a_reason() {
-        let trigger = parse_action_event("push", &Value::Null, &TriggerOptions::default());
+        let push = serde_json::json!({"ref": "refs/heads/main"});
+        let trigger = parse_action_event("push", &push, &TriggerOptions::default());
         assert!(matches!(trigger, Trigger::Skip { reason } if reason.contains("push")));
     }
 

@@ -1,5 +1,6 @@
 //! GitHub integration: an authenticated REST client (token or GitHub App),
-//! publishing a review on a pull request, and reading Actions events.
+//! publishing a review on a pull request, and classifying webhook and Actions events
+//! ([`event`], one set of rules for the App and the Action).
 //!
 //! Both the GitHub Action step and the GitHub App server publish through
 //! [`publish_review`] (GitHub's side of [`crate::forge`]); see [`publish`] for what it
@@ -13,6 +14,7 @@ pub mod client;
 pub mod command;
 pub mod dismissed;
 pub mod error;
+pub(crate) mod event;
 pub mod fingerprint;
 mod intent;
 pub mod notice;
@@ -29,7 +31,6 @@ pub use auth::AppAuth;
 pub use client::GitHubClient;
 pub(crate) use client::{api_url_from_env, path_segment};
 pub use command::{Command, USAGE};
-pub(crate) use command::{REVIEW_ACTIONS, parse_command};
 pub use error::GitHubError;
 pub use fingerprint::{fingerprint, marker, parse_markers};
 pub use intent::{PullText, pull_intent};

@@ -2,7 +2,6 @@
 //! fields (not a JSON tree): its commits, branches, fork status and clone URL.
 
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 
 use super::client::{GitHubClient, path_segment};
 use super::error::GitHubError;
@@ -32,17 +31,25 @@ pub struct PullInfo {
     pub body: String,
 }
 
-/// The fields read from GitHub's pull request object.
+/// The fields read from GitHub's pull request object (a REST answer or an event's
+/// `pull_request`).
 #[derive(Deserialize)]
-struct ApiPull {
+pub(crate) struct ApiPull {
     #[serde(default)]
     draft: Option<bool>,
+    #[serde(default)]
+    user: Option<ApiUser>,
     #[serde(default)]
     title: Option<String>,
     #[serde(default)]
     body: Option<String>,
     base: ApiRef,
     head: ApiRef,
+}
+
+#[derive(Deserialize)]
+struct ApiUser {
+    login: String,
 }
 
 #[derive(Deserialize)]
@@ -81,10 +88,10 @@ impl From<ApiPull> for PullInfo {
     }
 }
 
-impl PullInfo {
-    /// Reads an event payload's `pull_request` object; `None` without its base or head.
-    pub(crate) fn from_payload(pr: &Value) -> Option<PullInfo> {
-        ApiPull::deserialize(pr).ok().map(PullInfo::from)
+impl ApiPull {
+    /// The login of who opened the pull request, when given.
+    pub(crate) fn author(&self) -> Option<&str> {
+        self.user.as_ref().map(|user| user.login.as_str())
     }
 }
 
@@ -113,6 +120,14 @@ pub async fn fetch_pull(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::Value;
+
+    impl PullInfo {
+        /// Reads an event payload's `pull_request` object; `None` without its base or head.
+        fn from_payload(pr: &Value) -> Option<PullInfo> {
+            ApiPull::deserialize(pr).ok().map(PullInfo::from)
+        }
+    }
 
     #[test]
     fn forks_and_clone_urls_are_read() {

@@ -14,6 +14,8 @@ use super::client::{GitHubClient, path_segment};
 use super::command::{Command, parse_command};
 use super::error::GitHubError;
 use super::fingerprint::{concern_of_comment, neutralise_markers, parse_markers};
+pub use crate::forge::Ask;
+use crate::forge::{ChangeRef, CommentRef, ForgeIds, IgnoreReason, ThreadNote};
 
 /// The prefix of the marker an answer carries: `<!-- redline:answer=ID -->`.
 const ANSWER_PREFIX: &str = "<!-- redline:answer=";
@@ -91,24 +93,6 @@ pub(crate) struct EventInstallation {
     pub id: u64,
 }
 
-/// What a review comment asks of Redline, from the event alone.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub enum Ask {
-    /// `/redline review ...` in a thread: a review (the commenter needs write access).
-    Review {
-        /// `--strategy NAME`.
-        strategy: Option<String>,
-    },
-    /// `/redline ignore`: dismiss the thread's finding (and say so).
-    Ignore,
-    /// A malformed `/redline` command: answer with this usage text.
-    Usage(String),
-    /// The comment mentions Redline or starts a conversation with it: answer it.
-    Answer,
-    /// A reply in some thread: answered only if the thread is Redline's.
-    ReplyInThread,
-}
-
 /// A comment Redline may answer, normalised from the event.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct ThreadComment {
@@ -143,45 +127,74 @@ pub struct ThreadComment {
 impl ReviewCommentEvent {
     /// What the event asks of Redline, or why it asks nothing. `mention` is `@slug` of the
     /// App, when known.
-    pub(crate) fn to_comment(&self, mention: Option<&str>) -> Result<ThreadComment, String> {
+    pub(crate) fn to_note(&self, mention: Option<&str>) -> Result<ThreadNote, IgnoreReason> {
         if self.action != "created" {
-            return Err(format!(
-                "review comment action {:?} not handled",
-                self.action
-            ));
+            return Err(IgnoreReason::ActionNotHandled {
+                event: "pull_request_review_comment".into(),
+                action: self.action.clone(),
+            });
         }
         let user = &self.comment.user;
         if user.kind.as_deref() == Some("Bot") || user.login.ends_with("[bot]") {
-            return Err("review comment by a bot".into());
+            return Err(IgnoreReason::ByBot);
         }
         let body = self.comment.body.clone().unwrap_or_default();
         // Redline's answers carry this marker (quoted text cannot forge it): under an
         // identity that is not a bot (the Action with a personal token), its own answer
         // would otherwise come back as a reply, or as a command the model was led to write.
         if is_answer(&body) {
-            return Err("Redline's own answer".into());
+            return Err(IgnoreReason::OwnAnswer);
         }
         let ask = ask_of(&body, self.comment.in_reply_to_id.is_some(), mention)
-            .ok_or("review comment that asks nothing of Redline")?;
-        let (owner, repo) = self
-            .repository
-            .full_name
-            .split_once('/')
-            .ok_or("repository name without an owner")?;
-        Ok(ThreadComment {
-            owner: owner.to_string(),
-            repo: repo.to_string(),
-            pr_number: self.pull_request.number,
-            comment_id: self.comment.id,
-            root_id: self.comment.in_reply_to_id.unwrap_or(self.comment.id),
-            author: user.login.clone(),
+            .ok_or(IgnoreReason::AsksNothing)?;
+        let change = ChangeRef {
+            repository: self.repository.full_name.clone(),
+            number: self.pull_request.number,
+            ids: ForgeIds {
+                installation: self.installation.map(|i| i.id),
+                project: None,
+            },
+        };
+        if change.owner_and_name().is_none() {
+            return Err(IgnoreReason::RepositoryWithoutOwner);
+        }
+        let root_id = self.comment.in_reply_to_id.unwrap_or(self.comment.id);
+        Ok(ThreadNote {
+            change,
+            comment: CommentRef {
+                id: self.comment.id,
+                author: user.login.clone(),
+                role: self.comment.author_association.clone().unwrap_or_default(),
+            },
+            thread: root_id.to_string(),
             body,
             path: self.comment.path.clone().unwrap_or_default(),
             diff_hunk: self.comment.diff_hunk.clone().unwrap_or_default(),
-            installation_id: self.installation.map(|i| i.id),
-            author_association: self.comment.author_association.clone().unwrap_or_default(),
-            pr_author: self.pull_request.user.as_ref().map(|u| u.login.clone()),
+            change_author: self.pull_request.user.as_ref().map(|u| u.login.clone()),
             ask,
+        })
+    }
+}
+
+impl ThreadComment {
+    /// The GitHub review comment a forge-neutral note names; `None` when it cannot be
+    /// one (a repository without an owner, a thread id that is not a comment id).
+    pub(crate) fn from_note(note: ThreadNote) -> Option<ThreadComment> {
+        let (owner, repo) = note.change.owner_and_name()?;
+        Some(ThreadComment {
+            owner: owner.to_string(),
+            repo: repo.to_string(),
+            pr_number: note.change.number,
+            comment_id: note.comment.id,
+            root_id: note.thread.parse().ok()?,
+            author: note.comment.author,
+            body: note.body,
+            path: note.path,
+            diff_hunk: note.diff_hunk,
+            installation_id: note.change.ids.installation,
+            author_association: note.comment.role,
+            pr_author: note.change_author,
+            ask: note.ask,
         })
     }
 }
@@ -433,7 +446,7 @@ mod tests {
     fn what_a_comment_asks() {
         let ask = |body: &str, reply: Option<u64>| {
             event(body, reply, "User", "created")
-                .to_comment(Some("@redline"))
+                .to_note(Some("@redline"))
                 .map(|c| c.ask)
         };
         assert_eq!(ask("/redline ignore", Some(1)), Ok(Ask::Ignore));
@@ -457,18 +470,18 @@ mod tests {
     fn bots_edits_and_deletions_ask_nothing() {
         assert!(
             event("/redline ignore", Some(1), "Bot", "created")
-                .to_comment(None)
+                .to_note(None)
                 .is_err()
         );
         let own = answer_body("/redline ignore\nas asked", 5);
         assert_eq!(
-            event(&own, Some(1), "User", "created").to_comment(Some("@redline")),
-            Err("Redline's own answer".into())
+            event(&own, Some(1), "User", "created").to_note(Some("@redline")),
+            Err(IgnoreReason::OwnAnswer)
         );
         for action in ["edited", "deleted"] {
             assert!(
                 event("/redline ignore", Some(1), "User", action)
-                    .to_comment(None)
+                    .to_note(None)
                     .is_err()
             );
         }

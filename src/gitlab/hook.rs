@@ -1,17 +1,23 @@
-//! What a GitLab webhook delivery asks of Redline: a `Merge Request Hook` that opens,
-//! reopens or pushes to a merge request (a review), a `Note Hook` on a merge request (a
-//! `/redline` command or a conversation in a discussion), or nothing, with the reason.
+//! What a GitLab webhook delivery asks of Redline, as a forge-neutral [`ForgeEvent`]: a
+//! `Merge Request Hook` that opens, reopens or pushes to a merge request (a review), a
+//! `Note Hook` on a merge request (a `/redline review` command, or a note in a discussion
+//! that may get an answer), or nothing, with the reason.
 //!
 //! Invariants: only the fields read here are parsed (serde skips the rest unbuilt); an
 //! `update` is a review only when it brought new commits (`oldrev` present) or took the
 //! merge request out of draft, so title, label and assignee edits cost nothing; drafts are
 //! skipped unless the server reviews drafts (the GitHub rule); notes by the token's own
 //! user, system notes and notes carrying Redline's answer marker never ask anything, so
-//! Redline never answers itself. Payload text (titles, notes) is data, never executed.
+//! Redline never answers itself. A note's thread is its discussion's id (every GitLab note
+//! has one). Payload text (titles, notes) is data, never executed.
 
 use serde::Deserialize;
 
-use crate::github::thread::{Ask, ThreadComment, ask_of, is_answer};
+use crate::forge::{
+    Ask, ChangeRef, CommandRequest, CommentRef, ForgeEvent, ForgeIds, IgnoreReason, ReviewRequest,
+    Revision, ThreadNote,
+};
+use crate::github::thread::{ask_of, is_answer};
 
 /// `X-Gitlab-Event` of a merge request event.
 pub(crate) const MERGE_REQUEST_HOOK: &str = "Merge Request Hook";
@@ -20,65 +26,6 @@ pub(crate) const NOTE_HOOK: &str = "Note Hook";
 
 /// `object_attributes.action` values that start a review (with `update`'s own rule).
 const REVIEW_ACTIONS: [&str; 3] = ["open", "reopen", "update"];
-
-/// A merge request to review, from a `Merge Request Hook`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct ReviewRequest {
-    /// The project's full path (`group/sub/project`).
-    pub(crate) project: String,
-    /// The merge request's iid.
-    pub(crate) iid: u64,
-    /// The head commit the event names.
-    pub(crate) head_sha: Option<String>,
-    /// The action (`open`, `reopen`, `update`).
-    pub(crate) action: String,
-    /// Who caused the event.
-    pub(crate) sender: Option<String>,
-    /// Target and source branches.
-    pub(crate) target_branch: String,
-    pub(crate) source_branch: String,
-}
-
-/// A note on a merge request that asks something of Redline.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct MergeRequestNote {
-    /// The note, normalised as a thread comment (`owner` is the project's namespace,
-    /// `repo` its path; `root_id` is the note itself until the discussion is read).
-    pub(crate) comment: ThreadComment,
-    /// The discussion the note is in (every note has one).
-    pub(crate) discussion_id: String,
-}
-
-impl MergeRequestNote {
-    /// The project's full path.
-    pub(crate) fn project(&self) -> String {
-        format!("{}/{}", self.comment.owner, self.comment.repo)
-    }
-}
-
-/// What a delivery asks for.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum HookRequest {
-    /// Review the merge request (a `/redline review` note sets `requested_by`).
-    Review(ReviewRequest),
-    /// `/redline review` in a note: a review the commenter must be allowed to ask for.
-    Requested {
-        /// The project's full path.
-        project: String,
-        /// The merge request's iid.
-        iid: u64,
-        /// The strategy asked for.
-        strategy: Option<String>,
-        /// The commenter's username.
-        commenter: String,
-        /// The note's id.
-        note_id: u64,
-    },
-    /// A note to answer (or a command to run) in its discussion.
-    Note(MergeRequestNote),
-    /// Nothing to do, for this reason.
-    Ignore(String),
-}
 
 /// Why a body was refused.
 #[derive(Debug, thiserror::Error)]
@@ -106,7 +53,7 @@ pub(crate) fn classify(
     event: &str,
     body: &[u8],
     config: &HookConfig,
-) -> Result<(Option<String>, HookRequest), HookError> {
+) -> Result<(Option<String>, ForgeEvent), HookError> {
     if body.trim_ascii_start().first() != Some(&b'{') {
         // Still a JSON error when it is not JSON at all.
         serde_json::from_slice::<serde::de::IgnoredAny>(body)?;
@@ -125,13 +72,14 @@ pub(crate) fn classify(
         }
         _ => {
             serde_json::from_slice::<serde::de::IgnoredAny>(body)?;
-            Ok((None, ignore("event not handled")))
+            let event = event.to_string();
+            Ok((None, ignore(IgnoreReason::EventNotHandled { event })))
         }
     }
 }
 
-fn ignore(reason: impl Into<String>) -> HookRequest {
-    HookRequest::Ignore(reason.into())
+fn ignore(reason: IgnoreReason) -> ForgeEvent {
+    ForgeEvent::Ignore(reason)
 }
 
 #[derive(Deserialize)]
@@ -143,7 +91,23 @@ struct User {
 
 #[derive(Deserialize)]
 struct Project {
+    #[serde(default)]
+    id: Option<u64>,
     path_with_namespace: String,
+}
+
+impl Project {
+    /// The change `number` of this project.
+    fn change(&self, number: u64) -> ChangeRef {
+        ChangeRef {
+            repository: self.path_with_namespace.clone(),
+            number,
+            ids: ForgeIds {
+                installation: None,
+                project: self.id,
+            },
+        }
+    }
 }
 
 #[derive(Deserialize)]
@@ -168,9 +132,17 @@ struct MergeRequestAttributes {
     target_branch: String,
     #[serde(default)]
     source_branch: String,
+    #[serde(default)]
+    source_project_id: Option<u64>,
+    #[serde(default)]
+    target_project_id: Option<u64>,
+    #[serde(default)]
+    title: Option<String>,
+    #[serde(default)]
+    description: Option<String>,
 }
 
-#[derive(Deserialize, Default)]
+#[derive(Deserialize)]
 struct Change<T> {
     #[serde(default)]
     previous: Option<T>,
@@ -178,7 +150,7 @@ struct Change<T> {
     current: Option<T>,
 }
 
-#[derive(Deserialize, Default)]
+#[derive(Deserialize)]
 struct Changes {
     #[serde(default)]
     draft: Option<Change<bool>>,
@@ -194,32 +166,47 @@ struct MergeRequestHook {
 }
 
 /// What a `Merge Request Hook` asks for.
-fn merge_request(hook: MergeRequestHook, config: &HookConfig) -> HookRequest {
+fn merge_request(hook: MergeRequestHook, config: &HookConfig) -> ForgeEvent {
     let attributes = hook.object_attributes;
     let action = attributes.action.unwrap_or_default();
     if !REVIEW_ACTIONS.contains(&action.as_str()) {
-        return ignore(format!("merge request action {action:?} not handled"));
+        return ignore(IgnoreReason::ActionNotHandled {
+            event: MERGE_REQUEST_HOOK.into(),
+            action,
+        });
     }
-    let draft_change = hook.changes.and_then(|c| c.draft);
-    let left_draft = draft_change
-        .as_ref()
+    let left_draft = hook
+        .changes
+        .and_then(|c| c.draft)
         .is_some_and(|c| c.previous == Some(true) && c.current == Some(false));
     if action == "update" && attributes.oldrev.is_none() && !left_draft {
-        return ignore("merge request update without new commits");
+        return ignore(IgnoreReason::NoNewCommits);
     }
     let draft = attributes.draft.or(attributes.work_in_progress) == Some(true);
     if draft && !config.review_drafts {
-        return ignore("draft merge request");
+        return ignore(IgnoreReason::Draft);
     }
-    HookRequest::Review(ReviewRequest {
-        project: hook.project.path_with_namespace,
-        iid: attributes.iid,
-        head_sha: attributes.last_commit.map(|c| c.id),
+    let is_fork = attributes.source_project_id.is_some()
+        && attributes.source_project_id != attributes.target_project_id;
+    ForgeEvent::Review(Box::new(ReviewRequest {
+        change: hook.project.change(attributes.iid),
         action,
         sender: hook.user.map(|u| u.username),
-        target_branch: attributes.target_branch,
-        source_branch: attributes.source_branch,
-    })
+        author: None,
+        // The hook names no target commit: the worker reads the merge request's diff refs.
+        base: Revision {
+            sha: String::new(),
+            branch: attributes.target_branch,
+        },
+        head: Revision {
+            sha: attributes.last_commit.map(|c| c.id).unwrap_or_default(),
+            branch: attributes.source_branch,
+        },
+        is_fork,
+        title: attributes.title.unwrap_or_default(),
+        description: attributes.description.unwrap_or_default(),
+        strategy: None,
+    }))
 }
 
 #[derive(Deserialize)]
@@ -264,73 +251,67 @@ struct NoteHook {
 }
 
 /// What a `Note Hook` asks for.
-fn note(hook: NoteHook, config: &HookConfig) -> HookRequest {
+fn note(hook: NoteHook, config: &HookConfig) -> ForgeEvent {
     let attributes = hook.object_attributes;
-    if let Some(action) = attributes.action.as_deref().filter(|a| *a != "create") {
-        return ignore(format!("note action {action:?} not handled"));
+    if let Some(action) = attributes.action.clone().filter(|a| a != "create") {
+        let event = NOTE_HOOK.into();
+        return ignore(IgnoreReason::ActionNotHandled { event, action });
     }
-    if attributes.noteable_type.as_deref() != Some("MergeRequest") {
-        return ignore("note on something else than a merge request");
-    }
-    let Some(merge_request) = hook.merge_request else {
-        return ignore("note without its merge request");
+    let merge_request = match hook.merge_request {
+        Some(mr) if attributes.noteable_type.as_deref() == Some("MergeRequest") => mr,
+        _ => return ignore(IgnoreReason::NotOnChange),
     };
     if attributes.system {
-        return ignore("system note");
+        return ignore(IgnoreReason::SystemNote);
     }
     let own = config.own_username.as_deref();
     if own == Some(hook.user.username.as_str()) {
-        return ignore("Redline's own note");
+        return ignore(IgnoreReason::ByBot);
     }
     let body = attributes.note.unwrap_or_default();
     if is_answer(&body) {
-        return ignore("Redline's own answer");
+        return ignore(IgnoreReason::OwnAnswer);
     }
     let mention = own.map(|name| format!("@{name}"));
     // A note of type DiffNote or DiscussionNote is in a discussion (a reply, or the
-    // first note of one); an individual note (no type) starts nothing to reply in.
+    // first note of one); an individual note (no type) is no reply to anything.
     let in_discussion = attributes.kind.is_some();
     let Some(ask) = ask_of(&body, in_discussion, mention.as_deref()) else {
-        return ignore("note that asks nothing of Redline");
+        return ignore(IgnoreReason::AsksNothing);
     };
-    let Some((owner, repo)) = hook.project.path_with_namespace.rsplit_once('/') else {
-        return ignore("project path without a namespace");
+    let change = hook.project.change(merge_request.iid);
+    if change.owner_and_name().is_none() {
+        return ignore(IgnoreReason::RepositoryWithoutOwner);
+    }
+    let is_author = hook.user.id.is_some() && hook.user.id == merge_request.author_id;
+    let comment = CommentRef {
+        id: attributes.id,
+        author: hook.user.username,
+        role: String::new(),
     };
     if let Ask::Review { strategy } = ask {
-        return HookRequest::Requested {
-            project: hook.project.path_with_namespace.clone(),
-            iid: merge_request.iid,
+        return ForgeEvent::Command(CommandRequest {
+            change,
+            comment,
             strategy,
-            commenter: hook.user.username,
-            note_id: attributes.id,
-        };
+        });
     }
-    let Some(discussion_id) = attributes.discussion_id else {
-        return ignore("note without a discussion");
+    let Some(thread) = attributes.discussion_id else {
+        return ignore(IgnoreReason::AsksNothing);
     };
-    let is_author = hook.user.id.is_some() && hook.user.id == merge_request.author_id;
-    let comment = ThreadComment {
-        owner: owner.to_string(),
-        repo: repo.to_string(),
-        pr_number: merge_request.iid,
-        comment_id: attributes.id,
-        root_id: attributes.id,
-        author: hook.user.username.clone(),
+    ForgeEvent::Thread(Box::new(ThreadNote {
+        change,
+        change_author: is_author.then(|| comment.author.clone()),
+        comment,
+        thread,
         body,
         path: attributes
             .position
             .and_then(|p| p.new_path)
             .unwrap_or_default(),
         diff_hunk: String::new(),
-        installation_id: None,
-        author_association: String::new(),
-        pr_author: is_author.then(|| hook.user.username.clone()),
         ask,
-    };
-    HookRequest::Note(MergeRequestNote {
-        comment,
-        discussion_id,
-    })
+    }))
 }
 
 #[cfg(test)]
@@ -353,7 +334,7 @@ mod tests {
         }
     }
 
-    fn classify_value(event: &str, value: &Value) -> HookRequest {
+    fn classify_value(event: &str, value: &Value) -> ForgeEvent {
         classify(event, value.to_string().as_bytes(), &config())
             .unwrap()
             .1
@@ -362,44 +343,43 @@ mod tests {
     #[test]
     fn open_and_updates_with_new_commits_are_reviewed() {
         let opened = classify_value(MERGE_REQUEST_HOOK, &fixture("merge_request.open"));
-        let HookRequest::Review(review) = opened else {
+        let ForgeEvent::Review(review) = opened else {
             panic!("{opened:?}");
         };
+        let change = &review.change;
         assert_eq!(
-            (review.project.as_str(), review.iid),
+            (change.repository.as_str(), change.number),
             ("numbers/calculator", 7)
         );
-        assert_eq!(
-            review.head_sha.as_deref(),
-            Some("1b2c3d4e5f60718293a4b5c6d7e8f90a1b2c3d4e")
-        );
+        assert_eq!(change.ids.project, Some(42));
+        assert_eq!(review.head.sha, "1b2c3d4e5f60718293a4b5c6d7e8f90a1b2c3d4e");
+        assert_eq!(review.base.branch, "main");
+        assert!(!review.is_fork);
         let pushed = classify_value(
             MERGE_REQUEST_HOOK,
             &fixture("merge_request.update-new-commits"),
         );
         assert!(
-            matches!(&pushed, HookRequest::Review(r) if r.head_sha.as_deref() == Some("2c3d4e5f60718293a4b5c6d7e8f90a1b2c3d4e5f")),
+            matches!(&pushed, ForgeEvent::Review(r) if r.head.sha == "2c3d4e5f60718293a4b5c6d7e8f90a1b2c3d4e5f"),
             "{pushed:?}"
         );
         let mut reopened = fixture("merge_request.open");
         reopened["object_attributes"]["action"] = json!("reopen");
         assert!(matches!(
             classify_value(MERGE_REQUEST_HOOK, &reopened),
-            HookRequest::Review(_)
+            ForgeEvent::Review(_)
         ));
     }
 
     #[test]
     fn edits_closes_and_drafts_are_ignored_with_a_reason() {
+        let closed = IgnoreReason::ActionNotHandled {
+            event: MERGE_REQUEST_HOOK.into(),
+            action: "close".into(),
+        };
         for (name, reason) in [
-            (
-                "merge_request.update-title",
-                "merge request update without new commits",
-            ),
-            (
-                "merge_request.close",
-                "merge request action \"close\" not handled",
-            ),
+            ("merge_request.update-title", IgnoreReason::NoNewCommits),
+            ("merge_request.close", closed),
         ] {
             assert_eq!(
                 classify_value(MERGE_REQUEST_HOOK, &fixture(name)),
@@ -410,71 +390,68 @@ mod tests {
         draft["object_attributes"]["draft"] = json!(true);
         assert_eq!(
             classify_value(MERGE_REQUEST_HOOK, &draft),
-            ignore("draft merge request")
+            ignore(IgnoreReason::Draft)
         );
         let mut ready = fixture("merge_request.update-title");
         ready["changes"] = json!({"draft": {"previous": true, "current": false}});
         assert!(matches!(
             classify_value(MERGE_REQUEST_HOOK, &ready),
-            HookRequest::Review(_)
+            ForgeEvent::Review(_)
         ));
     }
 
     #[test]
     fn a_reply_on_a_merge_request_is_a_note_to_answer_in_its_discussion() {
         let request = classify_value(NOTE_HOOK, &fixture("note.merge_request"));
-        let HookRequest::Note(note) = request else {
+        let ForgeEvent::Thread(note) = request else {
             panic!("{request:?}");
         };
-        assert_eq!(
-            note.discussion_id,
-            "6a9c1b0e3f2d4c5b6a7980f1e2d3c4b5a6978f0e"
-        );
-        assert_eq!(note.project(), "numbers/calculator");
-        assert_eq!((note.comment.pr_number, note.comment.comment_id), (7, 1402));
-        assert_eq!(note.comment.path, "src/calc.rs");
-        assert_eq!(note.comment.ask, Ask::ReplyInThread);
-        assert_eq!(note.comment.pr_author, None, "grace did not open !7");
+        assert_eq!(note.thread, "6a9c1b0e3f2d4c5b6a7980f1e2d3c4b5a6978f0e");
+        assert_eq!(note.change.repository, "numbers/calculator");
+        assert_eq!((note.change.number, note.comment.id), (7, 1402));
+        assert_eq!(note.comment.author, "grace");
+        assert_eq!(note.path, "src/calc.rs");
+        assert_eq!(note.ask, Ask::ReplyInThread);
+        assert_eq!(note.change_author, None, "grace did not open !7");
     }
 
     #[test]
     fn commands_in_notes_and_what_is_ignored() {
         let mut review = fixture("note.merge_request");
         review["object_attributes"]["note"] = json!("/redline review --strategy plan");
+        let ForgeEvent::Command(command) = classify_value(NOTE_HOOK, &review) else {
+            panic!("not a command");
+        };
+        assert_eq!(command.strategy.as_deref(), Some("plan"));
         assert_eq!(
-            classify_value(NOTE_HOOK, &review),
-            HookRequest::Requested {
-                project: "numbers/calculator".into(),
-                iid: 7,
-                strategy: Some("plan".into()),
-                commenter: "grace".into(),
-                note_id: 1402,
-            }
+            (command.comment.id, command.comment.author.as_str()),
+            (1402, "grace")
         );
+        assert_eq!(command.change.number, 7);
         assert_eq!(
             classify_value(NOTE_HOOK, &fixture("note.commit")),
-            ignore("note on something else than a merge request")
+            ignore(IgnoreReason::NotOnChange)
         );
         let mut own = fixture("note.merge_request");
         own["user"]["username"] = json!("redline-bot");
-        assert_eq!(
-            classify_value(NOTE_HOOK, &own),
-            ignore("Redline's own note")
-        );
+        assert_eq!(classify_value(NOTE_HOOK, &own), ignore(IgnoreReason::ByBot));
         let mut individual = fixture("note.merge_request");
         individual["object_attributes"]["type"] = Value::Null;
         assert_eq!(
             classify_value(NOTE_HOOK, &individual),
-            ignore("note that asks nothing of Redline")
+            ignore(IgnoreReason::AsksNothing)
         );
         individual["object_attributes"]["note"] = json!("@redline-bot is this safe?");
         assert!(matches!(
             classify_value(NOTE_HOOK, &individual),
-            HookRequest::Note(n) if n.comment.ask == Ask::Answer
+            ForgeEvent::Thread(n) if n.ask == Ask::Answer
         ));
         let mut system = fixture("note.merge_request");
         system["object_attributes"]["system"] = json!(true);
-        assert_eq!(classify_value(NOTE_HOOK, &system), ignore("system note"));
+        assert_eq!(
+            classify_value(NOTE_HOOK, &system),
+            ignore(IgnoreReason::SystemNote)
+        );
     }
 
     #[test]
@@ -486,6 +463,7 @@ mod tests {
         assert!(classify(MERGE_REQUEST_HOOK, b"{not json", &config()).is_err());
         assert!(classify(MERGE_REQUEST_HOOK, b"{\"object_kind\":1}", &config()).is_err());
         let (_, push) = classify("Push Hook", b"{\"object_kind\":\"push\"}", &config()).unwrap();
-        assert_eq!(push, ignore("event not handled"));
+        let event = "Push Hook".to_string();
+        assert_eq!(push, ignore(IgnoreReason::EventNotHandled { event }));
     }
 }

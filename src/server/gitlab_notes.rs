@@ -19,11 +19,10 @@ use super::GitLabNoteHook;
 use super::gitlab_runner::{GitLabRunner, gitlab_key};
 use super::review_runner::{repository_settings, send};
 use super::thread_runner::MAX_WAITING;
-use crate::forge::Forge;
+use crate::forge::{Forge, ThreadNote};
 use crate::github::PublishError;
 use crate::github::thread::{Ask, Thread, ThreadComment, answer_body};
 use crate::gitlab::discussion::load_discussion;
-use crate::gitlab::hook::MergeRequestNote;
 use crate::gitlab::merge_request::fetch_merge_request;
 use crate::gitlab::{GitLabError, GitLabMergeRequest};
 use crate::queue::{JobError, Queue, QueueError};
@@ -59,12 +58,54 @@ pub(crate) enum NoteError {
     NoDiff,
 }
 
+/// A note in a discussion of a merge request.
+struct MergeRequestNote {
+    /// The note as a thread comment (`root_id`: the discussion's first note, once read).
+    comment: ThreadComment,
+    /// The discussion's id.
+    discussion_id: String,
+}
+
+impl MergeRequestNote {
+    /// The note `note` names; `None` for a project path without a namespace.
+    fn of(note: ThreadNote) -> Option<MergeRequestNote> {
+        let (owner, repo) = note.change.owner_and_name()?;
+        let comment = ThreadComment {
+            owner: owner.to_string(),
+            repo: repo.to_string(),
+            pr_number: note.change.number,
+            comment_id: note.comment.id,
+            root_id: note.comment.id,
+            author: note.comment.author,
+            body: note.body,
+            path: note.path,
+            diff_hunk: note.diff_hunk,
+            installation_id: None,
+            author_association: note.comment.role,
+            pr_author: note.change_author,
+            ask: note.ask,
+        };
+        Some(MergeRequestNote {
+            comment,
+            discussion_id: note.thread,
+        })
+    }
+
+    /// The project's full path.
+    fn project(&self) -> String {
+        format!("{}/{}", self.comment.owner, self.comment.repo)
+    }
+}
+
 /// The hook that answers notes with `runner`'s checkout, model and settings, recording
 /// claims and dismissals in `queue`.
 pub(crate) fn gitlab_note_hook(runner: Arc<GitLabRunner>, queue: Queue) -> GitLabNoteHook {
     let permits = Arc::new(Semaphore::new(CONCURRENT_ANSWERS));
     let waiting = Arc::new(AtomicUsize::new(0));
-    Arc::new(move |note: MergeRequestNote| {
+    Arc::new(move |note: ThreadNote| {
+        let Some(note) = MergeRequestNote::of(note) else {
+            return;
+        };
         if waiting.fetch_add(1, Ordering::SeqCst) >= MAX_WAITING {
             waiting.fetch_sub(1, Ordering::SeqCst);
             tracing::warn!(

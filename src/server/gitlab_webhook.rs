@@ -24,8 +24,8 @@ use super::AppState;
 use super::body::{AuthenticatedAlready, read_verified};
 use super::metrics::DeliveryOutcome;
 use super::webhook::{declared_length, header, refuse_body, reply};
-use crate::forge::ForgeKind;
-use crate::gitlab::hook::{HookConfig, HookRequest, MergeRequestNote, ReviewRequest, classify};
+use crate::forge::{CommandRequest, ForgeEvent, ForgeKind, ThreadNote};
+use crate::gitlab::hook::{HookConfig, classify};
 use crate::llm::Secret;
 use crate::queue::{Accepted, JobKind, NewDelivery, NewJob, QueueError, ReviewTrigger};
 
@@ -35,7 +35,7 @@ const TOKEN_HEADER: &str = "x-gitlab-token";
 
 /// Called with a note on a merge request that may get an answer in its discussion (the
 /// hook checks, answers and records; it must not block).
-pub(crate) type GitLabNoteHook = Arc<dyn Fn(MergeRequestNote) + Send + Sync>;
+pub(crate) type GitLabNoteHook = Arc<dyn Fn(ThreadNote) + Send + Sync>;
 
 /// The GitLab side of the server: its secret, how hooks are read, who answers notes.
 #[derive(Clone)]
@@ -65,9 +65,7 @@ impl GitLabHooks {
     /// Hands the id of every note that may get an answer to `hook`, instead of answering
     /// it (for embedding and tests: what the server would answer, without a forge).
     pub fn on_note_ids(&mut self, hook: impl Fn(u64) + Send + Sync + 'static) {
-        self.on_note = Some(Arc::new(move |note: MergeRequestNote| {
-            hook(note.comment.comment_id)
-        }));
+        self.on_note = Some(Arc::new(move |note: ThreadNote| hook(note.comment.id)));
     }
 }
 
@@ -190,55 +188,43 @@ async fn accept(
 }
 
 /// The job a request queues, if any.
-fn job_of(request: &HookRequest) -> Result<Option<NewJob>, serde_json::Error> {
-    let (project, iid, head_sha, kind, trigger) = match request {
-        HookRequest::Review(ReviewRequest {
-            project,
-            iid,
-            head_sha,
-            action,
-            sender,
-            target_branch,
-            source_branch,
-        }) => (
-            project,
-            *iid,
-            head_sha.clone(),
+fn job_of(request: &ForgeEvent) -> Result<Option<NewJob>, serde_json::Error> {
+    let (change, head_sha, kind, trigger) = match request {
+        ForgeEvent::Review(review) => (
+            &review.change,
+            Some(review.head.sha.clone()).filter(|sha| !sha.is_empty()),
             JobKind::Review { strategy: None },
             ReviewTrigger::PullRequest {
-                action: action.clone(),
-                sender: sender.clone(),
-                base_ref: target_branch.clone(),
-                head_ref: source_branch.clone(),
+                action: review.action.clone(),
+                sender: review.sender.clone(),
+                base_ref: review.base.branch.clone(),
+                head_ref: review.head.branch.clone(),
             },
         ),
-        HookRequest::Requested {
-            project,
-            iid,
+        ForgeEvent::Command(CommandRequest {
+            change,
+            comment,
             strategy,
-            commenter,
-            note_id,
-        } => (
-            project,
-            *iid,
+        }) => (
+            change,
             None,
             JobKind::Requested {
                 strategy: strategy.clone(),
             },
             ReviewTrigger::Command {
-                commenter: commenter.clone(),
+                commenter: comment.author.clone(),
                 // GitLab has no author association; the worker checks the role.
-                author_association: String::new(),
-                comment_id: *note_id,
+                author_association: comment.role.clone(),
+                comment_id: comment.id,
             },
         ),
-        HookRequest::Note(_) | HookRequest::Ignore(_) => return Ok(None),
+        _ => return Ok(None),
     };
     Ok(Some(NewJob {
         forge: ForgeKind::GitLab,
-        repo_full_name: project.clone(),
+        repo_full_name: change.repository.clone(),
         installation_id: None,
-        pr_number: iid,
+        pr_number: change.number,
         head_sha,
         kind,
         payload: serde_json::to_value(trigger)?,
@@ -251,7 +237,7 @@ fn answer(
     event: &str,
     delivery_id: &str,
     accepted: Accepted,
-    request: HookRequest,
+    request: ForgeEvent,
 ) -> Answer {
     match (accepted, request) {
         (Accepted::Duplicate, _) => (
@@ -275,11 +261,11 @@ fn answer(
                 json!({"status": "queued", "job_id": job_id.0}),
             )
         }
-        (Accepted::Recorded, HookRequest::Note(note)) => {
-            info!(project = %note.project(), mr = note.comment.pr_number,
-                note = note.comment.comment_id, "GitLab note for Redline");
+        (Accepted::Recorded, ForgeEvent::Thread(note)) => {
+            info!(project = %note.change.repository, mr = note.change.number,
+                note = note.comment.id, "GitLab note for Redline");
             if let Some(hook) = &gitlab.on_note {
-                hook(note);
+                hook(*note);
             }
             (
                 DeliveryOutcome::Acknowledged,
@@ -289,7 +275,7 @@ fn answer(
         }
         (Accepted::Recorded, request) => {
             let reason = match request {
-                HookRequest::Ignore(reason) => reason,
+                ForgeEvent::Ignore(reason) => reason.to_string(),
                 _ => "nothing to do".to_string(),
             };
             info!(

@@ -49,57 +49,6 @@ fn decide(event: &str, payload: &Value) -> Decision {
 }
 
 #[test]
-fn one_pass_and_two_pass_readings_of_pull_requests_agree() {
-    let config = ServerConfig::default();
-    let well_formed = [
-        pr_payload("opened", false),
-        pr_payload("synchronize", true),
-        pr_payload("ready_for_review", true),
-        pr_payload("closed", false),
-        json!({"action": "closed", "pull_request": null}),
-        json!({"number": 4}),
-    ];
-    let mut no_installation = pr_payload("opened", false);
-    no_installation["installation"] = Value::Null;
-    let mut no_head = pr_payload("reopened", false);
-    no_head["pull_request"]["head"] = Value::Null;
-    let mut odd_number = pr_payload("opened", false);
-    odd_number["number"] = json!("five");
-    let mut no_repository = pr_payload("opened", false);
-    no_repository
-        .as_object_mut()
-        .expect("object")
-        .remove("repository");
-    let odd_pr_of_ignored_action = json!({"action": "closed", "pull_request": "odd"});
-    let others = [
-        no_installation,
-        no_head,
-        odd_number,
-        no_repository,
-        odd_pr_of_ignored_action,
-        json!({"action": 5}),
-    ];
-    for (index, payload) in well_formed.iter().chain(&others).enumerate() {
-        let body = serde_json::to_vec(payload).expect("serialize");
-        let one = classify("pull_request", &body, &config);
-        let two = classify_in_two_passes("pull_request", &body, &config);
-        assert_eq!(format!("{one:?}"), format!("{two:?}"), "{payload}");
-        if index < well_formed.len() {
-            assert!(
-                pull_request_in_one_pass(&body, &config).is_some(),
-                "read in one pass: {payload}"
-            );
-        }
-    }
-    for body in [&b"[1]"[..], b"{\"action\": \"opened\"", b" 7"] {
-        let one = classify("pull_request", body, &config);
-        let two = classify_in_two_passes("pull_request", body, &config);
-        assert_eq!(format!("{one:?}"), format!("{two:?}"));
-        assert!(one.is_err());
-    }
-}
-
-#[test]
 fn review_actions_queue_a_job() {
     let Decision::Review(job) = decide("pull_request", &pr_payload("synchronize", false)) else {
         panic!("not queued");
