@@ -135,18 +135,10 @@ impl ReviewCommentEvent {
             });
         }
         let user = &self.comment.user;
-        if user.kind.as_deref() == Some("Bot") || user.login.ends_with("[bot]") {
-            return Err(IgnoreReason::ByBot);
-        }
+        let by_bot = user.kind.as_deref() == Some("Bot") || user.login.ends_with("[bot]");
         let body = self.comment.body.clone().unwrap_or_default();
-        // Redline's answers carry this marker (quoted text cannot forge it): under an
-        // identity that is not a bot (the Action with a personal token), its own answer
-        // would otherwise come back as a reply, or as a command the model was led to write.
-        if is_answer(&body) {
-            return Err(IgnoreReason::OwnAnswer);
-        }
-        let ask = ask_of(&body, self.comment.in_reply_to_id.is_some(), mention)
-            .ok_or(IgnoreReason::AsksNothing)?;
+        let is_reply = self.comment.in_reply_to_id.is_some();
+        let ask = thread_comment_ask(&body, by_bot, is_reply, mention)?;
         let change = ChangeRef {
             repository: self.repository.full_name.clone(),
             number: self.pull_request.number,
@@ -199,13 +191,29 @@ impl ThreadComment {
     }
 }
 
-/// Whether `body` carries Redline's answer marker (its own answer, whoever posted it).
-pub(crate) fn is_answer(body: &str) -> bool {
-    body.contains(ANSWER_PREFIX)
+/// What a comment in a review thread (discussion) asks of Redline, by the rules every
+/// forge shares: nothing from a bot or from Redline's own answer; else a command, a
+/// mention of `mention` (`@slug`, when known), or any reply (`is_reply`).
+pub(crate) fn thread_comment_ask(
+    body: &str,
+    by_bot: bool,
+    is_reply: bool,
+    mention: Option<&str>,
+) -> Result<Ask, IgnoreReason> {
+    if by_bot {
+        return Err(IgnoreReason::ByBot);
+    }
+    // Redline's answers carry this marker (quoted text cannot forge it): under an
+    // identity that is not a bot (the Action with a personal token), its own answer
+    // would otherwise come back as a reply, or as a command the model was led to write.
+    if body.contains(ANSWER_PREFIX) {
+        return Err(IgnoreReason::OwnAnswer);
+    }
+    ask_of(body, is_reply, mention).ok_or(IgnoreReason::AsksNothing)
 }
 
 /// What `body` asks: a command first, then a mention, then any reply.
-pub(crate) fn ask_of(body: &str, is_reply: bool, mention: Option<&str>) -> Option<Ask> {
+fn ask_of(body: &str, is_reply: bool, mention: Option<&str>) -> Option<Ask> {
     match parse_command(body) {
         Ok(Some(Command::Review { strategy })) => return Some(Ask::Review { strategy }),
         Ok(Some(Command::Ignore)) => return Some(Ask::Ignore),

@@ -17,7 +17,7 @@ use crate::forge::{
     Ask, ChangeRef, CommandRequest, CommentRef, ForgeEvent, ForgeIds, IgnoreReason, ReviewRequest,
     Revision, ThreadNote,
 };
-use crate::github::thread::{ask_of, is_answer};
+use crate::github::thread::thread_comment_ask;
 
 /// `X-Gitlab-Event` of a merge request event.
 pub(crate) const MERGE_REQUEST_HOOK: &str = "Merge Request Hook";
@@ -265,19 +265,16 @@ fn note(hook: NoteHook, config: &HookConfig) -> ForgeEvent {
         return ignore(IgnoreReason::SystemNote);
     }
     let own = config.own_username.as_deref();
-    if own == Some(hook.user.username.as_str()) {
-        return ignore(IgnoreReason::ByBot);
-    }
+    // Notes by the token's user are Redline's own, whatever they say.
+    let by_redline = own == Some(hook.user.username.as_str());
     let body = attributes.note.unwrap_or_default();
-    if is_answer(&body) {
-        return ignore(IgnoreReason::OwnAnswer);
-    }
     let mention = own.map(|name| format!("@{name}"));
     // A note of type DiffNote or DiscussionNote is in a discussion (a reply, or the
     // first note of one); an individual note (no type) is no reply to anything.
     let in_discussion = attributes.kind.is_some();
-    let Some(ask) = ask_of(&body, in_discussion, mention.as_deref()) else {
-        return ignore(IgnoreReason::AsksNothing);
+    let ask = match thread_comment_ask(&body, by_redline, in_discussion, mention.as_deref()) {
+        Ok(ask) => ask,
+        Err(reason) => return ignore(reason),
     };
     let change = hook.project.change(merge_request.iid);
     if change.owner_and_name().is_none() {

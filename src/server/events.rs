@@ -97,7 +97,7 @@ fn change_of(event: &ForgeEvent) -> Option<&ChangeRef> {
     }
 }
 
-/// What the App does for a classified delivery.
+/// What the App does for a classified GitHub delivery.
 fn decision_of(event: ForgeEvent) -> Result<Decision, serde_json::Error> {
     let Some(change) = change_of(&event) else {
         return Ok(account_decision(event));
@@ -106,8 +106,8 @@ fn decision_of(event: ForgeEvent) -> Result<Decision, serde_json::Error> {
         return Ok(ignore("no installation in the payload"));
     };
     Ok(match event {
-        ForgeEvent::Review(review) => review_job(*review, installation_id)?,
-        ForgeEvent::Command(command) => command_job(command, installation_id)?,
+        ForgeEvent::Review(review) => Decision::Review(review_job(*review, ForgeKind::GitHub)?),
+        ForgeEvent::Command(command) => Decision::Review(command_job(command, ForgeKind::GitHub)?),
         ForgeEvent::Usage(usage) => Decision::Reply(CommandReply {
             installation_id,
             repo_full_name: usage.change.repository,
@@ -141,48 +141,53 @@ fn account_decision(event: ForgeEvent) -> Decision {
     }
 }
 
-/// The job of a pull request event.
-fn review_job(review: ReviewRequest, installation_id: u64) -> Result<Decision, serde_json::Error> {
+/// The job that reviews `review` on `forge` (any forge: the installation is passed on as
+/// the event gives it).
+pub(crate) fn review_job(
+    review: ReviewRequest,
+    forge: ForgeKind,
+) -> Result<NewJob, serde_json::Error> {
     let trigger = ReviewTrigger::PullRequest {
         action: review.action,
         sender: review.sender,
         base_ref: review.base.branch,
         head_ref: review.head.branch,
     };
-    Ok(Decision::Review(NewJob {
-        forge: ForgeKind::GitHub,
+    Ok(NewJob {
+        forge,
         repo_full_name: review.change.repository,
-        installation_id: Some(installation_id),
+        installation_id: review.change.ids.installation,
         pr_number: review.change.number,
         head_sha: Some(review.head.sha),
         kind: JobKind::Review {
             strategy: review.strategy,
         },
         payload: serde_json::to_value(trigger)?,
-    }))
+    })
 }
 
-/// The job of a `/redline review` comment (the worker checks the commenter's access).
-fn command_job(
+/// The job of a `/redline review` comment on `forge` (the worker checks the commenter's
+/// access before it replaces or stops anything).
+pub(crate) fn command_job(
     command: CommandRequest,
-    installation_id: u64,
-) -> Result<Decision, serde_json::Error> {
+    forge: ForgeKind,
+) -> Result<NewJob, serde_json::Error> {
     let trigger = ReviewTrigger::Command {
         commenter: command.comment.author,
         author_association: command.comment.role,
         comment_id: command.comment.id,
     };
-    Ok(Decision::Review(NewJob {
-        forge: ForgeKind::GitHub,
+    Ok(NewJob {
+        forge,
         repo_full_name: command.change.repository,
-        installation_id: Some(installation_id),
+        installation_id: command.change.ids.installation,
         pr_number: command.change.number,
         head_sha: None,
         kind: JobKind::Requested {
             strategy: command.strategy,
         },
         payload: serde_json::to_value(trigger)?,
-    }))
+    })
 }
 
 #[cfg(test)]

@@ -22,12 +22,13 @@ use tracing::{error, info, warn};
 
 use super::AppState;
 use super::body::{AuthenticatedAlready, read_verified};
+use super::events::{command_job, review_job};
 use super::metrics::DeliveryOutcome;
 use super::webhook::{declared_length, header, refuse_body, reply};
-use crate::forge::{CommandRequest, ForgeEvent, ForgeKind, ThreadNote};
+use crate::forge::{ForgeEvent, ForgeKind, ThreadNote};
 use crate::gitlab::hook::{HookConfig, classify};
 use crate::llm::Secret;
-use crate::queue::{Accepted, JobKind, NewDelivery, NewJob, QueueError, ReviewTrigger};
+use crate::queue::{Accepted, NewDelivery, NewJob, QueueError};
 
 const EVENT_HEADER: &str = "x-gitlab-event";
 const DELIVERY_HEADER: &str = "x-gitlab-event-uuid";
@@ -187,48 +188,18 @@ async fn accept(
     Ok(answer(gitlab, event, delivery_id, accepted, request))
 }
 
-/// The job a request queues, if any.
+/// The job a request queues, if any: the same job a GitHub request gets, on GitLab.
 fn job_of(request: &ForgeEvent) -> Result<Option<NewJob>, serde_json::Error> {
-    let (change, head_sha, kind, trigger) = match request {
-        ForgeEvent::Review(review) => (
-            &review.change,
-            Some(review.head.sha.clone()).filter(|sha| !sha.is_empty()),
-            JobKind::Review { strategy: None },
-            ReviewTrigger::PullRequest {
-                action: review.action.clone(),
-                sender: review.sender.clone(),
-                base_ref: review.base.branch.clone(),
-                head_ref: review.head.branch.clone(),
-            },
-        ),
-        ForgeEvent::Command(CommandRequest {
-            change,
-            comment,
-            strategy,
-        }) => (
-            change,
-            None,
-            JobKind::Requested {
-                strategy: strategy.clone(),
-            },
-            ReviewTrigger::Command {
-                commenter: comment.author.clone(),
-                // GitLab has no author association; the worker checks the role.
-                author_association: comment.role.clone(),
-                comment_id: comment.id,
-            },
-        ),
-        _ => return Ok(None),
-    };
-    Ok(Some(NewJob {
-        forge: ForgeKind::GitLab,
-        repo_full_name: change.repository.clone(),
-        installation_id: None,
-        pr_number: change.number,
-        head_sha,
-        kind,
-        payload: serde_json::to_value(trigger)?,
-    }))
+    Ok(match request {
+        ForgeEvent::Review(review) => {
+            let mut job = review_job((**review).clone(), ForgeKind::GitLab)?;
+            // A hook without its last commit names no head; the worker reads it anyway.
+            job.head_sha = job.head_sha.filter(|sha| !sha.is_empty());
+            Some(job)
+        }
+        ForgeEvent::Command(command) => Some(command_job(command.clone(), ForgeKind::GitLab)?),
+        _ => None,
+    })
 }
 
 /// The answer to a stored delivery, by what the queue did with it and what it asked for.
