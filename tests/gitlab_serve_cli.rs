@@ -136,6 +136,7 @@ async fn merge_request(config: Option<&str>) -> (crate::common::git::TempRepo, G
     gl.set_diff(PROJECT, IID, lines);
     gl.add_member(PROJECT, "grace", 8, 30);
     gl.add_member(PROJECT, "guest", 9, 10);
+    gl.add_member(PROJECT, "rita", 10, 20);
     let mut open = gitlab_fixture("merge_request.open");
     open["object_attributes"]["last_commit"]["id"] = json!(head);
     (repo, gl, open)
@@ -298,4 +299,105 @@ async fn a_half_configured_gitlab_or_no_forge_at_all_is_named_at_start() {
         stderr.contains("GITHUB_APP_ID") && stderr.contains("GITLAB_TOKEN"),
         "{stderr}"
     );
+}
+
+#[tokio::test]
+async fn a_redline_review_note_runs_for_a_developer_only() {
+    let (_repo, gl, _open) = merge_request(None).await;
+    let model = model(false).await;
+    let server = GitLabServer::start(&gl, &model).await;
+    let command = |author: &str| {
+        let mut event = gitlab_fixture("note.merge_request");
+        event["object_attributes"]["note"] = json!("/redline review");
+        event["user"]["username"] = json!(author);
+        event
+    };
+    let (status, answer) = server
+        .deliver("Note Hook", "c-1", SECRET, &command("guest"))
+        .await;
+    assert!(
+        status == 202 && answer.contains("queued"),
+        "{status} {answer}"
+    );
+    server
+        .wait_for_log("review requested without the Developer role", 1)
+        .await;
+    assert!(gl.discussions(PROJECT, IID).is_empty());
+    assert_eq!(
+        model_calls(&model, false),
+        0,
+        "a Guest's request runs nothing"
+    );
+    let (status, answer) = server
+        .deliver("Note Hook", "c-2", SECRET, &command("grace"))
+        .await;
+    assert!(
+        status == 202 && answer.contains("queued"),
+        "{status} {answer}"
+    );
+    wait_until(|| !gl.notes(PROJECT, IID).is_empty(), 600, 100).await;
+    assert_eq!(
+        gl.diff_discussions(PROJECT, IID).len(),
+        2,
+        "{}",
+        server.log()
+    );
+    assert_eq!(model_calls(&model, false), 1);
+}
+
+#[tokio::test]
+async fn redline_ignore_dismisses_for_a_developer_and_not_for_a_reporter() {
+    let (_repo, gl, open) = merge_request(None).await;
+    let model = model(false).await;
+    let server = GitLabServer::start(&gl, &model).await;
+    server
+        .deliver("Merge Request Hook", "mr-1", SECRET, &open)
+        .await;
+    wait_until(|| !gl.notes(PROJECT, IID).is_empty(), 600, 100).await;
+    let discussion_id = gl
+        .diff_discussions(PROJECT, IID)
+        .into_iter()
+        .find(|d| {
+            d["notes"][0]["body"]
+                .as_str()
+                .is_some_and(|b| b.contains(FIRST))
+        })
+        .and_then(|d| d["id"].as_str().map(str::to_string))
+        .expect("Redline's discussion");
+    let replies = || {
+        gl.discussions(PROJECT, IID)
+            .into_iter()
+            .filter(|d| d["id"] == json!(discussion_id))
+            .flat_map(|d| d["notes"].as_array().cloned().unwrap_or_default())
+            .filter(|n| n["author"]["username"] == BOT)
+            .skip(1)
+            .filter_map(|n| n["body"].as_str().map(str::to_string))
+            .collect::<Vec<_>>()
+    };
+    for (n, author) in ["rita", "grace"].into_iter().enumerate() {
+        let id = gl.add_user_note(PROJECT, IID, &discussion_id, author, "/redline ignore");
+        let mut event = gitlab_fixture("note.merge_request");
+        event["object_attributes"]["id"] = json!(id);
+        event["object_attributes"]["note"] = json!("/redline ignore");
+        event["object_attributes"]["discussion_id"] = json!(discussion_id);
+        event["user"]["username"] = json!(author);
+        let (status, answer) = server
+            .deliver("Note Hook", &format!("i-{n}"), SECRET, &event)
+            .await;
+        assert_eq!(status, 202, "{answer}");
+        wait_until(|| replies().len() > n, 300, 50).await;
+    }
+    let replies = replies();
+    assert_eq!(replies.len(), 2, "{replies:?}\n{}", server.log());
+    assert!(
+        replies[0].contains("it stays"),
+        "a Reporter dismisses nothing: {}",
+        replies[0]
+    );
+    assert!(
+        replies[1].contains("will not raise this finding again"),
+        "a Developer dismisses: {}",
+        replies[1]
+    );
+    assert_eq!(model_calls(&model, true), 0, "fixed replies ask no model");
 }
