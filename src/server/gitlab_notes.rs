@@ -27,10 +27,16 @@ use crate::gitlab::merge_request::fetch_merge_request;
 use crate::gitlab::{GitLabError, GitLabMergeRequest};
 use crate::queue::{JobError, Queue, QueueError};
 use crate::review_flow::pull_intent;
-use crate::thread_flow::{self, Answered, DISMISSED_REPLY, Gate, NOT_DISMISSED_REPLY};
+use crate::thread_flow::{self, Answered, Gate};
 
 /// Answers computed at once.
 const CONCURRENT_ANSWERS: usize = 2;
+
+/// What `/redline ignore` is answered with (GitHub's words, in GitLab's terms).
+const DISMISSED_REPLY: &str =
+    "Understood: Redline will not raise this finding again on this merge request.";
+/// What `/redline ignore` is answered with when the commenter may not dismiss.
+const NOT_DISMISSED_REPLY: &str = "Only the merge request's author or someone with the Developer role or above can dismiss a finding; it stays.";
 
 /// Why a note got no answer it should have had.
 #[derive(Debug, thiserror::Error)]
