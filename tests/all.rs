@@ -18,6 +18,8 @@ mod events_cli;
 mod flow_local;
 mod github;
 mod gitlab_cli;
+mod gitlab_serve_cli;
+mod gitlab_webhook;
 mod guidelines_cli;
 mod init_cli;
 mod install_script;

@@ -305,3 +305,58 @@ async fn the_model_is_resolved_as_review_resolves_it_and_no_database_is_created(
     assert_eq!(output.status.code(), Some(0), "{stdout}");
     assert_eq!(model.requests()[0].body["model"], "repo-model");
 }
+
+#[tokio::test]
+async fn gitlab_settings_are_checked_with_the_mock_gitlab() {
+    const GITLAB_TOKEN: &str = "glpat-check-token-0123456789";
+    let model = ModelServer::start(Wire::OpenAi, vec![Reply::text("OK"), Reply::text("OK")]).await;
+    let gl = crate::common::gitlab_mock::GitLabMock::start(GITLAB_TOKEN).await;
+    let dir = tempfile::tempdir().expect("tmp");
+    let db = dir.path().join("queue.db");
+    let env = |token: &str, secret: Option<&str>| {
+        let mut env = vec![
+            ("GITLAB_API_URL", gl.api_url()),
+            ("GITLAB_TOKEN", token.to_string()),
+            ("REDLINE_DATABASE_URL", format!("sqlite://{}", db.display())),
+        ];
+        if let Some(secret) = secret {
+            env.push(("GITLAB_WEBHOOK_SECRET", secret.to_string()));
+        }
+        env
+    };
+    let run = check(&model, &env(GITLAB_TOKEN, Some(WEBHOOK_SECRET)), &["--app"]).await;
+    assert_eq!(run.code, 0, "{}\n{}", run.stdout, run.stderr);
+    let token = run.line("gitlab token");
+    assert!(
+        token.starts_with("ok ") && token.contains("`redline-bot`"),
+        "{token}"
+    );
+    assert!(run.line("gitlab webhook secret").starts_with("ok "));
+    assert!(
+        run.line("app key").starts_with("skip "),
+        "GitLab only: {}",
+        run.stdout
+    );
+    assert!(run.line("database").starts_with("ok "), "{}", run.stdout);
+    assert!(!run.stdout.contains(GITLAB_TOKEN), "{}", run.stdout);
+    assert!(
+        gl.requests()
+            .iter()
+            .any(|r| r.path == "/api/v4/user" && r.token.as_deref() == Some(GITLAB_TOKEN)),
+        "GET /user with the token"
+    );
+
+    let run = check(&model, &env("glpat-wrong-token-000000", None), &["--app"]).await;
+    assert_eq!(run.code, 2, "{}", run.stdout);
+    let token = run.line("gitlab token");
+    assert!(
+        token.starts_with("FAIL") && token.contains("refused"),
+        "{token}"
+    );
+    assert!(!token.contains("glpat-wrong"), "{token}");
+    let secret = run.line("gitlab webhook secret");
+    assert!(
+        secret.starts_with("FAIL") && secret.contains("GITLAB_WEBHOOK_SECRET"),
+        "{secret}"
+    );
+}

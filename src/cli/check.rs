@@ -5,7 +5,8 @@
 //! them here: flags and environment, the repository's `.redline.toml`, the user's config
 //! file, local discovery); and, when App settings are present or `--app` is given, as
 //! `redline serve` reads them: the App key signs a JWT that `GET /app` accepts, the
-//! webhook secret is set, and the database migrates. `check` never creates a database:
+//! webhook secret is set, and the database migrates; when GitLab settings are present,
+//! GitLab accepts the token (`GET /user`) and its webhook secret is set. `check` never creates a database:
 //! a SQLite file that does not exist yet is checked by migrating one in memory. Invariant: no secret (key, token, webhook secret, database
 //! password) appears in the output: every line, failures included, has every URL
 //! in it masked (user info and credential-looking query parameters).
@@ -16,14 +17,19 @@ use std::time::Duration;
 
 use super::review::{ConfigChoice, local_settings, repository_config};
 use super::serve::{database_url, private_key, required};
+use super::serve_forges::{GITLAB_VARS, any_set};
 use super::{CheckArgs, EXIT_ERROR, EXIT_OK};
 use crate::config::ModelSettings;
 use crate::config::settings::SettingFlags;
 use crate::github::{AppAuth, GitHubError, api_url_from_env};
-use crate::llm::{CallTimeouts, ChatRequest, Message, ProviderSettings, RetryPolicy, build_client};
+use crate::gitlab::GitLabClient;
+use crate::llm::{
+    CallTimeouts, ChatRequest, Message, ProviderSettings, RetryPolicy, Secret, build_client,
+};
 use crate::queue::Queue;
 
-/// Variables whose presence means this machine is set up as the App.
+/// Variables whose presence means this machine is set up as the App (the GitHub App's,
+/// then the database's).
 const APP_VARS: [&str; 6] = [
     "GITHUB_APP_ID",
     "GITHUB_APP_CLIENT_ID",
@@ -75,7 +81,31 @@ pub async fn run(args: CheckArgs) -> i32 {
         outcome: check_model(&args).await,
     }];
     let app_configured = APP_VARS.iter().any(|var| required(var).is_ok());
-    if args.app || app_configured {
+    let gitlab_configured = any_set(&GITLAB_VARS);
+    let github_configured = any_set(&APP_VARS[..APP_VARS.len() - 1]);
+    if gitlab_configured {
+        lines.push(Line {
+            name: "gitlab token",
+            outcome: check_gitlab_token().await,
+        });
+        lines.push(Line {
+            name: "gitlab webhook secret",
+            outcome: check_gitlab_secret(),
+        });
+    }
+    if gitlab_configured && !github_configured {
+        let why = "GitLab only: no GitHub App settings in the environment (`redline serve` runs without the App)";
+        for name in ["app key", "webhook secret"] {
+            lines.push(Line {
+                name,
+                outcome: Outcome::Skip(why.into()),
+            });
+        }
+        lines.push(Line {
+            name: "database",
+            outcome: check_database().await,
+        });
+    } else if args.app || app_configured {
         lines.push(Line {
             name: "app key",
             outcome: check_app_key().await,
@@ -222,6 +252,49 @@ async fn check_app_key() -> Outcome {
         Err(e) => fail(
             format!("GET /app at {api_url}: {e}"),
             "check that GITHUB_API_URL is GitHub's API root (https://api.github.com, or https://HOST/api/v3 on GitHub Enterprise Server) and reachable",
+        ),
+    }
+}
+
+/// `GET /user` with `GITLAB_TOKEN` at `GITLAB_API_URL`, as `redline serve` asks it.
+async fn check_gitlab_token() -> Outcome {
+    let Ok(api_url) = required("GITLAB_API_URL") else {
+        return fail(
+            "GITLAB_API_URL is not set",
+            "set it to GitLab's API root (https://gitlab.com/api/v4, or https://HOST/api/v4)",
+        );
+    };
+    let Ok(token) = required("GITLAB_TOKEN") else {
+        return fail(
+            "GITLAB_TOKEN is not set",
+            "set it to an access token with the `api` scope and the Developer role or above",
+        );
+    };
+    let client = match GitLabClient::new(&api_url, Secret::new(token)) {
+        Ok(client) => client,
+        Err(e) => return fail(format!("GITLAB_API_URL: {e}"), "fix GITLAB_API_URL"),
+    };
+    match client.own_username().await {
+        Ok(name) => Outcome::Ok(format!(
+            "GitLab accepted the token (GET /user at {api_url}: `{name}`)"
+        )),
+        Err(e) if e.status() == Some(401) => fail(
+            format!("GitLab refused the token: {e}"),
+            "use a current access token with the `api` scope in GITLAB_TOKEN",
+        ),
+        Err(e) => fail(
+            format!("GET /user at {api_url}: {e}"),
+            "check that GITLAB_API_URL is GitLab's API root (ending in /api/v4) and reachable",
+        ),
+    }
+}
+
+fn check_gitlab_secret() -> Outcome {
+    match required("GITLAB_WEBHOOK_SECRET") {
+        Ok(_) => Outcome::Ok("GITLAB_WEBHOOK_SECRET is set".into()),
+        Err(problem) => fail(
+            problem.to_string(),
+            "set GITLAB_WEBHOOK_SECRET to the secret token entered in the project's (or group's) webhook settings",
         ),
     }
 }

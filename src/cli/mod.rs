@@ -22,6 +22,7 @@ mod replay;
 mod review;
 mod runs;
 mod serve;
+mod serve_forges;
 mod signals;
 mod steps;
 

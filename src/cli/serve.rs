@@ -1,4 +1,5 @@
-//! `redline serve`: the GitHub App webhook server with its durable queue and workers.
+//! `redline serve`: the webhook server of the GitHub App and of GitLab (either or both;
+//! [`super::serve_forges`]) with its durable queue and workers.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -8,14 +9,16 @@ use anyhow::{Context, anyhow, bail};
 use clap::Args;
 
 use super::review::model_client;
+use super::serve_forges::{Forges, GitHubForge, GitLabForge, gitlab_username};
 use super::{EXIT_ERROR, EXIT_OK, ServeArgs};
 use crate::agent::events::EventSink;
 use crate::config::limits::{self, LimitCeilings};
 use crate::config::{self, FileConfig, ModelSettings};
-use crate::github::{AppAuth, GitHubError, PublishConfig, api_url_from_env};
+use crate::github::{AppAuth, PublishConfig};
 use crate::llm::Secret;
 use crate::llm::pricing::builtin_price;
 use crate::queue::{Queue, WorkerConfig, WorkerPool};
+use crate::server::gitlab_runner::{ForgeRunner, GitLabRunner, RunnerSettings};
 use crate::server::limits::{
     descriptor_warning, parse_count, parse_duration, parse_rate, parse_size,
 };
@@ -23,7 +26,8 @@ use crate::server::retention::{PRUNE_INTERVAL, spawn_pruner};
 use crate::server::review_runner::{ModelFactory, ReviewRunner, command_reply_hook};
 use crate::server::thread_runner::thread_comment_hook;
 use crate::server::{
-    AppState, ConnectionLimits, Metrics, RequestLimits, ServerConfig, memory, serve_with_limits,
+    AppState, ConnectionLimits, GitLabHooks, Metrics, RequestLimits, gitlab_note_hook, memory,
+    serve_with_limits,
 };
 
 /// Limits of `redline serve` on what peers may hold: connections, time and unverified bytes;
@@ -112,11 +116,7 @@ pub(super) fn database_url() -> String {
 async fn serve_app(args: ServeArgs) -> anyhow::Result<()> {
     // Before anything large is allocated (see server::memory).
     memory::keep_large_buffers_mapped();
-    let app_id = required("GITHUB_APP_ID")
-        .or_else(|_| required("GITHUB_APP_CLIENT_ID"))
-        .map_err(|_| anyhow!("GITHUB_APP_ID (or GITHUB_APP_CLIENT_ID) is not set"))?;
-    let key = private_key()?;
-    let secret = Secret::new(required("GITHUB_WEBHOOK_SECRET")?);
+    let forges = Forges::from_env()?;
     let database_url = database_url();
     let settings = config::resolve_model(
         &args.model.flags(),
@@ -124,13 +124,6 @@ async fn serve_app(args: ServeArgs) -> anyhow::Result<()> {
         &config::env_var,
     )?;
     let ceilings = ceilings(&args, &settings.model)?;
-    let auth = AppAuth::new(&api_url_from_env(), &app_id, key).map_err(|e| {
-        let setting = match e {
-            GitHubError::Credentials(_) => "GITHUB_APP_PRIVATE_KEY",
-            _ => "GITHUB_API_URL",
-        };
-        anyhow::Error::new(e).context(setting)
-    })?;
     let queue = Queue::connect(&database_url)
         .await
         .context("REDLINE_DATABASE_URL")?;
@@ -144,41 +137,41 @@ async fn serve_app(args: ServeArgs) -> anyhow::Result<()> {
         .with_context(|| format!("--listen {}", args.listen))?;
 
     let metrics = Arc::new(Metrics::new());
-    let runner = Arc::new(ReviewRunner {
-        dismissals: Some(queue.clone()),
-        ..review_runner(&args, &auth, settings, ceilings, &metrics)
+    let shared = runner_settings(&args, settings, ceilings, &metrics, &queue);
+    let github = forges.github.map(|forge| {
+        let runner = Arc::new(review_runner(forge.auth.clone(), &shared));
+        (forge, runner)
     });
-    let app_slug = app_slug(&auth).await;
+    let gitlab = forges.gitlab.map(|forge| {
+        let runner = Arc::new(GitLabRunner {
+            client: forge.client.clone(),
+            token: forge.token.clone(),
+            shared: shared.clone(),
+        });
+        (forge, runner)
+    });
     let workers = WorkerConfig {
         workers: args.workers,
         lease: std::time::Duration::from_secs(args.lease_secs),
         heartbeat_interval: std::time::Duration::from_secs(args.heartbeat_secs),
         ..WorkerConfig::default()
     };
-    let pool = WorkerPool::start(queue.clone(), runner.clone(), workers, metrics.clone());
+    let runner = Arc::new(ForgeRunner {
+        github: github.as_ref().map(|(_, runner)| runner.clone()),
+        gitlab: gitlab.as_ref().map(|(_, runner)| runner.clone()),
+    });
+    let pool = WorkerPool::start(queue.clone(), runner, workers, metrics.clone());
     let pruner = spawn_pruner(
         queue.clone(),
         args.limits.delivery_retention,
         PRUNE_INTERVAL,
     );
-    let invalidate = auth.clone();
-    let state = AppState {
-        metrics,
-        config: ServerConfig {
-            review_drafts: args.review_drafts,
-            app_slug,
-        },
-        on_installation_removed: Some(Arc::new(move |id| invalidate.invalidate(id))),
-        on_command_reply: Some(command_reply_hook(auth.clone())),
-        on_thread_comment: Some(thread_comment_hook(runner, queue.clone())),
-        ..AppState::new(queue, secret)
-    }
-    .with_limits(args.limits.request_limits());
+    let state = app_state(&args, github, gitlab, queue, metrics).await;
     tracing::info!(listen = %args.listen, "redline serve listening");
     eprintln!("redline serve listening on {}", args.listen);
     serve_with_limits(
         listener,
-        state,
+        state.with_limits(args.limits.request_limits()),
         args.limits.connection_limits(),
         shutdown_signal(),
     )
@@ -189,29 +182,76 @@ async fn serve_app(args: ServeArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// The App's review runner: the server's model settings and ceilings, the cache, publishing.
-fn review_runner(
+/// The server's state: each configured forge's secret and hooks (an unconfigured forge's
+/// deliveries are all refused).
+async fn app_state(
     args: &ServeArgs,
-    auth: &AppAuth,
+    github: Option<(GitHubForge, Arc<ReviewRunner>)>,
+    gitlab: Option<(GitLabForge, Arc<GitLabRunner>)>,
+    queue: Queue,
+    metrics: Arc<Metrics>,
+) -> AppState {
+    let mut state = AppState {
+        metrics,
+        ..AppState::new(queue.clone(), Secret::new(""))
+    };
+    if let Some((forge, runner)) = github {
+        let invalidate = forge.auth.clone();
+        state.config.app_slug = app_slug(&forge.auth).await;
+        state.on_installation_removed = Some(Arc::new(move |id| invalidate.invalidate(id)));
+        state.on_command_reply = Some(command_reply_hook(forge.auth.clone()));
+        state.on_thread_comment = Some(thread_comment_hook(runner, queue.clone()));
+        state.webhook_secret = forge.secret;
+    }
+    if let Some((forge, runner)) = gitlab {
+        let own = gitlab_username(&forge.client).await;
+        let mut hooks = GitLabHooks::new(forge.secret, args.review_drafts, own);
+        hooks.on_note = Some(gitlab_note_hook(runner, queue));
+        state.gitlab = Some(hooks);
+    }
+    state.config.review_drafts = args.review_drafts;
+    state
+}
+
+/// What review jobs run with on every forge: the server's model settings and ceilings,
+/// the cache, publishing, and the database for dismissals.
+fn runner_settings(
+    args: &ServeArgs,
     settings: ModelSettings,
     ceilings: LimitCeilings,
     metrics: &Arc<Metrics>,
-) -> ReviewRunner {
+    queue: &Queue,
+) -> RunnerSettings {
     let model: ModelFactory = Arc::new(|settings| model_client(settings, &EventSink::discard()));
-    ReviewRunner {
-        auth: auth.clone(),
+    RunnerSettings {
         cache_dir: args
             .cache_dir
             .clone()
             .unwrap_or_else(|| PathBuf::from("redline-cache")),
+        cache_budget_bytes: args.cache_budget_mb.saturating_mul(1024 * 1024),
         model,
         settings,
+        ceilings,
         publish: PublishConfig::default(),
         metrics: metrics.clone(),
-        cache_budget_bytes: args.cache_budget_mb.saturating_mul(1024 * 1024),
         failure_notice: args.failure_notice,
-        ceilings,
-        dismissals: None,
+        dismissals: Some(queue.clone()),
+    }
+}
+
+/// The GitHub App's review runner, with `shared` settings.
+fn review_runner(auth: AppAuth, shared: &RunnerSettings) -> ReviewRunner {
+    ReviewRunner {
+        auth,
+        cache_dir: shared.cache_dir.clone(),
+        model: shared.model.clone(),
+        settings: shared.settings.clone(),
+        publish: shared.publish.clone(),
+        metrics: shared.metrics.clone(),
+        cache_budget_bytes: shared.cache_budget_bytes,
+        failure_notice: shared.failure_notice,
+        ceilings: shared.ceilings,
+        dismissals: shared.dismissals.clone(),
     }
 }
 

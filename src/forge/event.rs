@@ -220,6 +220,11 @@ pub enum IgnoreReason {
     AsksNothing,
     /// The repository's path has no owner.
     RepositoryWithoutOwner,
+    /// An update of a change that brought no new commits (GitLab: an `update` without
+    /// `oldrev`: a title, label or assignee edit).
+    NoNewCommits,
+    /// A note the forge wrote itself (GitLab: a system note).
+    SystemNote,
 }
 
 impl fmt::Display for IgnoreReason {
@@ -239,6 +244,8 @@ impl fmt::Display for IgnoreReason {
             IgnoreReason::OwnAnswer => f.write_str("Redline's own answer"),
             IgnoreReason::AsksNothing => f.write_str("review comment that asks nothing of Redline"),
             IgnoreReason::RepositoryWithoutOwner => f.write_str("repository name without an owner"),
+            IgnoreReason::NoNewCommits => f.write_str("update without new commits"),
+            IgnoreReason::SystemNote => f.write_str("system note"),
         }
     }
 }

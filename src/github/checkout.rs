@@ -11,10 +11,12 @@ use crate::llm::Secret;
 /// libgit2's value for "fetch the whole history" (unshallow).
 const UNSHALLOW: i32 = i32::MAX;
 
-/// Every branch and pull-request head: what is fetched when commits cannot be fetched by id.
-const WIDE: [&str; 2] = [
+/// Every branch and pull-request (GitLab: merge-request) head: what is fetched when commits
+/// cannot be fetched by id. A forge without one of these namespaces simply matches nothing.
+const WIDE: [&str; 3] = [
     "+refs/heads/*:refs/remotes/origin/*",
     "+refs/pull/*/head:refs/remotes/origin/pull/*",
+    "+refs/merge-requests/*/head:refs/remotes/origin/merge-requests/*",
 ];
 
 /// Why commits could not be fetched. Messages never contain the token.

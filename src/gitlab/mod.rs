@@ -1,11 +1,13 @@
 //! GitLab integration: a REST v4 client (gitlab.com and self-managed), reading a merge
 //! request and its intent, publishing a review as discussions and one summary note, and
 //! the Code Quality report. [`GitLabMergeRequest`] is GitLab's side of the forge seam
-//! ([`crate::forge::Forge`]).
+//! ([`crate::forge::Forge`]); [`hook`] reads the webhooks `redline serve` takes.
 
 mod access;
 mod client;
 pub(crate) mod code_quality;
+pub(crate) mod discussion;
+pub(crate) mod hook;
 pub(crate) mod merge_request;
 mod position;
 mod publish;
@@ -98,6 +100,14 @@ impl Forge for GitLabMergeRequest<'_> {
 
     async fn may_write(&self, user: &str) -> Result<bool, PublishError> {
         Ok(access::is_developer(self.client, self.project, user).await?)
+    }
+}
+
+impl GitLabMergeRequest<'_> {
+    /// Whether `user` may read the project's code (Reporter or above): who gets an answer
+    /// in a discussion.
+    pub(crate) async fn may_read(&self, user: &str) -> Result<bool, GitLabError> {
+        access::is_reporter(self.client, self.project, user).await
     }
 }
 

@@ -1,5 +1,6 @@
 //! Reading a webhook body that is not authenticated yet: bounded in size, time and memory,
-//! and hashed for the signature check while it streams in.
+//! and hashed for the signature check while it streams in ([`BodyCheck`]; GitLab's token is
+//! checked before the body, and its body is read within the same bounds).
 //!
 //! Invariants: bytes are kept (copied into the buffer, or held as the one piece that is the
 //! whole announced body) only while a [`Reservation`] of the unverified budget covers them;
@@ -53,14 +54,45 @@ pub(crate) enum BodyError {
     Signature(#[from] SignatureError),
 }
 
+/// What authenticates a body: fed every piece as it arrives, asked once at the end.
+pub(crate) trait BodyCheck {
+    /// Takes the next piece of the body.
+    fn update(&mut self, piece: &[u8]);
+    /// Whether the whole body is authentic.
+    fn finish(self) -> Result<(), SignatureError>;
+}
+
+impl BodyCheck for SignatureCheck {
+    fn update(&mut self, piece: &[u8]) {
+        SignatureCheck::update(self, piece);
+    }
+
+    fn finish(self) -> Result<(), SignatureError> {
+        SignatureCheck::finish(self)
+    }
+}
+
+/// A request authenticated before its body was read (GitLab's `X-Gitlab-Token`): the body
+/// still comes within the limits and the budget, and needs no further check.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct AuthenticatedAlready;
+
+impl BodyCheck for AuthenticatedAlready {
+    fn update(&mut self, _piece: &[u8]) {}
+
+    fn finish(self) -> Result<(), SignatureError> {
+        Ok(())
+    }
+}
+
 /// Reads `body` (announced as `declared` bytes, if at all) and checks it against `check`.
-/// Returns the body only when the signature matches.
-pub(crate) async fn read_verified(
+/// Returns the body only when the check passes.
+pub(crate) async fn read_verified<C: BodyCheck>(
     body: Body,
     declared: Option<u64>,
     limits: &RequestLimits,
     budget: &UnverifiedBudget,
-    check: SignatureCheck,
+    check: C,
 ) -> Result<Bytes, BodyError> {
     let limit = limits.effective_max_body();
     let declared = match declared.map(usize::try_from) {
@@ -103,7 +135,7 @@ pub(crate) async fn read_verified(
     }
 }
 
-struct Reader {
+struct Reader<C> {
     buffer: Vec<u8>,
     /// The buffer's first capacity (the reservation's first size), allocated when the first
     /// byte is copied.
@@ -113,11 +145,11 @@ struct Reader {
     whole: Option<Bytes>,
     declared: Option<usize>,
     reservation: Reservation,
-    check: SignatureCheck,
+    check: C,
     limit: usize,
 }
 
-impl Reader {
+impl<C: BodyCheck> Reader<C> {
     async fn read(&mut self, body: Body, limits: &RequestLimits) -> Result<(), BodyError> {
         let started = Instant::now();
         let hard_deadline = started + limits.body_timeout;

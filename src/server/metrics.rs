@@ -13,7 +13,7 @@ const DURATION_BUCKETS: [f64; 10] = [0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0
 
 /// Webhook events that get their own label value; anything else is counted as `other`
 /// (the header is sender-controlled, so labels must come from a fixed set).
-const KNOWN_EVENTS: [&str; 9] = [
+const KNOWN_EVENTS: [&str; 11] = [
     "pull_request",
     "issue_comment",
     "installation",
@@ -23,6 +23,9 @@ const KNOWN_EVENTS: [&str; 9] = [
     "pull_request_review_comment",
     "check_run",
     "check_suite",
+    // GitLab's `X-Gitlab-Event` names.
+    "Merge Request Hook",
+    "Note Hook",
 ];
 
 /// What the server did with a webhook delivery.

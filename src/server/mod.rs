@@ -1,7 +1,9 @@
-//! The GitHub App's HTTP server: webhook intake, health and metrics.
+//! The GitHub App's (and GitLab's) HTTP server: webhook intake, health and metrics.
 //!
 //! `POST /webhook` verifies `X-Hub-Signature-256` on the raw body, dedupes on
 //! `X-GitHub-Delivery`, and stores review jobs in the [`Queue`] before answering.
+//! `POST /gitlab/webhook` does the same for GitLab ([`gitlab_webhook`]: `X-Gitlab-Token`,
+//! `X-Gitlab-Event-UUID`), within the same limits and budget.
 //! `GET /healthz` answers 200 while the database does; `GET /metrics` serves Prometheus text.
 //!
 //! Invariants: nothing a peer sends is held without a bound. Connections are capped and
@@ -16,6 +18,12 @@ pub mod cache;
 mod connection;
 pub(crate) mod events;
 pub(crate) use events::CommandReply;
+mod gitlab_notes;
+pub mod gitlab_runner;
+mod gitlab_webhook;
+pub(crate) use gitlab_notes::gitlab_note_hook;
+pub use gitlab_webhook::GitLabHooks;
+pub(crate) use gitlab_webhook::GitLabNoteHook;
 mod job_transcript;
 pub(crate) mod limits;
 mod listen;
@@ -92,6 +100,8 @@ pub struct AppState {
     pub on_command_reply: Option<CommandReplyHook>,
     /// Answers comments in review threads.
     pub on_thread_comment: Option<ThreadCommentHook>,
+    /// GitLab's deliveries (`POST /gitlab/webhook`); `None`: every one is refused.
+    pub gitlab: Option<GitLabHooks>,
     /// Bounds on reading request bodies (set with [`AppState::with_limits`]).
     pub(crate) limits: RequestLimits,
     /// Bytes unverified bodies may hold at once, shared by all requests.
@@ -110,6 +120,7 @@ impl AppState {
             on_installation_removed: None,
             on_command_reply: None,
             on_thread_comment: None,
+            gitlab: None,
             unverified: UnverifiedBudget::new(limits.max_unverified_bytes, limits.unverified_wait),
             limits,
         }
@@ -131,6 +142,7 @@ impl fmt::Debug for AppState {
             .field("webhook_secret", &self.webhook_secret)
             .field("config", &self.config)
             .field("limits", &self.limits)
+            .field("gitlab", &self.gitlab)
             .field(
                 "on_installation_removed",
                 &self.on_installation_removed.is_some(),
@@ -139,10 +151,11 @@ impl fmt::Debug for AppState {
     }
 }
 
-/// The router: `POST /webhook`, `GET /healthz`, `GET /metrics`.
+/// The router: `POST /webhook`, `POST /gitlab/webhook`, `GET /healthz`, `GET /metrics`.
 pub fn app(state: AppState) -> Router {
     Router::new()
         .route("/webhook", post(webhook::receive))
+        .route("/gitlab/webhook", post(gitlab_webhook::receive))
         .route("/healthz", get(healthz))
         .route("/metrics", get(metrics))
         // No `DefaultBodyLimit`: the webhook handler reads the raw body itself, within

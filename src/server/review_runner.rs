@@ -227,25 +227,7 @@ impl ReviewRunner {
         commits: &PullCommits,
         cancel: &CancellationToken,
     ) -> Result<Option<ReviewReport>, JobError> {
-        let attempt = super::job_transcript::Attempt {
-            job,
-            base: &commits.changes.base,
-            head: commits.changes.head.as_deref().unwrap_or_default(),
-            config: &settings.agent,
-            settings: &settings.model,
-        };
-        let recorder = super::job_transcript::open(&self.cache_dir, &attempt);
-        let model = super::job_transcript::wrap((self.model)(&settings.model), recorder.as_ref());
-        let result =
-            flow::pull::review(model, settings, commits, cancel.clone(), recorder.clone()).await;
-        let error = result.as_ref().err().map(ToString::to_string);
-        super::job_transcript::end(recorder.as_ref(), error);
-        match result {
-            Ok(report) => Ok(Some(report)),
-            Err(AgentError::Cancelled) => Ok(None),
-            Err(AgentError::Model(e)) if e.is_retryable() => Err(JobError::Retryable(e.into())),
-            Err(other) => Err(JobError::Permanent(other.into())),
-        }
+        review_recorded(&self.cache_dir, &self.model, job, settings, commits, cancel).await
     }
 
     /// The findings dismissed on the pull request (none without a database).
@@ -278,65 +260,133 @@ impl ReviewRunner {
             .installation_token(at.installation_id)
             .await
             .map_err(github_error)?;
-        let mirror_path = self
-            .cache_dir
-            .join(path_segment(owner))
-            .join(format!("{}.git", path_segment(repo)));
+        let mirror = Mirror {
+            path: self
+                .cache_dir
+                .join(path_segment(owner))
+                .join(format!("{}.git", path_segment(repo))),
+            clone_url,
+            cache_dir: self.cache_dir.clone(),
+            budget: self.cache_budget_bytes,
+        };
         let (base, head) = (pull.base_sha.clone(), pull.head_sha.clone());
-        let (cache_dir, budget) = (self.cache_dir.clone(), self.cache_budget_bytes);
-        let loaded = tokio::task::spawn_blocking(move || {
-            let source = CommitSource::Mirror {
-                path: &mirror_path,
-                clone_url: &clone_url,
-            };
-            let loaded =
-                flow::pull::load_commits(source, &base, &head, last.as_deref(), Some(&token));
-            // The mirror just fetched is kept; older ones go until the cache fits its budget.
-            for removed in super::cache::enforce_budget(&cache_dir, budget, &mirror_path) {
-                tracing::info!(mirror = %removed.display(), "removed from the mirror cache (--cache-budget-mb)");
-            }
-            loaded
-        })
-        .await
-        .map_err(|e| JobError::Retryable(e.into()))?;
-        loaded.map_err(|e| match e {
-            FlowError::Fetch(message) => JobError::Retryable(message.into()),
-            FlowError::Commits(message) => JobError::Permanent(message.into()),
-        })
+        fetch_into_mirror(mirror, base, head, last, token).await
     }
 
-    /// The settings of a job (`label` names it in the log): the repository's file at the
-    /// base commit (as the Action reads it), the `/redline` command's strategy, bounded by
-    /// the server's settings.
+    /// The settings of a job (`label` names it in the log): see [`repository_settings`].
     pub(crate) fn repository_settings(
         &self,
         label: &str,
         strategy: Option<&str>,
         commits: &PullCommits,
     ) -> Result<Settings, ConfigError> {
-        let repository =
-            ConfigSource::read_at_commit(&commits.root, &commits.base, Path::new(CONFIG_FILE))?;
-        if let Some(source) = &repository {
-            for warning in source.warnings() {
-                tracing::warn!(job = label, "{warning}");
-            }
-        }
-        let flags = SettingFlags {
-            strategy: strategy.map(str::to_string),
-            ..SettingFlags::default()
-        };
-        settings::resolve(SettingsInput {
-            flags,
-            flags_origin: "/redline command",
-            env: &|_| None,
-            user: None,
-            repository,
-            scope: Scope::Server {
-                model: self.settings.clone(),
-                ceilings: self.ceilings,
-            },
-        })
+        repository_settings(&self.settings, self.ceilings, label, strategy, commits)
     }
+}
+
+/// The settings of a job (`label` names it in the log): the repository's file at the
+/// base commit (as the Action reads it), the `/redline` command's strategy, bounded by
+/// the server's settings (`server`, `ceilings`).
+pub(crate) fn repository_settings(
+    server: &ModelSettings,
+    ceilings: LimitCeilings,
+    label: &str,
+    strategy: Option<&str>,
+    commits: &PullCommits,
+) -> Result<Settings, ConfigError> {
+    let repository =
+        ConfigSource::read_at_commit(&commits.root, &commits.base, Path::new(CONFIG_FILE))?;
+    if let Some(source) = &repository {
+        for warning in source.warnings() {
+            tracing::warn!(job = label, "{warning}");
+        }
+    }
+    let flags = SettingFlags {
+        strategy: strategy.map(str::to_string),
+        ..SettingFlags::default()
+    };
+    settings::resolve(SettingsInput {
+        flags,
+        flags_origin: "/redline command",
+        env: &|_| None,
+        user: None,
+        repository,
+        scope: Scope::Server {
+            model: server.clone(),
+            ceilings,
+        },
+    })
+}
+
+/// Reviews `commits` with the job's transcript in `cache_dir` (a job taken over after a dead worker
+/// continues from it); `Ok(None)` when the review was cancelled.
+pub(crate) async fn review_recorded(
+    cache_dir: &Path,
+    model: &ModelFactory,
+    job: &Job,
+    settings: &Settings,
+    commits: &PullCommits,
+    cancel: &CancellationToken,
+) -> Result<Option<ReviewReport>, JobError> {
+    let attempt = super::job_transcript::Attempt {
+        job,
+        base: &commits.changes.base,
+        head: commits.changes.head.as_deref().unwrap_or_default(),
+        config: &settings.agent,
+        settings: &settings.model,
+    };
+    let recorder = super::job_transcript::open(cache_dir, &attempt);
+    let model = super::job_transcript::wrap(model(&settings.model), recorder.as_ref());
+    let result =
+        flow::pull::review(model, settings, commits, cancel.clone(), recorder.clone()).await;
+    let error = result.as_ref().err().map(ToString::to_string);
+    super::job_transcript::end(recorder.as_ref(), error);
+    match result {
+        Ok(report) => Ok(Some(report)),
+        Err(AgentError::Cancelled) => Ok(None),
+        Err(AgentError::Model(e)) if e.is_retryable() => Err(JobError::Retryable(e.into())),
+        Err(other) => Err(JobError::Permanent(other.into())),
+    }
+}
+
+/// A repository's bare mirror in the cache, and where it is fetched from.
+pub(crate) struct Mirror {
+    /// The mirror (`<cache>/<owner>/<name>.git`).
+    pub(crate) path: PathBuf,
+    /// The URL it is fetched from.
+    pub(crate) clone_url: String,
+    /// The cache, kept within `budget` bytes after the fetch.
+    pub(crate) cache_dir: PathBuf,
+    pub(crate) budget: u64,
+}
+
+/// Fetches `base` and `head` into `mirror` with `token` and loads the change since `last`;
+/// then keeps the cache within its budget (the mirror just fetched stays).
+pub(crate) async fn fetch_into_mirror(
+    mirror: Mirror,
+    base: String,
+    head: String,
+    last: Option<String>,
+    token: crate::llm::Secret,
+) -> Result<PullCommits, JobError> {
+    let loaded = tokio::task::spawn_blocking(move || {
+        let source = CommitSource::Mirror {
+            path: &mirror.path,
+            clone_url: &mirror.clone_url,
+        };
+        let loaded = flow::pull::load_commits(source, &base, &head, last.as_deref(), Some(&token));
+        // The mirror just fetched is kept; older ones go until the cache fits its budget.
+        for removed in super::cache::enforce_budget(&mirror.cache_dir, mirror.budget, &mirror.path) {
+            tracing::info!(mirror = %removed.display(), "removed from the mirror cache (--cache-budget-mb)");
+        }
+        loaded
+    })
+    .await
+    .map_err(|e| JobError::Retryable(e.into()))?;
+    loaded.map_err(|e| match e {
+        FlowError::Fetch(message) => JobError::Retryable(message.into()),
+        FlowError::Commits(message) => JobError::Permanent(message.into()),
+    })
 }
 
 /// A pull request of an installation.

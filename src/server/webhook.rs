@@ -59,7 +59,7 @@ pub(crate) async fn receive(State(state): State<AppState>, request: Request) -> 
 }
 
 /// The answer to a delivery whose body was not read or did not match its signature.
-fn refuse_body(state: &AppState, event: &str, err: BodyError) -> Response {
+pub(super) fn refuse_body(state: &AppState, event: &str, err: BodyError) -> Response {
     let (outcome, status) = match err {
         BodyError::Signature(_) => (DeliveryOutcome::Unauthorized, StatusCode::UNAUTHORIZED),
         BodyError::TooLarge { .. } => (DeliveryOutcome::TooLarge, StatusCode::PAYLOAD_TOO_LARGE),
@@ -90,7 +90,7 @@ fn refuse_body(state: &AppState, event: &str, err: BodyError) -> Response {
 }
 
 /// The `Content-Length` the peer announced, when there is a valid one.
-fn declared_length(headers: &HeaderMap) -> Option<u64> {
+pub(super) fn declared_length(headers: &HeaderMap) -> Option<u64> {
     headers
         .get(header::CONTENT_LENGTH)
         .and_then(|value| value.to_str().ok())
@@ -276,7 +276,7 @@ fn acknowledge_installation(state: &AppState, event: &str, change: &Installation
 
 /// Why a required header's value cannot be used.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum HeaderProblem {
+pub(super) enum HeaderProblem {
     Missing,
     TooLong(usize),
     NotText,
@@ -284,7 +284,7 @@ enum HeaderProblem {
 
 impl HeaderProblem {
     /// The message for the sender, naming the header.
-    fn describe(self, name: &str) -> String {
+    pub(super) fn describe(self, name: &str) -> String {
         match self {
             HeaderProblem::Missing => format!("missing {name} header"),
             HeaderProblem::TooLong(len) => format!(
@@ -296,7 +296,7 @@ impl HeaderProblem {
 }
 
 /// A header's value when present, non-empty, printable ASCII, and of sane length.
-fn header<'h>(headers: &'h HeaderMap, name: &str) -> Result<&'h str, HeaderProblem> {
+pub(super) fn header<'h>(headers: &'h HeaderMap, name: &str) -> Result<&'h str, HeaderProblem> {
     let value = headers.get(name).ok_or(HeaderProblem::Missing)?;
     if value.len() > MAX_HEADER_VALUE_LEN {
         return Err(HeaderProblem::TooLong(value.len()));
@@ -308,6 +308,6 @@ fn header<'h>(headers: &'h HeaderMap, name: &str) -> Result<&'h str, HeaderProbl
     Ok(text)
 }
 
-fn reply(status: StatusCode, body: Value) -> Response {
+pub(super) fn reply(status: StatusCode, body: Value) -> Response {
     (status, Json(body)).into_response()
 }

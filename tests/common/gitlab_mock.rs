@@ -23,6 +23,16 @@
 //!   `old_line`; unchanged: both), and a `line_range`'s line codes must be GitLab's; else 400)
 //! - `POST /projects/{id}/merge_requests/{iid}/notes` (a note in a new individual discussion)
 //! - `PUT /projects/{id}/merge_requests/{iid}/notes/{note_id}` (edits a stored note)
+//! - `GET /projects/{id}` (`http_url_to_repo` of [`GitLabMock::add_project`])
+//! - `GET /projects/{id}/merge_requests/{iid}/discussions/{discussion_id}`, and
+//!   `POST .../discussions/{discussion_id}/notes` (a reply by the bot)
+//! - `GET /users?username=NAME` and `GET /projects/{id}/members/all/{user_id}` (the
+//!   members of [`GitLabMock::add_member`]; anyone else is not a member: 404)
+//!
+//! A project added with [`GitLabMock::add_project`] is also found by its full path
+//! (`group%2Fname`), as GitLab finds it.
+
+mod serve;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -119,6 +129,10 @@ struct MockState {
     closes_issues: HashMap<String, Vec<Value>>,
     discussions: HashMap<String, Vec<Value>>,
     rate_limit_next_write: Option<u64>,
+    /// Full path -> (id, clone URL).
+    projects: HashMap<String, (u64, String)>,
+    /// Username -> (user id, access level per project id).
+    members: HashMap<String, (u64, HashMap<u64, u64>)>,
 }
 
 /// The mock server. Dropping it stops the server.
@@ -171,6 +185,55 @@ impl GitLabMock {
         self.state()
             .closes_issues
             .insert(format!("{project}/{iid}"), issues);
+    }
+
+    /// Project `id` at full path `path`, cloned from `clone_url`.
+    pub fn add_project(&self, id: u64, path: &str, clone_url: &str) {
+        self.state()
+            .projects
+            .insert(path.into(), (id, clone_url.into()));
+    }
+
+    /// User `username` (id `user_id`) with access level `level` in project `project`.
+    pub fn add_member(&self, project: u64, username: &str, user_id: u64, level: u64) {
+        let mut state = self.state();
+        let entry = state
+            .members
+            .entry(username.into())
+            .or_insert_with(|| (user_id, HashMap::new()));
+        entry.1.insert(project, level);
+    }
+
+    /// Adds a note by `author` to discussion `discussion_id` (a new diff discussion when
+    /// there is none with that id yet) and returns the note's id.
+    pub fn add_user_note(
+        &self,
+        project: u64,
+        iid: u64,
+        discussion_id: &str,
+        author: &str,
+        body: &str,
+    ) -> u64 {
+        let mut state = self.state();
+        state.next_id += 1;
+        let id = state.next_id;
+        let note = json!({"id": id, "body": body, "author": {"username": author},
+            "system": false, "resolvable": true, "resolved": false});
+        let list = state
+            .discussions
+            .entry(format!("{project}/{iid}"))
+            .or_default();
+        match list.iter_mut().find(|d| d["id"] == json!(discussion_id)) {
+            Some(discussion) => {
+                if let Some(notes) = discussion["notes"].as_array_mut() {
+                    notes.push(note);
+                }
+            }
+            None => {
+                list.push(json!({"id": discussion_id, "individual_note": false, "notes": [note]}))
+            }
+        }
+        id
     }
 
     /// The next POST/PUT answers 429 with `Retry-After: {secs}`.
@@ -270,7 +333,22 @@ impl MockState {
                 .insert_header("retry-after", secs.to_string().as_str())
                 .insert_header("ratelimit-remaining", "0");
         }
-        let segments: Vec<&str> = req.path.trim_matches('/').split('/').collect();
+        let mut segments: Vec<String> = req
+            .path
+            .trim_matches('/')
+            .split('/')
+            .map(str::to_string)
+            .collect();
+        if segments.len() > 3 && segments[2] == "projects" {
+            let path = segments[3].replace("%2F", "/").replace("%2f", "/");
+            if let Some((id, _)) = self.projects.get(&path) {
+                segments[3] = id.to_string();
+            }
+        }
+        let segments: Vec<&str> = segments.iter().map(String::as_str).collect();
+        if let Some(answer) = self.answer_more(req, &segments) {
+            return answer;
+        }
         match (req.method.as_str(), segments.as_slice()) {
             ("GET", ["api", "v4", "user"]) => ResponseTemplate::new(200)
                 .set_body_json(json!({"id": 99, "username": BOT, "bot": true})),

@@ -5,4 +5,4 @@
 mod action;
 mod app;
 mod dismissals;
-mod support;
+pub(crate) mod support;

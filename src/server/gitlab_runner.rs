@@ -1,0 +1,317 @@
+//! GitLab's jobs in `redline serve`: a queued merge request review becomes a fetch of its
+//! commits into a bare mirror, the project's settings (its `.redline.toml` at the base
+//! commit, bounded by the server's), a review, and one idempotent publication through
+//! the forge seam ([`GitLabMergeRequest`]), as GitHub's jobs are run
+//! ([`super::review_runner`]). [`ForgeRunner`] hands each job to its forge's runner.
+//!
+//! Invariants: positions name the merge request's `diff_refs` as GitLab has them when the
+//! job runs (a head GitLab has moved past is reviewed as GitLab has it now; a newer push
+//! queues its own job anyway); a `/redline review` note runs only for a commenter with
+//! the Developer role or above; dismissals and thread caps are kept under the key
+//! [`gitlab_key`], so a GitHub repository of the same name never shares them; mirrors
+//! live under `<cache>/@gitlab/`, a name no GitHub owner can have.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use tokio_util::sync::CancellationToken;
+
+use super::review_runner::{
+    Mirror, ModelFactory, ReviewRunner, fetch_into_mirror, repository_settings, review_recorded,
+    send,
+};
+use crate::config::ModelSettings;
+use crate::config::limits::LimitCeilings;
+use crate::config::settings::Settings;
+use crate::flow;
+use crate::flow::pull::{PullCommits, PullTarget};
+use crate::forge::publish::last_reviewed_sha;
+use crate::forge::{Forge, ForgeKind};
+use crate::github::dismissed::Dismissals;
+use crate::github::{PublishConfig, PublishError, path_segment};
+use crate::gitlab::discussion::clone_url;
+use crate::gitlab::merge_request::{DiffRefs, MergeRequest, fetch_merge_request};
+use crate::gitlab::{GitLabClient, GitLabError, GitLabMergeRequest};
+use crate::llm::Secret;
+use crate::queue::{Job, JobError, JobRunner, Queue, ReviewTrigger, RunOutcome};
+use crate::review::report::ReviewReport;
+
+/// The key GitLab project `project`'s dismissals, claimed notes and answer counts are kept
+/// under (GitHub's are kept under `owner/name`, which has no colon).
+pub(crate) fn gitlab_key(project: &str) -> String {
+    format!("gitlab:{project}")
+}
+
+/// Runs GitLab merge request jobs.
+pub struct GitLabRunner {
+    /// The API client (`GITLAB_API_URL`, `GITLAB_TOKEN`).
+    pub(crate) client: GitLabClient,
+    /// The token, for fetching over HTTPS.
+    pub(crate) token: Secret,
+    /// The cache, model, limits and publishing settings (GitHub's runner has the same).
+    pub(crate) shared: RunnerSettings,
+}
+
+impl GitLabRunner {
+    /// The merge request of `job` as GitLab has it now, as a forge to publish on.
+    fn forge<'a>(&'a self, job: &'a Job, mr: &'a MergeRequest) -> GitLabMergeRequest<'a> {
+        GitLabMergeRequest {
+            client: &self.client,
+            project: &job.repo_full_name,
+            iid: job.pr_number,
+            title: &mr.title,
+            description: &mr.description,
+            diff_refs: mr.diff_refs.as_ref(),
+        }
+    }
+
+    async fn run_job(&self, job: &Job, cancel: CancellationToken) -> Result<RunOutcome, JobError> {
+        let project = job.repo_full_name.as_str();
+        let mr = fetch_merge_request(&self.client, project, job.pr_number)
+            .await
+            .map_err(gitlab_error)?;
+        let forge = self.forge(job, &mr);
+        if !may_request(job, &forge).await? {
+            return Ok(RunOutcome::Completed);
+        }
+        let Some(refs) = mr.diff_refs.as_ref() else {
+            return Err(JobError::Retryable(
+                format!("GitLab has no diff of {project}!{} yet", job.pr_number).into(),
+            ));
+        };
+        let last = last_reviewed_sha(&forge).await.map_err(publish_error)?;
+        if last.as_deref() == Some(refs.head_sha.as_str()) {
+            return Ok(RunOutcome::Completed);
+        }
+        let commits = self.checkout(project, refs, last).await?;
+        if cancel.is_cancelled() {
+            return Ok(RunOutcome::Cancelled);
+        }
+        let label = job.id.to_string();
+        let mut settings = match repository_settings(
+            &self.shared.settings,
+            self.shared.ceilings,
+            &label,
+            job.kind.strategy(),
+            &commits,
+        ) {
+            Ok(settings) => settings,
+            Err(error) => {
+                let text = format!("Redline did not review this merge request: {error}");
+                self.post_note(job, &text).await;
+                return Ok(RunOutcome::Completed);
+            }
+        };
+        let intent = flow::pull::pull_intent(&forge, &commits).await;
+        settings.agent.set_intent(&intent);
+        let reviewed = review_recorded(
+            &self.shared.cache_dir,
+            &self.shared.model,
+            job,
+            &settings,
+            &commits,
+            &cancel,
+        );
+        let Some(report) = reviewed.await? else {
+            return Ok(RunOutcome::Cancelled);
+        };
+        // The last safe point: a cancelled review publishes nothing.
+        if cancel.is_cancelled() {
+            return Ok(RunOutcome::Cancelled);
+        }
+        let published = self.publish_report(job, &forge, refs, &commits, &report, &settings);
+        published.await
+    }
+
+    /// The merge request's commits in the project's mirror.
+    pub(crate) async fn checkout(
+        &self,
+        project: &str,
+        refs: &DiffRefs,
+        last: Option<String>,
+    ) -> Result<PullCommits, JobError> {
+        let clone_url = clone_url(&self.client, project)
+            .await
+            .map_err(gitlab_error)?
+            .ok_or_else(|| {
+                JobError::Permanent(format!("project {project} has no clone URL").into())
+            })?;
+        let mirror = Mirror {
+            path: self
+                .shared
+                .cache_dir
+                .join("@gitlab")
+                .join(format!("{}.git", path_segment(project))),
+            clone_url,
+            cache_dir: self.shared.cache_dir.clone(),
+            budget: self.shared.cache_budget_bytes,
+        };
+        let (base, head) = (refs.base_sha.clone(), refs.head_sha.clone());
+        fetch_into_mirror(mirror, base, head, last, self.token.clone()).await
+    }
+
+    /// Counts the review in the metrics and publishes it with the merge request's dismissals.
+    async fn publish_report(
+        &self,
+        job: &Job,
+        forge: &GitLabMergeRequest<'_>,
+        refs: &DiffRefs,
+        commits: &PullCommits,
+        report: &ReviewReport,
+        settings: &Settings,
+    ) -> Result<RunOutcome, JobError> {
+        self.shared
+            .metrics
+            .add_model_tokens(report.stats.prompt_tokens, report.stats.completion_tokens);
+        if let Some(cost) = report.stats.cost_usd {
+            self.shared
+                .metrics
+                .add_review_cost(&job.repo_full_name, cost);
+        }
+        let dismissed = self.dismissed(job).await?;
+        let target = PullTarget {
+            owner: &job.repo_full_name,
+            repo: "",
+            number: job.pr_number,
+            head_sha: &refs.head_sha,
+        };
+        let published = flow::pull::publish(
+            forge,
+            target,
+            commits,
+            report,
+            settings,
+            &self.shared.publish,
+            &dismissed,
+        );
+        published.await.map_err(publish_error)?;
+        Ok(RunOutcome::Completed)
+    }
+
+    /// The findings dismissed on the merge request (none without a database).
+    async fn dismissed(&self, job: &Job) -> Result<Dismissals, JobError> {
+        let Some(queue) = &self.shared.dismissals else {
+            return Ok(Dismissals::new());
+        };
+        let key = gitlab_key(&job.repo_full_name);
+        let keys = queue
+            .dismissed(&key, job.pr_number)
+            .await
+            .map_err(|e| JobError::Retryable(e.into()))?;
+        Ok(keys.into_iter().collect())
+    }
+
+    /// Posts `text` as a note on the job's merge request (a failure is logged).
+    async fn post_note(&self, job: &Job, text: &str) {
+        let path = format!(
+            "{}/notes",
+            crate::gitlab::merge_request::merge_request_path(&job.repo_full_name, job.pr_number)
+        );
+        let body = serde_json::json!({ "body": text });
+        let interval = self.shared.publish.min_write_interval;
+        let posted = self
+            .client
+            .write_json(reqwest::Method::POST, &path, &body, interval);
+        if let Err(error) = posted.await {
+            tracing::warn!(job = %job.id, %error, "could not post a note on the merge request");
+        }
+    }
+}
+
+#[async_trait]
+impl JobRunner for GitLabRunner {
+    async fn run(&self, job: &Job, cancel: CancellationToken) -> Result<RunOutcome, JobError> {
+        let result = send(self.run_job(job, cancel)).await;
+        if !matches!(result, Err(JobError::Retryable(_))) {
+            super::job_transcript::remove(&self.shared.cache_dir, job);
+        }
+        let last_attempt = job.attempts >= job.max_attempts;
+        if let Err(error) = &result
+            && self.shared.failure_notice
+            && (last_attempt || matches!(error, JobError::Permanent(_)))
+        {
+            let text = format!("Redline could not review this merge request: {error}");
+            self.post_note(job, &text).await;
+        }
+        result
+    }
+}
+
+/// Whether the job may run: a `/redline review` note needs the Developer role or above.
+async fn may_request(job: &Job, forge: &GitLabMergeRequest<'_>) -> Result<bool, JobError> {
+    let Ok(ReviewTrigger::Command { commenter, .. }) = job.trigger() else {
+        return Ok(true);
+    };
+    let allowed = forge.may_write(&commenter).await.map_err(publish_error)?;
+    if !allowed {
+        tracing::info!(job = %job.id, %commenter, "review requested without the Developer role; ignored");
+    }
+    Ok(allowed)
+}
+
+/// A GitLab failure as a job error: what a retry cannot mend is permanent.
+pub(crate) fn gitlab_error(e: GitLabError) -> JobError {
+    match e.status() {
+        Some(400) | Some(401) | Some(403) | Some(404) | Some(422) => JobError::Permanent(e.into()),
+        _ => JobError::Retryable(e.into()),
+    }
+}
+
+fn publish_error(e: PublishError) -> JobError {
+    match e {
+        PublishError::GitLab(e) => gitlab_error(e),
+        PublishError::Forbidden { message } => {
+            JobError::Permanent(format!("GitLab refused the review: {message}").into())
+        }
+        PublishError::GitHub(e) => JobError::Retryable(e.into()),
+    }
+}
+
+/// What a review job runs with besides its forge (GitHub's [`ReviewRunner`] has the same).
+#[derive(Clone)]
+pub(crate) struct RunnerSettings {
+    /// Where the bare mirrors live.
+    pub(crate) cache_dir: PathBuf,
+    /// Disk budget of the mirror cache, in bytes.
+    pub(crate) cache_budget_bytes: u64,
+    /// The model to use.
+    pub(crate) model: ModelFactory,
+    /// The server's model settings: they win over every project's file.
+    pub(crate) settings: ModelSettings,
+    /// What a project's `max_cost` and `timeout` may be at most.
+    pub(crate) ceilings: LimitCeilings,
+    /// Publishing settings.
+    pub(crate) publish: PublishConfig,
+    /// Metrics for model tokens and costs.
+    pub(crate) metrics: Arc<crate::server::Metrics>,
+    /// Post a short note on the merge request when a review fails for good.
+    pub(crate) failure_notice: bool,
+    /// Where dismissed findings are kept.
+    pub(crate) dismissals: Option<Queue>,
+}
+
+/// Hands each job to its forge's runner; a job of a forge the server was not set up for
+/// fails for good (its settings are missing, a retry cannot help).
+pub struct ForgeRunner {
+    /// GitHub's runner, when the App is configured.
+    pub github: Option<Arc<ReviewRunner>>,
+    /// GitLab's runner, when GitLab is configured.
+    pub gitlab: Option<Arc<GitLabRunner>>,
+}
+
+#[async_trait]
+impl JobRunner for ForgeRunner {
+    async fn run(&self, job: &Job, cancel: CancellationToken) -> Result<RunOutcome, JobError> {
+        let runner: Option<&dyn JobRunner> = match job.forge {
+            ForgeKind::GitHub => self.github.as_deref().map(|r| r as &dyn JobRunner),
+            ForgeKind::GitLab => self.gitlab.as_deref().map(|r| r as &dyn JobRunner),
+        };
+        match runner {
+            Some(runner) => runner.run(job, cancel).await,
+            None => Err(JobError::Permanent(
+                format!("this server is not set up for {} jobs", job.forge).into(),
+            )),
+        }
+    }
+}

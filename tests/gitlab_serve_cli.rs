@@ -1,0 +1,403 @@
+//! `redline serve` with GitLab settings only, end to end: the real binary, GitLab's
+//! webhooks (the fixtures), the GitLab mock, the scripted model, and a repository the
+//! server mirrors. No `GITHUB_APP_*` is set.
+
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use crate::common::cli::{self, KEY};
+use crate::common::gitlab_mock::{BOT, DiffLineSpec, GitLabMock, MergeRequestSpec};
+use crate::common::model_server::ModelServer;
+use crate::gitlab_webhook::gitlab_fixture;
+use crate::serve_cli::wait_until;
+use crate::settings::support::pull_request_repo;
+use crate::threads::support::{ANSWER_TEXT, FIRST, is_chat, model};
+
+const TOKEN: &str = "glpat-serve-token-abcdefghijkl";
+const SECRET: &str = "gitlab-webhook-secret-for-tests";
+const PROJECT: u64 = 42;
+const PATH: &str = "numbers/calculator";
+const IID: u64 = 7;
+const CALC: &str = "src/calc.rs";
+
+/// A running `redline serve` (killed on drop) and its log.
+struct GitLabServer {
+    _child: tokio::process::Child,
+    url: String,
+    _dir: tempfile::TempDir,
+    log: std::sync::Arc<std::sync::Mutex<Vec<u8>>>,
+}
+
+impl GitLabServer {
+    async fn start(gl: &GitLabMock, model: &ModelServer) -> GitLabServer {
+        let dir = tempfile::tempdir().expect("tmp");
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .expect("port")
+            .port();
+        let mut command = cli::redline_command();
+        for var in [
+            "GITHUB_APP_ID",
+            "GITHUB_APP_CLIENT_ID",
+            "GITHUB_APP_PRIVATE_KEY",
+            "GITHUB_APP_PRIVATE_KEY_PATH",
+            "GITHUB_WEBHOOK_SECRET",
+        ] {
+            command.env_remove(var);
+        }
+        let mut child = command
+            .args(["serve", "--listen", &format!("127.0.0.1:{port}")])
+            .env("GITLAB_API_URL", gl.api_url())
+            .env("GITLAB_TOKEN", TOKEN)
+            .env("GITLAB_WEBHOOK_SECRET", SECRET)
+            .env(
+                "REDLINE_DATABASE_URL",
+                format!("sqlite://{}", dir.path().join("redline.db").display()),
+            )
+            .env("REDLINE_CACHE_DIR", dir.path().join("cache"))
+            .env("REDLINE_BASE_URL", model.base_url())
+            .env("REDLINE_MODEL", "test-model")
+            .env("REDLINE_API_KEY", KEY)
+            .env("REDLINE_LOG", "info")
+            .stderr(std::process::Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .expect("start redline serve");
+        let log = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        if let Some(mut stderr) = child.stderr.take() {
+            let log = log.clone();
+            tokio::spawn(async move {
+                use tokio::io::AsyncReadExt;
+                let mut buffer = [0u8; 8192];
+                while let Ok(read) = stderr.read(&mut buffer).await {
+                    if read == 0 {
+                        break;
+                    }
+                    log.lock().unwrap().extend_from_slice(&buffer[..read]);
+                }
+            });
+        }
+        let url = format!("http://127.0.0.1:{port}");
+        let client = reqwest::Client::new();
+        for _ in 0..200 {
+            let healthy = client.get(format!("{url}/healthz")).send().await;
+            if healthy.is_ok_and(|r| r.status().is_success()) {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        GitLabServer {
+            _child: child,
+            url,
+            _dir: dir,
+            log,
+        }
+    }
+
+    fn log(&self) -> String {
+        String::from_utf8_lossy(&self.log.lock().unwrap()).into_owned()
+    }
+
+    async fn deliver(&self, event: &str, uuid: &str, token: &str, body: &Value) -> (u16, String) {
+        let response = reqwest::Client::new()
+            .post(format!("{}/gitlab/webhook", self.url))
+            .header("X-Gitlab-Event", event)
+            .header("X-Gitlab-Event-UUID", uuid)
+            .header("X-Gitlab-Token", token)
+            .header("content-type", "application/json")
+            .body(body.to_string())
+            .send()
+            .await
+            .expect("deliver");
+        let status = response.status().as_u16();
+        (status, response.text().await.unwrap_or_default())
+    }
+
+    async fn wait_for_log(&self, text: &str, times: usize) {
+        wait_until(|| self.log().matches(text).count() >= times, 300, 50).await;
+        assert!(
+            self.log().matches(text).count() >= times,
+            "{text:?} not logged {times} time(s): {}",
+            self.log()
+        );
+    }
+}
+
+/// Merge request !7 of `numbers/calculator` from `pull_request_repo` (base: 3 lines of
+/// `src/calc.rs`; head adds lines 4 to 11), its Open hook, and a mock that knows it.
+async fn merge_request(config: Option<&str>) -> (crate::common::git::TempRepo, GitLabMock, Value) {
+    let (repo, base, head) = pull_request_repo(config);
+    let gl = GitLabMock::start(TOKEN).await;
+    gl.add_project(PROJECT, PATH, &repo.path().display().to_string());
+    gl.add_merge_request(PROJECT, IID, MergeRequestSpec::new(&base, &head));
+    let mut lines: Vec<DiffLineSpec> = (1..=3).map(|n| DiffLineSpec::context(CALC, n, n)).collect();
+    lines.extend((4..=11).map(|n| DiffLineSpec::added(CALC, 4, n)));
+    gl.set_diff(PROJECT, IID, lines);
+    gl.add_member(PROJECT, "grace", 8, 30);
+    gl.add_member(PROJECT, "guest", 9, 10);
+    gl.add_member(PROJECT, "rita", 10, 20);
+    let mut open = gitlab_fixture("merge_request.open");
+    open["object_attributes"]["last_commit"]["id"] = json!(head);
+    (repo, gl, open)
+}
+
+fn model_calls(model: &ModelServer, chat: bool) -> usize {
+    model
+        .requests()
+        .iter()
+        .filter(|r| is_chat(r) == chat)
+        .count()
+}
+
+#[tokio::test]
+async fn with_gitlab_settings_only_a_merge_request_is_reviewed_once() {
+    let (_repo, gl, open) = merge_request(None).await;
+    let model = model(false).await;
+    let server = GitLabServer::start(&gl, &model).await;
+    let (status, answer) = server
+        .deliver("Merge Request Hook", "mr-1", "wrong-token", &open)
+        .await;
+    assert_eq!(status, 401, "{answer}");
+    let (status, answer) = server
+        .deliver("Merge Request Hook", "mr-1", SECRET, &open)
+        .await;
+    assert_eq!(status, 202, "{answer}: {}", server.log());
+    wait_until(|| !gl.notes(PROJECT, IID).is_empty(), 600, 100).await;
+    let discussions = gl.diff_discussions(PROJECT, IID);
+    assert_eq!(discussions.len(), 2, "{discussions:?}\n{}", server.log());
+    let (status, answer) = server
+        .deliver("Merge Request Hook", "mr-1", SECRET, &open)
+        .await;
+    assert!(
+        status == 200 && answer.contains("duplicate"),
+        "{status} {answer}"
+    );
+    assert_eq!(model_calls(&model, false), 1, "one review, one model call");
+    let log = server.log();
+    assert!(!log.contains(TOKEN) && !log.contains(SECRET), "{log}");
+}
+
+#[tokio::test]
+async fn a_reply_in_redline_s_discussion_gets_one_answer_within_the_caps() {
+    let (_repo, gl, open) = merge_request(Some("chat_max_replies = 1\n")).await;
+    let model = model(false).await;
+    let server = GitLabServer::start(&gl, &model).await;
+    let (status, _) = server
+        .deliver("Merge Request Hook", "mr-1", SECRET, &open)
+        .await;
+    assert_eq!(status, 202);
+    wait_until(|| !gl.notes(PROJECT, IID).is_empty(), 600, 100).await;
+    let discussion = gl
+        .diff_discussions(PROJECT, IID)
+        .into_iter()
+        .find(|d| {
+            d["notes"][0]["body"]
+                .as_str()
+                .is_some_and(|b| b.contains(FIRST))
+        })
+        .unwrap_or_else(|| panic!("no discussion of {FIRST}: {}", server.log()));
+    let discussion_id = discussion["id"].as_str().expect("id").to_string();
+    let note = |id: u64, author: &str, text: &str| {
+        let mut event = gitlab_fixture("note.merge_request");
+        event["object_attributes"]["id"] = json!(id);
+        event["object_attributes"]["note"] = json!(text);
+        event["object_attributes"]["discussion_id"] = json!(discussion_id);
+        event["user"]["username"] = json!(author);
+        event
+    };
+    let question = "Are you sure? b is never zero here.";
+    let id = gl.add_user_note(PROJECT, IID, &discussion_id, "grace", question);
+    for uuid in ["n-1", "n-2"] {
+        let (status, answer) = server
+            .deliver("Note Hook", uuid, SECRET, &note(id, "grace", question))
+            .await;
+        assert_eq!(status, 202, "{answer}");
+    }
+    let answers = || {
+        gl.discussions(PROJECT, IID)
+            .into_iter()
+            .filter(|d| d["id"] == json!(discussion_id))
+            .flat_map(|d| d["notes"].as_array().cloned().unwrap_or_default())
+            .filter(|n| n["author"]["username"] == BOT)
+            .skip(1)
+            .collect::<Vec<_>>()
+    };
+    wait_until(|| !answers().is_empty(), 600, 100).await;
+    server.wait_for_log("note not answered", 1).await;
+    let posted = answers();
+    assert_eq!(posted.len(), 1, "{posted:?}");
+    let body = posted[0]["body"].as_str().unwrap_or_default();
+    assert!(
+        body.contains(ANSWER_TEXT) && body.contains(&format!("redline:answer={id}")),
+        "{body}"
+    );
+    // A second reply passes the cheap checks but the discussion has its one answer.
+    let again = gl.add_user_note(PROJECT, IID, &discussion_id, "grace", "Still sure?");
+    server
+        .deliver(
+            "Note Hook",
+            "n-3",
+            SECRET,
+            &note(again, "grace", "Still sure?"),
+        )
+        .await;
+    server.wait_for_log("chat_max_replies reached", 1).await;
+    // Someone who cannot read the code gets nothing.
+    let guest = gl.add_user_note(PROJECT, IID, &discussion_id, "guest", "Why?");
+    server
+        .deliver("Note Hook", "n-4", SECRET, &note(guest, "guest", "Why?"))
+        .await;
+    server.wait_for_log("cannot read the project", 1).await;
+    assert_eq!(answers().len(), 1);
+    assert_eq!(
+        model_calls(&model, true),
+        1,
+        "one model call for one answer"
+    );
+}
+
+#[tokio::test]
+async fn a_half_configured_gitlab_or_no_forge_at_all_is_named_at_start() {
+    let run = |env: Vec<(&'static str, &'static str)>| async move {
+        let mut command = cli::redline_command();
+        command.args(["serve", "--listen", "127.0.0.1:0"]);
+        for var in [
+            "GITHUB_APP_ID",
+            "GITHUB_APP_CLIENT_ID",
+            "GITHUB_WEBHOOK_SECRET",
+        ] {
+            command.env_remove(var);
+        }
+        for (name, value) in env {
+            command.env(name, value);
+        }
+        let output = command.output().await.expect("run");
+        assert_eq!(output.status.code(), Some(2));
+        String::from_utf8_lossy(&output.stderr).into_owned()
+    };
+    let stderr = run(vec![(
+        "GITLAB_API_URL",
+        "https://gitlab.example.com/api/v4",
+    )])
+    .await;
+    assert!(
+        stderr.contains("GITLAB_TOKEN") && !stderr.contains("GITHUB_APP"),
+        "{stderr}"
+    );
+    let stderr = run(vec![
+        ("GITLAB_API_URL", "https://gitlab.example.com/api/v4"),
+        ("GITLAB_TOKEN", TOKEN),
+    ])
+    .await;
+    assert!(
+        stderr.contains("GITLAB_WEBHOOK_SECRET") && !stderr.contains(TOKEN),
+        "{stderr}"
+    );
+    let stderr = run(vec![]).await;
+    assert!(
+        stderr.contains("GITHUB_APP_ID") && stderr.contains("GITLAB_TOKEN"),
+        "{stderr}"
+    );
+}
+
+#[tokio::test]
+async fn a_redline_review_note_runs_for_a_developer_only() {
+    let (_repo, gl, _open) = merge_request(None).await;
+    let model = model(false).await;
+    let server = GitLabServer::start(&gl, &model).await;
+    let command = |author: &str| {
+        let mut event = gitlab_fixture("note.merge_request");
+        event["object_attributes"]["note"] = json!("/redline review");
+        event["user"]["username"] = json!(author);
+        event
+    };
+    let (status, answer) = server
+        .deliver("Note Hook", "c-1", SECRET, &command("guest"))
+        .await;
+    assert!(
+        status == 202 && answer.contains("queued"),
+        "{status} {answer}"
+    );
+    server
+        .wait_for_log("review requested without the Developer role", 1)
+        .await;
+    assert!(gl.discussions(PROJECT, IID).is_empty());
+    assert_eq!(
+        model_calls(&model, false),
+        0,
+        "a Guest's request runs nothing"
+    );
+    let (status, answer) = server
+        .deliver("Note Hook", "c-2", SECRET, &command("grace"))
+        .await;
+    assert!(
+        status == 202 && answer.contains("queued"),
+        "{status} {answer}"
+    );
+    wait_until(|| !gl.notes(PROJECT, IID).is_empty(), 600, 100).await;
+    assert_eq!(
+        gl.diff_discussions(PROJECT, IID).len(),
+        2,
+        "{}",
+        server.log()
+    );
+    assert_eq!(model_calls(&model, false), 1);
+}
+
+#[tokio::test]
+async fn redline_ignore_dismisses_for_a_developer_and_not_for_a_reporter() {
+    let (_repo, gl, open) = merge_request(None).await;
+    let model = model(false).await;
+    let server = GitLabServer::start(&gl, &model).await;
+    server
+        .deliver("Merge Request Hook", "mr-1", SECRET, &open)
+        .await;
+    wait_until(|| !gl.notes(PROJECT, IID).is_empty(), 600, 100).await;
+    let discussion_id = gl
+        .diff_discussions(PROJECT, IID)
+        .into_iter()
+        .find(|d| {
+            d["notes"][0]["body"]
+                .as_str()
+                .is_some_and(|b| b.contains(FIRST))
+        })
+        .and_then(|d| d["id"].as_str().map(str::to_string))
+        .expect("Redline's discussion");
+    let replies = || {
+        gl.discussions(PROJECT, IID)
+            .into_iter()
+            .filter(|d| d["id"] == json!(discussion_id))
+            .flat_map(|d| d["notes"].as_array().cloned().unwrap_or_default())
+            .filter(|n| n["author"]["username"] == BOT)
+            .skip(1)
+            .filter_map(|n| n["body"].as_str().map(str::to_string))
+            .collect::<Vec<_>>()
+    };
+    for (n, author) in ["rita", "grace"].into_iter().enumerate() {
+        let id = gl.add_user_note(PROJECT, IID, &discussion_id, author, "/redline ignore");
+        let mut event = gitlab_fixture("note.merge_request");
+        event["object_attributes"]["id"] = json!(id);
+        event["object_attributes"]["note"] = json!("/redline ignore");
+        event["object_attributes"]["discussion_id"] = json!(discussion_id);
+        event["user"]["username"] = json!(author);
+        let (status, answer) = server
+            .deliver("Note Hook", &format!("i-{n}"), SECRET, &event)
+            .await;
+        assert_eq!(status, 202, "{answer}");
+        wait_until(|| replies().len() > n, 300, 50).await;
+    }
+    let replies = replies();
+    assert_eq!(replies.len(), 2, "{replies:?}\n{}", server.log());
+    assert!(
+        replies[0].contains("it stays"),
+        "a Reporter dismisses nothing: {}",
+        replies[0]
+    );
+    assert!(
+        replies[1].contains("will not raise this finding again"),
+        "a Developer dismisses: {}",
+        replies[1]
+    );
+    assert_eq!(model_calls(&model, true), 0, "fixed replies ask no model");
+}
