@@ -59,11 +59,11 @@ pub enum CommitSource<'a> {
 #[derive(Debug, thiserror::Error)]
 pub enum FlowError {
     /// Fetching failed (a later attempt may succeed).
-    #[error("fetching the pull request's commits failed: {0}")]
-    Fetch(String),
+    #[error("fetching the pull request's commits failed")]
+    Fetch(#[source] crate::github::checkout::CheckoutError),
     /// The commits are there but cannot be reviewed.
-    #[error("{0}")]
-    Commits(String),
+    #[error("the pull request's commits cannot be reviewed")]
+    Commits(#[source] crate::repo::RepoError),
 }
 
 /// A pull request's commits, ready to review.
@@ -91,7 +91,7 @@ pub fn load_commits(
     last: Option<&str>,
     token: Option<&Secret>,
 ) -> Result<PullCommits, FlowError> {
-    let fetch = |e: crate::github::checkout::CheckoutError| FlowError::Fetch(e.to_string());
+    let fetch = FlowError::Fetch;
     let (root, merge_base) = match source {
         CommitSource::Checkout { root, remote } => (
             root.to_path_buf(),
@@ -110,7 +110,7 @@ pub fn load_commits(
         head: head.to_string(),
         base_label: format!("{}..{}", short(from), short(head)),
     };
-    let commits_error = |e: crate::repo::RepoError| FlowError::Commits(e.to_string());
+    let commits_error = FlowError::Commits;
     let (view, pr_changes) =
         load_change(&root, &range(&merge_base), false).map_err(commits_error)?;
     let (_, changes) = load_change(&root, &range(&from), false).map_err(commits_error)?;
@@ -125,7 +125,7 @@ pub fn load_commits(
 }
 
 fn merge_base_of(root: &Path, base: &str, head: &str) -> Result<String, FlowError> {
-    let commits = |e: git2::Error| FlowError::Commits(e.message().to_string());
+    let commits = |e: git2::Error| FlowError::Commits(e.into());
     let repo = git2::Repository::open(root).map_err(commits)?;
     let oid = |s: &str| git2::Oid::from_str(s).map_err(commits);
     Ok(repo
@@ -299,4 +299,23 @@ pub(crate) async fn publish(
         resolve_outdated: settings.threads.resolve_outdated,
     };
     crate::forge::publish::publish(forge, request).await
+}
+
+#[cfg(test)]
+mod tests {
+    use std::error::Error as _;
+
+    use super::*;
+
+    #[test]
+    fn a_failed_look_up_keeps_git_s_cause() {
+        let dir = tempfile::tempdir().unwrap();
+        let error = merge_base_of(dir.path(), "HEAD", "HEAD").unwrap_err();
+        let FlowError::Commits(cause) = &error else {
+            panic!("expected Commits, got {error:?}");
+        };
+        assert!(matches!(cause, crate::repo::RepoError::Git(_)), "{cause:?}");
+        let source = error.source().expect("the cause is kept as the source");
+        assert_eq!(source.to_string(), cause.to_string());
+    }
 }

@@ -383,9 +383,9 @@ pub(crate) async fn fetch_into_mirror(
     })
     .await
     .map_err(|e| JobError::Retryable(e.into()))?;
-    loaded.map_err(|e| match e {
-        FlowError::Fetch(message) => JobError::Retryable(message.into()),
-        FlowError::Commits(message) => JobError::Permanent(message.into()),
+    loaded.map_err(|e| match &e {
+        FlowError::Fetch(_) => JobError::Retryable(e.into()),
+        FlowError::Commits(_) => JobError::Permanent(e.into()),
     })
 }
 
