@@ -1,5 +1,5 @@
 //! The arguments of each command, as clap reads them (flags, variables, defaults, help
-//! headings); `mod.rs` keeps the command list and the dispatch.
+//! headings); `cli.rs` keeps the command list and the dispatch.
 
 use std::path::PathBuf;
 
