@@ -16,8 +16,9 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use super::review::{ConfigChoice, local_settings, repository_config};
-use super::serve::{database_url, private_key, required};
+use super::serve::database_url;
 use super::serve_forges::{GITLAB_VARS, any_set};
+use super::serve_forges::{private_key, required};
 use super::{CheckArgs, EXIT_ERROR, EXIT_OK};
 use crate::config::ModelSettings;
 use crate::config::settings::SettingFlags;

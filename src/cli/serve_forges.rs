@@ -12,7 +12,6 @@ use std::time::Duration;
 
 use anyhow::{Context, anyhow, bail};
 
-use super::serve::{private_key, required};
 use crate::config;
 use crate::github::{AppAuth, GitHubError, api_url_from_env};
 use crate::gitlab::GitLabClient;
@@ -129,4 +128,23 @@ pub(super) async fn gitlab_username(client: &GitLabClient) -> Option<String> {
             None
         }
     }
+}
+
+/// A required setting from the environment; the error names it.
+pub(super) fn required(name: &str) -> anyhow::Result<String> {
+    config::env_var(name).ok_or_else(|| anyhow!("{name} is not set"))
+}
+
+/// The App's private key, from `GITHUB_APP_PRIVATE_KEY` or the file named by `GITHUB_APP_PRIVATE_KEY_PATH`.
+pub(super) fn private_key() -> anyhow::Result<Secret> {
+    if let Ok(pem) = required("GITHUB_APP_PRIVATE_KEY") {
+        // Platforms that cannot hold newlines in variables pass them escaped.
+        return Ok(Secret::new(pem.replace("\\n", "\n")));
+    }
+    let path = required("GITHUB_APP_PRIVATE_KEY_PATH").map_err(|_| {
+        anyhow!("neither GITHUB_APP_PRIVATE_KEY nor GITHUB_APP_PRIVATE_KEY_PATH is set")
+    })?;
+    std::fs::read_to_string(&path)
+        .map(Secret::new)
+        .with_context(|| format!("GITHUB_APP_PRIVATE_KEY_PATH: cannot read {path}"))
 }
