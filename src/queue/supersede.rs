@@ -212,3 +212,88 @@ fn pr_of(job: &StoredJob) -> Pr<'_> {
 fn replacing_pr(entry: &Entry) -> Option<Pr<'_>> {
     entry.job.as_ref().filter(|job| job.replaces).map(pr_of)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::queue::types::{JobKind, NewDelivery, NewJob, QueueOptions};
+
+    fn entry(forge: ForgeKind, id: &str, job: Option<JobKind>) -> Entry {
+        let delivery = NewDelivery {
+            forge,
+            delivery_id: id.to_string(),
+            event: "pull_request".to_string(),
+            action: None,
+            received_at: chrono::Utc::now(),
+        };
+        let job = job.map(|kind| NewJob {
+            forge,
+            repo_full_name: "o/r".to_string(),
+            installation_id: None,
+            pr_number: 1,
+            head_sha: None,
+            kind,
+            payload: serde_json::Value::Null,
+        });
+        Entry::new(delivery, job, &QueueOptions::default()).expect("a valid entry")
+    }
+
+    #[test]
+    fn a_group_plays_out_as_its_members_one_after_the_other() {
+        let review = || Some(JobKind::Review { strategy: None });
+        let requested = Some(JobKind::Requested { strategy: None });
+        let (github, gitlab) = (ForgeKind::GitHub, ForgeKind::GitLab);
+        let entries = [
+            entry(github, "d1", review()),
+            entry(github, "d2", requested),
+            entry(github, "d3", review()),
+            entry(github, "d1", review()),
+            entry(gitlab, "d1", review()),
+            entry(github, "d4", None),
+        ];
+        let fresh = first_in_group(&entries);
+        assert_eq!(fresh, [true, true, true, false, true, true]);
+
+        let plan = GroupPlan::new(&entries, fresh);
+        let states: Vec<(&str, ForgeKind, JobState)> = plan
+            .jobs()
+            .map(|(entry, job, state)| (entry.delivery.delivery_id.as_str(), job.forge, state))
+            .collect();
+        assert_eq!(
+            states,
+            [
+                ("d1", github, JobState::Superseded),
+                ("d2", github, JobState::Superseded),
+                ("d3", github, JobState::Queued),
+                ("d1", gitlab, JobState::Queued),
+            ]
+        );
+        assert_eq!(plan.replacing(), [(github, "o/r", 1), (gitlab, "o/r", 1)]);
+
+        let ids: JobIds = [
+            ((github, "d1".to_string()), 10),
+            ((github, "d2".to_string()), 11),
+            ((github, "d3".to_string()), 12),
+            ((gitlab, "d1".to_string()), 13),
+        ]
+        .into();
+        // Two queued jobs and a running one stored for GitHub's `o/r#1`, none for GitLab's.
+        let replaced: Replaced<'_> = [((github, "o/r", 1), (2, 1))].into();
+        let queued = |id, superseded, cancel_requested| Accepted::Queued {
+            job_id: JobId(id),
+            superseded,
+            cancel_requested,
+        };
+        assert_eq!(
+            plan.outcomes(&ids, &replaced).expect("outcomes"),
+            [
+                queued(10, 2, 1),
+                queued(11, 0, 0),
+                queued(12, 2, 1),
+                Accepted::Duplicate,
+                queued(13, 0, 0),
+                Accepted::Recorded,
+            ]
+        );
+    }
+}
