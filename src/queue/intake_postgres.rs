@@ -1,16 +1,17 @@
 //! PostgreSQL: a group of deliveries in one transaction, by the rule of [`super::supersede`]
 //! (the same code decides for SQLite). A statement takes an array per column, so a group
-//! costs the same few round trips whatever its size: the per-PR locks, the deliveries, then
-//! the replacement of stored jobs and the insertion of new ones together; a group without
-//! jobs is one statement.
+//! costs the same four round trips whatever its size: `BEGIN`, the per-PR locks with the
+//! deliveries, the replacement of stored jobs with the insertion of new ones, `COMMIT`; a
+//! group without jobs is one statement.
 //!
 //! Invariants:
 //! - Intake for one pull request (forge, repository, number) is serialized across processes
 //!   by a transaction-scoped advisory lock, taken before the live jobs are read. Under READ
 //!   COMMITTED each statement reads a fresh snapshot, so the jobs statement, which starts
 //!   after the locks are held, sees every job a previous holder committed.
-//! - A group takes its locks in one global order (by key), all in one statement before it
-//!   writes anything, so the groups of two replicas cannot deadlock on them.
+//! - A group takes its locks in one global order (by key), all before it writes anything (the
+//!   deliveries statement's one-time filter), so the groups of two replicas cannot deadlock
+//!   on them.
 //! - New jobs are inserted in group order, so their ids follow it.
 
 use std::collections::HashSet;
@@ -26,17 +27,17 @@ use super::supersede::{GroupPlan, JobIds, Replaced, count_replaced, first_in_gro
 use super::types::{Accepted, JobId};
 use crate::forge::ForgeKind;
 
-/// Locks the listed pull requests (`forge:repo#number`), smallest key first, until the
-/// transaction ends. The ordered subquery is not flattened, so the locks are taken in its
-/// order. Binds: $1 the pull requests.
-const LOCK_PRS: &str = "SELECT pg_advisory_xact_lock(key) FROM \
-     (SELECT DISTINCT hashtextextended(pr, 0) AS key FROM unnest($1::text[]) AS pr \
-      ORDER BY key) AS keys";
-
-/// Inserts deliveries; returns the (forge, id) of those that were new. Binds: $1..$5 the
-/// columns.
-const INSERT_DELIVERIES: &str = "INSERT INTO deliveries (forge, delivery_id, event, action, received_at) \
-     SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::int8[]) \
+/// Locks the listed pull requests ($6, `forge:repo#number`) until the transaction ends, then
+/// inserts the deliveries ($1..$5, one array per column); returns the (forge, id) of those
+/// that were new. The locks are an uncorrelated subquery, so a one-time filter taken before
+/// any row is inserted; the ordered subquery is not flattened, so they are taken smallest key
+/// first. (Its own statement would cost a round trip more per group.)
+const LOCK_AND_INSERT_DELIVERIES: &str = "INSERT INTO deliveries (forge, delivery_id, event, action, received_at) \
+     SELECT u.* FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::int8[]) AS u \
+     WHERE (SELECT count(*) FROM \
+       (SELECT pg_advisory_xact_lock(key) FROM \
+         (SELECT DISTINCT hashtextextended(pr, 0) AS key FROM unnest($6::text[]) AS pr \
+          ORDER BY key) AS keys) AS locked) >= 0 \
      ON CONFLICT (forge, delivery_id) DO NOTHING \
      RETURNING forge, delivery_id";
 
@@ -79,13 +80,12 @@ pub(super) async fn store_postgres(
     entries: &[Entry],
 ) -> Result<Vec<Accepted>, QueueError> {
     if entries.iter().all(|entry| entry.job.is_none()) {
-        // One statement is its own transaction.
+        // One statement is its own transaction; nothing to lock.
         let mut conn = pool.acquire().await?;
         let fresh = insert_deliveries(&mut conn, entries).await?;
         return GroupPlan::new(entries, fresh).outcomes(&JobIds::new(), &Replaced::new());
     }
     let mut tx = pool.begin().await?;
-    lock_prs(&mut tx, entries).await?;
     let fresh = insert_deliveries(&mut tx, entries).await?;
     let plan = GroupPlan::new(entries, fresh);
     let (replaced, ids) = if plan.has_jobs() {
@@ -97,19 +97,9 @@ pub(super) async fn store_postgres(
     plan.outcomes(&ids, &replaced)
 }
 
-/// Takes the advisory lock of every pull request a job of the group names.
-async fn lock_prs(conn: &mut PgConnection, entries: &[Entry]) -> Result<(), QueueError> {
-    let prs: Vec<String> = entries
-        .iter()
-        .filter_map(|entry| entry.job.as_ref())
-        .map(|job| format!("{}:{}#{}", job.forge, job.repo_full_name, job.pr_number))
-        .collect();
-    sqlx::query(LOCK_PRS).bind(prs).execute(&mut *conn).await?;
-    Ok(())
-}
-
-/// Inserts the group's deliveries; `true` for each entry whose delivery is new (not stored
-/// before, not earlier in the group).
+/// Takes the advisory lock of every pull request a job of the group names, then inserts the
+/// group's deliveries; `true` for each entry whose delivery is new (not stored before, not
+/// earlier in the group).
 async fn insert_deliveries(
     conn: &mut PgConnection,
     entries: &[Entry],
@@ -124,12 +114,18 @@ async fn insert_deliveries(
         columns.actions.push(delivery.action.as_deref());
         columns.received_at.push(to_millis(delivery.received_at));
     }
-    let rows = sqlx::query(INSERT_DELIVERIES)
+    let lock_keys: Vec<String> = entries
+        .iter()
+        .filter_map(|entry| entry.job.as_ref())
+        .map(|job| format!("{}:{}#{}", job.forge, job.repo_full_name, job.pr_number))
+        .collect();
+    let rows = sqlx::query(LOCK_AND_INSERT_DELIVERIES)
         .bind(columns.forges)
         .bind(columns.ids)
         .bind(columns.events)
         .bind(columns.actions)
         .bind(columns.received_at)
+        .bind(lock_keys)
         .fetch_all(&mut *conn)
         .await?;
     let mut inserted = HashSet::with_capacity(rows.len());
