@@ -80,6 +80,11 @@ const POSTGRES_MIGRATIONS: &[(i64, &str, &str)] = &[
         "forges",
         include_str!("../../migrations/postgres/0006_forges.sql"),
     ),
+    (
+        7,
+        "intake in rust",
+        include_str!("../../migrations/postgres/0007_intake_in_rust.sql"),
+    ),
 ];
 
 /// How long start-up waits for PostgreSQL to take a connection. A refusal is retried within

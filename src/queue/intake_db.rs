@@ -1,28 +1,21 @@
 //! Storing a group of the committer's members, on either backend (SQLite in
-//! [`super::intake_sqlite`]): one transaction on SQLite; on PostgreSQL one statement for the
+//! [`super::intake_sqlite`], PostgreSQL in [`super::intake_postgres`], both by the rule of
+//! [`super::supersede`]): one transaction on SQLite; on PostgreSQL one transaction for the
 //! deliveries, and claims and completions on the pool (the committer gets them only from
 //! SQLite queues).
 
+use sqlx::Connection;
 use sqlx::postgres::PgPool;
 use sqlx::sqlite::{SqliteConnectOptions, SqliteConnection};
-use sqlx::{Connection, Row};
 
-use super::db::{Db, is_in_memory, to_millis};
+use super::db::{Db, is_in_memory};
 use super::error::QueueError;
+use super::intake_postgres::store_postgres;
 use super::intake_sqlite::store_sqlite;
 use super::lease::{ClaimRequest, FinishRequest, LeaseDb, Reaper};
 use super::store::{now_millis, to_db_int};
-use super::types::{Accepted, Job, JobId, NewDelivery, NewJob, QueueOptions};
+use super::types::{Accepted, Job, NewDelivery, NewJob, QueueOptions};
 use crate::forge::ForgeKind;
-
-/// PostgreSQL: the stored function `redline_accept_deliveries` (see the migrations) stores a
-/// whole group in one statement, members in array order. Binds: $1 forges, $2..$5
-/// deliveries, $6..$12 jobs (NULL repo: no job), $13 max attempts, $14 now.
-const ACCEPT_POSTGRES: &str = "SELECT r.stored, r.job_id, r.superseded, r.cancel_requested \
-     FROM redline_accept_deliveries($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, \
-       $14) \
-       WITH ORDINALITY AS r(stored, job_id, superseded, cancel_requested, position) \
-     ORDER BY r.position";
 
 /// A delivery and its optional job, converted to column values.
 pub(super) struct Entry {
@@ -213,7 +206,7 @@ impl Store {
     }
 }
 
-/// PostgreSQL: the deliveries in one statement; claims and completions each on its own,
+/// PostgreSQL: the deliveries in one transaction; claims and completions each on its own,
 /// their errors their own.
 async fn store_postgres_work(
     pool: &PgPool,
@@ -237,99 +230,4 @@ async fn store_postgres_work(
             .push(LeaseDb::Postgres(pool).claim(request, reaper, now).await);
     }
     Ok(outcomes)
-}
-
-/// One statement (so one transaction) for the whole group.
-async fn store_postgres(pool: &PgPool, entries: &[Entry]) -> Result<Vec<Accepted>, QueueError> {
-    let columns = PgColumns::from(entries);
-    let max_attempts = entries.first().map_or(1, |entry| entry.max_attempts);
-    let rows = sqlx::query(ACCEPT_POSTGRES)
-        .bind(columns.forges)
-        .bind(columns.delivery_ids)
-        .bind(columns.events)
-        .bind(columns.actions)
-        .bind(columns.received_at)
-        .bind(columns.repos)
-        .bind(columns.prs)
-        .bind(columns.installations)
-        .bind(columns.head_shas)
-        .bind(columns.kinds)
-        .bind(columns.strategies)
-        .bind(columns.payloads)
-        .bind(max_attempts)
-        .bind(now_millis())
-        .fetch_all(pool)
-        .await?;
-    if rows.len() != entries.len() {
-        return Err(QueueError::Database(sqlx::Error::RowNotFound));
-    }
-    rows.iter().map(accepted_from_pg_row).collect()
-}
-
-fn accepted_from_pg_row(row: &sqlx::postgres::PgRow) -> Result<Accepted, QueueError> {
-    let stored: bool = row.try_get("stored")?;
-    let job_id: Option<i64> = row.try_get("job_id")?;
-    let count = |column: &str| -> Result<u64, QueueError> {
-        let count: Option<i64> = row.try_get(column)?;
-        Ok(count.and_then(|n| u64::try_from(n).ok()).unwrap_or(0))
-    };
-    Ok(match (stored, job_id) {
-        (false, _) => Accepted::Duplicate,
-        (true, None) => Accepted::Recorded,
-        (true, Some(job_id)) => Accepted::Queued {
-            job_id: JobId(job_id),
-            superseded: count("superseded")?,
-            cancel_requested: count("cancel_requested")?,
-        },
-    })
-}
-
-/// A group as one array per column (PostgreSQL binds arrays, not rows).
-#[derive(Default)]
-struct PgColumns {
-    forges: Vec<&'static str>,
-    delivery_ids: Vec<String>,
-    events: Vec<String>,
-    actions: Vec<Option<String>>,
-    received_at: Vec<i64>,
-    repos: Vec<Option<String>>,
-    prs: Vec<Option<i64>>,
-    installations: Vec<Option<i64>>,
-    head_shas: Vec<Option<String>>,
-    kinds: Vec<Option<String>>,
-    strategies: Vec<Option<String>>,
-    payloads: Vec<Option<String>>,
-}
-
-impl From<&[Entry]> for PgColumns {
-    fn from(entries: &[Entry]) -> Self {
-        let mut columns = PgColumns::default();
-        for Entry { delivery, job, .. } in entries {
-            columns.forges.push(delivery.forge.as_str());
-            columns.delivery_ids.push(delivery.delivery_id.clone());
-            columns.events.push(delivery.event.clone());
-            columns.actions.push(delivery.action.clone());
-            columns.received_at.push(to_millis(delivery.received_at));
-            columns
-                .repos
-                .push(job.as_ref().map(|job| job.repo_full_name.clone()));
-            columns.prs.push(job.as_ref().map(|job| job.pr_number));
-            columns
-                .installations
-                .push(job.as_ref().and_then(|job| job.installation_id));
-            columns
-                .head_shas
-                .push(job.as_ref().and_then(|job| job.head_sha.clone()));
-            columns
-                .kinds
-                .push(job.as_ref().map(|job| job.kind.to_string()));
-            columns
-                .strategies
-                .push(job.as_ref().and_then(|job| job.strategy.clone()));
-            columns
-                .payloads
-                .push(job.as_ref().map(|job| job.payload.clone()));
-        }
-        columns
-    }
 }

@@ -3,18 +3,11 @@
 //!
 //! Every statement costs a round trip to the connection's thread, so the group is not stored
 //! member by member: its rows go in multi-row inserts (chunks of [`CHUNK_SIZES`] rows), and
-//! what running the members one after the other would have done is worked out here:
-//! - a delivery id that appears earlier in the group, or is already stored, is a duplicate;
-//! - a job that replaces earlier ones (a `review`; a `requested` review replaces nothing, see
-//!   [`super::types::JobKind::replaces_earlier`]) supersedes the stored queued jobs of its
-//!   PR and asks its running job to stop, once (the first such job of that PR in the group
-//!   does it);
-//! - a new job followed in the group by a replacing job of its PR is stored as superseded
-//!   (that one replaced it before it could run), and the replacing one reports it.
-//!
-//! Job ids follow the group's order, as they would one by one.
+//! what running the members one after the other would have done is worked out by the rule
+//! of [`super::supersede`]. The database's single writer serializes intake: a group reads
+//! the live jobs with every earlier group committed.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::sync::OnceLock;
 
 use serde_json::{Value, json};
@@ -27,6 +20,7 @@ use super::error::QueueError;
 use super::intake_db::{Entry, Outcomes, StoredJob, Work};
 use super::lease::{LeaseDb, Reaper};
 use super::store::now_millis;
+use super::supersede::{GroupPlan, JobIds, Pr, Replaced, count_replaced, first_in_group};
 use super::types::{Accepted, JobId, JobState};
 use crate::forge::ForgeKind;
 
@@ -113,12 +107,6 @@ fn chunks(total: usize) -> Vec<(usize, std::ops::Range<usize>)> {
     chunks
 }
 
-/// A pull (merge) request: forge, repository and number.
-type Pr<'a> = (ForgeKind, &'a str, i64);
-
-/// A delivery's key: forge and id.
-type DeliveryKey<'a> = (ForgeKind, &'a str);
-
 /// Stores `work` in one transaction; one outcome per member, in order (deliveries, then
 /// completions, then claims).
 pub(super) async fn store_sqlite(
@@ -177,88 +165,10 @@ async fn store_in(
     now: i64,
 ) -> Result<Vec<Accepted>, QueueError> {
     let fresh = insert_deliveries(conn, entries).await?;
-    // New jobs in group order, and the last replacing one of each PR: every new job of the
-    // PR before it is superseded in the group.
-    let new_jobs: Vec<usize> = (0..entries.len())
-        .filter(|&index| fresh[index] && entries[index].job.is_some())
-        .collect();
-    let mut last_of_pr: HashMap<Pr<'_>, usize> = HashMap::new();
-    for &index in &new_jobs {
-        if let Some(pr) = replacing_pr(&entries[index]) {
-            last_of_pr.insert(pr, index);
-        }
-    }
-    let replaced = replace_stored_jobs(conn, last_of_pr.keys().copied(), now).await?;
-    let ids = insert_jobs(conn, entries, &new_jobs, &last_of_pr, now).await?;
-
-    let mut group = GroupReplacements::default();
-    let mut outcomes = Vec::with_capacity(entries.len());
-    for (index, entry) in entries.iter().enumerate() {
-        let outcome = match (fresh[index], &entry.job) {
-            (false, _) => Accepted::Duplicate,
-            (true, None) => Accepted::Recorded,
-            (true, Some(job)) => {
-                let pr = (job.forge, job.repo_full_name.as_str(), job.pr_number);
-                let job_id = ids
-                    .get(&(entry.delivery.forge, entry.delivery.delivery_id.clone()))
-                    .copied()
-                    .ok_or(QueueError::Database(sqlx::Error::RowNotFound))?;
-                let (superseded, cancel_requested) = group.queue(pr, job.replaces, &replaced);
-                Accepted::Queued {
-                    job_id: JobId(job_id),
-                    superseded,
-                    cancel_requested,
-                }
-            }
-        };
-        outcomes.push(outcome);
-    }
-    Ok(outcomes)
-}
-
-/// What each new job of a group replaced, as if the group's jobs were queued one by one.
-#[derive(Default)]
-struct GroupReplacements<'a> {
-    /// PRs whose stored jobs a job of the group already replaced.
-    stored_taken: HashSet<Pr<'a>>,
-    /// New jobs of each PR queued since its last replacing job (or the group's start).
-    waiting: HashMap<Pr<'a>, u64>,
-}
-
-impl<'a> GroupReplacements<'a> {
-    /// Queues a job of `pr`; returns how many jobs it superseded and how many it asked to
-    /// stop. The first replacing job of a PR takes the stored jobs (`replaced`); each takes
-    /// the group's jobs of its PR queued before it since the previous replacing one.
-    fn queue(
-        &mut self,
-        pr: Pr<'a>,
-        replaces: bool,
-        replaced: &HashMap<Pr<'a>, (u64, u64)>,
-    ) -> (u64, u64) {
-        let waiting = self.waiting.entry(pr).or_default();
-        if !replaces {
-            *waiting += 1;
-            return (0, 0);
-        }
-        let (stored_queued, running) = replaced.get(&pr).copied().unwrap_or((0, 0));
-        let stored = if self.stored_taken.insert(pr) {
-            stored_queued
-        } else {
-            0
-        };
-        let superseded = stored + *waiting;
-        *waiting = 1;
-        (superseded, running)
-    }
-}
-
-/// The PR of an entry's job when queueing it replaces the PR's earlier jobs.
-fn replacing_pr(entry: &Entry) -> Option<Pr<'_>> {
-    entry
-        .job
-        .as_ref()
-        .filter(|job| job.replaces)
-        .map(|job| (job.forge, job.repo_full_name.as_str(), job.pr_number))
+    let plan = GroupPlan::new(entries, fresh);
+    let replaced = replace_stored_jobs(conn, plan.replacing(), now).await?;
+    let ids = insert_jobs(conn, &plan, now).await?;
+    plan.outcomes(&ids, &replaced)
 }
 
 /// Inserts the group's deliveries; `true` for each entry whose delivery is new (not stored
@@ -267,11 +177,7 @@ async fn insert_deliveries(
     conn: &mut sqlx::SqliteConnection,
     entries: &[Entry],
 ) -> Result<Vec<bool>, QueueError> {
-    let mut first_of_key: HashSet<DeliveryKey<'_>> = HashSet::new();
-    let first: Vec<bool> = entries
-        .iter()
-        .map(|entry| first_of_key.insert(delivery_key(entry)))
-        .collect();
+    let first = first_in_group(entries);
     static STATEMENTS: OnceLock<Vec<String>> = OnceLock::new();
     let statements = chunk_statements(&INSERT_DELIVERIES, &STATEMENTS);
     let rows: Vec<&Entry> = entries
@@ -308,10 +214,6 @@ async fn insert_deliveries(
         .collect())
 }
 
-fn delivery_key(entry: &Entry) -> DeliveryKey<'_> {
-    (entry.delivery.forge, entry.delivery.delivery_id.as_str())
-}
-
 /// The forge named in column `index` of a `RETURNING` row (`None`: a name this build does not
 /// know, which no row it wrote has).
 fn forge_from_row(row: &SqliteRow, index: usize) -> Result<Option<ForgeKind>, QueueError> {
@@ -322,11 +224,10 @@ fn forge_from_row(row: &SqliteRow, index: usize) -> Result<Option<ForgeKind>, Qu
 /// how many were superseded and how many asked to stop.
 async fn replace_stored_jobs<'a>(
     conn: &mut sqlx::SqliteConnection,
-    prs: impl Iterator<Item = Pr<'a>>,
+    prs: &[Pr<'a>],
     now: i64,
-) -> Result<HashMap<Pr<'a>, (u64, u64)>, QueueError> {
-    let prs: Vec<Pr<'a>> = prs.collect();
-    let mut replaced: HashMap<Pr<'a>, (u64, u64)> = HashMap::new();
+) -> Result<Replaced<'a>, QueueError> {
+    let mut replaced = Replaced::new();
     if prs.is_empty() {
         return Ok(replaced);
     }
@@ -344,52 +245,27 @@ async fn replace_stored_jobs<'a>(
         let forge = forge_from_row(row, 1)?;
         let repo: String = row.try_get(2usize)?;
         let number: i64 = row.try_get(3usize)?;
-        let Some(pr) = prs
-            .iter()
-            .copied()
-            .find(|pr| Some(pr.0) == forge && (pr.1, pr.2) == (repo.as_str(), number))
-        else {
-            continue;
-        };
-        let counts = replaced.entry(pr).or_default();
-        match state {
-            JobState::Superseded => counts.0 += 1,
-            _ => counts.1 += 1,
-        }
+        count_replaced(&mut replaced, prs, (forge, &repo, number), state);
     }
     Ok(replaced)
 }
 
-/// Inserts the new jobs (`new_jobs`: entry indexes in group order); a job that a later one of
-/// its PR replaces is stored as superseded. Returns job ids by delivery (forge and id).
+/// Inserts the plan's new jobs in group order. Returns job ids by delivery (forge and id).
 async fn insert_jobs(
     conn: &mut sqlx::SqliteConnection,
-    entries: &[Entry],
-    new_jobs: &[usize],
-    last_of_pr: &HashMap<Pr<'_>, usize>,
+    plan: &GroupPlan<'_>,
     now: i64,
-) -> Result<HashMap<(ForgeKind, String), i64>, QueueError> {
-    if new_jobs.is_empty() {
-        return Ok(HashMap::new());
+) -> Result<JobIds, QueueError> {
+    if !plan.has_jobs() {
+        return Ok(JobIds::new());
     }
     static STATEMENTS: OnceLock<Vec<String>> = OnceLock::new();
     let statements = chunk_statements(&INSERT_JOBS, &STATEMENTS);
-    let jobs: Vec<(usize, &Entry, &StoredJob)> = new_jobs
-        .iter()
-        .filter_map(|&index| {
-            let entry = &entries[index];
-            entry.job.as_ref().map(|job| (index, entry, job))
-        })
-        .collect();
-    let mut ids = HashMap::with_capacity(jobs.len());
+    let jobs: Vec<(&Entry, &StoredJob, JobState)> = plan.jobs().collect();
+    let mut ids = JobIds::with_capacity(jobs.len());
     for (statement, range) in chunks(jobs.len()) {
         let mut query = sqlx::query(statements[statement].as_str());
-        for &(index, entry, job) in &jobs[range] {
-            let last = last_of_pr.get(&(job.forge, job.repo_full_name.as_str(), job.pr_number));
-            let state = match last {
-                Some(&last) if index < last => JobState::Superseded,
-                _ => JobState::Queued,
-            };
+        for &(entry, job, state) in &jobs[range] {
             let finished_at = (state == JobState::Superseded).then_some(now);
             query = query
                 .bind(entry.delivery.delivery_id.as_str())

@@ -119,8 +119,7 @@ impl JobKind {
     }
 
     /// Whether queueing the job supersedes the pull request's queued jobs and asks its
-    /// running job to stop. (PostgreSQL's `redline_accept_delivery` decides by the stored
-    /// name, `review`; see migration 4.)
+    /// running job to stop (the intake's rule, for both backends: `queue::supersede`).
     pub fn replaces_earlier(&self) -> bool {
         matches!(self, JobKind::Review { .. })
     }
