@@ -12,6 +12,7 @@
 //! ([`RequestLimits`]), and are hashed while they stream in, so a bad signature is refused
 //! as soon as the body ends.
 
+mod answer_pool;
 mod body;
 mod budget;
 pub mod cache;

@@ -8,17 +8,15 @@
 //! merge request's author or a Developer or above dismisses a finding; a note is answered
 //! at most once whoever delivers it again; claims, counts and dismissals are kept under
 //! [`gitlab_key`]; answers run in the background, a few at once, and a burst beyond
-//! [`MAX_WAITING`] waiting answers is dropped with a warning rather than held.
+//! [`MAX_WAITING`](super::answer_pool::MAX_WAITING) waiting answers is dropped with a warning rather than held.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
-
-use tokio::sync::Semaphore;
 
 use super::GitLabNoteHook;
+use super::answer_pool::AnswerPool;
 use super::gitlab_runner::{GitLabRunner, gitlab_key};
 use super::review_runner::{repository_settings, send};
-use super::thread_runner::MAX_WAITING;
+use crate::errors::Chain;
 use crate::flow;
 use crate::flow::pull::pull_intent;
 use crate::flow::thread::{Answered, Gate};
@@ -29,9 +27,6 @@ use crate::gitlab::discussion::load_discussion;
 use crate::gitlab::merge_request::fetch_merge_request;
 use crate::gitlab::{GitLabError, GitLabMergeRequest};
 use crate::queue::{JobError, Queue, QueueError};
-
-/// Answers computed at once.
-const CONCURRENT_ANSWERS: usize = 2;
 
 /// What `/redline ignore` is answered with (GitHub's words, in GitLab's terms).
 const DISMISSED_REPLY: &str =
@@ -107,33 +102,23 @@ impl MergeRequestNote {
 /// The hook that answers notes with `runner`'s checkout, model and settings, recording
 /// claims and dismissals in `queue`.
 pub(crate) fn gitlab_note_hook(runner: Arc<GitLabRunner>, queue: Queue) -> GitLabNoteHook {
-    let permits = Arc::new(Semaphore::new(CONCURRENT_ANSWERS));
-    let waiting = Arc::new(AtomicUsize::new(0));
+    let pool = AnswerPool::new();
     Arc::new(move |note: ThreadNote| {
         let Some(note) = MergeRequestNote::of(note) else {
             return;
         };
-        if waiting.fetch_add(1, Ordering::SeqCst) >= MAX_WAITING {
-            waiting.fetch_sub(1, Ordering::SeqCst);
-            tracing::warn!(
-                note = note.comment.comment_id,
-                "too many notes waiting; not answered"
-            );
-            return;
-        }
+        let id = note.comment.comment_id;
         let (runner, queue) = (runner.clone(), queue.clone());
-        let (permits, waiting) = (permits.clone(), waiting.clone());
-        tokio::spawn(async move {
-            let permit = permits.acquire_owned().await;
-            waiting.fetch_sub(1, Ordering::SeqCst);
-            if permit.is_err() {
-                return;
-            }
-            let id = note.comment.comment_id;
+        let spawned = pool.spawn(async move {
+            // The one boxing point: it proves the whole answer `Send` for the spawn.
             if let Err(error) = send(handle(&runner, &queue, note)).await {
+                let error = Chain(&error);
                 tracing::warn!(note = id, %error, "could not answer a note");
             }
         });
+        if !spawned {
+            tracing::warn!(note = id, "too many notes waiting; not answered");
+        }
     })
 }
 

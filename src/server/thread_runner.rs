@@ -8,15 +8,13 @@
 //! retried); a thread's answers are counted in the database before the model is asked, so
 //! `chat_max_replies` holds under concurrent comments and replicas (a counted answer that
 //! then fails still counts: the cap is never passed); answers run in the background, a
-//! few at once, and a burst beyond [`MAX_WAITING`] waiting answers is dropped with a
+//! few at once, and a burst beyond [`MAX_WAITING`](super::answer_pool::MAX_WAITING) waiting answers is dropped with a
 //! warning rather than held.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
-
-use tokio::sync::Semaphore;
 
 use super::ThreadCommentHook;
+use super::answer_pool::AnswerPool;
 use super::review_runner::{PullAt, ReviewRunner, send};
 use crate::agent::AgentError;
 use crate::config::ConfigError;
@@ -30,11 +28,6 @@ use crate::github::thread::ThreadComment;
 use crate::github::{GitHubClient, GitHubError, PublishError, PullText, fetch_pull};
 use crate::llm::Usage;
 use crate::queue::{JobError, Queue, QueueError};
-
-/// Answers computed at once.
-const CONCURRENT_ANSWERS: usize = 2;
-/// Comments waiting for an answer at most; more are dropped.
-pub(crate) const MAX_WAITING: usize = 64;
 
 /// Why a review comment got no answer; each step keeps its cause for the log.
 #[derive(Debug, thiserror::Error)]
@@ -74,32 +67,23 @@ pub(crate) enum AnswerError {
 /// The hook that answers review comments with `runner`'s checkout, model and settings,
 /// recording claims and dismissals in `queue`.
 pub(crate) fn thread_comment_hook(runner: Arc<ReviewRunner>, queue: Queue) -> ThreadCommentHook {
-    let permits = Arc::new(Semaphore::new(CONCURRENT_ANSWERS));
-    let waiting = Arc::new(AtomicUsize::new(0));
+    let pool = AnswerPool::new();
     Arc::new(move |comment: ThreadComment| {
-        if waiting.fetch_add(1, Ordering::SeqCst) >= MAX_WAITING {
-            waiting.fetch_sub(1, Ordering::SeqCst);
-            tracing::warn!(
-                comment = comment.comment_id,
-                "too many review comments waiting; not answered"
-            );
-            return;
-        }
+        let id = comment.comment_id;
         let (runner, queue) = (runner.clone(), queue.clone());
-        let (permits, waiting) = (permits.clone(), waiting.clone());
-        tokio::spawn(async move {
-            let permit = permits.acquire_owned().await;
-            waiting.fetch_sub(1, Ordering::SeqCst);
-            if permit.is_err() {
-                return;
-            }
-            let id = comment.comment_id;
+        let spawned = pool.spawn(async move {
             // The one boxing point: it proves the whole answer `Send` for the spawn.
             if let Err(error) = send(handle(&runner, &queue, &comment)).await {
                 let error = Chain(&error);
                 tracing::warn!(comment = id, %error, "could not answer a review comment");
             }
         });
+        if !spawned {
+            tracing::warn!(
+                comment = id,
+                "too many review comments waiting; not answered"
+            );
+        }
     })
 }
 
