@@ -24,7 +24,10 @@ use super::AppState;
 use super::body::{AuthenticatedAlready, read_verified};
 use super::events::{command_job, review_job};
 use super::metrics::DeliveryOutcome;
-use super::webhook::{declared_length, header, refuse_body, reply};
+use super::webhook::{
+    Answer, declared_length, duplicate_answer, header, ignored_answer, queued_answer, refuse_body,
+    reply,
+};
 use crate::forge::{ForgeEvent, ForgeKind, ThreadNote};
 use crate::gitlab::hook::{HookConfig, classify};
 use crate::llm::Secret;
@@ -130,8 +133,6 @@ pub(crate) async fn receive(State(state): State<AppState>, request: Request) -> 
     reply(status, value)
 }
 
-type Answer = (DeliveryOutcome, StatusCode, serde_json::Value);
-
 fn bad_request(message: String) -> Answer {
     (
         DeliveryOutcome::BadRequest,
@@ -211,11 +212,7 @@ fn answer(
     request: ForgeEvent,
 ) -> Answer {
     match (accepted, request) {
-        (Accepted::Duplicate, _) => (
-            DeliveryOutcome::Duplicate,
-            StatusCode::OK,
-            json!({"status": "duplicate"}),
-        ),
+        (Accepted::Duplicate, _) => duplicate_answer(),
         (
             Accepted::Queued {
                 job_id,
@@ -226,11 +223,7 @@ fn answer(
         ) => {
             info!(delivery = delivery_id, event, job = %job_id, superseded, cancel_requested,
                 "GitLab review queued");
-            (
-                DeliveryOutcome::Queued,
-                StatusCode::ACCEPTED,
-                json!({"status": "queued", "job_id": job_id.0}),
-            )
+            queued_answer(job_id)
         }
         (Accepted::Recorded, ForgeEvent::Thread(note)) => {
             info!(project = %note.change.repository, mr = note.change.number,
@@ -253,11 +246,7 @@ fn answer(
                 delivery = delivery_id,
                 event, reason, "GitLab delivery ignored"
             );
-            (
-                DeliveryOutcome::Ignored,
-                StatusCode::ACCEPTED,
-                json!({"status": "ignored", "reason": reason}),
-            )
+            ignored_answer(reason)
         }
     }
 }

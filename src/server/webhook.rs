@@ -17,7 +17,7 @@ use super::body::{BodyError, read_verified};
 use super::events::{Classified, CommandReply, Decision, InstallationChange, classify};
 use super::metrics::DeliveryOutcome;
 use super::signature::SignatureCheck;
-use crate::queue::{Accepted, ForgeKind, NewDelivery, QueueError};
+use crate::queue::{Accepted, ForgeKind, JobId, NewDelivery, QueueError};
 
 const EVENT_HEADER: &str = "x-github-event";
 const DELIVERY_HEADER: &str = "x-github-delivery";
@@ -97,7 +97,34 @@ pub(super) fn declared_length(headers: &HeaderMap) -> Option<u64> {
         .and_then(|value| value.trim().parse().ok())
 }
 
-type Answer = (DeliveryOutcome, StatusCode, Value);
+pub(super) type Answer = (DeliveryOutcome, StatusCode, Value);
+
+/// A redelivery: acknowledged, not queued again.
+pub(super) fn duplicate_answer() -> Answer {
+    (
+        DeliveryOutcome::Duplicate,
+        StatusCode::OK,
+        json!({"status": "duplicate"}),
+    )
+}
+
+/// A delivery whose review was queued as `job_id`.
+pub(super) fn queued_answer(job_id: JobId) -> Answer {
+    (
+        DeliveryOutcome::Queued,
+        StatusCode::ACCEPTED,
+        json!({"status": "queued", "job_id": job_id.0}),
+    )
+}
+
+/// A delivery stored and ignored, for `reason`.
+pub(super) fn ignored_answer(reason: String) -> Answer {
+    (
+        DeliveryOutcome::Ignored,
+        StatusCode::ACCEPTED,
+        json!({"status": "ignored", "reason": reason}),
+    )
+}
 type Refusal = (DeliveryOutcome, StatusCode, String);
 
 /// Everything after the signature check.
@@ -173,11 +200,7 @@ fn answer(
     decision: Option<Decision>,
 ) -> Answer {
     match (accepted, decision) {
-        (Accepted::Duplicate, _) => (
-            DeliveryOutcome::Duplicate,
-            StatusCode::OK,
-            json!({"status": "duplicate"}),
-        ),
+        (Accepted::Duplicate, _) => duplicate_answer(),
         (
             Accepted::Queued {
                 job_id,
@@ -188,11 +211,7 @@ fn answer(
         ) => {
             info!(delivery = delivery_id, event, action, job = %job_id, superseded,
                 cancel_requested, "review queued");
-            (
-                DeliveryOutcome::Queued,
-                StatusCode::ACCEPTED,
-                json!({"status": "queued", "job_id": job_id.0}),
-            )
+            queued_answer(job_id)
         }
         (Accepted::Recorded, Some(Decision::Installation(change))) => {
             acknowledge_installation(state, event, &change);
@@ -221,11 +240,7 @@ fn answer(
                 delivery = delivery_id,
                 event, action, reason, "delivery ignored"
             );
-            (
-                DeliveryOutcome::Ignored,
-                StatusCode::ACCEPTED,
-                json!({"status": "ignored", "reason": reason}),
-            )
+            ignored_answer(reason)
         }
     }
 }
