@@ -401,3 +401,28 @@ async fn redline_ignore_dismisses_for_a_developer_and_not_for_a_reporter() {
     );
     assert_eq!(model_calls(&model, true), 0, "fixed replies ask no model");
 }
+
+#[tokio::test]
+async fn a_broken_config_is_reported_in_one_note_however_often_the_merge_request_comes() {
+    let (_repo, gl, open) = merge_request(Some("max_steps = \"many\"\n")).await;
+    let model = model(false).await;
+    let server = GitLabServer::start(&gl, &model).await;
+    // Two deliveries (not redeliveries: each is its own job) of the same head.
+    for uuid in ["mr-broken-1", "mr-broken-2"] {
+        let (status, answer) = server
+            .deliver("Merge Request Hook", uuid, SECRET, &open)
+            .await;
+        assert_eq!(status, 202, "{answer}: {}", server.log());
+        server.wait_for_log("job finished", 1).await;
+    }
+    server.wait_for_log("job finished", 2).await;
+    let notes = gl.notes(PROJECT, IID);
+    assert_eq!(notes.len(), 1, "{notes:?}\n{}", server.log());
+    let body = notes[0]["body"].as_str().unwrap_or_default();
+    assert!(
+        body.contains("did not review this merge request") && body.contains("max_steps"),
+        "{body}"
+    );
+    assert!(gl.diff_discussions(PROJECT, IID).is_empty(), "no review");
+    assert_eq!(model_calls(&model, false), 0, "no model call");
+}

@@ -19,6 +19,32 @@ fn notice_marker(text: &str) -> String {
     format!("{NOTICE_PREFIX}{} -->", &digest[..16])
 }
 
+/// A notice ready to post: its text with any Redline marker defused (it may quote
+/// repository content), and the hidden marker that tells it is there already.
+pub(crate) struct Notice {
+    /// What to post: the text, then the marker.
+    pub body: String,
+    /// The marker to look for among the comments already posted.
+    pub marker: String,
+}
+
+impl Notice {
+    /// The notice of `text`.
+    pub(crate) fn of(text: &str) -> Notice {
+        let text = neutralise_markers(text);
+        let marker = notice_marker(&text);
+        Notice {
+            body: format!("{text}\n\n{marker}"),
+            marker,
+        }
+    }
+
+    /// Whether one of `bodies` is this notice.
+    pub(crate) fn is_among<'a>(&self, mut bodies: impl Iterator<Item = &'a str>) -> bool {
+        bodies.any(|body| body.contains(&self.marker))
+    }
+}
+
 /// Posts `text` as a comment on pull request `owner/repo#number` unless the same notice
 /// is there already; `Ok(true)` when it was posted. `text` may quote repository content:
 /// anything in it that reads as a Redline marker is defused.
@@ -29,22 +55,20 @@ pub(crate) async fn post_notice_once(
     number: u64,
     text: &str,
 ) -> Result<bool, GitHubError> {
-    let text = neutralise_markers(text);
-    let marker = notice_marker(&text);
+    let notice = Notice::of(text);
     let path = format!(
         "/repos/{}/{}/issues/{number}/comments",
         path_segment(owner),
         path_segment(repo)
     );
     let comments = client.get_all_pages(&path).await?;
-    let posted = comments
+    let bodies = comments
         .iter()
-        .filter_map(|c| c.get("body").and_then(Value::as_str))
-        .any(|body| body.contains(&marker));
-    if posted {
+        .filter_map(|c| c.get("body").and_then(Value::as_str));
+    if notice.is_among(bodies) {
         return Ok(false);
     }
-    let body = serde_json::json!({"body": format!("{text}\n\n{marker}")});
+    let body = serde_json::json!({"body": notice.body});
     client.post_json(&path, &body).await?;
     Ok(true)
 }

@@ -29,6 +29,7 @@ use crate::flow::pull::{PullCommits, PullTarget};
 use crate::forge::publish::last_reviewed_sha;
 use crate::forge::{Forge, ForgeKind};
 use crate::github::dismissed::Dismissals;
+use crate::github::notice::Notice;
 use crate::github::{PublishConfig, PublishError, path_segment};
 use crate::gitlab::discussion::clone_url;
 use crate::gitlab::merge_request::{DiffRefs, MergeRequest, fetch_merge_request};
@@ -99,7 +100,9 @@ impl GitLabRunner {
             Ok(settings) => settings,
             Err(error) => {
                 let text = format!("Redline did not review this merge request: {error}");
-                self.post_note(job, &text).await;
+                self.post_notice_once(job, &text)
+                    .await
+                    .map_err(gitlab_error)?;
                 return Ok(RunOutcome::Completed);
             }
         };
@@ -200,6 +203,38 @@ impl GitLabRunner {
             .await
             .map_err(|e| JobError::Retryable(e.into()))?;
         Ok(keys.into_iter().collect())
+    }
+
+    /// Posts `text` as a note on the job's merge request unless the same notice is there
+    /// already (a new job for the same head, a redelivery or a retry stays quiet);
+    /// `Ok(true)` when it was posted.
+    async fn post_notice_once(&self, job: &Job, text: &str) -> Result<bool, GitLabError> {
+        let notice = Notice::of(text);
+        let merge_request =
+            crate::gitlab::merge_request::merge_request_path(&job.repo_full_name, job.pr_number);
+        let discussions = self
+            .client
+            .get_all_pages(&format!("{merge_request}/discussions"))
+            .await?;
+        let bodies = discussions
+            .iter()
+            .filter_map(|discussion| discussion["notes"].as_array())
+            .flatten()
+            .filter_map(|note| note["body"].as_str());
+        if notice.is_among(bodies) {
+            return Ok(false);
+        }
+        let body = serde_json::json!({ "body": notice.body });
+        let interval = self.shared.publish.min_write_interval;
+        self.client
+            .write_json(
+                reqwest::Method::POST,
+                &format!("{merge_request}/notes"),
+                &body,
+                interval,
+            )
+            .await?;
+        Ok(true)
     }
 
     /// Posts `text` as a note on the job's merge request (a failure is logged).
