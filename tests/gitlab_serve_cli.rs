@@ -2,15 +2,13 @@
 //! webhooks (the fixtures), the GitLab mock, the scripted model, and a repository the
 //! server mirrors. No `GITHUB_APP_*` is set.
 
-use std::time::Duration;
-
 use serde_json::{Value, json};
 
-use crate::common::cli::{self, KEY};
+use crate::common::cli;
 use crate::common::gitlab_mock::{BOT, DiffLineSpec, GitLabMock, MergeRequestSpec};
 use crate::common::model_server::ModelServer;
 use crate::gitlab_webhook::gitlab_fixture;
-use crate::serve_cli::wait_until;
+use crate::serve_cli::{Server, wait_until};
 use crate::settings::support::pull_request_repo;
 use crate::threads::support::{ANSWER_TEXT, FIRST, is_chat, model};
 
@@ -22,20 +20,11 @@ const IID: u64 = 7;
 const CALC: &str = "src/calc.rs";
 
 /// A running `redline serve` (killed on drop) and its log.
-struct GitLabServer {
-    _child: tokio::process::Child,
-    url: String,
-    _dir: tempfile::TempDir,
-    log: std::sync::Arc<std::sync::Mutex<Vec<u8>>>,
-}
+/// `redline serve` with GitLab's settings only.
+struct GitLabServer(Server);
 
 impl GitLabServer {
     async fn start(gl: &GitLabMock, model: &ModelServer) -> GitLabServer {
-        let dir = tempfile::tempdir().expect("tmp");
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .and_then(|l| l.local_addr())
-            .expect("port")
-            .port();
         let mut command = cli::redline_command();
         for var in [
             "GITHUB_APP_ID",
@@ -46,62 +35,21 @@ impl GitLabServer {
         ] {
             command.env_remove(var);
         }
-        let mut child = command
-            .args(["serve", "--listen", &format!("127.0.0.1:{port}")])
+        command
             .env("GITLAB_API_URL", gl.api_url())
             .env("GITLAB_TOKEN", TOKEN)
-            .env("GITLAB_WEBHOOK_SECRET", SECRET)
-            .env(
-                "REDLINE_DATABASE_URL",
-                format!("sqlite://{}", dir.path().join("redline.db").display()),
-            )
-            .env("REDLINE_CACHE_DIR", dir.path().join("cache"))
-            .env("REDLINE_BASE_URL", model.base_url())
-            .env("REDLINE_MODEL", "test-model")
-            .env("REDLINE_API_KEY", KEY)
-            .env("REDLINE_LOG", "info")
-            .stderr(std::process::Stdio::piped())
-            .kill_on_drop(true)
-            .spawn()
-            .expect("start redline serve");
-        let log = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
-        if let Some(mut stderr) = child.stderr.take() {
-            let log = log.clone();
-            tokio::spawn(async move {
-                use tokio::io::AsyncReadExt;
-                let mut buffer = [0u8; 8192];
-                while let Ok(read) = stderr.read(&mut buffer).await {
-                    if read == 0 {
-                        break;
-                    }
-                    log.lock().unwrap().extend_from_slice(&buffer[..read]);
-                }
-            });
-        }
-        let url = format!("http://127.0.0.1:{port}");
-        let client = reqwest::Client::new();
-        for _ in 0..200 {
-            let healthy = client.get(format!("{url}/healthz")).send().await;
-            if healthy.is_ok_and(|r| r.status().is_success()) {
-                break;
-            }
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-        GitLabServer {
-            _child: child,
-            url,
-            _dir: dir,
-            log,
-        }
+            .env("GITLAB_WEBHOOK_SECRET", SECRET);
+        let dir = std::sync::Arc::new(tempfile::tempdir().expect("tmp"));
+        GitLabServer(Server::launch(command, dir, model, &[]).await)
     }
 
     fn log(&self) -> String {
-        String::from_utf8_lossy(&self.log.lock().unwrap()).into_owned()
+        self.0.log()
     }
 
     async fn deliver(&self, event: &str, uuid: &str, token: &str, body: &Value) -> (u16, String) {
         let response = reqwest::Client::new()
-            .post(format!("{}/gitlab/webhook", self.url))
+            .post(format!("{}/gitlab/webhook", self.0.url))
             .header("X-Gitlab-Event", event)
             .header("X-Gitlab-Event-UUID", uuid)
             .header("X-Gitlab-Token", token)

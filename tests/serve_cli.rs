@@ -59,25 +59,33 @@ impl Server {
         model: &ModelServer,
         extra: &[&str],
     ) -> Server {
+        let key = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures/github/TEST-ONLY-app-private-key.pem");
+        command
+            .env("GITHUB_APP_ID", "12345")
+            .env("GITHUB_APP_PRIVATE_KEY_PATH", key)
+            .env("GITHUB_WEBHOOK_SECRET", SECRET)
+            .env("GITHUB_API_URL", gh.url());
+        let args = [&["--workers", "2"], extra].concat();
+        Server::launch(command, dir, model, &args).await
+    }
+
+    /// Runs `command`, already given its forge's settings, as `redline serve ARGS` on a
+    /// free port with the database and cache of `dir` and the model of `model`; returns
+    /// once `/healthz` answers.
+    pub(crate) async fn launch(
+        mut command: tokio::process::Command,
+        dir: std::sync::Arc<tempfile::TempDir>,
+        model: &ModelServer,
+        args: &[&str],
+    ) -> Server {
         let port = std::net::TcpListener::bind("127.0.0.1:0")
             .and_then(|l| l.local_addr())
             .expect("port")
             .port();
-        let key = Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("tests/fixtures/github/TEST-ONLY-app-private-key.pem");
         let mut child = command
-            .args([
-                "serve",
-                "--listen",
-                &format!("127.0.0.1:{port}"),
-                "--workers",
-                "2",
-            ])
-            .args(extra)
-            .env("GITHUB_APP_ID", "12345")
-            .env("GITHUB_APP_PRIVATE_KEY_PATH", key)
-            .env("GITHUB_WEBHOOK_SECRET", SECRET)
-            .env("GITHUB_API_URL", gh.url())
+            .args(["serve", "--listen", &format!("127.0.0.1:{port}")])
+            .args(args)
             .env(
                 "REDLINE_DATABASE_URL",
                 format!("sqlite://{}", dir.path().join("redline.db").display()),
