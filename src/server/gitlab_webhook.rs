@@ -18,7 +18,7 @@ use chrono::Utc;
 use ring::digest::{SHA256, digest};
 use serde_json::json;
 use subtle::ConstantTimeEq;
-use tracing::{error, info, warn};
+use tracing::{info, warn};
 
 use super::AppState;
 use super::body::{AuthenticatedAlready, read_verified};
@@ -26,12 +26,12 @@ use super::events::{command_job, review_job};
 use super::metrics::DeliveryOutcome;
 use super::webhook::{
     Answer, declared_length, duplicate_answer, header, ignored_answer, queued_answer, refuse_body,
-    reply,
+    reply, store,
 };
 use crate::forge::{ForgeEvent, ForgeKind, ThreadNote};
 use crate::gitlab::hook::{HookConfig, classify};
 use crate::llm::Secret;
-use crate::queue::{Accepted, NewDelivery, NewJob, QueueError};
+use crate::queue::{Accepted, NewDelivery, NewJob};
 
 const EVENT_HEADER: &str = "x-gitlab-event";
 const DELIVERY_HEADER: &str = "x-gitlab-event-uuid";
@@ -168,24 +168,9 @@ async fn accept(
         received_at: Utc::now(),
     };
     let job = job_of(&request).map_err(|err| bad_request(err.to_string()))?;
-    let accepted = state
-        .queue
-        .accept_delivery(delivery, job)
+    let accepted = store(state, delivery, job)
         .await
-        .map_err(|err| match err {
-            QueueError::InvalidJob { reason } => {
-                warn!(delivery = delivery_id, event, %reason, "GitLab webhook payload refused");
-                bad_request(format!("unexpected payload: {reason}"))
-            }
-            err => {
-                error!(delivery = delivery_id, event, error = %err, "could not store the delivery");
-                (
-                    DeliveryOutcome::Error,
-                    StatusCode::SERVICE_UNAVAILABLE,
-                    json!({"error": "the queue is unavailable; retry the delivery"}),
-                )
-            }
-        })?;
+        .map_err(|(outcome, status, message)| (outcome, status, json!({ "error": message })))?;
     Ok(answer(gitlab, event, delivery_id, accepted, request))
 }
 

@@ -17,7 +17,7 @@ use super::body::{BodyError, read_verified};
 use super::events::{Classified, CommandReply, Decision, InstallationChange, classify};
 use super::metrics::DeliveryOutcome;
 use super::signature::SignatureCheck;
-use crate::queue::{Accepted, ForgeKind, JobId, NewDelivery, QueueError};
+use crate::queue::{Accepted, ForgeKind, JobId, NewDelivery, NewJob, QueueError};
 
 const EVENT_HEADER: &str = "x-github-event";
 const DELIVERY_HEADER: &str = "x-github-delivery";
@@ -125,7 +125,45 @@ pub(super) fn ignored_answer(reason: String) -> Answer {
         json!({"status": "ignored", "reason": reason}),
     )
 }
-type Refusal = (DeliveryOutcome, StatusCode, String);
+/// A delivery refused: its outcome, status and the message for the sender.
+pub(super) type Refusal = (DeliveryOutcome, StatusCode, String);
+
+/// Stores a delivery and its job, if any, durably (deduplicated per forge). A value the
+/// database cannot hold (a number past i64) is the sender's mistake, which no retry
+/// mends (400); any other failure asks for a redelivery (503).
+pub(super) async fn store(
+    state: &AppState,
+    delivery: NewDelivery,
+    job: Option<NewJob>,
+) -> Result<Accepted, Refusal> {
+    let (forge, delivery_id, event) = (
+        delivery.forge,
+        delivery.delivery_id.clone(),
+        delivery.event.clone(),
+    );
+    state
+        .queue
+        .accept_delivery(delivery, job)
+        .await
+        .map_err(|err| match err {
+            QueueError::InvalidJob { reason } => {
+                warn!(%forge, delivery = delivery_id, event, %reason, "webhook payload refused");
+                (
+                    DeliveryOutcome::BadRequest,
+                    StatusCode::BAD_REQUEST,
+                    format!("unexpected payload: {reason}"),
+                )
+            }
+            err => {
+                error!(%forge, delivery = delivery_id, event, error = %err, "could not store the delivery");
+                (
+                    DeliveryOutcome::Error,
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "the queue is unavailable; retry the delivery".to_string(),
+                )
+            }
+        })
+}
 
 /// Everything after the signature check.
 async fn accept(
@@ -160,26 +198,7 @@ async fn accept(
         Decision::Review(job) => (Some(job), None),
         other => (None, Some(other)),
     };
-    let accepted = state
-        .queue
-        .accept_delivery(delivery, job)
-        .await
-        .map_err(|err| match err {
-            // A value from the payload the database cannot hold (a number past i64): the
-            // sender's mistake, which no retry mends.
-            QueueError::InvalidJob { reason } => {
-                warn!(delivery = delivery_id, event, %reason, "webhook payload refused");
-                bad_request(format!("unexpected payload: {reason}"))
-            }
-            err => {
-                error!(delivery = delivery_id, event, error = %err, "could not store the delivery");
-                (
-                    DeliveryOutcome::Error,
-                    StatusCode::SERVICE_UNAVAILABLE,
-                    "the queue is unavailable; retry the delivery".to_string(),
-                )
-            }
-        })?;
+    let accepted = store(state, delivery, job).await?;
     Ok(answer(
         state,
         event,
