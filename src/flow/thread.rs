@@ -69,30 +69,62 @@ pub(crate) async fn gate(
     let Some(thread) = thread else {
         return Ok(Gate::Skip("the thread is gone".into()));
     };
+    let words = GateWords {
+        thread: "thread",
+        dismissed: DISMISSED_REPLY,
+        not_dismissed: NOT_DISMISSED_REPLY,
+    };
+    in_thread(thread, comment, &words, || may_dismiss(client, comment)).await
+}
+
+/// How a forge names its threads and answers `/redline ignore`.
+pub(crate) struct GateWords {
+    /// What a thread is called ("thread", "discussion").
+    pub thread: &'static str,
+    /// The reply to a dismissal.
+    pub dismissed: &'static str,
+    /// The reply to a dismissal the commenter may not make.
+    pub not_dismissed: &'static str,
+}
+
+/// The rules for a comment in its loaded `thread`, the same on every forge: answered
+/// once, replies and `/redline ignore` only in Redline's threads, a dismissal only when
+/// `may_dismiss` allows it (asked only then), fixed replies not repeated.
+pub(crate) async fn in_thread<E, F, Fut>(
+    thread: Thread,
+    comment: &ThreadComment,
+    words: &GateWords,
+    may_dismiss: F,
+) -> Result<Gate, E>
+where
+    F: FnOnce() -> Fut,
+    Fut: std::future::Future<Output = Result<bool, E>>,
+{
     if thread.answered(comment.comment_id) {
         return Ok(Gate::Skip("already answered".into()));
     }
     let ours = thread.is_redline_s();
     Ok(match &comment.ask {
-        Ask::ReplyInThread if !ours => Gate::Skip("a reply in another thread".into()),
-        Ask::Ignore if !ours => Gate::Skip("`/redline ignore` outside Redline's threads".into()),
-        Ask::Ignore if !may_dismiss(client, comment).await? => {
-            fixed_reply(&thread, NOT_DISMISSED_REPLY)
-        }
+        Ask::ReplyInThread if !ours => Gate::Skip(format!("a reply in another {}", words.thread)),
+        Ask::Ignore if !ours => Gate::Skip(format!(
+            "`/redline ignore` outside Redline's {}s",
+            words.thread
+        )),
+        Ask::Ignore if !may_dismiss().await? => fixed_reply(&thread, words.not_dismissed, words),
         Ask::Ignore => Gate::Reply {
-            text: DISMISSED_REPLY.into(),
+            text: words.dismissed.into(),
             dismiss: thread.dismissal_keys(),
         },
-        Ask::Usage(text) => fixed_reply(&thread, text),
+        Ask::Usage(text) => fixed_reply(&thread, text, words),
         _ => Gate::Answer(thread),
     })
 }
 
 /// `text` as a reply that dismisses nothing, unless the thread has it already: a storm of
 /// bad commands or refused `/redline ignore`s gets one reply, not one each.
-fn fixed_reply(thread: &Thread, text: &str) -> Gate {
+fn fixed_reply(thread: &Thread, text: &str, words: &GateWords) -> Gate {
     if thread.has_answer_text(text) {
-        return Gate::Skip("the same reply is already in the thread".into());
+        return Gate::Skip(format!("the same reply is already in the {}", words.thread));
     }
     Gate::Reply {
         text: text.to_string(),

@@ -19,7 +19,7 @@ use super::review_runner::{repository_settings, send};
 use crate::errors::Chain;
 use crate::flow;
 use crate::flow::pull::pull_intent;
-use crate::flow::thread::{Answered, Gate};
+use crate::flow::thread::{Answered, Gate, GateWords};
 use crate::forge::{Forge, ThreadNote};
 use crate::github::PublishError;
 use crate::github::thread::{Ask, Thread, ThreadComment, answer_body};
@@ -201,26 +201,14 @@ async fn gate(
     if let Some(root) = thread.root() {
         note.comment.root_id = root.id;
     }
+    let words = GateWords {
+        thread: "discussion",
+        dismissed: DISMISSED_REPLY,
+        not_dismissed: NOT_DISMISSED_REPLY,
+    };
     let comment = &note.comment;
-    if thread.answered(comment.comment_id) {
-        return Ok(Gate::Skip("already answered".into()));
-    }
-    let ours = thread.is_redline_s();
-    Ok(match &comment.ask {
-        Ask::ReplyInThread if !ours => Gate::Skip("a reply in another discussion".into()),
-        Ask::Ignore if !ours => {
-            Gate::Skip("`/redline ignore` outside Redline's discussions".into())
-        }
-        Ask::Ignore if !may_dismiss(forge, comment).await? => {
-            fixed_reply(&thread, NOT_DISMISSED_REPLY)
-        }
-        Ask::Ignore => Gate::Reply {
-            text: DISMISSED_REPLY.into(),
-            dismiss: thread.dismissal_keys(),
-        },
-        Ask::Usage(text) => fixed_reply(&thread, text),
-        _ => Gate::Answer(thread),
-    })
+    let gate = flow::thread::in_thread(thread, comment, &words, || may_dismiss(forge, comment));
+    Ok(gate.await?)
 }
 
 /// The merge request's author, or a Developer or above.
@@ -232,17 +220,6 @@ async fn may_dismiss(
         return Ok(true);
     }
     forge.may_write(&comment.author).await
-}
-
-/// `text` as a reply that dismisses nothing, unless the discussion has it already.
-fn fixed_reply(thread: &Thread, text: &str) -> Gate {
-    if thread.has_answer_text(text) {
-        return Gate::Skip("the same reply is already in the discussion".into());
-    }
-    Gate::Reply {
-        text: text.to_string(),
-        dismiss: Vec::new(),
-    }
 }
 
 /// The model's answer from a checkout of the merge request, posted; its dismissal recorded.
