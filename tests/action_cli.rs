@@ -81,12 +81,25 @@ pub(crate) async fn run_action(
     gh: &GitHubMock,
     model: &ModelServer,
 ) -> ActionRun {
+    run_action_without(workspace, event_name, event, gh, model, &[]).await
+}
+
+/// [`run_action`] without the variables `unset` (a fork's run has no secrets).
+pub(crate) async fn run_action_without(
+    workspace: &Path,
+    event_name: &str,
+    event: &Value,
+    gh: &GitHubMock,
+    model: &ModelServer,
+    unset: &[&str],
+) -> ActionRun {
     let dir = tempfile::tempdir().expect("tmp");
     let event_path = dir.path().join("event.json");
     std::fs::write(&event_path, event.to_string()).expect("event");
     let outputs = dir.path().join("outputs");
     let summary = dir.path().join("summary.md");
-    let output = cli::redline_command()
+    let mut command = cli::redline_command();
+    command
         .arg("action")
         .env("GITHUB_EVENT_NAME", event_name)
         .env("GITHUB_EVENT_PATH", &event_path)
@@ -100,10 +113,11 @@ pub(crate) async fn run_action(
         .env("REDLINE_BASE_URL", model.base_url())
         .env("REDLINE_MODEL", "test-model")
         .env("REDLINE_API_KEY", KEY)
-        .env("REDLINE_STRATEGY", "react")
-        .output()
-        .await
-        .expect("run redline action");
+        .env("REDLINE_STRATEGY", "react");
+    for name in unset {
+        command.env_remove(name);
+    }
+    let output = command.output().await.expect("run redline action");
     let outputs = std::fs::read_to_string(&outputs).unwrap_or_default();
     let sarif = outputs
         .lines()
@@ -252,6 +266,53 @@ async fn a_read_only_token_puts_findings_in_the_job_summary_and_annotations() {
     );
     assert!(run.summary.contains("Division by zero in ratio"));
     assert!(gh.reviews().is_empty());
+}
+
+/// GitHub gives a fork's `pull_request` run no secrets: without a key the step says why
+/// nothing was reviewed and what would review it, and succeeds; the same run on a branch of
+/// the repository itself is a configuration error.
+#[tokio::test]
+async fn a_fork_pull_request_without_a_key_is_a_notice_not_a_failure() {
+    let pr = pull_request_repo();
+    let gh = GitHubMock::start().await;
+    let model = ModelServer::start(Wire::OpenAi, vec![]).await;
+    let mut event = pull_request_event("pull_request/opened.payload.json", &pr.base, &pr.head);
+    event["pull_request"]["head"]["repo"]["full_name"] = json!("someone/demo");
+    let no_key = ["REDLINE_API_KEY", "REDLINE_BASE_URL"];
+    let run =
+        run_action_without(pr.repo.path(), "pull_request", &event, &gh, &model, &no_key).await;
+    assert_eq!(
+        run.code, 0,
+        "stdout: {}\nstderr: {}",
+        run.stdout, run.stderr
+    );
+    let notice = run
+        .stdout
+        .lines()
+        .find(|l| l.starts_with("::notice::"))
+        .unwrap_or_else(|| panic!("a notice: {}", run.stdout));
+    for words in ["fork", "no secrets", "`/redline review`", "GitHub App"] {
+        assert!(notice.contains(words), "{words}: {notice}");
+    }
+    assert!(!run.stdout.contains("::error::"), "{}", run.stdout);
+    assert!(!notice.contains("pull_request_target"), "{notice}");
+    assert!(model.requests().is_empty());
+    assert!(gh.writes().is_empty());
+
+    // The repository's own branch: a missing key is the workflow's mistake.
+    let event = pull_request_event("pull_request/opened.payload.json", &pr.base, &pr.head);
+    let run =
+        run_action_without(pr.repo.path(), "pull_request", &event, &gh, &model, &no_key).await;
+    assert_eq!(
+        run.code, 2,
+        "stdout: {}\nstderr: {}",
+        run.stdout, run.stderr
+    );
+    assert!(
+        run.stdout.contains("::error::Redline: no API key"),
+        "{}",
+        run.stdout
+    );
 }
 
 #[tokio::test]

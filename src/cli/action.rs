@@ -13,7 +13,7 @@ use super::{ActionArgs, CiArgs, EXIT_ERROR, EXIT_FINDINGS, EXIT_OK, error_messag
 use crate::agent::events::EventSink;
 use crate::agent::strategy::StrategyChoice;
 use crate::config::settings::{SettingFlags, Settings};
-use crate::config::{CONFIG_FILE, ConfigSource};
+use crate::config::{CONFIG_FILE, ConfigError, ConfigSource};
 use crate::flow;
 use crate::flow::pull::{CommitSource, PullCommits, PullTarget, load_commits, short};
 use crate::forge::publish::last_reviewed_sha;
@@ -84,6 +84,9 @@ async fn action(args: ActionArgs) -> anyhow::Result<i32> {
     if let Trigger::Thread(comment) = &trigger {
         return super::action_thread::answer(&args, &client, &token, comment).await;
     }
+    // GitHub runs a fork's `pull_request` workflow without the repository's secrets.
+    let without_secrets =
+        event_name == "pull_request" && matches!(trigger, Trigger::Review { is_fork: true, .. });
     let Some(target) = resolve_target(&client, trigger).await? else {
         return Ok(EXIT_OK);
     };
@@ -111,8 +114,28 @@ async fn action(args: ActionArgs) -> anyhow::Result<i32> {
         return Ok(EXIT_OK);
     }
     let commits = workspace_commits(&target.base_sha, &target.head_sha, last.as_deref(), &token)?;
-    let settings = action_settings(&args.ci, &target, &commits)?;
+    let settings = match action_settings(&args.ci, &target, &commits) {
+        Err(error) if without_secrets && is_missing_key(&error) => {
+            println!("::notice::Redline: {}", escape_data(FORK_WITHOUT_KEY));
+            write_outputs(&Outputs::default())?;
+            return Ok(EXIT_OK);
+        }
+        other => other?,
+    };
     review_and_publish(&client, &target, &commits, &settings).await
+}
+
+/// Why a fork's pull request was not reviewed, and what reviews it.
+const FORK_WITHOUT_KEY: &str = "not reviewed: this pull request comes from a fork, and GitHub gives a fork's workflow run no secrets, so there is no model API key. To review it, a maintainer comments `/redline review` on the pull request (that run has the secrets and only reads the fork's code), or install the Redline GitHub App, which reviews forks itself.";
+
+/// Whether settings failed for want of a model API key.
+pub(super) fn is_missing_key(error: &anyhow::Error) -> bool {
+    error.chain().any(|cause| {
+        matches!(
+            cause.downcast_ref::<ConfigError>(),
+            Some(ConfigError::MissingApiKey { .. })
+        )
+    })
 }
 
 /// The pull request's commits in the workflow's checkout (`GITHUB_WORKSPACE`, else the

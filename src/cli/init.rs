@@ -174,6 +174,8 @@ jobs:
       # (then add `- uses: dtolnay/rust-toolchain@stable` before this step).
       # The model, strategy, fail_on and max_comments come from .redline.toml at the base
       # commit; an input set here (model, strategy, fail-on, max-comments) would win over it.
+      # A pull request from a fork runs without secrets: its step ends with a notice, and a
+      # maintainer's `/redline review` comment reviews it (that run has the key).
       - uses: {action}
         with:
           api-key: ${{ secrets.OPENAI_API_KEY }}
