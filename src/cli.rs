@@ -13,7 +13,7 @@ mod env_args;
 mod eval;
 mod files;
 mod gitlab;
-mod init;
+pub(crate) mod init;
 mod intent;
 mod list_runs;
 mod output;

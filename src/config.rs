@@ -25,6 +25,7 @@ use crate::prompts::PromptOverrides;
 pub(crate) use sources::{ConfigSource, Owner, merge_sources};
 pub mod limits;
 mod toml_errors;
+mod validate;
 pub(crate) use toml_errors::{key_position, toml_error};
 
 /// An environment variable's value, `None` when it is unset or empty (only whitespace):
@@ -59,6 +60,14 @@ pub enum ConfigError {
         origin: String,
         /// What is wrong (names the key).
         message: String,
+    },
+    /// Every problem of one file (syntax, unknown keys, types, ranges), in file order.
+    #[error("{}", problems.iter().map(|p| format!("{origin}:{p}")).collect::<Vec<_>>().join("\n"))]
+    Problems {
+        /// Where the config came from.
+        origin: String,
+        /// Each problem as `L:C: key: what`.
+        problems: Vec<String>,
     },
     /// A value is out of range or not one of the accepted ones.
     #[error("invalid value for `{key}`: {message}")]
