@@ -99,13 +99,17 @@ pub enum ConfigError {
         /// What else would work for this provider (may be empty).
         hint: String,
     },
-    /// No model was chosen and the local server at the endpoint does not serve the default.
+    /// The local server at the endpoint does not serve the model (the one chosen, or the
+    /// default when none was).
     #[error(
-        "the server at {base_url} does not serve the default model `{model}`; it serves: {served}. Choose one with --model NAME (or `model` in .redline.toml)"
+        "the server at {base_url} does not serve the {which}model `{model}`; it serves: {served}. Choose one with --model NAME (or `model` in .redline.toml)",
+        which = if *chosen { "" } else { "default " }
     )]
     ModelNotServed {
-        /// The default model that would have been asked for.
+        /// The model that would have been asked for.
         model: String,
+        /// Whether a flag, variable or file named it (else it is the provider's default).
+        chosen: bool,
         /// The endpoint.
         base_url: String,
         /// The model ids the server lists, comma-separated (bounded).
