@@ -268,3 +268,62 @@ fn the_docs_name_the_repository_of_cargo_toml() {
         "the docs name the repository {mentions} times"
     );
 }
+
+/// Cargo.toml says "MIT OR Apache-2.0": both licence texts are in the repository, with
+/// Redline's copyright line, and the README links them.
+#[test]
+fn both_licences_of_cargo_toml_are_in_the_repository() {
+    assert_eq!(env!("CARGO_PKG_LICENSE"), "MIT OR Apache-2.0");
+    let mit = read(&root().join("LICENSE-MIT"));
+    assert!(mit.contains("Copyright (c) The Redline authors"), "{mit}");
+    assert!(mit.contains("Permission is hereby granted, free of charge"));
+    let apache = read(&root().join("LICENSE-APACHE"));
+    assert!(apache.contains("Apache License") && apache.contains("Version 2.0, January 2004"));
+    assert!(apache.contains("END OF TERMS AND CONDITIONS"));
+    let readme = read(&root().join("README.md"));
+    assert!(
+        readme.contains("(LICENSE-MIT)") && readme.contains("(LICENSE-APACHE)"),
+        "the README links the licences"
+    );
+}
+
+/// The GitLab CI/CD component runs the image of its own release: included at a version, it
+/// never takes whatever `:latest` is.
+#[test]
+fn the_gitlab_component_runs_the_image_of_its_own_version() {
+    let template = read(&root().join("templates/redline.yml"));
+    assert!(!template.contains(":latest"), "{template}");
+    let image = Regex::new(r"(?m)^\s+default: (ghcr\.io/\S+)$")
+        .expect("a valid regex")
+        .captures(&template)
+        .map(|c| c[1].to_string())
+        .expect("the image input's default");
+    let path = env!("CARGO_PKG_REPOSITORY")
+        .strip_prefix("https://github.com/")
+        .expect("a github.com repository");
+    assert_eq!(
+        image,
+        format!("ghcr.io/{path}:v{}", env!("CARGO_PKG_VERSION"))
+    );
+}
+
+/// `compose.yaml` serves either forge or both: it requires no forge's variables (an unset
+/// one is passed as empty, which counts as unset) and passes GitLab's as well as GitHub's.
+#[test]
+fn compose_serves_either_forge_or_both() {
+    let compose = read(&root().join("compose.yaml"));
+    assert!(!compose.contains(":?"), "a variable is required: {compose}");
+    for var in [
+        "GITHUB_APP_ID",
+        "GITHUB_APP_PRIVATE_KEY",
+        "GITHUB_WEBHOOK_SECRET",
+        "GITLAB_API_URL",
+        "GITLAB_TOKEN",
+        "GITLAB_WEBHOOK_SECRET",
+    ] {
+        assert!(
+            compose.contains(&format!("      {var}: ${{{var}:-}}\n")),
+            "{var} is not passed as optional: {compose}"
+        );
+    }
+}
