@@ -77,6 +77,8 @@ fn check_table(prefix: &str, table: &DeTable<'_>, schema: &Value, out: &mut Vec<
         let leaf = key.get_ref().as_ref();
         let dotted = match prefix {
             "" => leaf.to_string(),
+            // A model's name, quoted as `[pricing."gpt-4.1"]` is written.
+            "pricing" => format!("{prefix}.\"{leaf}\""),
             _ => format!("{prefix}.{leaf}"),
         };
         let (name, offset) = (dotted.as_str(), key.span().start);
@@ -370,7 +372,7 @@ mod tests {
             ),
             (
                 "[pricing.m]\ninput = 1.0\n",
-                "1:10: pricing.m: missing key `output`",
+                "1:10: pricing.\"m\": missing key `output`",
             ),
             (
                 "[reflection]\ntarget = \"x\"\n",
