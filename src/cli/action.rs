@@ -113,7 +113,8 @@ async fn action(args: ActionArgs) -> anyhow::Result<i32> {
         })?;
         return Ok(EXIT_OK);
     }
-    let commits = workspace_commits(&target.base_sha, &target.head_sha, last.as_deref(), &token)?;
+    let commits =
+        workspace_commits(&target.base_sha, &target.head_sha, last.as_deref(), &token).await?;
     let settings = match action_settings(&args.ci, &target, &commits) {
         Err(error) if without_secrets && is_missing_key(&error) => {
             println!("::notice::Redline: {}", escape_data(FORK_WITHOUT_KEY));
@@ -140,8 +141,8 @@ pub(super) fn is_missing_key(error: &anyhow::Error) -> bool {
 
 /// The pull request's commits in the workflow's checkout (`GITHUB_WORKSPACE`, else the
 /// current directory); a shallow checkout is deepened until the history joining base and
-/// head is there.
-pub(crate) fn workspace_commits(
+/// head is there (git's work, off the async workers).
+pub(crate) async fn workspace_commits(
     base: &str,
     head: &str,
     last: Option<&str>,
@@ -151,12 +152,23 @@ pub(crate) fn workspace_commits(
         Some(dir) => PathBuf::from(dir),
         None => std::env::current_dir()?,
     };
-    let root = crate::repo::discover(&workspace_dir)?;
-    let source = CommitSource::Checkout {
-        root: &root,
-        remote: "origin",
-    };
-    Ok(load_commits(source, base, head, last, Some(token))?)
+    let (base, head) = (base.to_string(), head.to_string());
+    let (last, token) = (last.map(str::to_string), token.clone());
+    tokio::task::spawn_blocking(move || {
+        let root = crate::repo::discover(&workspace_dir)?;
+        let source = CommitSource::Checkout {
+            root: &root,
+            remote: "origin",
+        };
+        Ok(load_commits(
+            source,
+            &base,
+            &head,
+            last.as_deref(),
+            Some(&token),
+        )?)
+    })
+    .await?
 }
 
 /// The settings: the workflow's inputs over the base commit's config file. Rules come

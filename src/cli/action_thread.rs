@@ -45,7 +45,7 @@ async fn answer_with_model(
     thread: &Thread,
 ) -> anyhow::Result<()> {
     let pull = fetch_pull(client, &comment.owner, &comment.repo, comment.pr_number).await?;
-    let commits = workspace_commits(&pull.base_sha, &pull.head_sha, None, token)?;
+    let commits = workspace_commits(&pull.base_sha, &pull.head_sha, None, token).await?;
     let target = Target {
         owner: comment.owner.clone(),
         repo: comment.repo.clone(),

@@ -65,7 +65,7 @@ async fn gitlab(args: GitlabArgs) -> anyhow::Result<i32> {
         println!("Redline: {} was already reviewed", short(&head));
         return Ok(EXIT_OK);
     }
-    let commits = project_commits(&base, &head, last.as_deref())?;
+    let commits = project_commits(&base, &head, last.as_deref()).await?;
     let target = Target {
         owner: project.clone(),
         repo: String::new(),
@@ -188,16 +188,25 @@ async fn review_and_publish(
 /// The merge request's commits in the job's clone (`CI_PROJECT_DIR`, else the current
 /// directory); a shallow clone is deepened from `origin` (whose URL carries the job's
 /// token in GitLab CI) until base and head meet.
-fn project_commits(base: &str, head: &str, last: Option<&str>) -> anyhow::Result<PullCommits> {
+async fn project_commits(
+    base: &str,
+    head: &str,
+    last: Option<&str>,
+) -> anyhow::Result<PullCommits> {
     let dir = crate::config::env_var("CI_PROJECT_DIR")
         .map(PathBuf::from)
         .map_or_else(std::env::current_dir, Ok)?;
-    let root = crate::repo::discover(&dir)?;
-    let source = CommitSource::Checkout {
-        root: &root,
-        remote: "origin",
-    };
-    Ok(load_commits(source, base, head, last, None)?)
+    let (base, head, last) = (base.to_string(), head.to_string(), last.map(str::to_string));
+    // git's work (a fetch may deepen the clone), off the async workers.
+    tokio::task::spawn_blocking(move || {
+        let root = crate::repo::discover(&dir)?;
+        let source = CommitSource::Checkout {
+            root: &root,
+            remote: "origin",
+        };
+        Ok(load_commits(source, &base, &head, last.as_deref(), None)?)
+    })
+    .await?
 }
 
 /// Writes every finding as GitLab Code Quality JSON to `path`.
