@@ -384,6 +384,61 @@ async fn review_command_in_a_comment_needs_write_access() {
     assert_eq!(gh.reviews()[0]["commit_id"], pr.head.as_str());
 }
 
+/// `/redline review` on a head already reviewed: the person who asked is answered in the
+/// pull request (once per head), nothing is reviewed; `--force` reviews it again.
+#[tokio::test]
+async fn a_review_command_on_a_reviewed_head_is_answered_and_force_reviews_again() {
+    let pr = pull_request_repo();
+    let gh = GitHubMock::start().await;
+    gh.add_pull("octo", "demo", 1, PullSpec::new(&pr.base, &pr.head));
+    gh.set_permission("Codertocat", "write");
+    let review = || {
+        Reply::tool(
+            "s",
+            "submit_review",
+            json!({"findings": [calc_finding(7, "Division by zero")], "summary": "s"}),
+        )
+    };
+    let model = ModelServer::start(Wire::OpenAi, vec![review(), review()]).await;
+    let mut event = fixture("issue_comment/created.on-pull-request.redline-command.json");
+    event["repository"]["owner"]["login"] = json!("octo");
+    event["repository"]["name"] = json!("demo");
+    event["repository"]["full_name"] = json!("octo/demo");
+    event["comment"]["body"] = json!("/redline review");
+    let run = run_action(pr.repo.path(), "issue_comment", &event, &gh, &model).await;
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(model.requests().len(), 1);
+    let comments = gh.issue_comments().len();
+
+    for _ in 0..2 {
+        let run = run_action(pr.repo.path(), "issue_comment", &event, &gh, &model).await;
+        assert_eq!(run.code, 0, "{}", run.stderr);
+    }
+    assert_eq!(model.requests().len(), 1, "nothing is reviewed again");
+    let answers: Vec<String> = gh.issue_comments()[comments..]
+        .iter()
+        .map(|c| c["body"].as_str().unwrap_or_default().to_string())
+        .collect();
+    assert_eq!(answers.len(), 1, "answered once per head: {answers:?}");
+    let short = &pr.head[..7];
+    assert!(
+        answers[0].contains(&format!("already reviewed {short}"))
+            && answers[0].contains("`/redline review --force`"),
+        "{}",
+        answers[0]
+    );
+
+    event["comment"]["body"] = json!("/redline review --force");
+    let run = run_action(pr.repo.path(), "issue_comment", &event, &gh, &model).await;
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(model.requests().len(), 2, "--force reviews again");
+    let first_prompt = serde_json::to_string(&model.requests()[1].body).expect("body");
+    assert!(
+        first_prompt.contains("+pub fn ratio"),
+        "the whole pull request: {first_prompt}"
+    );
+}
+
 #[tokio::test]
 async fn other_events_exit_0_with_a_notice() {
     let pr = pull_request_repo();
@@ -526,6 +581,81 @@ async fn review_in_a_depth_1_clone(
     let event = pull_request_event("pull_request/opened.payload.json", &pr.base, &pr.head);
     let run = run_action(&workspace, "pull_request", &event, &gh, &model).await;
     (run, gh, model)
+}
+
+/// A depth-1 checkout whose `origin` is an HTTP remote that wants the job's token (as
+/// GitHub's does): the Action deepens it through Redline's own HTTP transport (no libgit2
+/// HTTPS, no OpenSSL), sending `GITHUB_TOKEN` as basic authentication, and reviews.
+#[tokio::test]
+async fn a_shallow_checkout_is_deepened_over_http_with_the_token() {
+    use crate::common::git_http::GitHttpServer;
+    let pr = pull_request_repo();
+    let parent = pr.repo.path().parent().expect("parent");
+    let name = pr
+        .repo
+        .path()
+        .file_name()
+        .expect("name")
+        .to_string_lossy()
+        .into_owned();
+    let server = GitHttpServer::serve(parent, Some(("x-access-token", TOKEN))).await;
+    let clone_dir = tempfile::tempdir().expect("tmp");
+    let workspace = clone_dir.path().join("ws");
+    let header = {
+        use base64::Engine as _;
+        let pair = format!("x-access-token:{TOKEN}");
+        let encoded = base64::engine::general_purpose::STANDARD.encode(pair);
+        format!("http.extraHeader=Authorization: Basic {encoded}")
+    };
+    let status = tokio::process::Command::new("git")
+        .args([
+            "-c", &header, "clone", "--quiet", "--depth", "1", "--branch", "feature",
+        ])
+        .arg(server.url(&name))
+        .arg(&workspace)
+        .status()
+        .await
+        .expect("git clone");
+    assert!(status.success());
+    let cloned = server.requests().len();
+    assert!(
+        git2::Repository::open(&workspace)
+            .expect("open")
+            .is_shallow(),
+        "the checkout is shallow"
+    );
+    let gh = GitHubMock::start().await;
+    let model = ModelServer::start(
+        Wire::OpenAi,
+        vec![Reply::tool(
+            "s",
+            "submit_review",
+            json!({"findings": [calc_finding(7, "Division by zero")], "summary": "s"}),
+        )],
+    )
+    .await;
+    let event = pull_request_event("pull_request/opened.payload.json", &pr.base, &pr.head);
+    let run = run_action(&workspace, "pull_request", &event, &gh, &model).await;
+    assert_eq!(
+        run.code, 0,
+        "stdout: {}\nstderr: {}",
+        run.stdout, run.stderr
+    );
+    assert_eq!(gh.reviews().len(), 1);
+    let fetches = &server.requests()[cloned..];
+    assert!(
+        fetches
+            .iter()
+            .any(|r| r.target.ends_with("/git-upload-pack")),
+        "the Action fetched over HTTP: {fetches:?}"
+    );
+    assert!(
+        fetches.iter().all(|r| r
+            .authorization
+            .as_deref()
+            .is_some_and(|a| a.starts_with("Basic "))),
+        "every request carries the token: {fetches:?}"
+    );
 }
 
 #[tokio::test]

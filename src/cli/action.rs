@@ -18,6 +18,7 @@ use crate::flow;
 use crate::flow::pull::{CommitSource, PullCommits, PullTarget, load_commits, short};
 use crate::forge::publish::last_reviewed_sha;
 use crate::forge::{Forge, GitHubPull};
+use crate::github::command::already_reviewed;
 use crate::github::dismissed::Dismissals;
 use crate::github::{
     GitHubClient, PublishConfig, PublishError, PullText, Trigger, TriggerOptions, api_url_from_env,
@@ -52,6 +53,10 @@ pub(super) struct Target {
     /// The pull request's title and description, as the author wrote them.
     pub(super) title: String,
     pub(super) body: String,
+    /// A `/redline review` comment asked for the review (its asker is answered).
+    pub(super) requested: bool,
+    /// `/redline review --force`: the whole pull request, even when its head was reviewed.
+    pub(super) force: bool,
 }
 
 pub(super) fn env(name: &str) -> anyhow::Result<String> {
@@ -101,8 +106,13 @@ async fn action(args: ActionArgs) -> anyhow::Result<i32> {
         text,
         number: target.number,
     };
-    let last = last_reviewed_sha(&forge).await?;
+    let last = last_reviewed_sha(&forge).await?.filter(|_| !target.force);
     if last.as_deref() == Some(target.head_sha.as_str()) {
+        if target.requested {
+            // The person who asked is answered where they asked.
+            let text = already_reviewed(short(&target.head_sha), "pull request");
+            post_notice_once(&client, &target.owner, &target.repo, target.number, &text).await?;
+        }
         println!(
             "::notice::Redline: {} was already reviewed",
             short(&target.head_sha)
@@ -309,12 +319,15 @@ async fn resolve_target(client: &GitHubClient, trigger: Trigger) -> anyhow::Resu
             strategy,
             title,
             body,
+            requested: false,
+            force: false,
         })),
         Trigger::NeedsPullRequest {
             owner,
             repo,
             pr_number,
             strategy,
+            force,
             requested_by,
         } => {
             let pull = GitHubPull::at(client, &owner, &repo, pr_number);
@@ -334,6 +347,8 @@ async fn resolve_target(client: &GitHubClient, trigger: Trigger) -> anyhow::Resu
                 strategy,
                 title: pull.title,
                 body: pull.body,
+                requested: true,
+                force,
             }))
         }
         Trigger::Usage {

@@ -55,6 +55,8 @@ async fn answer_with_model(
         strategy: None,
         title: pull.title.clone(),
         body: pull.body.clone(),
+        requested: false,
+        force: false,
     };
     let settings = match action_settings(&args.ci, &target, &commits) {
         // A comment on a fork's pull request runs without the repository's secrets.

@@ -75,6 +75,8 @@ async fn gitlab(args: GitlabArgs) -> anyhow::Result<i32> {
         strategy: None,
         title: merge_request.title.clone(),
         body: merge_request.description.clone(),
+        requested: false,
+        force: false,
     };
     review_and_publish(&args, &forge, &target, &commits).await
 }

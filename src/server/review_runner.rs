@@ -16,8 +16,9 @@ use crate::config::limits::LimitCeilings;
 use crate::config::settings::{self, Scope, SettingFlags, Settings, SettingsInput};
 use crate::config::{CONFIG_FILE, ConfigError, ConfigSource, ModelSettings};
 use crate::flow;
-use crate::flow::pull::{CommitSource, FlowError, PullCommits, PullTarget};
+use crate::flow::pull::{CommitSource, FlowError, PullCommits, PullTarget, Since, short};
 use crate::forge::GitHubPull;
+use crate::github::command::already_reviewed;
 use crate::github::dismissed::Dismissals;
 use crate::github::{
     AppAuth, GitHubClient, GitHubError, PublishConfig, PublishError, PullInfo, PullText,
@@ -125,9 +126,17 @@ impl ReviewRunner {
         let last = last_reviewed_sha(&client, owner, repo, job.pr_number)
             .await
             .map_err(github_error)?;
-        if last.as_deref() == Some(pull.head_sha.as_str()) {
-            return Ok(RunOutcome::Completed);
-        }
+        let last = match flow::pull::since(job, last, &pull.head_sha) {
+            Since::Review(last) => last,
+            Since::NothingNew => return Ok(RunOutcome::Completed),
+            Since::AlreadyReviewed => {
+                let text = already_reviewed(short(&pull.head_sha), "pull request");
+                post_notice_once(&client, owner, repo, job.pr_number, &text)
+                    .await
+                    .map_err(github_error)?;
+                return Ok(RunOutcome::Completed);
+            }
+        };
         let at = PullAt {
             installation_id,
             owner,
