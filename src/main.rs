@@ -20,6 +20,8 @@ fn main() {
                 && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()),
         )
         .init();
+    // `redline runs | head -5`: the reader may stop reading.
+    redline::end_quietly_on_closed_stdout();
     // Empty `REDLINE_*` variables count as unset (compose files pass them so).
     let cli = redline::parse();
     let code = match redline::runtime() {

@@ -205,3 +205,29 @@ async fn review_help_is_grouped_with_defaults_and_variables() {
         assert!(help.contains(shown), "{shown}: {help}");
     }
 }
+
+/// A reader that closes the pipe (`redline runs | head -5`, `config schema | true`) ends
+/// the command quietly: exit 0, nothing on stderr, no panic.
+#[cfg(unix)]
+#[tokio::test]
+async fn writing_into_a_closed_pipe_ends_quietly() {
+    use std::os::fd::{FromRawFd, OwnedFd};
+    for args in [&["config", "schema"][..], &["completions", "bash"][..]] {
+        let mut fds = [0; 2];
+        // SAFETY: `fds` has room for the two descriptors pipe(2) writes.
+        assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0);
+        // SAFETY: both descriptors were just opened by pipe(2) and are owned here only.
+        let (reader, writer) =
+            unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+        drop(reader);
+        let output = redline_command()
+            .args(args)
+            .stdout(std::process::Stdio::from(writer))
+            .output()
+            .await
+            .expect("run redline");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(0), "{args:?}: {stderr}");
+        assert!(stderr.is_empty(), "{args:?}: {stderr}");
+    }
+}

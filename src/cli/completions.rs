@@ -38,6 +38,8 @@ fn write_stdout(bytes: &[u8]) -> i32 {
     let mut stdout = std::io::stdout().lock();
     match stdout.write_all(bytes).and_then(|_| stdout.flush()) {
         Ok(()) => EXIT_OK,
+        // The reader stopped reading (`| head`): nothing is wrong.
+        Err(err) if err.kind() == std::io::ErrorKind::BrokenPipe => EXIT_OK,
         Err(err) => {
             eprintln!("error: cannot write to stdout: {err}");
             EXIT_ERROR
