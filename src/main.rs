@@ -11,6 +11,14 @@ fn main() {
         Ok(directive) => filter.add_directive(directive),
         Err(_) => filter,
     };
+    // octocrab logs each failed request as an ERROR line of its own; Redline reports the
+    // error itself (`check`, the server's job log), so that line only repeats it, raw.
+    // Named in REDLINE_LOG, octocrab logs as asked.
+    let octocrab_named = std::env::var("REDLINE_LOG").is_ok_and(|v| v.contains("octocrab"));
+    let filter = match "octocrab=off".parse() {
+        Ok(directive) if !octocrab_named => filter.add_directive(directive),
+        _ => filter,
+    };
     tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
