@@ -314,3 +314,22 @@ async fn troubleshooting_quotes_the_action_s_error_outside_a_workflow() {
         "troubleshooting does not quote `{message}`"
     );
 }
+
+/// The getting-started chapter says what `cargo install` needs: a Rust toolchain and a C
+/// compiler, and no OpenSSL or pkg-config (nothing in the build links them).
+#[test]
+fn getting_started_says_what_the_cargo_build_needs() {
+    let chapter = read(&root().join("docs/src/getting-started.md"));
+    let install = chapter
+        .split("## Install")
+        .nth(1)
+        .and_then(|rest| rest.split("\n## ").next())
+        .expect("an Install section");
+    for needed in ["Rust 1.85", "C compiler", "no OpenSSL", "pkg-config"] {
+        assert!(
+            install.contains(needed),
+            "the Install section omits {needed}"
+        );
+    }
+    assert!(!install.contains("libssl3"), "{install}");
+}
