@@ -101,7 +101,7 @@ fn check_served(
     let Some(listed) = list_models(host, port, &path, timeout) else {
         return Ok(());
     };
-    if listed.is_empty() || listed.iter().any(|id| id == &settings.model) {
+    if listed.is_empty() || listed.iter().any(|id| serves(id, &settings.model)) {
         return Ok(());
     }
     let mut served = listed
@@ -119,6 +119,13 @@ fn check_served(
         base_url: settings.base_url.clone(),
         served,
     })
+}
+
+/// Whether the listed model `id` answers to `name`: the same, or the same up to Ollama's
+/// default tag (`llama3` is `llama3:latest`, and the other way round).
+fn serves(id: &str, name: &str) -> bool {
+    let untagged = |text: &'_ str| text.strip_suffix(":latest").unwrap_or(text).to_string();
+    id == name || untagged(id) == untagged(name)
 }
 
 /// The model ids `GET path` on `host:port` lists, trying each address the host resolves to.
@@ -306,6 +313,16 @@ fn printable(id: &str) -> String {
 mod tests {
     use super::*;
     use std::net::TcpListener;
+
+    /// Ollama lists `llama3:latest` and answers to `llama3`: both names are served.
+    #[test]
+    fn a_name_without_ollama_s_default_tag_is_served() {
+        assert!(serves("llama3:latest", "llama3"));
+        assert!(serves("llama3", "llama3:latest"));
+        assert!(serves("qwen2.5-coder:7b", "qwen2.5-coder:7b"));
+        assert!(!serves("qwen2.5-coder:7b", "qwen2.5-coder"));
+        assert!(!serves("llama3:latest", "llama3.1"));
+    }
 
     fn env_of(pairs: &'static [(&'static str, &'static str)]) -> impl Fn(&str) -> Option<String> {
         move |k| {
