@@ -149,35 +149,6 @@ pub fn short(sha: &str) -> &str {
     sha.get(..7).unwrap_or(sha)
 }
 
-/// What a queued review of a change whose head is `head` reviews, given the `last` head
-/// reviewed.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum Since {
-    /// Review the commits after this head (`None`: the whole change).
-    Review(Option<String>),
-    /// The head is reviewed and a push asked again: nothing to do, nothing to say.
-    NothingNew,
-    /// The head is reviewed and a `/redline review` comment (without `--force`) asked
-    /// again: the person asking is answered ([`crate::github::command::already_reviewed`]).
-    AlreadyReviewed,
-}
-
-/// [`Since`] for `job`: a `/redline review --force` reviews the whole change again (findings
-/// already posted are not posted twice); otherwise only what came after `last`.
-pub(crate) fn since(job: &crate::queue::Job, last: Option<String>, head: &str) -> Since {
-    use crate::queue::ReviewTrigger;
-    let command = match job.trigger() {
-        Ok(ReviewTrigger::Command { force, .. }) => Some(force),
-        _ => None,
-    };
-    match (command, last.as_deref() == Some(head)) {
-        (Some(true), _) => Since::Review(None),
-        (_, false) => Since::Review(last),
-        (Some(false), true) => Since::AlreadyReviewed,
-        (None, true) => Since::NothingNew,
-    }
-}
-
 /// What the author says the pull request does: its title, description and linked issues
 /// ([`Forge::intent`]), and the messages of the reviewed commits (from the last reviewed
 /// head, else the merge base; read from git, so the same on every forge). Never fails:

@@ -18,14 +18,14 @@ use async_trait::async_trait;
 use tokio_util::sync::CancellationToken;
 
 use super::review_runner::{
-    Mirror, ModelFactory, ReviewRunner, fetch_into_mirror, repository_settings, review_recorded,
-    send,
+    Mirror, ModelFactory, ReviewRunner, Since, fetch_into_mirror, repository_settings,
+    review_recorded, send, since,
 };
 use crate::config::ModelSettings;
 use crate::config::limits::LimitCeilings;
 use crate::config::settings::Settings;
 use crate::flow;
-use crate::flow::pull::{PullCommits, PullTarget, Since, short};
+use crate::flow::pull::{PullCommits, PullTarget, short};
 use crate::forge::publish::last_reviewed_sha;
 use crate::forge::{Forge, ForgeKind};
 use crate::github::command::already_reviewed;
@@ -83,7 +83,7 @@ impl GitLabRunner {
             ));
         };
         let last = last_reviewed_sha(&forge).await.map_err(publish_error)?;
-        let last = match flow::pull::since(job, last, &refs.head_sha) {
+        let last = match since(job, last, &refs.head_sha) {
             Since::Review(last) => last,
             Since::NothingNew => return Ok(RunOutcome::Completed),
             Since::AlreadyReviewed => {
