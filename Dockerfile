@@ -8,9 +8,6 @@
 #     -e GITHUB_APP_ID -e GITHUB_APP_PRIVATE_KEY -e GITHUB_WEBHOOK_SECRET -e OPENAI_API_KEY redline
 
 FROM docker.io/library/rust:1-slim-bookworm AS build
-RUN apt-get update \
- && apt-get install -y --no-install-recommends pkg-config libssl-dev make perl \
- && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 # Baked into the binary (SARIF informationUri, `redline init`'s action reference).
 ARG REDLINE_REPOSITORY_URL=""
@@ -23,7 +20,7 @@ RUN --mount=type=cache,target=/usr/local/cargo/registry \
 
 FROM docker.io/library/debian:bookworm-slim
 RUN apt-get update \
- && apt-get install -y --no-install-recommends ca-certificates git libssl3 curl \
+ && apt-get install -y --no-install-recommends ca-certificates git curl \
  && rm -rf /var/lib/apt/lists/* \
  && useradd --system --uid 10001 --user-group --home-dir /var/lib/redline --create-home redline
 COPY --from=build /usr/local/bin/redline /usr/local/bin/redline

@@ -13,10 +13,11 @@ mod env_args;
 mod eval;
 mod files;
 mod gitlab;
-mod init;
+pub(crate) mod init;
 mod intent;
 mod list_runs;
 mod output;
+mod pipe;
 mod progress;
 mod replay;
 mod review;
@@ -32,6 +33,7 @@ pub use args::*;
 pub use color::ColorWhen;
 pub use config_cmd::ConfigArgs;
 pub use env_args::parse;
+pub use pipe::end_quietly_on_closed_stdout;
 pub(crate) use serve::ServeLimitArgs;
 
 /// Exit code: done, nothing at or above `--fail-on`.

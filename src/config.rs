@@ -25,6 +25,7 @@ use crate::prompts::PromptOverrides;
 pub(crate) use sources::{ConfigSource, Owner, merge_sources};
 pub mod limits;
 mod toml_errors;
+mod validate;
 pub(crate) use toml_errors::{key_position, toml_error};
 
 /// An environment variable's value, `None` when it is unset or empty (only whitespace):
@@ -60,6 +61,14 @@ pub enum ConfigError {
         /// What is wrong (names the key).
         message: String,
     },
+    /// Every problem of one file (syntax, unknown keys, types, ranges), in file order.
+    #[error("{}", problems.iter().map(|p| format!("{origin}:{p}")).collect::<Vec<_>>().join("\n"))]
+    Problems {
+        /// Where the config came from.
+        origin: String,
+        /// Each problem as `L:C: key: what`.
+        problems: Vec<String>,
+    },
     /// A value is out of range or not one of the accepted ones.
     #[error("invalid value for `{key}`: {message}")]
     BadValue {
@@ -90,13 +99,17 @@ pub enum ConfigError {
         /// What else would work for this provider (may be empty).
         hint: String,
     },
-    /// No model was chosen and the local server at the endpoint does not serve the default.
+    /// The local server at the endpoint does not serve the model (the one chosen, or the
+    /// default when none was).
     #[error(
-        "the server at {base_url} does not serve the default model `{model}`; it serves: {served}. Choose one with --model NAME (or `model` in .redline.toml)"
+        "the server at {base_url} does not serve the {which}model `{model}`; it serves: {served}. Choose one with --model NAME (or `model` in .redline.toml)",
+        which = if *chosen { "" } else { "default " }
     )]
     ModelNotServed {
-        /// The default model that would have been asked for.
+        /// The model that would have been asked for.
         model: String,
+        /// Whether a flag, variable or file named it (else it is the provider's default).
+        chosen: bool,
         /// The endpoint.
         base_url: String,
         /// The model ids the server lists, comma-separated (bounded).

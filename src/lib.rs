@@ -38,7 +38,7 @@ pub mod text;
 pub mod tools;
 
 /// The `redline` command line: parse a [`Cli`], then [`run`] it for the exit code.
-pub use cli::{Cli, parse, run};
+pub use cli::{Cli, end_quietly_on_closed_stdout, parse, run};
 
 /// The Tokio runtime every entry point runs on: Tokio's multi-thread runtime (a worker thread
 /// per core the process may use), and on a single core a current-thread runtime. On one core

@@ -11,6 +11,14 @@ fn main() {
         Ok(directive) => filter.add_directive(directive),
         Err(_) => filter,
     };
+    // octocrab logs each failed request as an ERROR line of its own; Redline reports the
+    // error itself (`check`, the server's job log), so that line only repeats it, raw.
+    // Named in REDLINE_LOG, octocrab logs as asked.
+    let octocrab_named = std::env::var("REDLINE_LOG").is_ok_and(|v| v.contains("octocrab"));
+    let filter = match "octocrab=off".parse() {
+        Ok(directive) if !octocrab_named => filter.add_directive(directive),
+        _ => filter,
+    };
     tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
@@ -20,6 +28,8 @@ fn main() {
                 && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()),
         )
         .init();
+    // `redline runs | head -5`: the reader may stop reading.
+    redline::end_quietly_on_closed_stdout();
     // Empty `REDLINE_*` variables count as unset (compose files pass them so).
     let cli = redline::parse();
     let code = match redline::runtime() {

@@ -81,12 +81,25 @@ pub(crate) async fn run_action(
     gh: &GitHubMock,
     model: &ModelServer,
 ) -> ActionRun {
+    run_action_without(workspace, event_name, event, gh, model, &[]).await
+}
+
+/// [`run_action`] without the variables `unset` (a fork's run has no secrets).
+pub(crate) async fn run_action_without(
+    workspace: &Path,
+    event_name: &str,
+    event: &Value,
+    gh: &GitHubMock,
+    model: &ModelServer,
+    unset: &[&str],
+) -> ActionRun {
     let dir = tempfile::tempdir().expect("tmp");
     let event_path = dir.path().join("event.json");
     std::fs::write(&event_path, event.to_string()).expect("event");
     let outputs = dir.path().join("outputs");
     let summary = dir.path().join("summary.md");
-    let output = cli::redline_command()
+    let mut command = cli::redline_command();
+    command
         .arg("action")
         .env("GITHUB_EVENT_NAME", event_name)
         .env("GITHUB_EVENT_PATH", &event_path)
@@ -100,10 +113,11 @@ pub(crate) async fn run_action(
         .env("REDLINE_BASE_URL", model.base_url())
         .env("REDLINE_MODEL", "test-model")
         .env("REDLINE_API_KEY", KEY)
-        .env("REDLINE_STRATEGY", "react")
-        .output()
-        .await
-        .expect("run redline action");
+        .env("REDLINE_STRATEGY", "react");
+    for name in unset {
+        command.env_remove(name);
+    }
+    let output = command.output().await.expect("run redline action");
     let outputs = std::fs::read_to_string(&outputs).unwrap_or_default();
     let sarif = outputs
         .lines()
@@ -254,6 +268,53 @@ async fn a_read_only_token_puts_findings_in_the_job_summary_and_annotations() {
     assert!(gh.reviews().is_empty());
 }
 
+/// GitHub gives a fork's `pull_request` run no secrets: without a key the step says why
+/// nothing was reviewed and what would review it, and succeeds; the same run on a branch of
+/// the repository itself is a configuration error.
+#[tokio::test]
+async fn a_fork_pull_request_without_a_key_is_a_notice_not_a_failure() {
+    let pr = pull_request_repo();
+    let gh = GitHubMock::start().await;
+    let model = ModelServer::start(Wire::OpenAi, vec![]).await;
+    let mut event = pull_request_event("pull_request/opened.payload.json", &pr.base, &pr.head);
+    event["pull_request"]["head"]["repo"]["full_name"] = json!("someone/demo");
+    let no_key = ["REDLINE_API_KEY", "REDLINE_BASE_URL"];
+    let run =
+        run_action_without(pr.repo.path(), "pull_request", &event, &gh, &model, &no_key).await;
+    assert_eq!(
+        run.code, 0,
+        "stdout: {}\nstderr: {}",
+        run.stdout, run.stderr
+    );
+    let notice = run
+        .stdout
+        .lines()
+        .find(|l| l.starts_with("::notice::"))
+        .unwrap_or_else(|| panic!("a notice: {}", run.stdout));
+    for words in ["fork", "no secrets", "`/redline review`", "GitHub App"] {
+        assert!(notice.contains(words), "{words}: {notice}");
+    }
+    assert!(!run.stdout.contains("::error::"), "{}", run.stdout);
+    assert!(!notice.contains("pull_request_target"), "{notice}");
+    assert!(model.requests().is_empty());
+    assert!(gh.writes().is_empty());
+
+    // The repository's own branch: a missing key is the workflow's mistake.
+    let event = pull_request_event("pull_request/opened.payload.json", &pr.base, &pr.head);
+    let run =
+        run_action_without(pr.repo.path(), "pull_request", &event, &gh, &model, &no_key).await;
+    assert_eq!(
+        run.code, 2,
+        "stdout: {}\nstderr: {}",
+        run.stdout, run.stderr
+    );
+    assert!(
+        run.stdout.contains("::error::Redline: no API key"),
+        "{}",
+        run.stdout
+    );
+}
+
 #[tokio::test]
 async fn fail_on_fails_the_step_after_posting() {
     let pr = pull_request_repo();
@@ -321,6 +382,61 @@ async fn review_command_in_a_comment_needs_write_access() {
     assert_eq!(run.code, 0, "{}", run.stderr);
     assert_eq!(gh.reviews().len(), 1);
     assert_eq!(gh.reviews()[0]["commit_id"], pr.head.as_str());
+}
+
+/// `/redline review` on a head already reviewed: the person who asked is answered in the
+/// pull request (once per head), nothing is reviewed; `--force` reviews it again.
+#[tokio::test]
+async fn a_review_command_on_a_reviewed_head_is_answered_and_force_reviews_again() {
+    let pr = pull_request_repo();
+    let gh = GitHubMock::start().await;
+    gh.add_pull("octo", "demo", 1, PullSpec::new(&pr.base, &pr.head));
+    gh.set_permission("Codertocat", "write");
+    let review = || {
+        Reply::tool(
+            "s",
+            "submit_review",
+            json!({"findings": [calc_finding(7, "Division by zero")], "summary": "s"}),
+        )
+    };
+    let model = ModelServer::start(Wire::OpenAi, vec![review(), review()]).await;
+    let mut event = fixture("issue_comment/created.on-pull-request.redline-command.json");
+    event["repository"]["owner"]["login"] = json!("octo");
+    event["repository"]["name"] = json!("demo");
+    event["repository"]["full_name"] = json!("octo/demo");
+    event["comment"]["body"] = json!("/redline review");
+    let run = run_action(pr.repo.path(), "issue_comment", &event, &gh, &model).await;
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(model.requests().len(), 1);
+    let comments = gh.issue_comments().len();
+
+    for _ in 0..2 {
+        let run = run_action(pr.repo.path(), "issue_comment", &event, &gh, &model).await;
+        assert_eq!(run.code, 0, "{}", run.stderr);
+    }
+    assert_eq!(model.requests().len(), 1, "nothing is reviewed again");
+    let answers: Vec<String> = gh.issue_comments()[comments..]
+        .iter()
+        .map(|c| c["body"].as_str().unwrap_or_default().to_string())
+        .collect();
+    assert_eq!(answers.len(), 1, "answered once per head: {answers:?}");
+    let short = &pr.head[..7];
+    assert!(
+        answers[0].contains(&format!("already reviewed {short}"))
+            && answers[0].contains("`/redline review --force`"),
+        "{}",
+        answers[0]
+    );
+
+    event["comment"]["body"] = json!("/redline review --force");
+    let run = run_action(pr.repo.path(), "issue_comment", &event, &gh, &model).await;
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(model.requests().len(), 2, "--force reviews again");
+    let first_prompt = serde_json::to_string(&model.requests()[1].body).expect("body");
+    assert!(
+        first_prompt.contains("+pub fn ratio"),
+        "the whole pull request: {first_prompt}"
+    );
 }
 
 #[tokio::test]
@@ -465,6 +581,81 @@ async fn review_in_a_depth_1_clone(
     let event = pull_request_event("pull_request/opened.payload.json", &pr.base, &pr.head);
     let run = run_action(&workspace, "pull_request", &event, &gh, &model).await;
     (run, gh, model)
+}
+
+/// A depth-1 checkout whose `origin` is an HTTP remote that wants the job's token (as
+/// GitHub's does): the Action deepens it through Redline's own HTTP transport (no libgit2
+/// HTTPS, no OpenSSL), sending `GITHUB_TOKEN` as basic authentication, and reviews.
+#[tokio::test]
+async fn a_shallow_checkout_is_deepened_over_http_with_the_token() {
+    use crate::common::git_http::GitHttpServer;
+    let pr = pull_request_repo();
+    let parent = pr.repo.path().parent().expect("parent");
+    let name = pr
+        .repo
+        .path()
+        .file_name()
+        .expect("name")
+        .to_string_lossy()
+        .into_owned();
+    let server = GitHttpServer::serve(parent, Some(("x-access-token", TOKEN))).await;
+    let clone_dir = tempfile::tempdir().expect("tmp");
+    let workspace = clone_dir.path().join("ws");
+    let header = {
+        use base64::Engine as _;
+        let pair = format!("x-access-token:{TOKEN}");
+        let encoded = base64::engine::general_purpose::STANDARD.encode(pair);
+        format!("http.extraHeader=Authorization: Basic {encoded}")
+    };
+    let status = tokio::process::Command::new("git")
+        .args([
+            "-c", &header, "clone", "--quiet", "--depth", "1", "--branch", "feature",
+        ])
+        .arg(server.url(&name))
+        .arg(&workspace)
+        .status()
+        .await
+        .expect("git clone");
+    assert!(status.success());
+    let cloned = server.requests().len();
+    assert!(
+        git2::Repository::open(&workspace)
+            .expect("open")
+            .is_shallow(),
+        "the checkout is shallow"
+    );
+    let gh = GitHubMock::start().await;
+    let model = ModelServer::start(
+        Wire::OpenAi,
+        vec![Reply::tool(
+            "s",
+            "submit_review",
+            json!({"findings": [calc_finding(7, "Division by zero")], "summary": "s"}),
+        )],
+    )
+    .await;
+    let event = pull_request_event("pull_request/opened.payload.json", &pr.base, &pr.head);
+    let run = run_action(&workspace, "pull_request", &event, &gh, &model).await;
+    assert_eq!(
+        run.code, 0,
+        "stdout: {}\nstderr: {}",
+        run.stdout, run.stderr
+    );
+    assert_eq!(gh.reviews().len(), 1);
+    let fetches = &server.requests()[cloned..];
+    assert!(
+        fetches
+            .iter()
+            .any(|r| r.target.ends_with("/git-upload-pack")),
+        "the Action fetched over HTTP: {fetches:?}"
+    );
+    assert!(
+        fetches.iter().all(|r| r
+            .authorization
+            .as_deref()
+            .is_some_and(|a| a.starts_with("Basic "))),
+        "every request carries the token: {fetches:?}"
+    );
 }
 
 #[tokio::test]

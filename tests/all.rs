@@ -30,6 +30,7 @@ mod llm_limits;
 mod model_server_cache;
 mod moves;
 mod output_cli;
+mod packaging;
 mod pr_flow;
 mod queue;
 mod review;

@@ -360,3 +360,71 @@ async fn gitlab_settings_are_checked_with_the_mock_gitlab() {
         "{secret}"
     );
 }
+
+/// `check --app` with nothing reachable: each line says its problem once, in plain words.
+/// `GET /app` is named once, a custom API URL is shown as written (not `http:…`, no stray
+/// `,/`), octocrab adds no raw log line, the missing model key gets a key's fix, and a
+/// PostgreSQL error does not end with a line of the server's own source.
+#[tokio::test]
+async fn check_app_offline_says_each_problem_once_in_plain_words() {
+    let closed = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("port")
+        .port();
+    let api_url = format!("http://127.0.0.1:{closed}");
+    let postgres = std::env::var("REDLINE_TEST_POSTGRES_URL").ok();
+    let database = match &postgres {
+        // A role the server does not know: an error from the database itself.
+        Some(url) => url.replacen("postgres://postgres@", "postgres://redline-nobody@", 1),
+        None => "sqlite://redline.db".to_string(),
+    };
+    let cwd = tempfile::tempdir().expect("tmp");
+    let output = redline_command()
+        .current_dir(cwd.path())
+        .args(["check", "--app"])
+        .env("GITHUB_APP_ID", "1")
+        .env("GITHUB_APP_PRIVATE_KEY_PATH", key_path())
+        .env("GITHUB_WEBHOOK_SECRET", WEBHOOK_SECRET)
+        .env("GITHUB_API_URL", &api_url)
+        .env("REDLINE_DATABASE_URL", &database)
+        .env_remove("GITHUB_APP_CLIENT_ID")
+        .env_remove("GITHUB_APP_PRIVATE_KEY")
+        .env_remove("REDLINE_LOG")
+        .output()
+        .await
+        .expect("run redline check");
+    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+    let run = Run {
+        code: output.status.code().unwrap_or(-1),
+        stdout,
+        stderr,
+    };
+    assert_eq!(run.code, 2, "{}\n{}", run.stdout, run.stderr);
+    assert!(!run.stderr.contains("octocrab"), "{}", run.stderr);
+    let app = run.line("app key");
+    assert_eq!(app.matches("GET /app").count(), 1, "{app}");
+    assert!(app.contains(&format!("{api_url}:")), "{app}");
+    assert!(!app.contains("http:…") && !app.contains(",/"), "{app}");
+    let model = run.line("model");
+    assert!(model.contains("no API key"), "{model}");
+    let fix = model.split("; fix: ").nth(1).unwrap_or_default();
+    assert!(
+        fix.contains("API key") && !fix.contains("set the model as"),
+        "{fix}"
+    );
+    match postgres {
+        Some(_) => {
+            let line = run.line("database");
+            assert!(
+                line.starts_with("FAIL ") && line.contains("redline-nobody"),
+                "{line}"
+            );
+            assert!(!line.contains(" at line "), "{line}");
+        }
+        None => crate::common::skip(
+            "check_app_offline_says_each_problem_once_in_plain_words (PostgreSQL part)",
+            "REDLINE_TEST_POSTGRES_URL",
+        ),
+    }
+}

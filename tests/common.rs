@@ -3,6 +3,7 @@
 
 pub mod cli;
 pub mod git;
+pub mod git_http;
 pub mod github_mock;
 pub mod gitlab_mock;
 pub mod model_server;

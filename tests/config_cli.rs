@@ -115,12 +115,11 @@ fn assert_key_went_only_to(run: &Run, honest: &ModelServer, attacker: &ModelServ
         !requests.is_empty(),
         "{case}: no request to the user's endpoint"
     );
+    for request in honest.model_list_requests() {
+        // The model list is asked without credentials.
+        assert_eq!(request.header("authorization"), None, "{case}");
+    }
     for request in &requests {
-        if request.path == "/v1/models" {
-            // The model list is asked without credentials (no model was chosen).
-            assert_eq!(request.header("authorization"), None, "{case}");
-            continue;
-        }
         // OpenAI wire (the user's provider), with the real key.
         assert_eq!(request.path, "/v1/chat/completions", "{case}");
         assert_eq!(
@@ -241,7 +240,7 @@ async fn fails_before_the_model(repo: &TempRepo, args: &[&str], env: &[(&str, &s
     );
     // Asking the server which models it serves (no model chosen) is not a model call.
     assert!(
-        model.requests().iter().all(|r| r.path == "/v1/models"),
+        model.requests().is_empty(),
         "{args:?}: the model was asked before the error"
     );
     run.stderr
@@ -259,6 +258,35 @@ async fn bad_values_are_refused_before_any_model_call_naming_the_key() {
         let stderr = fails_before_the_model(&repo, &[], &[]).await;
         assert!(stderr.contains(key), "{config}: {stderr}");
     }
+}
+
+/// Two unknown keys and a value of the wrong type: one run names all three, in file
+/// order, each with its line, the slips with the key meant, the type in plain words.
+#[tokio::test]
+async fn every_problem_of_a_config_file_is_reported_in_one_run() {
+    let config = "# settings\nmodle = \"m\"\nmax_step = 3\nmax_comments = \"sk-live-0123456789\"\n";
+    let repo = repo_with_config(Placement::Base, config);
+    let stderr = fails_before_the_model(&repo, &[], &[]).await;
+    let lines: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.contains(".redline.toml:"))
+        .collect();
+    assert_eq!(lines.len(), 3, "{stderr}");
+    assert!(
+        lines[0].ends_with(".redline.toml:2:1: modle: unknown key: did you mean `model`?"),
+        "{stderr}"
+    );
+    assert!(
+        lines[1].ends_with(".redline.toml:3:1: max_step: unknown key: did you mean `max_steps`?"),
+        "{stderr}"
+    );
+    assert!(
+        lines[2].ends_with(
+            ".redline.toml:4:1: max_comments: expected an integer of at least 0, found a string"
+        ),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("0123456789"), "{stderr}");
 }
 
 #[tokio::test]

@@ -81,12 +81,13 @@ async fn review_without_key_or_endpoint_uses_the_first_local_server_and_says_so(
         "says which server and model: {}",
         run.stderr
     );
-    let requests = server.requests();
-    assert_eq!(requests[0].path, "/v1/models");
+    let probes = server.model_list_requests();
+    assert!(!probes.is_empty(), "the server was probed");
     assert!(
-        requests[0].header("authorization").is_none(),
+        probes.iter().all(|p| p.header("authorization").is_none()),
         "no credentials"
     );
+    let requests = server.requests();
     let calls: Vec<_> = requests
         .iter()
         .filter(|r| r.path == "/v1/chat/completions")
@@ -137,7 +138,10 @@ async fn any_explicit_choice_or_the_switch_turns_discovery_off() {
             run.stderr
         );
     }
-    assert!(server.requests().is_empty(), "nothing was probed");
+    assert!(
+        server.model_list_requests().is_empty() && server.requests().is_empty(),
+        "nothing was probed"
+    );
 }
 
 #[tokio::test]
@@ -171,10 +175,7 @@ async fn a_local_base_url_without_a_model_lists_the_served_models() {
         "{}",
         run.stderr
     );
-    assert!(
-        server.requests().iter().all(|r| r.path == "/v1/models"),
-        "no model call"
-    );
+    assert!(server.requests().is_empty(), "no model call");
     // With the model named, the same server reviews.
     let run = review(
         &repo,
@@ -184,4 +185,51 @@ async fn a_local_base_url_without_a_model_lists_the_served_models() {
     )
     .await;
     assert_eq!(run.code, 0, "{}", run.stderr);
+}
+
+/// A model named explicitly is checked against the local server's list before the review
+/// starts: a wrong name is an error listing what the server serves, with no model call; a
+/// server without a model list (404) is not a reason to stop.
+#[tokio::test]
+async fn a_named_model_the_local_server_does_not_serve_fails_before_the_review() {
+    let repo = repo();
+    let server = server().await;
+    let base_url = server.base_url();
+    let run = review(
+        &repo,
+        "",
+        &["--base-url", &base_url, "--model", "llama3"],
+        &[],
+    )
+    .await;
+    assert_eq!(run.code, 2, "{}\n{}", run.stdout, run.stderr);
+    assert!(
+        run.stderr
+            .contains("does not serve the model `llama3`; it serves: local-coder:7b, other")
+            && run.stderr.contains("--model"),
+        "{}",
+        run.stderr
+    );
+    assert!(!run.stderr.contains("review started"), "{}", run.stderr);
+    assert!(server.requests().is_empty(), "no model call");
+    assert_eq!(server.model_list_requests().len(), 1);
+
+    let unlisted = ModelServer::start(
+        Wire::OpenAi,
+        vec![Reply::tool(
+            "s",
+            "submit_review",
+            json!({"findings": [], "summary": "Looks fine."}),
+        )],
+    )
+    .await;
+    let run = review(
+        &repo,
+        "",
+        &["--base-url", &unlisted.base_url(), "--model", "llama3"],
+        &[],
+    )
+    .await;
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(unlisted.requests().len(), 1);
 }

@@ -268,3 +268,68 @@ fn the_docs_name_the_repository_of_cargo_toml() {
         "the docs name the repository {mentions} times"
     );
 }
+
+/// The chapters are read on GitHub too (the README links them): no mdBook directive
+/// (`{{#include}}` shows there as raw text), and nothing they cite lies outside the
+/// repository (a reader of a clone has no `shared/` directory).
+#[test]
+fn the_chapters_read_the_same_on_github_and_cite_only_the_repository() {
+    let outside = Regex::new(r"(?:^|[\s`(])(?:\.\./)*shared/").expect("a valid regex");
+    for file in documents() {
+        let text = read(&file);
+        for (number, line) in text.lines().enumerate() {
+            assert!(
+                !line.contains("{{#"),
+                "{}:{}: an mdBook directive shows raw on GitHub: {line}",
+                file.display(),
+                number + 1
+            );
+            assert!(
+                !outside.is_match(line),
+                "{}:{}: cites a path outside the repository: {line}",
+                file.display(),
+                number + 1
+            );
+        }
+    }
+}
+
+/// The troubleshooting chapter quotes the error `redline action` prints outside a
+/// workflow, word for word.
+#[tokio::test]
+async fn troubleshooting_quotes_the_action_s_error_outside_a_workflow() {
+    let output = crate::common::cli::redline_command()
+        .arg("action")
+        .output()
+        .await
+        .expect("run redline action");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let message = stderr
+        .lines()
+        .find_map(|l| l.strip_prefix("error: "))
+        .expect("an error line");
+    let chapter = read(&root().join("docs/src/troubleshooting.md"));
+    assert!(
+        chapter.contains(&format!("**`{message}`**")),
+        "troubleshooting does not quote `{message}`"
+    );
+}
+
+/// The getting-started chapter says what `cargo install` needs: a Rust toolchain and a C
+/// compiler, and no OpenSSL or pkg-config (nothing in the build links them).
+#[test]
+fn getting_started_says_what_the_cargo_build_needs() {
+    let chapter = read(&root().join("docs/src/getting-started.md"));
+    let install = chapter
+        .split("## Install")
+        .nth(1)
+        .and_then(|rest| rest.split("\n## ").next())
+        .expect("an Install section");
+    for needed in ["Rust 1.85", "C compiler", "no OpenSSL", "pkg-config"] {
+        assert!(
+            install.contains(needed),
+            "the Install section omits {needed}"
+        );
+    }
+    assert!(!install.contains("libssl3"), "{install}");
+}

@@ -363,6 +363,12 @@ async fn fail_on_fails_the_job_after_posting_and_a_missing_or_wrong_token_is_exi
     .await;
     assert_eq!(run.code, 2, "{}", run.stderr);
     assert!(run.stderr.contains("401"), "{}", run.stderr);
+    // The token is named, with what it needs.
+    assert!(
+        run.stderr.contains("GITLAB_TOKEN") && run.stderr.contains("`api` scope"),
+        "{}",
+        run.stderr
+    );
     assert!(
         !run.stderr.contains("glpat-wrong-token-0000"),
         "{}",
@@ -399,6 +405,23 @@ async fn fail_on_fails_the_job_after_posting_and_a_missing_or_wrong_token_is_exi
         1,
         "posted before failing"
     );
+}
+
+/// Every missing variable is named in one run, not one run at a time.
+#[tokio::test]
+async fn every_missing_variable_is_named_at_once() {
+    let output = cli::redline_command()
+        .arg("gitlab")
+        .env("CI_MERGE_REQUEST_IID", IID.to_string())
+        .output()
+        .await
+        .expect("run");
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    for name in ["CI_PROJECT_ID", "CI_API_V4_URL", "GITLAB_TOKEN"] {
+        assert!(stderr.contains(name), "{name}: {stderr}");
+    }
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
 }
 
 #[tokio::test]

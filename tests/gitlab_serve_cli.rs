@@ -293,6 +293,82 @@ async fn a_redline_review_note_runs_for_a_developer_only() {
     assert_eq!(model_calls(&model, false), 1);
 }
 
+/// `/redline review` on a merge request whose head is already reviewed: the asker is
+/// answered in a note (once per head) and nothing is reviewed; `--force` reviews again.
+#[tokio::test]
+async fn a_review_note_on_a_reviewed_head_is_answered_and_force_reviews_again() {
+    let (repo, gl, open) = merge_request(None).await;
+    let head = repo.head();
+    let model = model(false).await;
+    let server = GitLabServer::start(&gl, &model).await;
+    let (status, answer) = server
+        .deliver("Merge Request Hook", "mr-1", SECRET, &open)
+        .await;
+    assert_eq!(status, 202, "{answer}");
+    wait_until(|| !gl.notes(PROJECT, IID).is_empty(), 600, 100).await;
+    assert_eq!(model_calls(&model, false), 1);
+    let notes = gl.notes(PROJECT, IID).len();
+    let command = |body: &str| {
+        let mut event = gitlab_fixture("note.merge_request");
+        event["object_attributes"]["note"] = json!(body);
+        event["user"]["username"] = json!("grace");
+        event
+    };
+    for uuid in ["c-1", "c-2"] {
+        let (status, answer) = server
+            .deliver("Note Hook", uuid, SECRET, &command("/redline review"))
+            .await;
+        assert_eq!(status, 202, "{answer}");
+    }
+    let answered = |notes_now: &[Value]| {
+        notes_now
+            .iter()
+            .filter(|n| {
+                n["body"]
+                    .as_str()
+                    .is_some_and(|b| b.contains("already reviewed"))
+            })
+            .count()
+    };
+    wait_until(|| answered(&gl.notes(PROJECT, IID)) == 1, 600, 100).await;
+    server.wait_for_log("job finished", 3).await;
+    let all = gl.notes(PROJECT, IID);
+    assert_eq!(answered(&all), 1, "once per head: {all:?}");
+    assert_eq!(all.len(), notes + 1, "{all:?}");
+    let reply = all
+        .iter()
+        .find_map(|n| {
+            n["body"]
+                .as_str()
+                .filter(|b| b.contains("already reviewed"))
+        })
+        .unwrap_or_default();
+    assert!(
+        reply.contains(&head[..7])
+            && reply.contains("merge request")
+            && reply.contains("`/redline review --force`"),
+        "{reply}"
+    );
+    assert_eq!(model_calls(&model, false), 1, "nothing is reviewed again");
+
+    let (status, answer) = server
+        .deliver(
+            "Note Hook",
+            "c-3",
+            SECRET,
+            &command("/redline review --force"),
+        )
+        .await;
+    assert_eq!(status, 202, "{answer}");
+    wait_until(|| model_calls(&model, false) == 2, 600, 100).await;
+    assert_eq!(
+        model_calls(&model, false),
+        2,
+        "--force reviews again: {}",
+        server.log()
+    );
+}
+
 #[tokio::test]
 async fn redline_ignore_dismisses_for_a_developer_and_not_for_a_reporter() {
     let (_repo, gl, open) = merge_request(None).await;

@@ -70,6 +70,26 @@ async fn init_writes_the_config_at_the_repository_root_and_says_what_next() {
         "{}",
         run.stdout
     );
+    assert!(
+        !run.stderr.contains("not in a git repository"),
+        "{}",
+        run.stderr
+    );
+}
+
+/// Outside a repository the file is still written where `init` runs, but it says so:
+/// Redline reads the file at a repository's root.
+#[tokio::test]
+async fn init_outside_a_repository_says_where_it_writes() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let run = init(dir.path(), &[]).await;
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(dir.path().join(".redline.toml").is_file());
+    assert!(
+        run.stderr.contains("is not in a git repository") && run.stderr.contains("--repo"),
+        "{}",
+        run.stderr
+    );
 }
 
 #[tokio::test]

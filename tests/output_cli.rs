@@ -162,6 +162,43 @@ async fn completions_are_printed_for_each_shell() {
     assert_eq!(bad.code, 2, "{}", bad.stderr);
 }
 
+/// Bash completes the values of `--format`, `--strategy`, `--fail-on` and `--tool-mode`
+/// from their lists, not with file names, and never offers the hidden `man`.
+#[tokio::test]
+async fn bash_completes_flag_values_from_their_lists_and_hides_man() {
+    let run = redline(&["completions", "bash"]).await;
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let script = run.stdout;
+    for choices in [
+        "text markdown json sarif",
+        "auto react plan reflect",
+        "critical major minor nit never",
+        "native text auto",
+    ] {
+        assert!(
+            script.contains(&format!("compgen -W \"{choices}\"")),
+            "{choices} is not offered"
+        );
+    }
+    let review = script
+        .split("redline__subcmd__review)")
+        .nth(1)
+        .or_else(|| script.split("redline__review)").nth(1))
+        .expect("the review section");
+    let format = review.split("--format)").nth(1).expect("--format");
+    let format = format.split(";;").next().unwrap_or_default();
+    assert!(
+        format.contains("compgen -W") && !format.contains("compgen -f"),
+        "{format}"
+    );
+    assert!(!script.contains("__man"), "man is offered");
+    let top = script
+        .lines()
+        .find(|l| l.contains("opts=") && l.contains("review") && l.contains("context"))
+        .expect("the subcommand list");
+    assert!(!top.split_whitespace().any(|w| w == "man"), "{top}");
+}
+
 #[tokio::test]
 async fn man_pages_are_written_for_the_command_and_each_subcommand() {
     let dir = tempfile::tempdir().expect("temp dir");
@@ -203,5 +240,31 @@ async fn review_help_is_grouped_with_defaults_and_variables() {
         "NO_COLOR",
     ] {
         assert!(help.contains(shown), "{shown}: {help}");
+    }
+}
+
+/// A reader that closes the pipe (`redline runs | head -5`, `config schema | true`) ends
+/// the command quietly: exit 0, nothing on stderr, no panic.
+#[cfg(unix)]
+#[tokio::test]
+async fn writing_into_a_closed_pipe_ends_quietly() {
+    use std::os::fd::{FromRawFd, OwnedFd};
+    for args in [&["config", "schema"][..], &["completions", "bash"][..]] {
+        let mut fds = [0; 2];
+        // SAFETY: `fds` has room for the two descriptors pipe(2) writes.
+        assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0);
+        // SAFETY: both descriptors were just opened by pipe(2) and are owned here only.
+        let (reader, writer) =
+            unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+        drop(reader);
+        let output = redline_command()
+            .args(args)
+            .stdout(std::process::Stdio::from(writer))
+            .output()
+            .await
+            .expect("run redline");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(0), "{args:?}: {stderr}");
+        assert!(stderr.is_empty(), "{args:?}: {stderr}");
     }
 }

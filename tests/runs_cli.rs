@@ -590,10 +590,18 @@ async fn a_run_that_fails_before_any_model_answer_writes_no_transcript() {
     .await;
     assert_eq!(run.code, 2, "{}", run.stderr);
     assert_eq!(transcripts(runs.path()), Vec::<PathBuf>::new());
+    // Nor does it name a transcript it did not keep.
+    assert!(!run.stderr.contains("transcript"), "{}", run.stderr);
     // A run that got its answers keeps its transcript.
     let run = review(repo.path(), &server, runs.path(), &[]).await;
     assert_eq!(run.code, 0, "{}", run.stderr);
     assert_eq!(transcripts(runs.path()).len(), 1);
+    let kept = transcripts(runs.path())[0].display().to_string();
+    assert!(
+        run.stderr.contains(&format!("transcript {kept}")),
+        "{}",
+        run.stderr
+    );
 }
 
 async fn redline_in(dir: &Path, args: &[&str]) -> cli::Run {

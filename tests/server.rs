@@ -304,7 +304,7 @@ async fn a_malformed_command_is_answered_with_the_usage_and_not_queued() {
     h.state.on_command_reply = Some(Arc::new(move |reply| log.lock().unwrap().push(reply)));
     let mut bogus =
         fixture_json("issue_comment/created.with-installation.on-pull-request.redline-command");
-    bogus["comment"]["body"] = "/redline review --force".into();
+    bogus["comment"]["body"] = "/redline review --now".into();
     let (status, answer) = h
         .deliver("issue_comment", serde_json::to_vec(&bogus).unwrap())
         .await;
@@ -319,9 +319,7 @@ async fn a_malformed_command_is_answered_with_the_usage_and_not_queued() {
         (replies[0].pr_number, replies[0].commenter.as_str()),
         (1, "Codertocat")
     );
-    assert!(
-        replies[0].text.contains("--force") && replies[0].text.contains(redline::github::USAGE)
-    );
+    assert!(replies[0].text.contains("--now") && replies[0].text.contains(redline::github::USAGE));
 }
 
 #[tokio::test]

@@ -13,11 +13,12 @@ use super::{ActionArgs, CiArgs, EXIT_ERROR, EXIT_FINDINGS, EXIT_OK, error_messag
 use crate::agent::events::EventSink;
 use crate::agent::strategy::StrategyChoice;
 use crate::config::settings::{SettingFlags, Settings};
-use crate::config::{CONFIG_FILE, ConfigSource};
+use crate::config::{CONFIG_FILE, ConfigError, ConfigSource};
 use crate::flow;
 use crate::flow::pull::{CommitSource, PullCommits, PullTarget, load_commits, short};
 use crate::forge::publish::last_reviewed_sha;
 use crate::forge::{Forge, GitHubPull};
+use crate::github::command::already_reviewed;
 use crate::github::dismissed::Dismissals;
 use crate::github::{
     GitHubClient, PublishConfig, PublishError, PullText, Trigger, TriggerOptions, api_url_from_env,
@@ -52,6 +53,10 @@ pub(super) struct Target {
     /// The pull request's title and description, as the author wrote them.
     pub(super) title: String,
     pub(super) body: String,
+    /// A `/redline review` comment asked for the review (its asker is answered).
+    pub(super) requested: bool,
+    /// `/redline review --force`: the whole pull request, even when its head was reviewed.
+    pub(super) force: bool,
 }
 
 pub(super) fn env(name: &str) -> anyhow::Result<String> {
@@ -84,6 +89,9 @@ async fn action(args: ActionArgs) -> anyhow::Result<i32> {
     if let Trigger::Thread(comment) = &trigger {
         return super::action_thread::answer(&args, &client, &token, comment).await;
     }
+    // GitHub runs a fork's `pull_request` workflow without the repository's secrets.
+    let without_secrets =
+        event_name == "pull_request" && matches!(trigger, Trigger::Review { is_fork: true, .. });
     let Some(target) = resolve_target(&client, trigger).await? else {
         return Ok(EXIT_OK);
     };
@@ -98,8 +106,13 @@ async fn action(args: ActionArgs) -> anyhow::Result<i32> {
         text,
         number: target.number,
     };
-    let last = last_reviewed_sha(&forge).await?;
+    let last = last_reviewed_sha(&forge).await?.filter(|_| !target.force);
     if last.as_deref() == Some(target.head_sha.as_str()) {
+        if target.requested {
+            // The person who asked is answered where they asked.
+            let text = already_reviewed(short(&target.head_sha), "pull request");
+            post_notice_once(&client, &target.owner, &target.repo, target.number, &text).await?;
+        }
         println!(
             "::notice::Redline: {} was already reviewed",
             short(&target.head_sha)
@@ -110,15 +123,36 @@ async fn action(args: ActionArgs) -> anyhow::Result<i32> {
         })?;
         return Ok(EXIT_OK);
     }
-    let commits = workspace_commits(&target.base_sha, &target.head_sha, last.as_deref(), &token)?;
-    let settings = action_settings(&args.ci, &target, &commits)?;
+    let commits =
+        workspace_commits(&target.base_sha, &target.head_sha, last.as_deref(), &token).await?;
+    let settings = match action_settings(&args.ci, &target, &commits) {
+        Err(error) if without_secrets && is_missing_key(&error) => {
+            println!("::notice::Redline: {}", escape_data(FORK_WITHOUT_KEY));
+            write_outputs(&Outputs::default())?;
+            return Ok(EXIT_OK);
+        }
+        other => other?,
+    };
     review_and_publish(&client, &target, &commits, &settings).await
+}
+
+/// Why a fork's pull request was not reviewed, and what reviews it.
+const FORK_WITHOUT_KEY: &str = "not reviewed: this pull request comes from a fork, and GitHub gives a fork's workflow run no secrets, so there is no model API key. To review it, a maintainer comments `/redline review` on the pull request (that run has the secrets and only reads the fork's code), or install the Redline GitHub App, which reviews forks itself.";
+
+/// Whether settings failed for want of a model API key.
+pub(super) fn is_missing_key(error: &anyhow::Error) -> bool {
+    error.chain().any(|cause| {
+        matches!(
+            cause.downcast_ref::<ConfigError>(),
+            Some(ConfigError::MissingApiKey { .. })
+        )
+    })
 }
 
 /// The pull request's commits in the workflow's checkout (`GITHUB_WORKSPACE`, else the
 /// current directory); a shallow checkout is deepened until the history joining base and
-/// head is there.
-pub(crate) fn workspace_commits(
+/// head is there (git's work, off the async workers).
+pub(crate) async fn workspace_commits(
     base: &str,
     head: &str,
     last: Option<&str>,
@@ -128,12 +162,23 @@ pub(crate) fn workspace_commits(
         Some(dir) => PathBuf::from(dir),
         None => std::env::current_dir()?,
     };
-    let root = crate::repo::discover(&workspace_dir)?;
-    let source = CommitSource::Checkout {
-        root: &root,
-        remote: "origin",
-    };
-    Ok(load_commits(source, base, head, last, Some(token))?)
+    let (base, head) = (base.to_string(), head.to_string());
+    let (last, token) = (last.map(str::to_string), token.clone());
+    tokio::task::spawn_blocking(move || {
+        let root = crate::repo::discover(&workspace_dir)?;
+        let source = CommitSource::Checkout {
+            root: &root,
+            remote: "origin",
+        };
+        Ok(load_commits(
+            source,
+            &base,
+            &head,
+            last.as_deref(),
+            Some(&token),
+        )?)
+    })
+    .await?
 }
 
 /// The settings: the workflow's inputs over the base commit's config file. Rules come
@@ -274,12 +319,15 @@ async fn resolve_target(client: &GitHubClient, trigger: Trigger) -> anyhow::Resu
             strategy,
             title,
             body,
+            requested: false,
+            force: false,
         })),
         Trigger::NeedsPullRequest {
             owner,
             repo,
             pr_number,
             strategy,
+            force,
             requested_by,
         } => {
             let pull = GitHubPull::at(client, &owner, &repo, pr_number);
@@ -299,6 +347,8 @@ async fn resolve_target(client: &GitHubClient, trigger: Trigger) -> anyhow::Resu
                 strategy,
                 title: pull.title,
                 body: pull.body,
+                requested: true,
+                force,
             }))
         }
         Trigger::Usage {

@@ -3,7 +3,7 @@
 //! answer's marker in the thread and posts nothing. Dismissals go to the summary comment's
 //! hidden marker, where later runs of the Action read them.
 
-use super::action::{Target, action_settings, escape_data, workspace_commits};
+use super::action::{Target, action_settings, escape_data, is_missing_key, workspace_commits};
 use super::review::model_client;
 use super::{ActionArgs, EXIT_OK};
 use crate::agent::events::EventSink;
@@ -45,7 +45,7 @@ async fn answer_with_model(
     thread: &Thread,
 ) -> anyhow::Result<()> {
     let pull = fetch_pull(client, &comment.owner, &comment.repo, comment.pr_number).await?;
-    let commits = workspace_commits(&pull.base_sha, &pull.head_sha, None, token)?;
+    let commits = workspace_commits(&pull.base_sha, &pull.head_sha, None, token).await?;
     let target = Target {
         owner: comment.owner.clone(),
         repo: comment.repo.clone(),
@@ -55,8 +55,19 @@ async fn answer_with_model(
         strategy: None,
         title: pull.title.clone(),
         body: pull.body.clone(),
+        requested: false,
+        force: false,
     };
-    let settings = action_settings(&args.ci, &target, &commits)?;
+    let settings = match action_settings(&args.ci, &target, &commits) {
+        // A comment on a fork's pull request runs without the repository's secrets.
+        Err(error) if pull.is_fork && is_missing_key(&error) => {
+            println!(
+                "::notice::Redline: no answer: this pull request comes from a fork, and GitHub gives a fork's workflow run no secrets, so there is no model API key (the Redline GitHub App answers in threads of forks' pull requests)"
+            );
+            return Ok(());
+        }
+        other => other?,
+    };
     let model = model_client(&settings.model, &EventSink::discard());
     let text = PullText {
         owner: &comment.owner,

@@ -163,10 +163,18 @@ async fn check_model(args: &CheckArgs) -> Outcome {
     let settings = match review_model_settings(args) {
         Ok(settings) => settings,
         Err(e) => {
-            return fail(
-                super::error_message(&e),
-                "set the model as for `redline review`: flags, REDLINE_* variables, `model` in .redline.toml or your config file",
-            );
+            let missing_key = e.chain().any(|cause| {
+                matches!(
+                    cause.downcast_ref::<crate::config::ConfigError>(),
+                    Some(crate::config::ConfigError::MissingApiKey { .. })
+                )
+            });
+            let fix = if missing_key {
+                "set the model provider's API key (REDLINE_API_KEY, OPENAI_API_KEY or ANTHROPIC_API_KEY), or point REDLINE_BASE_URL at a local model server"
+            } else {
+                "set the model as for `redline review`: flags, REDLINE_* variables, `model` in .redline.toml or your config file"
+            };
+            return fail(super::error_message(&e), fix);
         }
     };
     let where_ = format!("`{}` at {}", settings.model, masked_url(&settings.base_url));
@@ -250,8 +258,9 @@ async fn check_app_key() -> Outcome {
             format!("GitHub refused the App JWT: {e}"),
             "check that GITHUB_APP_ID is this App's id and the key is one of its current private keys, and that this machine's clock is right",
         ),
+        // The error names the request (`GET /app failed: …`).
         Err(e) => fail(
-            format!("GET /app at {api_url}: {e}"),
+            format!("at {api_url}: {e}"),
             "check that GITHUB_API_URL is GitHub's API root (https://api.github.com, or https://HOST/api/v3 on GitHub Enterprise Server) and reachable",
         ),
     }
@@ -404,6 +413,14 @@ fn masked_url(text: &str) -> String {
         // Not a URL: show only the scheme-like prefix, it may hold anything.
         return text.split(':').next().unwrap_or_default().to_string() + ":…";
     };
+    let secret = url.password().is_some()
+        || !url.username().is_empty()
+        || url.query_pairs().any(|(name, _)| is_credential_name(&name))
+        || url.fragment().is_some();
+    if !secret {
+        // Nothing to hide: shown as written (not as the parser normalises it).
+        return text.to_string();
+    }
     if url.password().is_some() {
         let _ = url.set_password(Some("***"));
     } else if !url.username().is_empty() {
@@ -436,7 +453,12 @@ fn mask_urls(text: &str) -> String {
     });
     match URL.as_ref() {
         Some(pattern) => pattern
-            .replace_all(text, |found: &regex::Captures<'_>| masked_url(&found[0]))
+            .replace_all(text, |found: &regex::Captures<'_>| {
+                // Punctuation after a URL (`https://api.github.com, or`, `…/api/v3: GET`)
+                // ends the sentence, not the URL.
+                let url = found[0].trim_end_matches([',', '.', ';', ':', '!', '?']);
+                format!("{}{}", masked_url(url), &found[0][url.len()..])
+            })
             .into_owned(),
         // The pattern is a constant; without it, no line may show a URL at all.
         None => "(output hidden: URLs could not be masked)".into(),
@@ -478,6 +500,15 @@ mod tests {
         }
         assert!(masked.contains("(pool timed out); fix: x"), "{masked}");
         assert_eq!(mask_urls("no url here"), "no url here");
+        // Punctuation after a URL is the sentence's: the URL is shown whole and unchanged.
+        assert_eq!(
+            mask_urls("the API root (https://api.github.com, or https://HOST/api/v3 on GHES)"),
+            "the API root (https://api.github.com, or https://HOST/api/v3 on GHES)"
+        );
+        assert_eq!(
+            mask_urls("at http://localhost:3000: GET /app failed"),
+            "at http://localhost:3000: GET /app failed"
+        );
     }
 
     #[test]

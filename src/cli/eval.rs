@@ -460,7 +460,7 @@ impl EngineReviewer {
                 .await
                 .context("preparing the review")??;
         let (events, rx) = EventSink::channel();
-        let consumer = spawn_event_consumers(rx, Verbosity::Quiet, Some(events_path))
+        let consumer = spawn_event_consumers(rx, Verbosity::Quiet, Some(events_path), false)
             .with_context(|| format!("cannot write {}", events_path.display()))?;
         let outcome = if prepared.has_changes() {
             let model = model_client(&prepared.settings.model, &events);

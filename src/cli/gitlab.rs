@@ -48,9 +48,18 @@ async fn gitlab(args: GitlabArgs) -> anyhow::Result<i32> {
         );
         return Ok(EXIT_OK);
     };
+    check_variables()?;
     let project = required("CI_PROJECT_ID")?;
     let client = client_from_env()?;
-    let merge_request = fetch_merge_request(&client, &project, iid).await?;
+    let merge_request = fetch_merge_request(&client, &project, iid)
+        .await
+        .map_err(|error| match error.status() {
+            // The token is what GitLab refused: say which one and what it needs.
+            Some(401) => anyhow::Error::new(error).context(
+                "GitLab refused GITLAB_TOKEN (401 Unauthorized): it must be a project or group access token with the `api` scope, not expired nor revoked",
+            ),
+            _ => error.into(),
+        })?;
     let (base, head) = pipeline_revisions(&merge_request)?;
     let forge = GitLabMergeRequest {
         client: &client,
@@ -65,7 +74,7 @@ async fn gitlab(args: GitlabArgs) -> anyhow::Result<i32> {
         println!("Redline: {} was already reviewed", short(&head));
         return Ok(EXIT_OK);
     }
-    let commits = project_commits(&base, &head, last.as_deref())?;
+    let commits = project_commits(&base, &head, last.as_deref()).await?;
     let target = Target {
         owner: project.clone(),
         repo: String::new(),
@@ -75,6 +84,8 @@ async fn gitlab(args: GitlabArgs) -> anyhow::Result<i32> {
         strategy: None,
         title: merge_request.title.clone(),
         body: merge_request.description.clone(),
+        requested: false,
+        force: false,
     };
     review_and_publish(&args, &forge, &target, &commits).await
 }
@@ -91,6 +102,30 @@ fn merge_request_iid() -> anyhow::Result<Option<u64>> {
 }
 
 /// A client of the job's GitLab API, with the token the job was given.
+/// Every variable the job needs that is missing, named at once (not one run at a time).
+fn check_variables() -> anyhow::Result<()> {
+    let mut missing = Vec::new();
+    if crate::config::env_var("CI_PROJECT_ID").is_none() {
+        missing.push("CI_PROJECT_ID");
+    }
+    if api_url_from_env().is_none() {
+        missing.push("CI_API_V4_URL (or GITLAB_API_URL)");
+    }
+    if crate::config::env_var("GITLAB_TOKEN").is_none() {
+        missing.push("GITLAB_TOKEN (a project or group access token with the `api` scope)");
+    }
+    match missing.as_slice() {
+        [] => Ok(()),
+        [one] => Err(anyhow!(
+            "{one} is not set (is this running in a GitLab CI merge request pipeline?)"
+        )),
+        several => Err(anyhow!(
+            "these variables are not set: {} (is this running in a GitLab CI merge request pipeline?)",
+            several.join(", ")
+        )),
+    }
+}
+
 fn client_from_env() -> anyhow::Result<GitLabClient> {
     let api_url = api_url_from_env()
         .ok_or_else(|| anyhow!("CI_API_V4_URL (or GITLAB_API_URL) is not set"))?;
@@ -188,16 +223,25 @@ async fn review_and_publish(
 /// The merge request's commits in the job's clone (`CI_PROJECT_DIR`, else the current
 /// directory); a shallow clone is deepened from `origin` (whose URL carries the job's
 /// token in GitLab CI) until base and head meet.
-fn project_commits(base: &str, head: &str, last: Option<&str>) -> anyhow::Result<PullCommits> {
+async fn project_commits(
+    base: &str,
+    head: &str,
+    last: Option<&str>,
+) -> anyhow::Result<PullCommits> {
     let dir = crate::config::env_var("CI_PROJECT_DIR")
         .map(PathBuf::from)
         .map_or_else(std::env::current_dir, Ok)?;
-    let root = crate::repo::discover(&dir)?;
-    let source = CommitSource::Checkout {
-        root: &root,
-        remote: "origin",
-    };
-    Ok(load_commits(source, base, head, last, None)?)
+    let (base, head, last) = (base.to_string(), head.to_string(), last.map(str::to_string));
+    // git's work (a fetch may deepen the clone), off the async workers.
+    tokio::task::spawn_blocking(move || {
+        let root = crate::repo::discover(&dir)?;
+        let source = CommitSource::Checkout {
+            root: &root,
+            remote: "origin",
+        };
+        Ok(load_commits(source, &base, &head, last.as_deref(), None)?)
+    })
+    .await?
 }
 
 /// Writes every finding as GitLab Code Quality JSON to `path`.

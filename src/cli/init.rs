@@ -24,7 +24,8 @@ pub(crate) const WORKFLOW_FILE: &str = ".github/workflows/redline.yml";
 /// them all and check them against the code's defaults, and compare the keys with the
 /// ones the parser accepts, so a new setting without a line here fails.
 const CONFIG_TEMPLATE: &str = r#"# Redline review settings for this repository (written by `redline init`).
-# Every setting is commented out at its default: uncomment a line to change it.
+# Every setting is commented out, at its default where it has one (the others, such as
+# temperature or context_window, show an example value): uncomment a line to change it.
 # The file is read from the base commit of a change, so a change cannot alter its own review.
 # Where your API key goes (`provider`, `base_url`) is never read from this file: use flags,
 # REDLINE_* variables or your own ~/.config/redline/config.toml, where these two work:
@@ -174,6 +175,8 @@ jobs:
       # (then add `- uses: dtolnay/rust-toolchain@stable` before this step).
       # The model, strategy, fail_on and max_comments come from .redline.toml at the base
       # commit; an input set here (model, strategy, fail-on, max-comments) would win over it.
+      # A pull request from a fork runs without secrets: its step ends with a notice, and a
+      # maintainer's `/redline review` comment reviews it (that run has the key).
       - uses: {action}
         with:
           api-key: ${{ secrets.OPENAI_API_KEY }}
@@ -243,7 +246,16 @@ fn init(args: &InitArgs) -> anyhow::Result<()> {
         None => {
             let cwd = std::env::current_dir().context("cannot read the current directory")?;
             // The repository's root when inside one, so the files land where Redline reads them.
-            crate::repo::discover(&cwd).unwrap_or(cwd)
+            match crate::repo::discover(&cwd) {
+                Ok(root) => root,
+                Err(_) => {
+                    eprintln!(
+                        "note: {} is not in a git repository; writing there (Redline reads .redline.toml at the root of the repository it reviews: run `redline init` inside it, or pass --repo DIR)",
+                        cwd.display()
+                    );
+                    cwd
+                }
+            }
         }
     };
     if !root.is_dir() {
@@ -482,6 +494,28 @@ mod tests {
             file.intent_budget,
             Some(crate::intent::DEFAULT_INTENT_BUDGET)
         );
+    }
+
+    /// The header does not claim every line is a default: keys without a fixed default
+    /// (`context_window`, `max_output_tokens`, `temperature`) show examples.
+    #[test]
+    fn the_header_says_which_lines_are_examples() {
+        let header: String = CONFIG_TEMPLATE
+            .lines()
+            .take_while(|l| !l.is_empty())
+            .collect::<Vec<_>>()
+            .join("\n");
+        assert!(
+            !header.contains("commented out at its default:"),
+            "{header}"
+        );
+        assert!(header.contains("example"), "{header}");
+        for key in ["context_window", "max_output_tokens"] {
+            assert!(
+                template_keys().contains(key),
+                "{key} has a line in the template"
+            );
+        }
     }
 
     #[test]

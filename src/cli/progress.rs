@@ -64,10 +64,12 @@ impl EventConsumer {
 
 /// Starts the task that consumes events. The events file is created here, before the
 /// run starts, so a bad path fails before any model call.
+/// `colour`: whether stderr may be coloured (`--color`, `NO_COLOR`, a terminal).
 pub(crate) fn spawn_event_consumers(
     mut rx: UnboundedReceiver<Event>,
     verbosity: Verbosity,
     events_file: Option<&Path>,
+    colour: bool,
 ) -> std::io::Result<EventConsumer> {
     let file = match events_file {
         Some(path) => Some(File::create(path)?),
@@ -77,7 +79,7 @@ pub(crate) fn spawn_event_consumers(
     let started = Instant::now();
     let live = match verbosity {
         Verbosity::Quiet => Live::none(),
-        _ => Live::on_stderr(),
+        _ => Live::on_stderr(colour),
     };
     let human = (verbosity != Verbosity::Quiet)
         .then(|| StepProgress::new(verbosity == Verbosity::Verbose, started, live.clone()));

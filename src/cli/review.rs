@@ -186,13 +186,18 @@ async fn review(args: ReviewArgs) -> anyhow::Result<i32> {
     let output = OutputTarget::open(args.output.as_deref())?;
     let (events, rx) = EventSink::channel();
     let events = transcript.events(events);
-    let consumer = spawn_event_consumers(rx, verbosity(&args), args.events.as_deref())
-        .with_context(|| {
-            format!(
-                "cannot write --events {}",
-                args.events.as_deref().unwrap_or(Path::new("")).display()
-            )
-        })?;
+    let consumer = spawn_event_consumers(
+        rx,
+        verbosity(&args),
+        args.events.as_deref(),
+        args.color.for_stream(&std::io::stderr()),
+    )
+    .with_context(|| {
+        format!(
+            "cannot write --events {}",
+            args.events.as_deref().unwrap_or(Path::new("")).display()
+        )
+    })?;
     let mut signals = StopSignals::install();
     let interrupt = CancellationToken::new();
     let live = consumer.live();

@@ -94,14 +94,15 @@ impl RunTranscript {
             created,
             kept: AtomicBool::new(false),
         };
-        run.note(&match resumed_from {
-            Some(calls) => format!(
+        // A new run's transcript is named when the run ends with it kept ([`Self::end`]):
+        // a run that fails before any model answer leaves none behind.
+        if let Some(calls) = resumed_from {
+            run.note(&format!(
                 "resuming run {} from {} ({calls} recorded model calls)",
                 run.run_id(),
                 path.display()
-            ),
-            None => format!("run {}: transcript {}", run.run_id(), path.display()),
-        });
+            ));
+        }
         Ok(run)
     }
 
@@ -157,6 +158,7 @@ impl RunTranscript {
             }
             Some(error) => recorder.end(EndStatus::Failed, Some(error.to_string())),
         }
+        self.note_kept_transcript(recorder);
         if self.resumed_from.is_some() {
             self.note(&format!(
                 "resumed run {}: {} model calls answered from the transcript, {} sent to the model, {} tool results reused",
@@ -173,7 +175,26 @@ impl RunTranscript {
         if let Some(recorder) = &self.recorder {
             self.kept.store(true, Ordering::Relaxed);
             recorder.end(EndStatus::Cancelled, Some(format!("stopped by {signal}")));
+            self.note_kept_transcript(recorder);
             self.note(&format!("continue it with --resume {}", recorder.run_id()));
+        }
+    }
+}
+
+impl RunTranscript {
+    /// `run ID: transcript PATH` for a new run whose transcript stays (see [`Drop`]).
+    fn note_kept_transcript(&self, recorder: &Recorder) {
+        let Some(path) = &self.created else {
+            return;
+        };
+        if self.kept.load(Ordering::Relaxed)
+            || recorder.live_calls() + recorder.replayed_calls() > 0
+        {
+            self.note(&format!(
+                "run {}: transcript {}",
+                recorder.run_id(),
+                path.display()
+            ));
         }
     }
 }

@@ -26,19 +26,29 @@ pub(crate) struct StepProgress {
     last_retry_reason: Option<String>,
 }
 
+/// The spinner's look: the spinner cyan and the elapsed time dim, or no colour at all
+/// (`--color never`, `NO_COLOR`).
+fn spinner_template(colour: bool) -> &'static str {
+    if colour {
+        "{spinner:.cyan} {msg} {elapsed:.dim}"
+    } else {
+        "{spinner} {msg} {elapsed}"
+    }
+}
+
 /// The spinner of a run on a terminal; cheap to clone. [`Live::stop`] clears it for good
 /// (before the run asks something on the terminal); lines are then printed plainly.
 #[derive(Debug, Clone)]
 pub(crate) struct Live(Option<ProgressBar>);
 
 impl Live {
-    /// A spinner when stderr is a terminal, else none.
-    pub(crate) fn on_stderr() -> Self {
+    /// A spinner when stderr is a terminal, else none; coloured only with `colour`.
+    pub(crate) fn on_stderr(colour: bool) -> Self {
         let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr());
         if bar.is_hidden() {
             return Live(None);
         }
-        if let Ok(style) = ProgressStyle::with_template("{spinner:.cyan} {msg} {elapsed:.dim}") {
+        if let Ok(style) = ProgressStyle::with_template(spinner_template(colour)) {
             bar.set_style(style);
         }
         bar.set_message("starting the review");
@@ -323,6 +333,17 @@ fn printable(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `--color never` (and `NO_COLOR`) leave the spinner without colour or dimming.
+    #[test]
+    fn the_spinner_is_coloured_only_when_colour_is_on() {
+        for colour in [true, false] {
+            let template = spinner_template(colour);
+            assert!(ProgressStyle::with_template(template).is_ok(), "{template}");
+            let styled = template.contains(":.");
+            assert_eq!(styled, colour, "{template}");
+        }
+    }
 
     #[test]
     fn tools_are_named_with_their_main_argument_not_their_json() {

@@ -55,8 +55,8 @@ pub struct Discovered {
 }
 
 /// [`config::resolve_model`], falling back to a local model server as [`recover`] does;
-/// when no model was chosen and the endpoint is a local server, checks that it serves
-/// the default model ([`check_served`]).
+/// when the endpoint is a local server, checks that it serves the model, chosen or
+/// default ([`check_served`]), so a wrong name fails before the review starts.
 pub(crate) fn resolve_or_discover(
     flags: &ModelFlags,
     file: &FileConfig,
@@ -64,9 +64,8 @@ pub(crate) fn resolve_or_discover(
 ) -> Result<ModelSettings, ConfigError> {
     match config::resolve_model(flags, file, env) {
         Ok(settings) => {
-            if flags.model.is_none() && file.model.is_none() {
-                check_served(&settings, PROBE_TIMEOUT)?;
-            }
+            let chosen = flags.model.is_some() || file.model.is_some();
+            check_served(&settings, chosen, PROBE_TIMEOUT)?;
             Ok(settings)
         }
         other => recover(other, flags, file, env),
@@ -76,11 +75,16 @@ pub(crate) fn resolve_or_discover(
 /// Model ids named at most in [`ConfigError::ModelNotServed`].
 const MAX_LISTED_MODELS: usize = 20;
 
-/// With the default model on a local OpenAI-compatible server (`http://localhost:…`), asks
-/// its `GET …/models` whether it serves that model: one that lists models but not this
-/// one is an error naming the ones it has. A server that does not answer with a list (or
-/// a remote endpoint, which is not asked) leaves the answer to the model call.
-fn check_served(settings: &ModelSettings, timeout: Duration) -> Result<(), ConfigError> {
+/// On a local OpenAI-compatible server (`http://localhost:…`), asks its `GET …/models`
+/// whether it serves the model (`chosen` by the user, else the default): one that lists
+/// models but not this one is an error naming the ones it has. A server that does not
+/// answer with a list (or a remote endpoint, which is not asked) leaves the answer to the
+/// model call.
+fn check_served(
+    settings: &ModelSettings,
+    chosen: bool,
+    timeout: Duration,
+) -> Result<(), ConfigError> {
     if settings.provider != crate::llm::Provider::OpenAi {
         return Ok(());
     }
@@ -97,7 +101,7 @@ fn check_served(settings: &ModelSettings, timeout: Duration) -> Result<(), Confi
     let Some(listed) = list_models(host, port, &path, timeout) else {
         return Ok(());
     };
-    if listed.is_empty() || listed.iter().any(|id| id == &settings.model) {
+    if listed.is_empty() || listed.iter().any(|id| serves(id, &settings.model)) {
         return Ok(());
     }
     let mut served = listed
@@ -111,9 +115,17 @@ fn check_served(settings: &ModelSettings, timeout: Duration) -> Result<(), Confi
     }
     Err(ConfigError::ModelNotServed {
         model: settings.model.clone(),
+        chosen,
         base_url: settings.base_url.clone(),
         served,
     })
+}
+
+/// Whether the listed model `id` answers to `name`: the same, or the same up to Ollama's
+/// default tag (`llama3` is `llama3:latest`, and the other way round).
+fn serves(id: &str, name: &str) -> bool {
+    let untagged = |text: &'_ str| text.strip_suffix(":latest").unwrap_or(text).to_string();
+    id == name || untagged(id) == untagged(name)
 }
 
 /// The model ids `GET path` on `host:port` lists, trying each address the host resolves to.
@@ -301,6 +313,16 @@ fn printable(id: &str) -> String {
 mod tests {
     use super::*;
     use std::net::TcpListener;
+
+    /// Ollama lists `llama3:latest` and answers to `llama3`: both names are served.
+    #[test]
+    fn a_name_without_ollama_s_default_tag_is_served() {
+        assert!(serves("llama3:latest", "llama3"));
+        assert!(serves("llama3", "llama3:latest"));
+        assert!(serves("qwen2.5-coder:7b", "qwen2.5-coder:7b"));
+        assert!(!serves("qwen2.5-coder:7b", "qwen2.5-coder"));
+        assert!(!serves("llama3:latest", "llama3.1"));
+    }
 
     fn env_of(pairs: &'static [(&'static str, &'static str)]) -> impl Fn(&str) -> Option<String> {
         move |k| {

@@ -10,6 +10,14 @@ fn repo(text: &str) -> Option<ConfigSource> {
     Some(ConfigSource::parse(text, ".redline.toml", Owner::Repository).unwrap())
 }
 
+/// The error of a repository file `text`, when it is read or when the settings are resolved.
+fn file_error(text: &str) -> String {
+    ConfigSource::parse(text, ".redline.toml", Owner::Repository)
+        .and_then(|source| local(SettingFlags::default(), Some(source)))
+        .unwrap_err()
+        .to_string()
+}
+
 fn local(flags: SettingFlags, repository: Option<ConfigSource>) -> Result<Settings, ConfigError> {
     let flags = SettingFlags {
         model: ModelFlags {
@@ -84,9 +92,7 @@ fn a_bad_file_value_names_the_key_the_file_and_the_line() {
         ),
         ("timeout = \"0s\"\n", "timeout", 1),
     ] {
-        let err = local(SettingFlags::default(), repo(text))
-            .unwrap_err()
-            .to_string();
+        let err = file_error(text);
         // One format: `FILE:LINE:COL: key: message`.
         assert!(
             err.starts_with(&format!(".redline.toml:{line}:"))
@@ -228,7 +234,7 @@ fn walkthrough_is_on_by_default_off_by_key_for_every_scope_and_must_be_a_boolean
         .unwrap_err()
         .to_string();
     assert!(
-        error.contains("walkthrough") && error.contains("expected a boolean"),
+        error.contains("walkthrough") && error.contains("expected true or false"),
         "{error}"
     );
 }
@@ -255,9 +261,7 @@ fn thread_keys_default_resolve_and_bad_values_name_their_key() {
         ("chat_max_steps = 21\n", "chat_max_steps"),
         ("chat_max_replies = 101\n", "chat_max_replies"),
     ] {
-        let error = local(SettingFlags::default(), repo(text))
-            .unwrap_err()
-            .to_string();
+        let error = file_error(text);
         assert!(
             error.starts_with(&format!(".redline.toml:1:1: {key}: ")),
             "{error}"

@@ -40,7 +40,15 @@ impl ConfigSource {
             origin: origin.to_string(),
             message,
         };
-        // Parsed as the schema first: its errors carry the line and the key.
+        // Every problem of the file at once, in file order, before serde stops at its first.
+        let problems = super::validate::problems(text);
+        if !problems.is_empty() {
+            return Err(ConfigError::Problems {
+                origin: origin.to_string(),
+                problems,
+            });
+        }
+        // Parsed as the schema: its errors carry the line and the key.
         FileConfig::parse(text, origin)?
             .check_ranges()
             .map_err(|e| match e {

@@ -226,11 +226,14 @@ fn an_unknown_key_gets_the_closest_key_not_the_list_of_all() {
         .to_string();
     assert_eq!(
         err,
-        "c.toml:2:1: max_round: unknown key: did you mean `max_rounds`?"
+        "c.toml:2:1: reflection.max_round: unknown key: did you mean `max_rounds`?"
     );
     // A range error has the same shape, with the key's line and column.
     let err = ConfigSource::parse("model = \"m\"\n  temperature = 5\n", "c.toml", Owner::User)
         .expect_err("out of range")
         .to_string();
-    assert_eq!(err, "c.toml:2:3: temperature: 5 is not between 0 and 2");
+    assert_eq!(
+        err,
+        "c.toml:2:3: temperature: expected a number from 0 to 2, not 5"
+    );
 }

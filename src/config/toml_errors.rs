@@ -121,3 +121,37 @@ fn is_plain_name(text: &str) -> bool {
             .chars()
             .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || matches!(c, '_' | '-' | '.'))
 }
+
+/// The 1-based line and column (in characters) of byte `offset` in `text`.
+pub(crate) fn line_column(text: &str, offset: usize) -> (usize, usize) {
+    let before = text.get(..offset.min(text.len())).unwrap_or_default();
+    let line = before.matches('\n').count() + 1;
+    let column = before
+        .rsplit('\n')
+        .next()
+        .unwrap_or_default()
+        .chars()
+        .count()
+        + 1;
+    (line, column)
+}
+
+/// A TOML parser's message in plain words, without any value from the file: an unclosed
+/// string is a `missing closing quote`; the parser's `expected …` lists are dropped.
+pub(crate) fn syntax_message(message: &str) -> String {
+    let message = message.trim_end();
+    let (what, expected) = match message.split_once(", expected ") {
+        Some((what, expected)) => (what, Some(expected)),
+        None => (message, None),
+    };
+    let quote = expected.is_some_and(|e| e.contains('"') || e.contains('\''));
+    if what.contains("string") && quote {
+        return "missing closing quote (a string ends on its line, with the quote it starts with)"
+            .into();
+    }
+    let plain = without_values(what);
+    match expected.map(without_values) {
+        Some(expected) if !expected.contains('…') => format!("{plain}: expected {expected}"),
+        _ => plain,
+    }
+}

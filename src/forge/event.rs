@@ -125,6 +125,8 @@ pub struct CommandRequest {
     pub comment: CommentRef,
     /// `--strategy NAME`, if given.
     pub strategy: Option<String>,
+    /// `--force`: review even a head already reviewed.
+    pub force: bool,
 }
 
 /// The reply to a malformed `/redline` command.
@@ -145,6 +147,8 @@ pub enum Ask {
     Review {
         /// `--strategy NAME`.
         strategy: Option<String>,
+        /// `--force`: review even a head already reviewed.
+        force: bool,
     },
     /// `/redline ignore`: dismiss the thread's finding (and say so).
     Ignore,

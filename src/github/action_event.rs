@@ -55,6 +55,8 @@ pub enum Trigger {
         pr_number: u64,
         /// `--strategy NAME` from the command, if given.
         strategy: Option<String>,
+        /// `--force`: review even a head already reviewed.
+        force: bool,
         /// Login of the commenter, whose access the caller should check.
         requested_by: String,
     },
@@ -133,6 +135,7 @@ fn trigger_of(event_name: &str, event: ForgeEvent) -> Result<Trigger, IgnoreReas
                 repo,
                 pr_number: command.change.number,
                 strategy: command.strategy,
+                force: command.force,
                 requested_by: command.comment.author,
             }
         }

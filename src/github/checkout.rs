@@ -1,12 +1,16 @@
 //! Getting the commits a review needs into a local repository with git2:
 //! a shallow Action checkout that lacks the base, or a bare mirror per
-//! repository for the App. Repository code is only read, never run.
+//! repository for the App. Repository code is only read, never run. Fetches over
+//! `http(s)://` go through Redline's own transport ([`transport`]: reqwest and rustls, no
+//! system OpenSSL), which sends the token.
 
 use std::path::Path;
 
-use git2::{FetchOptions, RemoteCallbacks, Repository};
+use git2::{FetchOptions, Repository};
 
 use crate::llm::Secret;
+
+mod transport;
 
 /// libgit2's value for "fetch the whole history" (unshallow).
 const UNSHALLOW: i32 = i32::MAX;
@@ -45,17 +49,26 @@ fn git_error(token: Option<&Secret>) -> impl Fn(git2::Error) -> CheckoutError + 
     }
 }
 
-/// Fetch options that authenticate with `token` as GitHub expects (`x-access-token`).
-fn fetch_options(token: Option<&Secret>) -> FetchOptions<'_> {
-    let mut callbacks = RemoteCallbacks::new();
-    if let Some(token) = token {
-        callbacks.credentials(move |_url, _user, _allowed| {
-            git2::Cred::userpass_plaintext("x-access-token", token.expose())
-        });
-    }
+/// Fetches `refspecs` (every branch and pull-request head when empty) from `remote`, with
+/// `token` lent to the HTTP transport (`x-access-token`, as GitHub and GitLab take it) and
+/// the whole history when `unshallow`.
+fn fetch(
+    remote: &mut git2::Remote<'_>,
+    refspecs: &[&str],
+    unshallow: bool,
+    token: Option<&Secret>,
+) -> Result<(), git2::Error> {
+    transport::register()?;
     let mut options = FetchOptions::new();
-    options.remote_callbacks(callbacks);
-    options
+    if unshallow {
+        options.depth(UNSHALLOW);
+    }
+    let refspecs = if refspecs.is_empty() {
+        &WIDE[..]
+    } else {
+        refspecs
+    };
+    transport::with_token(token, || remote.fetch(refspecs, Some(&mut options), None))
 }
 
 /// Makes sure every commit of `shas` exists in the repository at `root`, fetching
@@ -81,26 +94,16 @@ pub(crate) fn ensure_commits(
         Ok(found) => found,
         Err(_) => repo.remote_anonymous(remote).map_err(git_error(token))?,
     };
-    let by_sha: Vec<String> = missing.iter().map(|s| s.to_string()).collect();
     // Cheapest first: the commits alone; then, for a shallow clone, the whole history
     // (not every transport can deepen); then every branch and pull-request head.
     let shallow = repo.is_shallow();
-    let attempts: [(&[String], bool); 3] = [(&by_sha, false), (&by_sha, shallow), (&[], shallow)];
+    let attempts: [(&[&str], bool); 3] = [(&missing, false), (&missing, shallow), (&[], shallow)];
     let mut last_error = None;
     for (refspecs, unshallow) in attempts {
         if missing.iter().all(|sha| has_commit(&repo, sha)) {
             break;
         }
-        let mut options = fetch_options(token);
-        if unshallow {
-            options.depth(UNSHALLOW);
-        }
-        let result = if refspecs.is_empty() {
-            remote.fetch(&WIDE, Some(&mut options), None)
-        } else {
-            remote.fetch(refspecs, Some(&mut options), None)
-        };
-        last_error = result.err();
+        last_error = fetch(&mut remote, refspecs, unshallow, token).err();
     }
     if let (Some(error), true) = (
         last_error,
@@ -139,9 +142,7 @@ pub(crate) fn ensure_merge_base(
         // pull-request head; either way with their whole history.
         let mut last_error = None;
         for refspecs in [&[base, head][..], &WIDE[..]] {
-            let mut options = fetch_options(token);
-            options.depth(UNSHALLOW);
-            last_error = remote.fetch(refspecs, Some(&mut options), None).err();
+            last_error = fetch(&mut remote, refspecs, true, token).err();
             if let Some(found) = merge_base(&repo, base, head) {
                 return Ok(found);
             }

@@ -2,11 +2,13 @@
 //! `pull_request` actions that start a review.
 //!
 //! Grammar (first line of the comment, after leading whitespace):
-//! `/redline review [--strategy NAME | --strategy=NAME]` or `/redline ignore` (in a review
-//! thread: the finding is dismissed for the pull request). A first word other than
-//! `/redline` is not a command; anything else after `/redline` (another subcommand, an
-//! unknown argument, a repeated or empty `--strategy`, a name with other characters than
-//! letters, digits, `-`, `_`, `.`) is a [`CommandError`], answered with [`USAGE`].
+//! `/redline review [--strategy NAME | --strategy=NAME] [--force]` or `/redline ignore` (in
+//! a review thread: the finding is dismissed for the pull request). `--force` reviews a head
+//! that was already reviewed (without it, the request is answered with [`already_reviewed`]).
+//! A first word other than `/redline` is not a command; anything else after `/redline`
+//! (another subcommand, an unknown argument, a repeated or empty `--strategy`, a repeated
+//! `--force`, a name with other characters than letters, digits, `-`, `_`, `.`) is a
+//! [`CommandError`], answered with [`USAGE`].
 
 /// The word that starts every command.
 const PREFIX: &str = "/redline";
@@ -14,7 +16,15 @@ const PREFIX: &str = "/redline";
 const MAX_STRATEGY_LEN: usize = 64;
 
 /// What a malformed command is told.
-pub const USAGE: &str = "Usage: `/redline review [--strategy auto|react|plan|reflect]` on the first line of a comment, or `/redline ignore` in a review thread to dismiss its finding.";
+pub const USAGE: &str = "Usage: `/redline review [--strategy auto|react|plan|reflect] [--force]` on the first line of a comment (`--force` reviews again a head already reviewed), or `/redline ignore` in a review thread to dismiss its finding.";
+
+/// The answer to `/redline review` (without `--force`) when the head is already reviewed:
+/// `head` is its short id, `change` names the change (`pull request`, `merge request`).
+pub(crate) fn already_reviewed(head: &str, change: &str) -> String {
+    format!(
+        "Redline already reviewed {head}, the head of this {change}: its findings are above, and a review of the same commits would find nothing new. Push new commits to have them reviewed, or comment `/redline review --force` to review the whole {change} again."
+    )
+}
 
 /// `pull_request` actions that request a review (for the Action and the App alike).
 pub(crate) const REVIEW_ACTIONS: [&str; 4] =
@@ -27,6 +37,8 @@ pub enum Command {
     Review {
         /// `--strategy NAME`.
         strategy: Option<String>,
+        /// `--force`: review even a head already reviewed.
+        force: bool,
     },
     /// In a review thread: the thread's finding is wrong or will not be fixed; dismiss it.
     Ignore,
@@ -84,7 +96,15 @@ pub(crate) fn parse_command(body: &str) -> Result<Option<Command>, CommandError>
         None => return Err(CommandError::new("no command after /redline")),
     }
     let mut strategy = None;
+    let mut force = false;
     while let Some(word) = words.next() {
+        if word == "--force" {
+            if force {
+                return Err(CommandError::new("--force given twice"));
+            }
+            force = true;
+            continue;
+        }
         let value = match word.strip_prefix("--strategy") {
             Some("") => words.next(),
             Some(rest) if rest.starts_with('=') => rest.strip_prefix('='),
@@ -101,7 +121,7 @@ pub(crate) fn parse_command(body: &str) -> Result<Option<Command>, CommandError>
         }
         strategy = Some(valid_strategy(name)?);
     }
-    Ok(Some(Command::Review { strategy }))
+    Ok(Some(Command::Review { strategy, force }))
 }
 
 fn valid_strategy(name: &str) -> Result<String, CommandError> {
@@ -127,7 +147,29 @@ mod tests {
     fn review(strategy: Option<&str>) -> Result<Option<Command>, CommandError> {
         Ok(Some(Command::Review {
             strategy: strategy.map(str::to_string),
+            force: false,
         }))
+    }
+
+    #[test]
+    fn force_reviews_again_in_any_place() {
+        for body in [
+            "/redline review --force",
+            "/redline review --strategy plan --force",
+            "/redline review --force --strategy=plan",
+        ] {
+            let Ok(Some(Command::Review { force, .. })) = parse_command(body) else {
+                panic!("{body:?}: {:?}", parse_command(body));
+            };
+            assert!(force, "{body:?}");
+        }
+        assert!(parse_command("/redline review --force --force").is_err());
+        assert!(USAGE.contains("--force"));
+        let reply = already_reviewed("abc1234", "merge request");
+        assert!(
+            reply.contains("abc1234") && reply.contains("`/redline review --force`"),
+            "{reply}"
+        );
     }
 
     #[test]
@@ -185,7 +227,7 @@ mod tests {
             ("/redline review --strategy a;rm", "invalid strategy"),
             ("/redline review --strategy a --strategy b", "twice"),
             ("/redline review --strategyx", "unknown argument"),
-            ("/redline review --force", "unknown argument"),
+            ("/redline review --forced", "unknown argument"),
             ("/redline review now", "unknown argument"),
         ] {
             let err = parse_command(body).unwrap_err();

@@ -327,10 +327,11 @@ fn issue_comment<P: Payload + ?Sized>(
     Ok(match parsed {
         Ok(None) => ForgeEvent::Ignore(IgnoreReason::NotACommand),
         Ok(Some(Command::Ignore)) => ForgeEvent::Ignore(IgnoreReason::IgnoreOutsideThread),
-        Ok(Some(Command::Review { strategy })) => ForgeEvent::Command(CommandRequest {
+        Ok(Some(Command::Review { strategy, force })) => ForgeEvent::Command(CommandRequest {
             change,
             comment,
             strategy,
+            force,
         }),
         Err(error) => ForgeEvent::Usage(UsageReply {
             change,
@@ -356,10 +357,11 @@ fn review_comment<P: Payload + ?Sized>(
         Err(reason) => return Ok(ForgeEvent::Ignore(reason)),
     };
     Ok(match note.ask {
-        Ask::Review { strategy } => ForgeEvent::Command(CommandRequest {
+        Ask::Review { strategy, force } => ForgeEvent::Command(CommandRequest {
             change: note.change,
             comment: note.comment,
             strategy,
+            force,
         }),
         _ => ForgeEvent::Thread(Box::new(note)),
     })

@@ -357,7 +357,10 @@ mod tests {
             "{body}"
         );
         assert!(body.contains("stopped at the tokens limit"), "{body}");
-        let unknown = Stats::default();
+        let unknown = Stats {
+            model_calls: 1,
+            ..Stats::default()
+        };
         let body = render_summary(&SummaryInput {
             stats: Some(&unknown),
             summary: "s",

@@ -215,7 +215,9 @@ pub(crate) fn thread_comment_ask(
 /// What `body` asks: a command first, then a mention, then any reply.
 fn ask_of(body: &str, is_reply: bool, mention: Option<&str>) -> Option<Ask> {
     match parse_command(body) {
-        Ok(Some(Command::Review { strategy })) => return Some(Ask::Review { strategy }),
+        Ok(Some(Command::Review { strategy, force })) => {
+            return Some(Ask::Review { strategy, force });
+        }
         Ok(Some(Command::Ignore)) => return Some(Ask::Ignore),
         Err(error) => return Some(Ask::Usage(error.reply())),
         Ok(None) => {}
@@ -460,7 +462,10 @@ mod tests {
         assert_eq!(ask("/redline ignore", Some(1)), Ok(Ask::Ignore));
         assert_eq!(
             ask("/redline review", None),
-            Ok(Ask::Review { strategy: None })
+            Ok(Ask::Review {
+                strategy: None,
+                force: false
+            })
         );
         assert!(matches!(ask("/redline bogus", None), Ok(Ask::Usage(_))));
         assert_eq!(ask("hey @Redline, why?", None), Ok(Ask::Answer));

@@ -286,11 +286,12 @@ fn note(hook: NoteHook, config: &HookConfig) -> ForgeEvent {
         author: hook.user.username,
         role: String::new(),
     };
-    if let Ask::Review { strategy } = ask {
+    if let Ask::Review { strategy, force } = ask {
         return ForgeEvent::Command(CommandRequest {
             change,
             comment,
             strategy,
+            force,
         });
     }
     let Some(thread) = attributes.discussion_id else {

@@ -15,9 +15,11 @@ pub enum QueueError {
         scheme: String,
     },
     /// Start-up could not connect to the database: the cause (refused, unknown database,
-    /// authentication, ...) is in the message.
-    #[error("cannot connect to the queue database: {0}")]
-    Connect(#[source] sqlx::Error),
+    /// authentication, ...) is in the message, as the database said it, without the line
+    /// of the server's own source that PostgreSQL adds (`at line 768`), which means nothing
+    /// to whoever reads it. (Not a `source`: its text would bring that line back.)
+    #[error("cannot connect to the queue database: {}", database_message(.0))]
+    Connect(sqlx::Error),
     /// Start-up got no answer from the database in time (host unreachable or not listening).
     #[error("the queue database did not answer within {seconds} s (host unreachable?)")]
     ConnectTimeout {
@@ -55,6 +57,17 @@ pub enum QueueError {
         /// What was wrong.
         reason: String,
     },
+}
+
+/// A database error as its reader needs it: the database's own message, without where in
+/// the server's source it was raised.
+fn database_message(error: &sqlx::Error) -> String {
+    match error {
+        sqlx::Error::Database(database) => {
+            format!("error returned from database: {}", database.message())
+        }
+        other => other.to_string(),
+    }
 }
 
 impl QueueError {

@@ -148,6 +148,9 @@ pub enum ReviewTrigger {
         author_association: String,
         /// Id of the comment, for replies and reactions.
         comment_id: u64,
+        /// `--force`: review even a head already reviewed (absent in jobs stored before it).
+        #[serde(default)]
+        force: bool,
     },
 }
 
@@ -371,6 +374,7 @@ mod tests {
             commenter: "octocat".into(),
             author_association: "MEMBER".into(),
             comment_id: 7,
+            force: true,
         };
         let value = serde_json::to_value(&trigger).unwrap_or_default();
         assert_eq!(value["trigger"], "command");
@@ -378,5 +382,11 @@ mod tests {
             serde_json::from_value::<ReviewTrigger>(value).ok(),
             Some(trigger)
         );
+        // A job stored before `--force` existed is not forced.
+        let stored = serde_json::json!({"trigger": "command", "commenter": "a", "author_association": "", "comment_id": 1});
+        assert!(matches!(
+            serde_json::from_value::<ReviewTrigger>(stored),
+            Ok(ReviewTrigger::Command { force: false, .. })
+        ));
     }
 }

@@ -171,8 +171,12 @@ fn stats_line(stats: &Stats) -> String {
     )
 }
 
-/// `$0.0123`, `~$0.0123 (estimated usage)`, or `cost unknown` (no price for the model).
+/// `$0.0123`, `~$0.0123 (estimated usage)`, or `cost unknown` (no price for the model);
+/// a run that called no model cost nothing, priced or not.
 pub(crate) fn cost_text(stats: &Stats) -> String {
+    if stats.model_calls == 0 && stats.cost_usd.is_none_or(|cost| cost == 0.0) {
+        return "$0.0000".into();
+    }
     match (stats.cost_usd, stats.cost_estimated) {
         (Some(cost), false) => format!("${cost:.4}"),
         (Some(cost), true) => format!("~${cost:.4} (estimated usage)"),
@@ -183,6 +187,25 @@ pub(crate) fn cost_text(stats: &Stats) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_run_without_a_model_call_cost_nothing_even_unpriced() {
+        let nothing = Stats::default();
+        assert_eq!(nothing.model_calls, 0);
+        assert_eq!(nothing.cost_usd, None);
+        assert_eq!(cost_text(&nothing), "$0.0000");
+        let unpriced = Stats {
+            model_calls: 2,
+            ..Stats::default()
+        };
+        assert_eq!(cost_text(&unpriced), "cost unknown");
+        let priced = Stats {
+            model_calls: 1,
+            cost_usd: Some(0.0123),
+            ..Stats::default()
+        };
+        assert_eq!(cost_text(&priced), "$0.0123");
+    }
 
     #[test]
     fn formats_parse_and_print_their_names() {

@@ -176,6 +176,7 @@ pub(crate) fn command_job(
         commenter: command.comment.author,
         author_association: command.comment.role,
         comment_id: command.comment.id,
+        force: command.force,
     };
     Ok(NewJob {
         forge,

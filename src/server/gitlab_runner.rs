@@ -18,16 +18,17 @@ use async_trait::async_trait;
 use tokio_util::sync::CancellationToken;
 
 use super::review_runner::{
-    Mirror, ModelFactory, ReviewRunner, fetch_into_mirror, repository_settings, review_recorded,
-    send,
+    Mirror, ModelFactory, ReviewRunner, Since, fetch_into_mirror, repository_settings,
+    review_recorded, send, since,
 };
 use crate::config::ModelSettings;
 use crate::config::limits::LimitCeilings;
 use crate::config::settings::Settings;
 use crate::flow;
-use crate::flow::pull::{PullCommits, PullTarget};
+use crate::flow::pull::{PullCommits, PullTarget, short};
 use crate::forge::publish::last_reviewed_sha;
 use crate::forge::{Forge, ForgeKind};
+use crate::github::command::already_reviewed;
 use crate::github::dismissed::Dismissals;
 use crate::github::notice::Notice;
 use crate::github::{PublishConfig, PublishError, path_segment};
@@ -82,9 +83,17 @@ impl GitLabRunner {
             ));
         };
         let last = last_reviewed_sha(&forge).await.map_err(publish_error)?;
-        if last.as_deref() == Some(refs.head_sha.as_str()) {
-            return Ok(RunOutcome::Completed);
-        }
+        let last = match since(job, last, &refs.head_sha) {
+            Since::Review(last) => last,
+            Since::NothingNew => return Ok(RunOutcome::Completed),
+            Since::AlreadyReviewed => {
+                let text = already_reviewed(short(&refs.head_sha), "merge request");
+                self.post_notice_once(job, &text)
+                    .await
+                    .map_err(gitlab_error)?;
+                return Ok(RunOutcome::Completed);
+            }
+        };
         let commits = self.checkout(project, refs, last).await?;
         if cancel.is_cancelled() {
             return Ok(RunOutcome::Cancelled);

@@ -16,8 +16,9 @@ use crate::config::limits::LimitCeilings;
 use crate::config::settings::{self, Scope, SettingFlags, Settings, SettingsInput};
 use crate::config::{CONFIG_FILE, ConfigError, ConfigSource, ModelSettings};
 use crate::flow;
-use crate::flow::pull::{CommitSource, FlowError, PullCommits, PullTarget};
+use crate::flow::pull::{CommitSource, FlowError, PullCommits, PullTarget, short};
 use crate::forge::GitHubPull;
+use crate::github::command::already_reviewed;
 use crate::github::dismissed::Dismissals;
 use crate::github::{
     AppAuth, GitHubClient, GitHubError, PublishConfig, PublishError, PullInfo, PullText,
@@ -26,6 +27,34 @@ use crate::github::{
 use crate::llm::ChatModel;
 use crate::queue::{ForgeKind, Job, JobError, JobRunner, Queue, ReviewTrigger, RunOutcome};
 use crate::review::report::ReviewReport;
+
+/// What a queued review of a change whose head is `head` reviews, given the `last` head
+/// reviewed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Since {
+    /// Review the commits after this head (`None`: the whole change).
+    Review(Option<String>),
+    /// The head is reviewed and a push asked again: nothing to do, nothing to say.
+    NothingNew,
+    /// The head is reviewed and a `/redline review` comment (without `--force`) asked
+    /// again: the person asking is answered ([`crate::github::command::already_reviewed`]).
+    AlreadyReviewed,
+}
+
+/// [`Since`] for `job`: a `/redline review --force` reviews the whole change again (findings
+/// already posted are not posted twice); otherwise only what came after `last`.
+pub(crate) fn since(job: &Job, last: Option<String>, head: &str) -> Since {
+    let command = match job.trigger() {
+        Ok(ReviewTrigger::Command { force, .. }) => Some(force),
+        _ => None,
+    };
+    match (command, last.as_deref() == Some(head)) {
+        (Some(true), _) => Since::Review(None),
+        (_, false) => Since::Review(last),
+        (Some(false), true) => Since::AlreadyReviewed,
+        (None, true) => Since::NothingNew,
+    }
+}
 
 /// Builds the model client for a job's settings (one per job, so retries are reported per job).
 pub type ModelFactory = Arc<dyn Fn(&ModelSettings) -> Arc<dyn ChatModel> + Send + Sync>;
@@ -125,9 +154,17 @@ impl ReviewRunner {
         let last = last_reviewed_sha(&client, owner, repo, job.pr_number)
             .await
             .map_err(github_error)?;
-        if last.as_deref() == Some(pull.head_sha.as_str()) {
-            return Ok(RunOutcome::Completed);
-        }
+        let last = match since(job, last, &pull.head_sha) {
+            Since::Review(last) => last,
+            Since::NothingNew => return Ok(RunOutcome::Completed),
+            Since::AlreadyReviewed => {
+                let text = already_reviewed(short(&pull.head_sha), "pull request");
+                post_notice_once(&client, owner, repo, job.pr_number, &text)
+                    .await
+                    .map_err(github_error)?;
+                return Ok(RunOutcome::Completed);
+            }
+        };
         let at = PullAt {
             installation_id,
             owner,

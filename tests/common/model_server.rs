@@ -18,10 +18,10 @@
 //! Usage is deterministic: prompt tokens = request body bytes / 4, completion
 //! tokens = characters of the reply (text, tool names, raw arguments) / 4.
 //! When the script runs out, the server answers HTTP 500 with the body
-//! [`SCRIPT_EXHAUSTED`]. `GET /v1/models` lists [`ModelServer::with_models`]'s ids
-//! (default `scripted-model` and `gpt-4.1-mini`, the default model, so that a review with
-//! `--base-url` and no `--model` runs), as Ollama, llama.cpp and vLLM do; it is recorded,
-//! not numbered.
+//! [`SCRIPT_EXHAUSTED`]. `GET /v1/models` lists [`ModelServer::with_models`]'s ids, as
+//! Ollama, llama.cpp and vLLM do; without them it answers 404, as a server without a
+//! model list does (Redline then goes on with the model it was given). It is recorded
+//! apart ([`ModelServer::model_list_requests`]), not numbered.
 //!
 //! With [`ModelServer::with_prompt_cache`] the server counts prompt tokens with
 //! the model's real tokenizer and simulates OpenAI's prompt cache (see
@@ -231,6 +231,9 @@ impl Reply {
     }
 }
 
+/// Where the model list is asked for.
+const MODEL_LIST_PATH: &str = "/v1/models";
+
 /// One request the server received.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RecordedRequest {
@@ -295,7 +298,7 @@ struct ServerState {
     report_usage: AtomicBool,
     prompt_cache: Mutex<Option<PromptCache>>,
     served: Mutex<Vec<ServedUsage>>,
-    models: Mutex<Vec<String>>,
+    models: Mutex<Option<Vec<String>>>,
 }
 
 /// A running scripted model server; it stops when dropped.
@@ -332,10 +335,7 @@ impl ModelServer {
             report_usage: AtomicBool::new(true),
             prompt_cache: Mutex::new(None),
             served: Mutex::new(Vec::new()),
-            models: Mutex::new(vec![
-                "scripted-model".to_string(),
-                "gpt-4.1-mini".to_string(),
-            ]),
+            models: Mutex::new(None),
         });
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
             .await
@@ -378,7 +378,7 @@ impl ModelServer {
     /// The model ids `GET /v1/models` lists, in order.
     pub fn with_models(self, models: &[&str]) -> ModelServer {
         *self.state.models.lock().expect("models lock") =
-            models.iter().map(|m| m.to_string()).collect();
+            Some(models.iter().map(|m| m.to_string()).collect());
         self
     }
 
@@ -401,9 +401,24 @@ impl ModelServer {
         self.wire
     }
 
-    /// Every request received so far, in order.
+    /// Every model call received so far, in order (the model list's requests aside).
     pub fn requests(&self) -> Vec<RecordedRequest> {
-        self.state.requests.lock().expect("requests lock").clone()
+        let requests = self.state.requests.lock().expect("requests lock");
+        requests
+            .iter()
+            .filter(|r| r.path != MODEL_LIST_PATH)
+            .cloned()
+            .collect()
+    }
+
+    /// The `GET /v1/models` requests received so far (discovery probes, model checks).
+    pub fn model_list_requests(&self) -> Vec<RecordedRequest> {
+        let requests = self.state.requests.lock().expect("requests lock");
+        requests
+            .iter()
+            .filter(|r| r.path == MODEL_LIST_PATH)
+            .cloned()
+            .collect()
     }
 }
 
@@ -440,8 +455,13 @@ async fn handle(
         requests.push(recorded.clone());
         requests.len() - 1
     };
-    if method == Method::GET && recorded.path == "/v1/models" {
-        let models = state.models.lock().expect("models lock").clone();
+    if method == Method::GET && recorded.path == MODEL_LIST_PATH {
+        let Some(models) = state.models.lock().expect("models lock").clone() else {
+            return Response::builder()
+                .status(StatusCode::NOT_FOUND)
+                .body(Body::from("404 page not found"))
+                .expect("404 response");
+        };
         let data: Vec<Value> = models
             .iter()
             .map(|id| json!({"id": id, "object": "model", "owned_by": "scripted"}))

@@ -99,6 +99,7 @@ fn issue_comment_and_other_events() {
             repo: "Hello-World".into(),
             pr_number: 1,
             strategy: Some("deep".into()),
+            force: false,
             requested_by: "Codertocat".into(),
         }
     );

@@ -12,7 +12,7 @@ use crate::common::model_server::{ModelServer, Wire};
 use crate::serve_cli::Server;
 use redline::github::USAGE;
 
-const BOGUS: &str = "/redline review --strategy plan --force";
+const BOGUS: &str = "/redline review --strategy plan --now";
 
 fn comment_event(installation: bool) -> Value {
     let name = if installation {
@@ -36,7 +36,7 @@ fn usage_replies(gh: &GitHubMock) -> Vec<String> {
     gh.issue_comments()
         .iter()
         .filter_map(|c| c["body"].as_str().map(str::to_string))
-        .filter(|body| body.contains(USAGE) && body.contains("--force"))
+        .filter(|body| body.contains(USAGE) && body.contains("--now"))
         .collect()
 }
 

@@ -100,6 +100,7 @@ async fn job_fields_round_trip(db: &TestDb) {
         commenter: "alice".into(),
         author_association: "MEMBER".into(),
         comment_id: 99,
+        force: false,
     })
     .unwrap();
     let delivery = delivery();

@@ -213,6 +213,7 @@ pub fn requested_job(pr: u64) -> NewJob {
             commenter: "someone".into(),
             author_association: "NONE".into(),
             comment_id: 7,
+            force: false,
         })
         .expect("payload"),
         ..review_job(pr)

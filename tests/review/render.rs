@@ -403,7 +403,7 @@ help: suggested change
 13 +     let value = input.parse()?;
    |
 
-1 finding (0 critical, 1 major, 0 minor, 0 nit) · 0 steps · 0 model calls · 0 tool calls · 0 prompt + 0 completion tokens · cost unknown · 0.0s
+1 finding (0 critical, 1 major, 0 minor, 0 nit) · 0 steps · 0 model calls · 0 tool calls · 0 prompt + 0 completion tokens · $0.0000 · 0.0s
 ";
     assert_eq!(text, expected, "\n{text}");
 }

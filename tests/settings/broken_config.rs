@@ -18,7 +18,12 @@ async fn the_app_posts_one_comment_naming_the_key_and_does_not_review() {
     assert!(observed.reviews.is_empty(), "no review");
     assert_eq!(observed.comments.len(), 1, "{:?}", observed.comments);
     let body = observed.comments[0]["body"].as_str().unwrap_or_default();
-    assert!(body.contains(".redline.toml:3:13: max_steps: "), "{body}");
+    assert!(
+        body.contains(
+            ".redline.toml:3:1: max_steps: expected an integer from 1 to 200, found a string"
+        ),
+        "{body}"
+    );
 
     let observed = review_by_the_app(Some("strategy = \"fastest\"\n"), 2).await;
     assert!(observed.requests.is_empty() && observed.reviews.is_empty());

@@ -104,6 +104,7 @@ fn action_verdict(event: &str, payload: &Value, review_drafts: bool) -> Verdict 
             pr_number,
             strategy,
             requested_by,
+            ..
         } => Verdict::Review {
             repository: format!("{owner}/{repo}"),
             number: pr_number,
