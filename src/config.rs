@@ -205,7 +205,8 @@ pub struct FileConfig {
     /// Whether the review opens with a walkthrough of the change, per area (default true).
     pub walkthrough: Option<bool>,
     /// Default for `--fail-on`: `redline review` exits 1 (the Action step fails) when a
-    /// finding is at or above this severity.
+    /// finding is at or above this severity; under `redline serve`, the review's check
+    /// (commit status on GitLab) fails.
     #[schemars(extend("enum" = ["critical", "major", "minor", "nit", "never"]))]
     pub fail_on: Option<String>,
     /// Prompt overrides.

@@ -9,6 +9,9 @@
 //! writes. Only Redline's own comments count as its earlier work (a copied marker
 //! silences nothing). What the author wrote (title, description, closed issues) is data
 //! for the intent section, never instructions.
+//! The review's state beside the change (GitHub: the check run `Redline`; GitLab: the
+//! commit status `redline`) is defined once in [`status`], with the conclusion it has
+//! under `fail_on`; each forge only shows it ([`Forge::show_status`]).
 //! Layering: used by `flow` and `cli`; implemented here for GitHub
 //! (over `github`) and in `gitlab`. [`ForgeKind`] (which forge) is a leaf the queue stores;
 //! [`event`] (what a delivery asks for) is a leaf too: each forge's classifier produces
@@ -17,6 +20,7 @@
 pub(crate) mod event;
 mod kind;
 pub(crate) mod publish;
+pub mod status;
 
 pub use kind::{ForgeKind, UnknownForge};
 
@@ -32,10 +36,11 @@ use crate::github::{
 };
 use crate::intent::{CommitMessage, Intent};
 use publish::Plan;
+use status::{Conclusion, ReviewStatus, StatusError, StatusTarget};
 
 pub use event::{
     AccessChange, Ask, ChangeRef, CommandRequest, CommentRef, ForgeEvent, ForgeIds, IgnoreReason,
-    ReviewRequest, Revision, ThreadNote, UsageReply,
+    RerunRequest, ReviewRequest, Revision, ThreadNote, UsageReply,
 };
 
 /// Redline's summary comment as the forge has it.
@@ -85,13 +90,14 @@ pub(crate) trait Forge: Send + Sync {
         outcome: &mut PublishOutcome,
     ) -> Result<(), PublishError>;
 
-    /// Creates the summary comment (`existing` is `None`) or edits it in place.
+    /// Creates the summary comment (`existing` is `None`) or edits it in place; returns
+    /// its page when the forge says.
     async fn write_summary(
         &self,
         existing: Option<&SummaryComment>,
         body: &str,
         interval: Duration,
-    ) -> Result<(), PublishError>;
+    ) -> Result<Option<String>, PublishError>;
 
     /// Resolves thread `thread` (one of [`Earlier::threads`]).
     async fn resolve(&self, thread: &str) -> Result<(), PublishError>;
@@ -103,6 +109,23 @@ pub(crate) trait Forge: Send + Sync {
     /// Whether `user` may ask for a review or dismiss a finding (GitHub: write access;
     /// GitLab: the Developer role or above). Not a member: no.
     async fn may_write(&self, user: &str) -> Result<bool, PublishError>;
+
+    /// Shows `status` of the review of commit `target.head` beside the change (GitHub:
+    /// the check run [`status::CHECK_NAME`], GitLab: the commit status `redline`); returns
+    /// the forge's id of it, to pass as `target.id` next time (`None`: the forge has none).
+    async fn show_status(
+        &self,
+        target: &StatusTarget<'_>,
+        status: &ReviewStatus,
+    ) -> Result<Option<u64>, StatusError>;
+
+    /// The conclusion of the last finished review shown on commit `head`, when it says
+    /// something of the commit ([`Conclusion::is_decisive`]).
+    async fn shown_conclusion(&self, head: &str) -> Result<Option<Conclusion>, StatusError>;
+
+    /// Posts `text` on the change unless the same notice is there already (see
+    /// [`crate::github::notice`]); `Ok(true)` when it was posted.
+    async fn notice_once(&self, text: &str) -> Result<bool, PublishError>;
 }
 
 /// A GitHub pull request, through [`GitHubClient`]: today's behaviour.
@@ -172,7 +195,7 @@ impl Forge for GitHubPull<'_> {
         existing: Option<&SummaryComment>,
         body: &str,
         interval: Duration,
-    ) -> Result<(), PublishError> {
+    ) -> Result<Option<String>, PublishError> {
         crate::github::publish::write_summary(self, existing, body, interval).await
     }
 
@@ -196,5 +219,22 @@ impl Forge for GitHubPull<'_> {
     async fn may_write(&self, user: &str) -> Result<bool, PublishError> {
         let (owner, repo) = (self.text.owner, self.text.repo);
         Ok(crate::github::has_write_access(self.client, owner, repo, user).await?)
+    }
+
+    async fn show_status(
+        &self,
+        target: &StatusTarget<'_>,
+        status: &ReviewStatus,
+    ) -> Result<Option<u64>, StatusError> {
+        Ok(crate::github::check_run::show(self, target, status).await?)
+    }
+
+    async fn shown_conclusion(&self, head: &str) -> Result<Option<Conclusion>, StatusError> {
+        Ok(crate::github::check_run::shown_conclusion(self, head).await?)
+    }
+
+    async fn notice_once(&self, text: &str) -> Result<bool, PublishError> {
+        let (owner, repo) = (self.text.owner, self.text.repo);
+        Ok(crate::github::post_notice_once(self.client, owner, repo, self.number, text).await?)
     }
 }

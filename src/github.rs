@@ -9,6 +9,7 @@
 pub(crate) mod action_event;
 pub(crate) mod anchor;
 pub mod auth;
+pub(crate) mod check_run;
 pub mod checkout;
 pub mod client;
 pub mod command;

@@ -6,6 +6,7 @@
 mod access;
 mod client;
 pub(crate) mod code_quality;
+pub(crate) mod commit_status;
 pub(crate) mod discussion;
 pub(crate) mod hook;
 pub(crate) mod merge_request;
@@ -23,7 +24,9 @@ use serde_json::json;
 use std::time::Duration;
 
 use crate::forge::publish::Plan;
+use crate::forge::status::{Conclusion, ReviewStatus, StatusError, StatusTarget};
 use crate::forge::{Earlier, Forge, SummaryComment};
+use crate::github::notice::Notice;
 use crate::github::{PublishConfig, PublishError, PublishOutcome, PublishRequest, path_segment};
 use crate::intent::{CommitMessage, Intent};
 
@@ -76,7 +79,7 @@ impl Forge for GitLabMergeRequest<'_> {
         existing: Option<&SummaryComment>,
         body: &str,
         interval: Duration,
-    ) -> Result<(), PublishError> {
+    ) -> Result<Option<String>, PublishError> {
         publish::write_summary(self, existing, body, interval).await
     }
 
@@ -100,6 +103,61 @@ impl Forge for GitLabMergeRequest<'_> {
 
     async fn may_write(&self, user: &str) -> Result<bool, PublishError> {
         Ok(access::is_developer(self.client, self.project, user).await?)
+    }
+
+    async fn show_status(
+        &self,
+        target: &StatusTarget<'_>,
+        status: &ReviewStatus,
+    ) -> Result<Option<u64>, StatusError> {
+        Ok(commit_status::show(self, target.head, status).await?)
+    }
+
+    async fn shown_conclusion(&self, head: &str) -> Result<Option<Conclusion>, StatusError> {
+        Ok(commit_status::shown_conclusion(self, head).await?)
+    }
+
+    async fn notice_once(&self, text: &str) -> Result<bool, PublishError> {
+        let notice = Notice::of(text);
+        let merge_request = merge_request_path(self.project, self.iid);
+        let discussions = self
+            .client
+            .get_all_pages(&format!("{merge_request}/discussions"))
+            .await?;
+        let bodies = discussions
+            .iter()
+            .filter_map(|discussion| discussion["notes"].as_array())
+            .flatten()
+            .filter_map(|note| note["body"].as_str());
+        if notice.is_among(bodies) {
+            return Ok(false);
+        }
+        let body = json!({ "body": notice.body });
+        let interval = PublishConfig::default().min_write_interval;
+        self.client
+            .write_json(
+                Method::POST,
+                &format!("{merge_request}/notes"),
+                &body,
+                interval,
+            )
+            .await?;
+        Ok(true)
+    }
+}
+
+impl<'a> GitLabMergeRequest<'a> {
+    /// Merge request `iid` of `project`, its title and description not read (for
+    /// statuses, notices and access checks; positions name no diff).
+    pub(crate) fn at(client: &'a GitLabClient, project: &'a str, iid: u64) -> Self {
+        GitLabMergeRequest {
+            client,
+            project,
+            iid,
+            title: "",
+            description: "",
+            diff_refs: None,
+        }
     }
 }
 

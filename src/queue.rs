@@ -12,8 +12,13 @@
 //! and the per-pull-request rules (supersede, stop request, one running job) apply to the jobs
 //! of one forge's pull request, so GitHub and GitLab jobs with the same repository name and
 //! number never touch each other.
+//!
+//! Each job also records its check beside the change (a GitHub check run, a GitLab commit
+//! status: [`Queue::begin_check`]), so that it is made once and completed once whichever
+//! process gets there, and the checks left open are found ([`Queue::unsettled_checks`]).
 
 mod checkpoint;
+mod checks;
 mod db;
 mod error;
 mod intake;
@@ -28,6 +33,7 @@ mod types;
 mod worker;
 
 pub use crate::forge::ForgeKind;
+pub use checks::{CheckSlot, STALE_CREATION, ShownCheck, UnsettledCheck};
 pub use error::QueueError;
 pub use store::Queue;
 pub use types::{

@@ -16,6 +16,7 @@ mod answer_pool;
 mod body;
 mod budget;
 pub mod cache;
+pub mod check_status;
 mod connection;
 pub(crate) mod events;
 pub(crate) use events::CommandReply;
@@ -70,6 +71,13 @@ pub(crate) type InstallationHook = Arc<dyn Fn(u64) + Send + Sync>;
 
 /// Called with the usage reply to a malformed `/redline` command (posting it is up to the hook).
 pub(crate) type CommandReplyHook = Arc<dyn Fn(CommandReply) + Send + Sync>;
+/// Called with the id of each review job the intake stored (the hook shows it queued in
+/// the background; it must not block).
+pub(crate) type JobQueuedHook = Arc<dyn Fn(crate::queue::JobId) + Send + Sync>;
+/// Called with a draft change a delivery named (the hook shows its commit skipped in the
+/// background; it must not block).
+pub(crate) type DraftHook =
+    Arc<dyn Fn(crate::forge::ForgeKind, crate::forge::ReviewRequest) + Send + Sync>;
 /// Called with a review comment that may get an answer in its thread (the hook checks,
 /// answers and records; it must not block).
 pub(crate) type ThreadCommentHook = Arc<dyn Fn(crate::github::thread::ThreadComment) + Send + Sync>;
@@ -101,6 +109,10 @@ pub struct AppState {
     pub on_command_reply: Option<CommandReplyHook>,
     /// Answers comments in review threads.
     pub on_thread_comment: Option<ThreadCommentHook>,
+    /// Shows each stored review job in the change's checks (GitHub and GitLab alike).
+    pub on_job_queued: Option<JobQueuedHook>,
+    /// Shows a draft's commit skipped in the change's checks.
+    pub on_draft: Option<DraftHook>,
     /// GitLab's deliveries (`POST /gitlab/webhook`); `None`: every one is refused.
     pub gitlab: Option<GitLabHooks>,
     /// Bounds on reading request bodies (set with [`AppState::with_limits`]).
@@ -121,6 +133,8 @@ impl AppState {
             on_installation_removed: None,
             on_command_reply: None,
             on_thread_comment: None,
+            on_job_queued: None,
+            on_draft: None,
             gitlab: None,
             unverified: UnverifiedBudget::new(limits.max_unverified_bytes, limits.unverified_wait),
             limits,

@@ -36,6 +36,7 @@ mod queue;
 mod review;
 mod review_cli;
 mod runs_cli;
+mod serve_checks;
 mod serve_cli;
 mod serve_limits;
 mod serve_logs;

@@ -34,6 +34,19 @@ async fn run_gitlab(
     model: &ModelServer,
     token: Option<&str>,
 ) -> GitLabRun {
+    run_gitlab_with(workspace, base, head, gl, model, token, &[]).await
+}
+
+/// [`run_gitlab`] with these variables set too.
+async fn run_gitlab_with(
+    workspace: &Path,
+    base: &str,
+    head: &str,
+    gl: &GitLabMock,
+    model: &ModelServer,
+    token: Option<&str>,
+    vars: &[(&str, &str)],
+) -> GitLabRun {
     let dir = tempfile::tempdir().expect("tmp");
     let report = dir.path().join("gl-code-quality-report.json");
     let mut command = cli::redline_command();
@@ -54,6 +67,7 @@ async fn run_gitlab(
     if let Some(token) = token {
         command.env("GITLAB_TOKEN", token);
     }
+    command.envs(vars.iter().copied());
     let output = command.output().await.expect("run redline gitlab");
     let run = GitLabRun {
         code: output.status.code().unwrap_or(-1),
@@ -132,6 +146,18 @@ async fn a_first_run_posts_discussions_and_one_note_and_later_runs_nothing_twice
         summary.contains("README.md"),
         "the finding off the diff is in the summary: {summary}"
     );
+    // The head's commit status: running, then the verdict (`fail_on` is `never`).
+    let statuses = gl.statuses(PROJECT, &pr.head);
+    let states: Vec<&str> = statuses
+        .iter()
+        .filter_map(|s| s["status"].as_str())
+        .collect();
+    assert_eq!(states, ["running", "success"], "{statuses:#?}");
+    assert_eq!(statuses[1]["name"], "redline");
+    assert_eq!(
+        statuses[1]["description"],
+        "3 findings: 1 critical, 1 major, 1 minor"
+    );
 
     // The Code Quality report lists every finding, with the fingerprints of the comments.
     let report = run.code_quality.expect("a Code Quality report");
@@ -198,9 +224,83 @@ async fn a_first_run_posts_discussions_and_one_note_and_later_runs_nothing_twice
             .contains(&head2),
         "the note records the new head"
     );
-    let new_writes = &gl.writes()[writes..];
+    let new_writes: Vec<_> = gl.writes()[writes..]
+        .iter()
+        .filter(|w| !w.path.contains("/statuses/"))
+        .cloned()
+        .collect();
     assert_eq!(new_writes.len(), 1, "{new_writes:#?}");
     assert_eq!(new_writes[0].method, "PUT");
+    let states: Vec<Value> = gl
+        .statuses(PROJECT, &head2)
+        .iter()
+        .map(|s| s["status"].clone())
+        .collect();
+    assert_eq!(states, ["running", "success"]);
+}
+
+#[tokio::test]
+async fn the_commit_status_fails_with_the_review_or_by_fail_on() {
+    let pr = pull_request_repo();
+    let gl = GitLabMock::start(TOKEN).await;
+    merge_request(&gl, &pr.base, &pr.head, 8);
+    let model = ModelServer::start_with(Wire::OpenAi, |_, index| match index {
+        0 => Reply::Error {
+            status: 400,
+            headers: Vec::new(),
+            body: json!({"error": {"message": "bad request"}}).to_string(),
+        },
+        _ => Reply::tool(
+            "s",
+            "submit_review",
+            json!({"findings": [calc_finding(7, "Division by zero in ratio")], "summary": "s"}),
+        ),
+    })
+    .await;
+    let fail_on = [("REDLINE_FAIL_ON", "major")];
+    let vars = fail_on.as_slice();
+    let run = run_gitlab_with(
+        pr.repo.path(),
+        &pr.base,
+        &pr.head,
+        &gl,
+        &model,
+        Some(TOKEN),
+        vars,
+    )
+    .await;
+    assert_ne!(run.code, 0, "{}", run.stdout);
+    let statuses = gl.statuses(PROJECT, &pr.head);
+    let last = statuses.last().expect("a status");
+    assert_eq!(last["status"], "failed", "{statuses:#?}");
+    let description = last["description"].as_str().unwrap_or_default();
+    assert!(
+        description.starts_with("failed: ") && description.contains("400"),
+        "{description}"
+    );
+
+    let run = run_gitlab_with(
+        pr.repo.path(),
+        &pr.base,
+        &pr.head,
+        &gl,
+        &model,
+        Some(TOKEN),
+        vars,
+    )
+    .await;
+    assert_eq!(run.code, 1, "a finding at fail_on: {}", run.stdout);
+    let states: Vec<Value> = gl
+        .statuses(PROJECT, &pr.head)
+        .iter()
+        .map(|s| s["status"].clone())
+        .collect();
+    assert_eq!(states, ["running", "failed", "running", "failed"]);
+    let last = gl.statuses(PROJECT, &pr.head).pop().expect("a status");
+    assert_eq!(
+        last["description"],
+        "1 finding: 1 critical; fails at major or above"
+    );
 }
 
 #[tokio::test]

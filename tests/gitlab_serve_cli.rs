@@ -127,6 +127,50 @@ async fn with_gitlab_settings_only_a_merge_request_is_reviewed_once() {
 }
 
 #[tokio::test]
+async fn a_merge_request_s_commit_status_follows_its_review() {
+    let (_repo, gl, open) = merge_request(Some("fail_on = \"major\"\n")).await;
+    let head = open["object_attributes"]["last_commit"]["id"]
+        .as_str()
+        .expect("head")
+        .to_string();
+    let model = model(false).await;
+    let server = GitLabServer::start(&gl, &model).await;
+    let (status, answer) = server
+        .deliver("Merge Request Hook", "mr-1", SECRET, &open)
+        .await;
+    assert_eq!(status, 202, "{answer}");
+    let finished = || {
+        gl.statuses(PROJECT, &head)
+            .last()
+            .is_some_and(|s| s["status"] != "pending" && s["status"] != "running")
+    };
+    wait_until(finished, 600, 100).await;
+    let statuses = gl.statuses(PROJECT, &head);
+    let states: Vec<&str> = statuses
+        .iter()
+        .filter_map(|s| s["status"].as_str())
+        .collect();
+    // Pending when stored (unless the worker was first), running, then the verdict.
+    assert!(
+        states == ["pending", "running", "failed"] || states == ["running", "failed"],
+        "{statuses:#?}\n{}",
+        server.log()
+    );
+    let last = statuses.last().expect("a status");
+    assert_eq!(last["name"], "redline");
+    assert_eq!(
+        last["description"],
+        "2 findings: 2 major; fails at major or above"
+    );
+    assert!(
+        statuses[statuses.len() - 2]["description"]
+            .as_str()
+            .is_some_and(|d| d.starts_with("reviewing (strategy ")),
+        "{statuses:#?}"
+    );
+}
+
+#[tokio::test]
 async fn a_reply_in_redline_s_discussion_gets_one_answer_within_the_caps() {
     let (_repo, gl, open) = merge_request(Some("chat_max_replies = 1\n")).await;
     let model = model(false).await;

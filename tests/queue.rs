@@ -3,6 +3,7 @@
 
 pub mod support;
 
+mod checks;
 mod connect;
 mod forges;
 mod intake;

@@ -20,7 +20,7 @@ pub(crate) const SECRET: &str = "webhook-secret-for-tests";
 pub(crate) struct Server {
     pub(crate) child: tokio::process::Child,
     pub(crate) url: String,
-    dir: std::sync::Arc<tempfile::TempDir>,
+    pub(crate) dir: std::sync::Arc<tempfile::TempDir>,
     log: std::sync::Arc<std::sync::Mutex<Vec<u8>>>,
 }
 
@@ -39,6 +39,22 @@ impl Server {
         let command = cli::redline_command_on_one_core()?;
         let dir = std::sync::Arc::new(tempfile::tempdir().expect("tmp"));
         Some(Server::spawn(command, dir, gh, model, &[]).await)
+    }
+
+    /// A server on `database` (a URL; `None`: an SQLite file in `dir`) and the cache of
+    /// `dir` (a restart reuses them).
+    pub(crate) async fn start_on(
+        dir: std::sync::Arc<tempfile::TempDir>,
+        database: Option<&str>,
+        gh: &GitHubMock,
+        model: &ModelServer,
+        extra: &[&str],
+    ) -> Server {
+        let mut command = cli::redline_command();
+        if let Some(url) = database {
+            command.env("REDLINE_DATABASE_URL", url);
+        }
+        Server::spawn(command, dir, gh, model, extra).await
     }
 
     /// A server on the database and cache of `dir` (a restart reuses them).
@@ -83,13 +99,20 @@ impl Server {
             .and_then(|l| l.local_addr())
             .expect("port")
             .port();
+        // A database the caller chose (PostgreSQL) is kept; else an SQLite file in `dir`.
+        let chosen = command
+            .as_std()
+            .get_envs()
+            .any(|(key, value)| key == "REDLINE_DATABASE_URL" && value.is_some());
+        if !chosen {
+            command.env(
+                "REDLINE_DATABASE_URL",
+                format!("sqlite://{}", dir.path().join("redline.db").display()),
+            );
+        }
         let mut child = command
             .args(["serve", "--listen", &format!("127.0.0.1:{port}")])
             .args(args)
-            .env(
-                "REDLINE_DATABASE_URL",
-                format!("sqlite://{}", dir.path().join("redline.db").display()),
-            )
             .env("REDLINE_CACHE_DIR", dir.path().join("cache"))
             .env("REDLINE_BASE_URL", model.base_url())
             .env("REDLINE_MODEL", "test-model")
@@ -141,7 +164,7 @@ impl Server {
     }
 
     /// Job runs this server has finished, whatever their outcome (`redline_jobs_total`).
-    async fn finished_jobs(&self) -> u64 {
+    pub(crate) async fn finished_jobs(&self) -> u64 {
         let metrics = reqwest::get(format!("{}/metrics", self.url))
             .await
             .expect("metrics")
@@ -157,7 +180,7 @@ impl Server {
 
     /// Waits (a bounded number of polls) until `count` job runs have finished: after
     /// that, a run can no longer publish anything.
-    async fn wait_for_finished_jobs(&self, count: u64) {
+    pub(crate) async fn wait_for_finished_jobs(&self, count: u64) {
         for _ in 0..600 {
             if self.finished_jobs().await >= count {
                 return;

@@ -56,6 +56,18 @@ pub enum StrategyChoice {
     Fixed(Strategy),
 }
 
+impl StrategyChoice {
+    /// The name the `strategy` setting takes: `auto`, `react`, `plan` or `reflect`.
+    pub fn config_name(self) -> &'static str {
+        match self {
+            StrategyChoice::Auto => "auto",
+            StrategyChoice::Fixed(Strategy::React) => "react",
+            StrategyChoice::Fixed(Strategy::PlanExecute) => "plan",
+            StrategyChoice::Fixed(Strategy::Reflection) => "reflect",
+        }
+    }
+}
+
 impl FromStr for StrategyChoice {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, Self::Err> {

@@ -2,7 +2,9 @@
 //! request the pipeline's variables name, reviews what is new in `CI_PROJECT_DIR`
 //! (deepening a shallow clone as `redline action` does), publishes discussions and one
 //! summary note, and optionally writes a Code Quality report. Exit codes and `--fail-on`
-//! are the Action's.
+//! are the Action's. The merge request's head gets the commit status `redline` (running,
+//! then the review's conclusion; failed when the review fails), as `redline serve` sets it;
+//! a status GitLab refuses is a warning, never the job's failure.
 
 use std::path::{Path, PathBuf};
 
@@ -15,7 +17,9 @@ use super::{EXIT_ERROR, EXIT_FINDINGS, EXIT_OK, GitlabArgs, error_message};
 use crate::agent::events::EventSink;
 use crate::flow;
 use crate::flow::pull::{CommitSource, PullCommits, PullTarget, load_commits, short};
+use crate::forge::Forge;
 use crate::forge::publish::last_reviewed_sha;
+use crate::forge::status::{ReviewStatus, StatusTarget};
 use crate::github::PublishConfig;
 use crate::github::dismissed::Dismissals;
 use crate::gitlab::code_quality::code_quality_report;
@@ -23,6 +27,7 @@ use crate::gitlab::merge_request::{DiffRefs, MergeRequest, fetch_merge_request};
 use crate::gitlab::{GitLabClient, GitLabMergeRequest, api_url_from_env};
 use crate::llm::Secret;
 use crate::review::render::{Format, render};
+use crate::server::check_status::{reviewed, running};
 
 /// Runs `redline gitlab` and returns the exit code.
 pub async fn run(args: GitlabArgs) -> i32 {
@@ -87,7 +92,48 @@ async fn gitlab(args: GitlabArgs) -> anyhow::Result<i32> {
         requested: false,
         force: false,
     };
-    review_and_publish(&args, &forge, &target, &commits).await
+    let status = CiStatus {
+        forge: &forge,
+        head: &target.head_sha,
+    };
+    let reviewed = review_and_publish(&args, &forge, &target, &commits, &status).await;
+    match &reviewed {
+        Ok((_, shown)) => status.show(shown).await,
+        Err(error) => {
+            let reason = error_message(error);
+            let failed = ReviewStatus::Failed {
+                reason,
+                timed_out: false,
+            };
+            status.show(&failed).await;
+        }
+    }
+    reviewed.map(|(code, _)| code)
+}
+
+/// The commit status `redline` of the pipeline's commit.
+struct CiStatus<'a> {
+    forge: &'a GitLabMergeRequest<'a>,
+    head: &'a str,
+}
+
+impl CiStatus<'_> {
+    /// Sets the status; a refusal is a warning in the job's log.
+    async fn show(&self, status: &ReviewStatus) {
+        let target = StatusTarget {
+            head: self.head,
+            job: "gitlab-ci",
+            id: None,
+        };
+        if let Err(error) = self.forge.show_status(&target, status).await {
+            let hint = if error.is_denied() {
+                " (GITLAB_TOKEN needs the Developer role or above)"
+            } else {
+                ""
+            };
+            println!("Redline: the commit status `redline` was not set{hint}: {error}");
+        }
+    }
 }
 
 /// The merge request's iid from `CI_MERGE_REQUEST_IID`; none outside a merge request pipeline.
@@ -166,17 +212,19 @@ fn head_diff_refs<'a>(merge_request: &'a MergeRequest, head: &str) -> Option<&'a
 }
 
 /// Reviews the merge request, writes the Code Quality report when asked, publishes, and
-/// returns the job's exit code.
+/// returns the job's exit code and the review's status.
 async fn review_and_publish(
     args: &GitlabArgs,
     forge: &GitLabMergeRequest<'_>,
     target: &Target,
     commits: &PullCommits,
-) -> anyhow::Result<i32> {
+    status: &CiStatus<'_>,
+) -> anyhow::Result<(i32, ReviewStatus)> {
     let mut settings = action_settings(&args.ci, target, commits)?;
     settings
         .agent
         .set_intent(&flow::pull::pull_intent(forge, commits).await);
+    status.show(&running(&settings)).await;
     let model = model_client(&settings.model, &EventSink::discard());
     let report =
         flow::pull::review(model, &settings, commits, CancellationToken::new(), None).await?;
@@ -213,11 +261,12 @@ async fn review_and_publish(
         "Redline: {} discussion(s) posted, {} finding(s) in the summary note",
         outcome.inline_posted, outcome.in_summary
     );
-    Ok(if report.fails(settings.fail_on) {
+    let code = if report.fails(settings.fail_on) {
         EXIT_FINDINGS
     } else {
         EXIT_OK
-    })
+    };
+    Ok((code, reviewed(commits, &report, &outcome, &settings)))
 }
 
 /// The merge request's commits in the job's clone (`CI_PROJECT_DIR`, else the current

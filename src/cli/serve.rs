@@ -18,6 +18,7 @@ use crate::github::{AppAuth, PublishConfig};
 use crate::llm::Secret;
 use crate::llm::pricing::builtin_price;
 use crate::queue::{Queue, WorkerConfig, WorkerPool};
+use crate::server::check_status::{Checks, START_SWEEP_TIMEOUT, SWEEP_INTERVAL};
 use crate::server::gitlab_runner::{ForgeRunner, GitLabRunner, RunnerSettings};
 use crate::server::limits::{
     descriptor_warning, parse_count, parse_duration, parse_rate, parse_size,
@@ -118,7 +119,9 @@ async fn serve_app(args: ServeArgs) -> anyhow::Result<()> {
         .with_context(|| format!("--listen {}", args.listen))?;
 
     let metrics = Arc::new(Metrics::new());
-    let shared = runner_settings(&args, settings, ceilings, &metrics, &queue);
+    let checks = checks_of(&forges, &queue);
+    let mut shared = runner_settings(&args, settings, ceilings, &metrics, &queue);
+    shared.checks = Some(checks.clone());
     let github = forges.github.map(|forge| {
         let runner = Arc::new(review_runner(forge.auth.clone(), &shared));
         (forge, runner)
@@ -141,13 +144,16 @@ async fn serve_app(args: ServeArgs) -> anyhow::Result<()> {
         github: github.as_ref().map(|(_, runner)| runner.clone()),
         gitlab: gitlab.as_ref().map(|(_, runner)| runner.clone()),
     });
+    let sweeper = settle_checks(&checks).await;
     let pool = WorkerPool::start(queue.clone(), runner, workers, metrics.clone());
     let pruner = spawn_pruner(
         queue.clone(),
         args.limits.delivery_retention,
         PRUNE_INTERVAL,
     );
-    let state = app_state(&args, github, gitlab, queue, metrics).await;
+    let mut state = app_state(&args, github, gitlab, queue, metrics).await;
+    state.on_job_queued = Some(checks.queued_hook());
+    state.on_draft = Some(checks.draft_hook());
     tracing::info!(listen = %args.listen, "redline serve listening");
     eprintln!("redline serve listening on {}", args.listen);
     serve_with_limits(
@@ -158,9 +164,33 @@ async fn serve_app(args: ServeArgs) -> anyhow::Result<()> {
     )
     .await?;
     pruner.abort();
+    sweeper.abort();
     // Stop taking jobs; running ones reach a safe point or finish.
     pool.shutdown().await;
     Ok(())
+}
+
+/// Where the reviews' states go: the pull requests' checks and the merge requests' commit
+/// statuses of the forges set up, recorded in `queue`.
+fn checks_of(forges: &Forges, queue: &Queue) -> Checks {
+    Checks::new(
+        forges.github.as_ref().map(|forge| forge.auth.clone()),
+        forges.gitlab.as_ref().map(|forge| forge.client.clone()),
+        Some(queue.clone()),
+    )
+}
+
+/// Before any worker takes a job: the checks left in progress by jobs that ended, or whose
+/// worker died, are settled (the latter shown queued again); then now and again, by the
+/// task returned.
+async fn settle_checks(checks: &Checks) -> tokio::task::JoinHandle<()> {
+    if tokio::time::timeout(START_SWEEP_TIMEOUT, checks.settle())
+        .await
+        .is_err()
+    {
+        tracing::warn!("settling the checks left open took too long; the sweeper goes on later");
+    }
+    checks.clone().spawn_sweeper(SWEEP_INTERVAL)
 }
 
 /// The server's state: each configured forge's secret and hooks (an unconfigured forge's
@@ -217,6 +247,7 @@ fn runner_settings(
         metrics: metrics.clone(),
         failure_notice: args.failure_notice,
         dismissals: Some(queue.clone()),
+        checks: None,
     }
 }
 
@@ -233,6 +264,7 @@ fn review_runner(auth: AppAuth, shared: &RunnerSettings) -> ReviewRunner {
         failure_notice: shared.failure_notice,
         ceilings: shared.ceilings,
         dismissals: shared.dismissals.clone(),
+        checks: shared.checks.clone(),
     }
 }
 

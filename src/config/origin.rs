@@ -12,7 +12,6 @@ use serde_json::{Value, json};
 use super::settings::{Scope, SettingFlags, Settings, SettingsInput};
 use super::{ConfigSource, api_key_var};
 use crate::agent::ToolMode;
-use crate::agent::strategy::{Strategy, StrategyChoice};
 use crate::llm::Provider;
 use crate::prompts::Prompts;
 
@@ -58,7 +57,7 @@ fn model_values(out: &mut Values, settings: &Settings) {
 /// How the agent runs, its limits, and what it reviews.
 fn agent_values(out: &mut Values, settings: &Settings) {
     let agent = &settings.agent;
-    out.put("strategy", json!(strategy_name(agent.strategy)));
+    out.put("strategy", json!(agent.strategy.config_name()));
     out.put("max_steps", json!(agent.max_steps));
     out.put("tool_mode", json!(tool_mode_name(agent.tool_mode)));
     out.put("parallel", json!(agent.parallel));
@@ -195,16 +194,6 @@ fn duration(duration: std::time::Duration) -> String {
 /// An `f32` as the decimal it was written as (`0.2`, not `0.20000000298023224`).
 fn decimal(value: f32) -> f64 {
     value.to_string().parse().unwrap_or(f64::from(value))
-}
-
-/// The config name of a strategy choice (what `strategy` takes).
-fn strategy_name(choice: StrategyChoice) -> &'static str {
-    match choice {
-        StrategyChoice::Auto => "auto",
-        StrategyChoice::Fixed(Strategy::React) => "react",
-        StrategyChoice::Fixed(Strategy::PlanExecute) => "plan",
-        StrategyChoice::Fixed(Strategy::Reflection) => "reflect",
-    }
 }
 
 fn tool_mode_name(mode: ToolMode) -> &'static str {

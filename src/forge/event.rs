@@ -21,12 +21,20 @@ use serde::Serialize;
 pub enum ForgeEvent {
     /// Review this change (opened, reopened, new commits pushed, ready for review).
     Review(Box<ReviewRequest>),
+    /// A change that would be reviewed were it not a draft (drafts are not reviewed): nothing
+    /// to review until it is marked ready ([`IgnoreReason::Draft`]); the App shows the
+    /// commit skipped in the change's checks.
+    Draft(Box<ReviewRequest>),
     /// A `/redline review` command in a comment: the event names no commits, so the
     /// change must be fetched, and the commenter's access checked first.
     Command(CommandRequest),
     /// A `/redline` command that does not follow the grammar: answer with the usage (to a
     /// commenter who may write).
     Usage(UsageReply),
+    /// Run Redline's check of a commit again (GitHub's "Re-run" of the check run
+    /// `Redline` or of its suite): a review of the change at that commit, once the
+    /// requester's access is checked (as for a [`ForgeEvent::Command`]).
+    Rerun(RerunRequest),
     /// A comment in a review thread (discussion) that may get an answer, or dismiss the
     /// thread's finding. Its [`ThreadNote::ask`] is never [`Ask::Review`] (that is a
     /// [`ForgeEvent::Command`]).
@@ -129,6 +137,17 @@ pub struct CommandRequest {
     pub force: bool,
 }
 
+/// A re-run of Redline's check.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct RerunRequest {
+    /// The change the checked commit is the head of.
+    pub change: ChangeRef,
+    /// The checked commit.
+    pub head: String,
+    /// Who asked for the re-run.
+    pub requested_by: String,
+}
+
 /// The reply to a malformed `/redline` command.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct UsageReply {
@@ -229,6 +248,11 @@ pub enum IgnoreReason {
     NoNewCommits,
     /// A note the forge wrote itself (GitLab: a system note).
     SystemNote,
+    /// A re-run of a check that is not Redline's.
+    OtherCheck,
+    /// A re-run of a check on a commit of no pull request of the repository (GitHub lists
+    /// none for a fork's commits).
+    CheckWithoutChange,
 }
 
 impl fmt::Display for IgnoreReason {
@@ -250,6 +274,10 @@ impl fmt::Display for IgnoreReason {
             IgnoreReason::RepositoryWithoutOwner => f.write_str("repository name without an owner"),
             IgnoreReason::NoNewCommits => f.write_str("update without new commits"),
             IgnoreReason::SystemNote => f.write_str("system note"),
+            IgnoreReason::OtherCheck => f.write_str("re-run of a check that is not Redline's"),
+            IgnoreReason::CheckWithoutChange => {
+                f.write_str("re-run of a check on a commit of no pull request of this repository")
+            }
         }
     }
 }

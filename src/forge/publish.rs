@@ -25,7 +25,8 @@ pub(crate) struct Plan<'f> {
     pub(crate) inline: Vec<(&'f Finding, String)>,
     pub(crate) summary: Vec<SummaryEntry<'f>>,
     pub(crate) duplicates: usize,
-    pub(crate) dismissed: usize,
+    /// The request's findings (their indices) dismissed.
+    pub(crate) dismissed: Vec<usize>,
     pub(crate) request_changes: bool,
 }
 
@@ -50,7 +51,9 @@ pub(crate) async fn publish(
     let mut plan = plan(&req, &known, &dismissed);
     let mut outcome = PublishOutcome {
         skipped_duplicates: plan.duplicates,
-        skipped_dismissed: plan.dismissed,
+        skipped_dismissed: plan.dismissed.len(),
+        dismissed_findings: plan.dismissed.clone(),
+        summary_url: existing.as_ref().and_then(|s| s.url.clone()),
         ..PublishOutcome::default()
     };
     if req.resolve_outdated {
@@ -71,6 +74,15 @@ pub(crate) async fn publish(
             .await?;
     }
     outcome.in_summary = plan.summary.len();
+    outcome.summary_findings = plan
+        .summary
+        .iter()
+        .filter_map(|entry| {
+            req.findings
+                .iter()
+                .position(|finding| std::ptr::eq(finding, entry.finding))
+        })
+        .collect();
     let mut rendered = render_summary(&SummaryInput {
         summary: req.summary,
         walkthrough: req.walkthrough,
@@ -95,9 +107,10 @@ pub(crate) async fn publish(
         return Ok(outcome);
     }
     let interval = req.config.min_write_interval;
-    forge
+    let written = forge
         .write_summary(existing.as_ref(), &rendered.body, interval)
         .await?;
+    outcome.summary_url = written.or(outcome.summary_url);
     Ok(outcome)
 }
 
@@ -153,11 +166,11 @@ pub(crate) fn plan<'f>(
 ) -> Plan<'f> {
     let mut seen = known.clone();
     let mut fresh: Vec<(&'f Finding, String)> = Vec::new();
-    let (mut duplicates, mut turned_down) = (0, 0);
-    for finding in req.findings {
+    let (mut duplicates, mut turned_down) = (0, Vec::new());
+    for (index, finding) in req.findings.iter().enumerate() {
         let (fp, concern) = finding_keys(req, finding);
         if dismissed.contains(&fp) || dismissed.contains(&concern) {
-            turned_down += 1;
+            turned_down.push(index);
         } else if seen.insert(fp.clone()) {
             fresh.push((finding, fp));
         } else {

@@ -96,6 +96,7 @@ pub fn parse_action_event(event_name: &str, payload: &Value, opts: &TriggerOptio
         review_drafts: opts.review_drafts,
         // The Action knows no App slug, so mentions alone do not count.
         mention: None,
+        app_slug: None,
     };
     match classify(event_name, payload, &options) {
         Ok(classified) => {
@@ -155,8 +156,9 @@ fn trigger_of(event_name: &str, event: ForgeEvent) -> Result<Trigger, IgnoreReas
             Trigger::Thread(Box::new(comment))
         }
         ForgeEvent::Ignore(reason) => return Err(reason),
-        // Pings and installations are the App's.
-        ForgeEvent::Ping | ForgeEvent::Access(_) => {
+        ForgeEvent::Draft(_) => return Err(IgnoreReason::Draft),
+        // Pings, installations and re-runs of the App's check are the App's.
+        ForgeEvent::Ping | ForgeEvent::Access(_) | ForgeEvent::Rerun(_) => {
             return Err(IgnoreReason::EventNotHandled {
                 event: event_name.to_string(),
             });

@@ -29,9 +29,10 @@ use serde_json::Value;
 use super::command::{Command, REVIEW_ACTIONS, parse_command};
 use super::pull::{ApiPull, PullInfo};
 use super::thread::ReviewCommentEvent;
+use crate::forge::status::CHECK_NAME;
 use crate::forge::{
     AccessChange, Ask, ChangeRef, CommandRequest, CommentRef, ForgeEvent, ForgeIds, IgnoreReason,
-    ReviewRequest, Revision, UsageReply,
+    RerunRequest, ReviewRequest, Revision, UsageReply,
 };
 
 /// How events are filtered, where the entry points differ in what they know.
@@ -41,6 +42,8 @@ pub(crate) struct ClassifyOptions {
     pub review_drafts: bool,
     /// `@slug` of the App, when known: a review comment mentioning it asks for an answer.
     pub mention: Option<String>,
+    /// The App's slug, when known: a re-run of another App's check suite is ignored.
+    pub app_slug: Option<String>,
 }
 
 /// A delivery's action and what it asks for.
@@ -135,6 +138,8 @@ pub(crate) fn classify_in_two_passes<P: Payload + ?Sized>(
         "issue_comment" => issue_comment(wanted, payload),
         "pull_request_review_comment" => review_comment(wanted, payload, options),
         "installation" | "installation_repositories" => installation(event, payload),
+        "check_run" => check_run(wanted, payload),
+        "check_suite" => check_suite(wanted, payload, options),
         _ => Ok(ForgeEvent::Ignore(IgnoreReason::EventNotHandled {
             event: event.to_string(),
         })),
@@ -246,10 +251,8 @@ fn pull_request<P: Payload + ?Sized>(
 fn review_pull_request(event: PullRequestEvent, options: &ClassifyOptions) -> ForgeEvent {
     let author = event.pull_request.author().map(str::to_string);
     let pull = PullInfo::from(event.pull_request);
-    if pull.draft && event.action != "ready_for_review" && !options.review_drafts {
-        return ForgeEvent::Ignore(IgnoreReason::Draft);
-    }
-    ForgeEvent::Review(Box::new(ReviewRequest {
+    let skipped = pull.draft && event.action != "ready_for_review" && !options.review_drafts;
+    let request = Box::new(ReviewRequest {
         change: ChangeRef {
             repository: event.repository.full_name,
             number: event.number,
@@ -270,7 +273,12 @@ fn review_pull_request(event: PullRequestEvent, options: &ClassifyOptions) -> Fo
         title: pull.title,
         description: pull.body,
         strategy: None,
-    }))
+    });
+    if skipped {
+        ForgeEvent::Draft(request)
+    } else {
+        ForgeEvent::Review(request)
+    }
 }
 
 #[derive(Deserialize)]
@@ -364,6 +372,128 @@ fn review_comment<P: Payload + ?Sized>(
             force,
         }),
         _ => ForgeEvent::Thread(Box::new(note)),
+    })
+}
+
+/// A check run or suite, as far as a re-run needs it.
+#[derive(Deserialize)]
+struct Checked {
+    #[serde(default)]
+    name: Option<String>,
+    head_sha: String,
+    #[serde(default)]
+    app: Option<CheckApp>,
+    #[serde(default)]
+    pull_requests: Vec<CheckedPull>,
+}
+
+#[derive(Deserialize)]
+struct CheckApp {
+    #[serde(default)]
+    slug: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct CheckedPull {
+    number: u64,
+    #[serde(default)]
+    head: Option<CheckedHead>,
+}
+
+#[derive(Deserialize)]
+struct CheckedHead {
+    sha: String,
+}
+
+#[derive(Deserialize)]
+struct CheckRunEvent {
+    check_run: Checked,
+    repository: Repository,
+    installation: Option<InstallationRef>,
+    sender: User,
+}
+
+#[derive(Deserialize)]
+struct CheckSuiteEvent {
+    check_suite: Checked,
+    repository: Repository,
+    installation: Option<InstallationRef>,
+    sender: User,
+}
+
+/// A `check_run` event: a re-run of Redline's check, or nothing.
+fn check_run<P: Payload + ?Sized>(
+    action: &str,
+    payload: &P,
+) -> Result<ForgeEvent, serde_json::Error> {
+    if action != "rerequested" {
+        return Ok(action_not_handled("check_run", action));
+    }
+    let event: CheckRunEvent = payload.read()?;
+    if event.check_run.name.as_deref() != Some(CHECK_NAME) {
+        return Ok(ForgeEvent::Ignore(IgnoreReason::OtherCheck));
+    }
+    Ok(rerun(
+        event.check_run,
+        event.repository,
+        event.installation,
+        event.sender,
+    ))
+}
+
+/// A `check_suite` event: a re-run of the App's suite (its one check run is Redline's), or
+/// nothing.
+fn check_suite<P: Payload + ?Sized>(
+    action: &str,
+    payload: &P,
+    options: &ClassifyOptions,
+) -> Result<ForgeEvent, serde_json::Error> {
+    if action != "rerequested" {
+        return Ok(action_not_handled("check_suite", action));
+    }
+    let event: CheckSuiteEvent = payload.read()?;
+    let suite_app = event
+        .check_suite
+        .app
+        .as_ref()
+        .and_then(|app| app.slug.as_deref());
+    if let (Some(own), Some(suite_app)) = (options.app_slug.as_deref(), suite_app)
+        && own != suite_app
+    {
+        return Ok(ForgeEvent::Ignore(IgnoreReason::OtherCheck));
+    }
+    Ok(rerun(
+        event.check_suite,
+        event.repository,
+        event.installation,
+        event.sender,
+    ))
+}
+
+/// The re-run of `checked` on the first pull request GitHub lists whose head it is (else
+/// the first listed).
+fn rerun(
+    checked: Checked,
+    repository: Repository,
+    installation: Option<InstallationRef>,
+    sender: User,
+) -> ForgeEvent {
+    let head = checked.head_sha;
+    let pulls = &checked.pull_requests;
+    let of_head = pulls
+        .iter()
+        .find(|pull| pull.head.as_ref().is_some_and(|h| h.sha == head));
+    let Some(pull) = of_head.or(pulls.first()) else {
+        return ForgeEvent::Ignore(IgnoreReason::CheckWithoutChange);
+    };
+    ForgeEvent::Rerun(RerunRequest {
+        change: ChangeRef {
+            repository: repository.full_name,
+            number: pull.number,
+            ids: InstallationRef::ids(installation),
+        },
+        head,
+        requested_by: sender.login,
     })
 }
 

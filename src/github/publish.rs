@@ -116,6 +116,15 @@ pub struct PublishOutcome {
     pub in_summary: usize,
     /// GitHub refused the inline comments, so everything went to the summary.
     pub fell_back_to_summary_only: bool,
+    /// The summary comment's page, when the forge gave one (an earlier run's summary).
+    pub summary_url: Option<String>,
+    /// Which of the request's findings (their indices) were dismissed, not raised.
+    #[serde(skip)]
+    pub dismissed_findings: Vec<usize>,
+    /// Which of the request's findings (their indices) this run listed in the summary
+    /// comment instead of posting them inline.
+    #[serde(skip)]
+    pub summary_findings: Vec<usize>,
 }
 
 /// Why a review could not be published.
@@ -359,7 +368,7 @@ pub(crate) async fn write_summary(
     existing: Option<&SummaryComment>,
     body: &str,
     interval: Duration,
-) -> Result<(), PublishError> {
+) -> Result<Option<String>, PublishError> {
     let body = json!({ "body": body });
     let repo_path = pull.repo_path();
     let written = match existing {
@@ -376,7 +385,9 @@ pub(crate) async fn write_summary(
                 .await
         }
     };
-    written.map(|_| ()).map_err(PublishError::from_github)
+    written
+        .map(|comment| html_url(&comment))
+        .map_err(PublishError::from_github)
 }
 
 /// Fingerprints in the pull request's review comments.

@@ -183,12 +183,10 @@ fn merge_request(hook: MergeRequestHook, config: &HookConfig) -> ForgeEvent {
         return ignore(IgnoreReason::NoNewCommits);
     }
     let draft = attributes.draft.or(attributes.work_in_progress) == Some(true);
-    if draft && !config.review_drafts {
-        return ignore(IgnoreReason::Draft);
-    }
+    let skipped = draft && !config.review_drafts;
     let is_fork = attributes.source_project_id.is_some()
         && attributes.source_project_id != attributes.target_project_id;
-    ForgeEvent::Review(Box::new(ReviewRequest {
+    let request = Box::new(ReviewRequest {
         change: hook.project.change(attributes.iid),
         action,
         sender: hook.user.map(|u| u.username),
@@ -206,7 +204,12 @@ fn merge_request(hook: MergeRequestHook, config: &HookConfig) -> ForgeEvent {
         title: attributes.title.unwrap_or_default(),
         description: attributes.description.unwrap_or_default(),
         strategy: None,
-    }))
+    });
+    if skipped {
+        ForgeEvent::Draft(request)
+    } else {
+        ForgeEvent::Review(request)
+    }
 }
 
 #[derive(Deserialize)]
@@ -386,10 +389,10 @@ mod tests {
         }
         let mut draft = fixture("merge_request.open");
         draft["object_attributes"]["draft"] = json!(true);
-        assert_eq!(
+        assert!(matches!(
             classify_value(MERGE_REQUEST_HOOK, &draft),
-            ignore(IgnoreReason::Draft)
-        );
+            ForgeEvent::Draft(_)
+        ));
         let mut ready = fixture("merge_request.update-title");
         ready["changes"] = json!({"draft": {"previous": true, "current": false}});
         assert!(matches!(

@@ -132,7 +132,7 @@ pub(crate) async fn write_summary(
     existing: Option<&SummaryComment>,
     body: &str,
     interval: Duration,
-) -> Result<(), PublishError> {
+) -> Result<Option<String>, PublishError> {
     let base = merge_request_path(mr.project, mr.iid);
     let body = json!({ "body": body });
     let (method, path) = match existing {
@@ -140,7 +140,8 @@ pub(crate) async fn write_summary(
         None => (Method::POST, format!("{base}/notes")),
     };
     mr.client.write_json(method, &path, &body, interval).await?;
-    Ok(())
+    // GitLab's answer names no page of the note.
+    Ok(None)
 }
 
 /// Resolves discussion `id`.

@@ -48,6 +48,11 @@ pub(super) const SQLITE_MIGRATIONS: &[(i64, &str, &str)] = &[
         "forges",
         include_str!("../../migrations/sqlite/0006_forges.sql"),
     ),
+    (
+        7,
+        "checks",
+        include_str!("../../migrations/sqlite/0007_checks.sql"),
+    ),
 ];
 const POSTGRES_MIGRATIONS: &[(i64, &str, &str)] = &[
     (
@@ -84,6 +89,11 @@ const POSTGRES_MIGRATIONS: &[(i64, &str, &str)] = &[
         7,
         "intake in rust",
         include_str!("../../migrations/postgres/0007_intake_in_rust.sql"),
+    ),
+    (
+        8,
+        "checks",
+        include_str!("../../migrations/postgres/0008_checks.sql"),
     ),
 ];
 

@@ -152,6 +152,25 @@ pub enum ReviewTrigger {
         #[serde(default)]
         force: bool,
     },
+    /// A "Re-run" of Redline's check (GitHub `check_run` or `check_suite` `rerequested`)
+    /// of the commit the job names. The worker checks that the requester may ask for a
+    /// review, as for a command.
+    Rerun {
+        /// Who asked for the re-run.
+        requested_by: String,
+    },
+}
+
+impl ReviewTrigger {
+    /// Who asked for the review, when someone did (a command, a re-run): their access is
+    /// checked before the review runs.
+    pub fn into_requester(self) -> Option<String> {
+        match self {
+            ReviewTrigger::Command { commenter, .. } => Some(commenter),
+            ReviewTrigger::Rerun { requested_by } => Some(requested_by),
+            ReviewTrigger::PullRequest { .. } => None,
+        }
+    }
 }
 
 /// A webhook delivery as received.

@@ -2,7 +2,9 @@
 //! ([`crate::github::event`]) decides what it asks for; this maps that to a job or a hook.
 
 use super::ServerConfig;
-use crate::forge::{ChangeRef, CommandRequest, ForgeEvent, IgnoreReason, ReviewRequest};
+use crate::forge::{
+    ChangeRef, CommandRequest, ForgeEvent, IgnoreReason, RerunRequest, ReviewRequest,
+};
 use crate::github;
 use crate::github::event::ClassifyOptions;
 pub(crate) use crate::github::event::PayloadError;
@@ -16,6 +18,8 @@ pub(crate) enum Decision {
     Review(NewJob),
     /// Nothing to do, for this reason.
     Ignore(String),
+    /// A draft, not reviewed: shown skipped in its checks.
+    Draft(Box<ReviewRequest>),
     /// A `ping` from GitHub.
     Pong,
     /// An installation changed.
@@ -73,6 +77,7 @@ pub(crate) fn classify(
     let options = ClassifyOptions {
         review_drafts: config.review_drafts,
         mention: config.app_slug.as_ref().map(|slug| format!("@{slug}")),
+        app_slug: config.app_slug.clone(),
     };
     let classified = github::event::classify(event, body, &options)?;
     let decision = decision_of(classified.event).map_err(PayloadError::Unexpected)?;
@@ -91,9 +96,13 @@ fn change_of(event: &ForgeEvent) -> Option<&ChangeRef> {
     match event {
         ForgeEvent::Review(review) => Some(&review.change),
         ForgeEvent::Command(command) => Some(&command.change),
+        ForgeEvent::Rerun(rerun) => Some(&rerun.change),
         ForgeEvent::Usage(usage) => Some(&usage.change),
         ForgeEvent::Thread(note) => Some(&note.change),
-        ForgeEvent::Ping | ForgeEvent::Access(_) | ForgeEvent::Ignore(_) => None,
+        // A draft asks for nothing; its check, when it has an installation.
+        ForgeEvent::Ping | ForgeEvent::Access(_) | ForgeEvent::Ignore(_) | ForgeEvent::Draft(_) => {
+            None
+        }
     }
 }
 
@@ -108,6 +117,7 @@ fn decision_of(event: ForgeEvent) -> Result<Decision, serde_json::Error> {
     Ok(match event {
         ForgeEvent::Review(review) => Decision::Review(review_job(*review, ForgeKind::GitHub)?),
         ForgeEvent::Command(command) => Decision::Review(command_job(command, ForgeKind::GitHub)?),
+        ForgeEvent::Rerun(rerun) => Decision::Review(rerun_job(rerun, ForgeKind::GitHub)?),
         ForgeEvent::Usage(usage) => Decision::Reply(CommandReply {
             installation_id,
             repo_full_name: usage.change.repository,
@@ -133,9 +143,14 @@ fn account_decision(event: ForgeEvent) -> Decision {
             access_removed: change.access_removed,
         }),
         ForgeEvent::Ignore(reason) => ignore(reason),
+        ForgeEvent::Draft(review) if review.change.ids.installation.is_some() => {
+            Decision::Draft(review)
+        }
+        ForgeEvent::Draft(_) => ignore(IgnoreReason::Draft),
         // Requests name a change: decided with its installation, above.
         ForgeEvent::Review(_)
         | ForgeEvent::Command(_)
+        | ForgeEvent::Rerun(_)
         | ForgeEvent::Usage(_)
         | ForgeEvent::Thread(_) => ignore("nothing to do"),
     }
@@ -187,6 +202,27 @@ pub(crate) fn command_job(
         kind: JobKind::Requested {
             strategy: command.strategy,
         },
+        payload: serde_json::to_value(trigger)?,
+    })
+}
+
+/// The job of a re-run of Redline's check on `forge`: a review of the change at the
+/// checked commit, which (as a command's) replaces nothing until the worker has checked
+/// the requester's access.
+pub(crate) fn rerun_job(
+    rerun: RerunRequest,
+    forge: ForgeKind,
+) -> Result<NewJob, serde_json::Error> {
+    let trigger = ReviewTrigger::Rerun {
+        requested_by: rerun.requested_by,
+    };
+    Ok(NewJob {
+        forge,
+        repo_full_name: rerun.change.repository,
+        installation_id: rerun.change.ids.installation,
+        pr_number: rerun.change.number,
+        head_sha: Some(rerun.head),
+        kind: JobKind::Requested { strategy: None },
         payload: serde_json::to_value(trigger)?,
     })
 }

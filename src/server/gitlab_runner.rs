@@ -2,7 +2,8 @@
 //! commits into a bare mirror, the project's settings (its `.redline.toml` at the base
 //! commit, bounded by the server's), a review, and one idempotent publication through
 //! the forge seam ([`GitLabMergeRequest`]), as GitHub's jobs are run
-//! ([`super::review_runner`]). [`ForgeRunner`] hands each job to its forge's runner.
+//! ([`super::review_runner`]), its state shown as the head's commit status
+//! ([`super::check_status`]). [`ForgeRunner`] hands each job to its forge's runner.
 //!
 //! Invariants: positions name the merge request's `diff_refs` as GitLab has them when the
 //! job runs (a head GitLab has moved past is reviewed as GitLab has it now; a newer push
@@ -17,6 +18,9 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use tokio_util::sync::CancellationToken;
 
+use super::check_status::{
+    Checks, Ended, JobStatus, broken_settings, no_review_needed, reviewed, show_running,
+};
 use super::review_runner::{
     Mirror, ModelFactory, ReviewRunner, Since, fetch_into_mirror, repository_settings,
     review_recorded, send, since,
@@ -30,7 +34,6 @@ use crate::forge::publish::last_reviewed_sha;
 use crate::forge::{Forge, ForgeKind};
 use crate::github::command::already_reviewed;
 use crate::github::dismissed::Dismissals;
-use crate::github::notice::Notice;
 use crate::github::{PublishConfig, PublishError, path_segment};
 use crate::gitlab::discussion::clone_url;
 use crate::gitlab::merge_request::{DiffRefs, MergeRequest, fetch_merge_request};
@@ -68,14 +71,19 @@ impl GitLabRunner {
         }
     }
 
-    async fn run_job(&self, job: &Job, cancel: CancellationToken) -> Result<RunOutcome, JobError> {
+    async fn run_job(
+        &self,
+        job: &Job,
+        cancel: CancellationToken,
+        status: Option<&JobStatus>,
+    ) -> Result<Ended, JobError> {
         let project = job.repo_full_name.as_str();
         let mr = fetch_merge_request(&self.client, project, job.pr_number)
             .await
             .map_err(gitlab_error)?;
         let forge = self.forge(job, &mr);
         if !may_request(job, &forge).await? {
-            return Ok(RunOutcome::Completed);
+            return Ok(Ended::quietly());
         }
         let Some(refs) = mr.diff_refs.as_ref() else {
             return Err(JobError::Retryable(
@@ -83,20 +91,25 @@ impl GitLabRunner {
             ));
         };
         let last = last_reviewed_sha(&forge).await.map_err(publish_error)?;
-        let last = match since(job, last, &refs.head_sha) {
-            Since::Review(last) => last,
-            Since::NothingNew => return Ok(RunOutcome::Completed),
-            Since::AlreadyReviewed => {
-                let text = already_reviewed(short(&refs.head_sha), "merge request");
-                self.post_notice_once(job, &text)
-                    .await
-                    .map_err(gitlab_error)?;
-                return Ok(RunOutcome::Completed);
-            }
+        let since = since(job, last, &refs.head_sha);
+        if since == Since::AlreadyReviewed {
+            let text = already_reviewed(short(&refs.head_sha), "merge request");
+            forge.notice_once(&text).await.map_err(publish_error)?;
+        }
+        // `None`: reviewed before, nothing to review (the status says so below).
+        let review_from = match since {
+            Since::Review(last) => Some(last),
+            Since::NothingNew | Since::AlreadyReviewed => None,
         };
+        if let Some(skipped) =
+            no_review_needed(job, &refs.head_sha, review_from.is_none(), status).await
+        {
+            return Ok(Ended::showing(skipped));
+        }
+        let last = review_from.flatten();
         let commits = self.checkout(project, refs, last).await?;
         if cancel.is_cancelled() {
-            return Ok(RunOutcome::Cancelled);
+            return Ok(Ended::cancelled());
         }
         let label = job.id.to_string();
         let mut settings = match repository_settings(
@@ -109,14 +122,13 @@ impl GitLabRunner {
             Ok(settings) => settings,
             Err(error) => {
                 let text = format!("Redline did not review this merge request: {error}");
-                self.post_notice_once(job, &text)
-                    .await
-                    .map_err(gitlab_error)?;
-                return Ok(RunOutcome::Completed);
+                forge.notice_once(&text).await.map_err(publish_error)?;
+                return Ok(Ended::showing(broken_settings(&error)));
             }
         };
         let intent = flow::pull::pull_intent(&forge, &commits).await;
         settings.agent.set_intent(&intent);
+        show_running(status, &settings).await;
         let reviewed = review_recorded(
             &self.shared.cache_dir,
             &self.shared.model,
@@ -126,11 +138,11 @@ impl GitLabRunner {
             &cancel,
         );
         let Some(report) = reviewed.await? else {
-            return Ok(RunOutcome::Cancelled);
+            return Ok(Ended::cancelled());
         };
         // The last safe point: a cancelled review publishes nothing.
         if cancel.is_cancelled() {
-            return Ok(RunOutcome::Cancelled);
+            return Ok(Ended::cancelled());
         }
         let published = self.publish_report(job, &forge, refs, &commits, &report, &settings);
         published.await
@@ -172,7 +184,7 @@ impl GitLabRunner {
         commits: &PullCommits,
         report: &ReviewReport,
         settings: &Settings,
-    ) -> Result<RunOutcome, JobError> {
+    ) -> Result<Ended, JobError> {
         self.shared
             .metrics
             .add_model_tokens(report.stats.prompt_tokens, report.stats.completion_tokens);
@@ -197,8 +209,10 @@ impl GitLabRunner {
             &self.shared.publish,
             &dismissed,
         );
-        published.await.map_err(publish_error)?;
-        Ok(RunOutcome::Completed)
+        let outcome = published.await.map_err(publish_error)?;
+        Ok(Ended::showing(reviewed(
+            commits, report, &outcome, settings,
+        )))
     }
 
     /// The findings dismissed on the merge request (none without a database).
@@ -212,38 +226,6 @@ impl GitLabRunner {
             .await
             .map_err(|e| JobError::Retryable(e.into()))?;
         Ok(keys.into_iter().collect())
-    }
-
-    /// Posts `text` as a note on the job's merge request unless the same notice is there
-    /// already (a new job for the same head, a redelivery or a retry stays quiet);
-    /// `Ok(true)` when it was posted.
-    async fn post_notice_once(&self, job: &Job, text: &str) -> Result<bool, GitLabError> {
-        let notice = Notice::of(text);
-        let merge_request =
-            crate::gitlab::merge_request::merge_request_path(&job.repo_full_name, job.pr_number);
-        let discussions = self
-            .client
-            .get_all_pages(&format!("{merge_request}/discussions"))
-            .await?;
-        let bodies = discussions
-            .iter()
-            .filter_map(|discussion| discussion["notes"].as_array())
-            .flatten()
-            .filter_map(|note| note["body"].as_str());
-        if notice.is_among(bodies) {
-            return Ok(false);
-        }
-        let body = serde_json::json!({ "body": notice.body });
-        let interval = self.shared.publish.min_write_interval;
-        self.client
-            .write_json(
-                reqwest::Method::POST,
-                &format!("{merge_request}/notes"),
-                &body,
-                interval,
-            )
-            .await?;
-        Ok(true)
     }
 
     /// Posts `text` as a note on the job's merge request (a failure is logged).
@@ -266,9 +248,14 @@ impl GitLabRunner {
 #[async_trait]
 impl JobRunner for GitLabRunner {
     async fn run(&self, job: &Job, cancel: CancellationToken) -> Result<RunOutcome, JobError> {
-        let result = send(self.run_job(job, cancel)).await;
+        let checks = self.shared.checks.as_ref();
+        let status = checks.and_then(|checks| checks.for_job(job));
+        let result = send(self.run_job(job, cancel.clone(), status.as_ref())).await;
         if !matches!(result, Err(JobError::Retryable(_))) {
             super::job_transcript::remove(&self.shared.cache_dir, job);
+        }
+        if let (Some(checks), Some(status)) = (checks, &status) {
+            send(checks.job_ended(status, job, &result, &cancel)).await;
         }
         let last_attempt = job.attempts >= job.max_attempts;
         if let Err(error) = &result
@@ -278,13 +265,13 @@ impl JobRunner for GitLabRunner {
             let text = format!("Redline could not review this merge request: {error}");
             self.post_note(job, &text).await;
         }
-        result
+        result.map(|ended| ended.outcome)
     }
 }
 
 /// Whether the job may run: a `/redline review` note needs the Developer role or above.
 async fn may_request(job: &Job, forge: &GitLabMergeRequest<'_>) -> Result<bool, JobError> {
-    let Ok(ReviewTrigger::Command { commenter, .. }) = job.trigger() else {
+    let Some(commenter) = job.trigger().ok().and_then(ReviewTrigger::into_requester) else {
         return Ok(true);
     };
     let allowed = forge.may_write(&commenter).await.map_err(publish_error)?;
@@ -333,6 +320,8 @@ pub(crate) struct RunnerSettings {
     pub(crate) failure_notice: bool,
     /// Where dismissed findings are kept.
     pub(crate) dismissals: Option<Queue>,
+    /// Where the review's state is shown (the change's checks).
+    pub(crate) checks: Option<Checks>,
 }
 
 /// Hands each job to its forge's runner; a job of a forge the server was not set up for

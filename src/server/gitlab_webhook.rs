@@ -25,8 +25,8 @@ use super::body::{AuthenticatedAlready, read_verified};
 use super::events::{command_job, review_job};
 use super::metrics::DeliveryOutcome;
 use super::webhook::{
-    Answer, declared_length, duplicate_answer, header, ignored_answer, queued_answer, refuse_body,
-    reply, store,
+    Answer, declared_length, draft_skipped, duplicate_answer, header, ignored_answer, job_queued,
+    refuse_body, reply, store,
 };
 use crate::forge::{ForgeEvent, ForgeKind, ThreadNote};
 use crate::gitlab::hook::{HookConfig, classify};
@@ -171,7 +171,7 @@ async fn accept(
     let accepted = store(state, delivery, job)
         .await
         .map_err(|(outcome, status, message)| (outcome, status, json!({ "error": message })))?;
-    Ok(answer(gitlab, event, delivery_id, accepted, request))
+    Ok(answer(state, gitlab, event, delivery_id, accepted, request))
 }
 
 /// The job a request queues, if any: the same job a GitHub request gets, on GitLab.
@@ -190,6 +190,7 @@ fn job_of(request: &ForgeEvent) -> Result<Option<NewJob>, serde_json::Error> {
 
 /// The answer to a stored delivery, by what the queue did with it and what it asked for.
 fn answer(
+    state: &AppState,
     gitlab: &GitLabHooks,
     event: &str,
     delivery_id: &str,
@@ -208,7 +209,7 @@ fn answer(
         ) => {
             info!(delivery = delivery_id, event, job = %job_id, superseded, cancel_requested,
                 "GitLab review queued");
-            queued_answer(job_id)
+            job_queued(state, job_id)
         }
         (Accepted::Recorded, ForgeEvent::Thread(note)) => {
             info!(project = %note.change.repository, mr = note.change.number,
@@ -221,6 +222,13 @@ fn answer(
                 StatusCode::ACCEPTED,
                 json!({"status": "accepted", "reason": "note for Redline; an answer may follow"}),
             )
+        }
+        (Accepted::Recorded, ForgeEvent::Draft(review)) => {
+            info!(
+                delivery = delivery_id,
+                event, "draft merge request; not reviewed"
+            );
+            draft_skipped(state, ForgeKind::GitLab, *review)
         }
         (Accepted::Recorded, request) => {
             let reason = match request {

@@ -3,7 +3,8 @@
 //! `.redline.toml` at the base commit, through [`crate::config::settings::resolve`],
 //! bounded by the server's), a review by the engine, and one idempotent publication
 //! through the shared publishing code. A broken repository config is not reviewed: the
-//! pull request gets one notice naming the key and the error.
+//! pull request gets one notice naming the key and the error. The review's state is shown
+//! in the pull request's checks as the job goes ([`super::check_status`]).
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -11,6 +12,9 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use tokio_util::sync::CancellationToken;
 
+use super::check_status::{
+    Checks, Ended, JobStatus, broken_settings, no_review_needed, reviewed, show_running,
+};
 use crate::agent::AgentError;
 use crate::config::limits::LimitCeilings;
 use crate::config::settings::{self, Scope, SettingFlags, Settings, SettingsInput};
@@ -81,16 +85,22 @@ pub struct ReviewRunner {
     pub ceilings: LimitCeilings,
     /// Where dismissed findings are kept (the queue's database); `None`: none are.
     pub dismissals: Option<Queue>,
+    /// Where the review's state is shown (the pull request's checks); `None`: nowhere.
+    pub checks: Option<Checks>,
 }
 
 #[async_trait]
 impl JobRunner for ReviewRunner {
     async fn run(&self, job: &Job, cancel: CancellationToken) -> Result<RunOutcome, JobError> {
+        let status = self.checks.as_ref().and_then(|checks| checks.for_job(job));
         // The one boxing point: it proves the whole job `Send` for `async_trait`.
-        let result = send(self.run_job(job, cancel)).await;
+        let result = send(self.run_job(job, cancel.clone(), status.as_ref())).await;
         // A retryable failure is tried again from the job's transcript; otherwise the job is done.
         if !matches!(result, Err(JobError::Retryable(_))) {
             super::job_transcript::remove(&self.cache_dir, job);
+        }
+        if let (Some(checks), Some(status)) = (&self.checks, &status) {
+            send(checks.job_ended(status, job, &result, &cancel)).await;
         }
         let last_attempt = job.attempts >= job.max_attempts;
         if let Err(error) = &result
@@ -99,7 +109,7 @@ impl JobRunner for ReviewRunner {
         {
             self.post_failure_notice(job, error).await;
         }
-        result
+        result.map(|ended| ended.outcome)
     }
 }
 
@@ -137,7 +147,12 @@ impl ReviewRunner {
         }
     }
 
-    async fn run_job(&self, job: &Job, cancel: CancellationToken) -> Result<RunOutcome, JobError> {
+    async fn run_job(
+        &self,
+        job: &Job,
+        cancel: CancellationToken,
+        status: Option<&JobStatus>,
+    ) -> Result<Ended, JobError> {
         let Some((owner, repo)) = job.repo_full_name.split_once('/') else {
             return Err(JobError::Permanent(
                 format!("bad repository name {}", job.repo_full_name).into(),
@@ -146,7 +161,7 @@ impl ReviewRunner {
         let installation_id = github_installation(job)?;
         let client = self.auth.installation_client(installation_id);
         if !may_request(job, &client, owner, repo).await? {
-            return Ok(RunOutcome::Completed);
+            return Ok(Ended::quietly());
         }
         let pull = fetch_pull(&client, owner, repo, job.pr_number)
             .await
@@ -154,17 +169,24 @@ impl ReviewRunner {
         let last = last_reviewed_sha(&client, owner, repo, job.pr_number)
             .await
             .map_err(github_error)?;
-        let last = match since(job, last, &pull.head_sha) {
-            Since::Review(last) => last,
-            Since::NothingNew => return Ok(RunOutcome::Completed),
-            Since::AlreadyReviewed => {
-                let text = already_reviewed(short(&pull.head_sha), "pull request");
-                post_notice_once(&client, owner, repo, job.pr_number, &text)
-                    .await
-                    .map_err(github_error)?;
-                return Ok(RunOutcome::Completed);
-            }
+        let since = since(job, last, &pull.head_sha);
+        if since == Since::AlreadyReviewed {
+            let text = already_reviewed(short(&pull.head_sha), "pull request");
+            post_notice_once(&client, owner, repo, job.pr_number, &text)
+                .await
+                .map_err(github_error)?;
+        }
+        // `None`: reviewed before, nothing to review (the status says so below).
+        let review_from = match since {
+            Since::Review(last) => Some(last),
+            Since::NothingNew | Since::AlreadyReviewed => None,
         };
+        if let Some(skipped) =
+            no_review_needed(job, &pull.head_sha, review_from.is_none(), status).await
+        {
+            return Ok(Ended::showing(skipped));
+        }
+        let last = review_from.flatten();
         let at = PullAt {
             installation_id,
             owner,
@@ -173,7 +195,7 @@ impl ReviewRunner {
         };
         let commits = self.checkout(at, &pull, last).await?;
         if cancel.is_cancelled() {
-            return Ok(RunOutcome::Cancelled);
+            return Ok(Ended::cancelled());
         }
         let strategy = job.kind.strategy();
         let mut settings = match self.repository_settings(&job.id.to_string(), strategy, &commits) {
@@ -183,7 +205,7 @@ impl ReviewRunner {
                 post_notice_once(&client, owner, repo, job.pr_number, &text)
                     .await
                     .map_err(github_error)?;
-                return Ok(RunOutcome::Completed);
+                return Ok(Ended::showing(broken_settings(&error)));
             }
         };
         let text = PullText {
@@ -199,15 +221,16 @@ impl ReviewRunner {
         };
         let intent = flow::pull::pull_intent(&forge, &commits).await;
         settings.agent.set_intent(&intent);
+        show_running(status, &settings).await;
         let Some(report) = self
             .review_recorded(job, &settings, &commits, &cancel)
             .await?
         else {
-            return Ok(RunOutcome::Cancelled);
+            return Ok(Ended::cancelled());
         };
         // The last safe point: a cancelled review publishes nothing.
         if cancel.is_cancelled() {
-            return Ok(RunOutcome::Cancelled);
+            return Ok(Ended::cancelled());
         }
         let target = PullTarget {
             owner,
@@ -228,7 +251,7 @@ impl ReviewRunner {
         commits: &PullCommits,
         report: &ReviewReport,
         settings: &Settings,
-    ) -> Result<RunOutcome, JobError> {
+    ) -> Result<Ended, JobError> {
         self.metrics
             .add_model_tokens(report.stats.prompt_tokens, report.stats.completion_tokens);
         if let Some(cost) = report.stats.cost_usd {
@@ -245,7 +268,9 @@ impl ReviewRunner {
             &dismissed,
         );
         match published.await {
-            Ok(_) => Ok(RunOutcome::Completed),
+            Ok(outcome) => Ok(Ended::showing(reviewed(
+                commits, report, &outcome, settings,
+            ))),
             Err(PublishError::Forbidden { message }) => Err(JobError::Permanent(
                 format!("GitHub refused the review: {message}").into(),
             )),
@@ -439,14 +464,15 @@ pub(crate) struct PullAt<'a> {
     pub number: u64,
 }
 
-/// Whether the job may run: a `/redline review` comment needs a commenter with write access.
+/// Whether the job may run: a `/redline review` comment or a re-run needs a requester with
+/// write access.
 async fn may_request(
     job: &Job,
     client: &GitHubClient,
     owner: &str,
     repo: &str,
 ) -> Result<bool, JobError> {
-    let Ok(ReviewTrigger::Command { commenter, .. }) = job.trigger() else {
+    let Some(commenter) = job.trigger().ok().and_then(ReviewTrigger::into_requester) else {
         return Ok(true);
     };
     let allowed = has_write_access(client, owner, repo, &commenter)

@@ -17,6 +17,7 @@ use super::body::{BodyError, read_verified};
 use super::events::{Classified, CommandReply, Decision, InstallationChange, classify};
 use super::metrics::DeliveryOutcome;
 use super::signature::SignatureCheck;
+use crate::forge::{IgnoreReason, ReviewRequest};
 use crate::queue::{Accepted, ForgeKind, JobId, NewDelivery, NewJob, QueueError};
 
 const EVENT_HEADER: &str = "x-github-event";
@@ -108,13 +109,31 @@ pub(super) fn duplicate_answer() -> Answer {
     )
 }
 
+/// A delivery whose review was queued as `job_id`: the check hook hears of it (it works in
+/// the background).
+pub(super) fn job_queued(state: &AppState, job_id: JobId) -> Answer {
+    if let Some(hook) = &state.on_job_queued {
+        hook(job_id);
+    }
+    queued_answer(job_id)
+}
+
 /// A delivery whose review was queued as `job_id`.
-pub(super) fn queued_answer(job_id: JobId) -> Answer {
+fn queued_answer(job_id: JobId) -> Answer {
     (
         DeliveryOutcome::Queued,
         StatusCode::ACCEPTED,
         json!({"status": "queued", "job_id": job_id.0}),
     )
+}
+
+/// A draft change's delivery: not reviewed; the check hook shows it skipped (in the
+/// background).
+pub(super) fn draft_skipped(state: &AppState, forge: ForgeKind, review: ReviewRequest) -> Answer {
+    if let Some(hook) = &state.on_draft {
+        hook(forge, review);
+    }
+    ignored_answer(IgnoreReason::Draft.to_string())
 }
 
 /// A delivery stored and ignored, for `reason`.
@@ -230,7 +249,7 @@ fn answer(
         ) => {
             info!(delivery = delivery_id, event, action, job = %job_id, superseded,
                 cancel_requested, "review queued");
-            queued_answer(job_id)
+            job_queued(state, job_id)
         }
         (Accepted::Recorded, Some(Decision::Installation(change))) => {
             acknowledge_installation(state, event, &change);
@@ -241,6 +260,13 @@ fn answer(
             )
         }
         (Accepted::Recorded, Some(Decision::Reply(reply))) => answer_command(state, reply),
+        (Accepted::Recorded, Some(Decision::Draft(review))) => {
+            info!(
+                delivery = delivery_id,
+                event, action, "draft pull request; not reviewed"
+            );
+            draft_skipped(state, ForgeKind::GitHub, *review)
+        }
         (Accepted::Recorded, Some(Decision::Thread(comment))) => answer_thread(state, comment),
         (Accepted::Recorded, Some(Decision::Pong)) => {
             info!(delivery = delivery_id, "ping");

@@ -32,6 +32,8 @@
 //! - `GET|POST /repos/{o}/{r}/issues/{n}/comments` (paginated list / create)
 //! - `PATCH /repos/{o}/{r}/issues/comments/{id}`
 //! - `GET /repos/{o}/{r}/collaborators/{user}/permission`
+//! - `POST /repos/{o}/{r}/check-runs`, `PATCH .../check-runs/{id}`,
+//!   `GET .../commits/{sha}/check-runs` (see `checks`; 403 after [`GitHubMock::forbid_checks`])
 //! - `GET /user` (`redline[bot]`, the author of the mock's bot comments)
 //! - `GET /app` (slug `redline`; needs a `Bearer` RS256 JWT that the TEST-ONLY App public key verifies,
 //!   unexpired, with `iss` = [`GitHubMock::set_app_id`]'s id, `12345` by default)
@@ -44,6 +46,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use serde_json::{Value, json};
 use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate, matchers::any};
 
+mod checks;
 mod threads;
 
 /// One request the mock received.
@@ -136,6 +139,10 @@ struct MockState {
     token_ttl: Option<chrono::Duration>,
     tokens_issued: u64,
     app_id: String,
+    /// Check runs (each with its `repository`), and the accepted writes of them.
+    check_runs: Vec<Value>,
+    check_run_writes: Vec<Value>,
+    forbid_checks: bool,
 }
 
 /// The mock server. Dropping it stops the server.
@@ -360,6 +367,9 @@ impl MockState {
             .insert_header("retry-after", secs.to_string().as_str());
         }
         let segments: Vec<&str> = req.path.trim_matches('/').split('/').collect();
+        if let Some(answer) = self.check_run_request(req, &segments) {
+            return answer;
+        }
         match (req.method.as_str(), segments.as_slice()) {
             ("GET", ["app"]) => self.app(req),
             // A token's own user: the bot the mock's comments are written by.

@@ -10,7 +10,8 @@
 //! gl.discussions(42, 7);                            // stored discussions, oldest first
 //! gl.writes();                                      // POST/PUT requests, in order
 //! gl.resolve_discussions_with(42, 7, "marker text");// resolves the discussions whose body has it
-//! gl.rate_limit_next_write(1);                      // next POST/PUT: 429 with `Retry-After: 1`
+//! gl.rate_limit_next_write(1);                      // next POST/PUT of a merge request: 429 with `Retry-After: 1`
+//! gl.statuses(42, &head);                           // commit statuses set on `head`, oldest first
 //! ```
 //!
 //! Endpoints under `/api/v4` (anything else answers 404; no or a wrong `PRIVATE-TOKEN`: 401):
@@ -26,6 +27,8 @@
 //! - `GET /projects/{id}` (`http_url_to_repo` of [`GitLabMock::add_project`])
 //! - `GET /projects/{id}/merge_requests/{iid}/discussions/{discussion_id}`, and
 //!   `POST .../discussions/{discussion_id}/notes` (a reply by the bot)
+//! - `POST /projects/{id}/statuses/{sha}` and `GET /projects/{id}/repository/commits/{sha}/statuses`
+//!   (see `statuses`)
 //! - `GET /users?username=NAME` and `GET /projects/{id}/members/all/{user_id}` (the
 //!   members of [`GitLabMock::add_member`]; anyone else is not a member: 404)
 //!
@@ -33,6 +36,7 @@
 //! (`group%2Fname`), as GitLab finds it.
 
 mod serve;
+mod statuses;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -133,6 +137,9 @@ struct MockState {
     projects: HashMap<String, (u64, String)>,
     /// Username -> (user id, access level per project id).
     members: HashMap<String, (u64, HashMap<u64, u64>)>,
+    /// Commit statuses set, oldest first (each with its `project` id and `sha`).
+    statuses: Vec<Value>,
+    forbid_statuses: bool,
 }
 
 /// The mock server. Dropping it stops the server.
@@ -236,7 +243,8 @@ impl GitLabMock {
         id
     }
 
-    /// The next POST/PUT answers 429 with `Retry-After: {secs}`.
+    /// The next POST/PUT of a merge request (notes, discussions) answers 429 with
+    /// `Retry-After: {secs}`.
     pub fn rate_limit_next_write(&self, secs: u64) {
         self.state().rate_limit_next_write = Some(secs);
     }
@@ -327,7 +335,9 @@ impl MockState {
         if req.token.as_deref() != Some(self.token.as_str()) {
             return error(401, "401 Unauthorized");
         }
-        let is_write = req.method == "POST" || req.method == "PUT";
+        // Rate limits hit merge requests' notes and discussions (not commit statuses).
+        let is_write =
+            (req.method == "POST" || req.method == "PUT") && req.path.contains("/merge_requests/");
         if is_write && let Some(secs) = self.rate_limit_next_write.take() {
             return error(429, "429 Too Many Requests")
                 .insert_header("retry-after", secs.to_string().as_str())
@@ -347,6 +357,9 @@ impl MockState {
         }
         let segments: Vec<&str> = segments.iter().map(String::as_str).collect();
         if let Some(answer) = self.answer_more(req, &segments) {
+            return answer;
+        }
+        if let Some(answer) = self.status_request(req, &segments) {
             return answer;
         }
         match (req.method.as_str(), segments.as_slice()) {

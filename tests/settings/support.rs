@@ -159,6 +159,7 @@ pub fn runner(gh: &GitHubMock, model: &ModelServer, cache: &Path) -> ReviewRunne
         failure_notice: false,
         ceilings: LimitCeilings::default(),
         dismissals: None,
+        checks: None,
     }
 }
 

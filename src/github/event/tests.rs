@@ -1,4 +1,5 @@
 use super::*;
+use crate::forge::status::CHECK_NAME;
 use serde_json::{Value, json};
 
 fn pr_payload(action: &str, draft: bool) -> Value {
@@ -119,9 +120,8 @@ fn drafts_are_reviewed_when_ready_or_configured() {
     };
     for action in ["opened", "synchronize", "reopened"] {
         let draft = pr_payload(action, true);
-        assert_eq!(
-            decide("pull_request", &draft, &skip),
-            ForgeEvent::Ignore(IgnoreReason::Draft),
+        assert!(
+            matches!(decide("pull_request", &draft, &skip), ForgeEvent::Draft(_)),
             "{action}"
         );
         assert!(matches!(
@@ -188,4 +188,83 @@ fn review_comments_with_a_command_are_review_requests() {
         (80, "MEMBER")
     );
     assert_eq!(command.change.ids, ForgeIds::default());
+}
+
+fn rerun_payload(event: &str, name: &str, pulls: Value, app_slug: &str) -> Value {
+    let checked = json!({"name": name, "head_sha": "abc", "app": {"slug": app_slug},
+        "pull_requests": pulls});
+    let mut payload = json!({"action": "rerequested", "repository": {"full_name": "o/r"},
+        "installation": {"id": 9}, "sender": {"login": "dev", "type": "User"}});
+    payload[event] = checked;
+    payload
+}
+
+#[test]
+fn a_re_run_of_redline_s_check_asks_for_a_review_of_its_commit() {
+    let options = ClassifyOptions {
+        app_slug: Some("redline".into()),
+        ..ClassifyOptions::default()
+    };
+    let pulls =
+        json!([{"number": 3, "head": {"sha": "zzz"}}, {"number": 4, "head": {"sha": "abc"}}]);
+    let rerun = decide(
+        "check_run",
+        &rerun_payload("check_run", CHECK_NAME, pulls.clone(), "redline"),
+        &options,
+    );
+    let ForgeEvent::Rerun(rerun) = rerun else {
+        panic!("not a re-run: {rerun:?}");
+    };
+    assert_eq!(
+        (
+            rerun.change.number,
+            rerun.head.as_str(),
+            rerun.requested_by.as_str()
+        ),
+        (4, "abc", "dev"),
+        "the pull request whose head is the checked commit"
+    );
+    assert_eq!(rerun.change.ids.installation, Some(9));
+    let suite = rerun_payload("check_suite", "", pulls.clone(), "redline");
+    assert!(matches!(
+        decide("check_suite", &suite, &options),
+        ForgeEvent::Rerun(_)
+    ));
+
+    let other = rerun_payload("check_run", "lint", pulls.clone(), "redline");
+    assert_eq!(
+        decide("check_run", &other, &options),
+        ForgeEvent::Ignore(IgnoreReason::OtherCheck)
+    );
+    let other_suite = rerun_payload("check_suite", "", pulls, "another-app");
+    assert_eq!(
+        decide("check_suite", &other_suite, &options),
+        ForgeEvent::Ignore(IgnoreReason::OtherCheck)
+    );
+    let on_no_pull = rerun_payload("check_run", CHECK_NAME, json!([]), "redline");
+    assert_eq!(
+        decide("check_run", &on_no_pull, &options),
+        ForgeEvent::Ignore(IgnoreReason::CheckWithoutChange)
+    );
+    for action in ["created", "completed", "requested_action"] {
+        let mut payload = rerun_payload("check_run", CHECK_NAME, json!([]), "redline");
+        payload["action"] = json!(action);
+        assert_eq!(
+            reason(decide("check_run", &payload, &options)),
+            format!("check_run action {action:?} not handled")
+        );
+    }
+    // GitHub's own example of a re-run of some other App's check run.
+    let example: Value = serde_json::from_str(
+        &std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/fixtures/webhooks/check_run/rerequested.payload.json"
+        ))
+        .expect("fixture"),
+    )
+    .expect("JSON");
+    assert_eq!(
+        decide("check_run", &example, &options),
+        ForgeEvent::Ignore(IgnoreReason::OtherCheck)
+    );
 }

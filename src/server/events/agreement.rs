@@ -1,7 +1,9 @@
 //! The App (`classify` on a raw body) and the Action (`parse_action_event` on a parsed
 //! event file) decide the same for the same payload: every copied GitHub payload example,
 //! as it is and with the variants that exercise the rules (a draft, a `/redline` command,
-//! a malformed one, `/redline ignore`, a reply in a thread), drafts reviewed or not.
+//! a malformed one, `/redline ignore`, a reply in a thread, a re-run of Redline's check),
+//! drafts reviewed or not. Re-runs of Redline's check, like pings and installations, are
+//! the App's alone (the Action's own check is its workflow's).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -53,6 +55,7 @@ fn app_verdict(event: &str, payload: &Value, review_drafts: bool) -> Verdict {
         Err(error) => return Verdict::Skip(format!("refused: {error}")),
     };
     match decision {
+        Decision::Review(job) if job.payload["trigger"] == "rerun" => Verdict::AppOnly,
         Decision::Review(job) => {
             let requested_by = job.payload["commenter"].as_str().map(str::to_string);
             let is_request = matches!(job.kind, JobKind::Requested { .. });
@@ -77,6 +80,7 @@ fn app_verdict(event: &str, payload: &Value, review_drafts: bool) -> Verdict {
             root: comment.root_id,
         },
         Decision::Ignore(reason) => Verdict::Skip(reason),
+        Decision::Draft(_) => Verdict::Skip(IgnoreReason::Draft.to_string()),
         Decision::Pong | Decision::Installation(_) => Verdict::AppOnly,
     }
 }
@@ -135,6 +139,12 @@ fn action_verdict(event: &str, payload: &Value, review_drafts: bool) -> Verdict 
             assert!(reason.contains(event), "{reason}");
             Verdict::AppOnly
         }
+        Trigger::Skip { reason }
+            if matches!(event, "check_run" | "check_suite")
+                && reason == format!("event `{event}` not handled") =>
+        {
+            Verdict::AppOnly
+        }
         Trigger::Skip { reason } => Verdict::Skip(reason),
     }
 }
@@ -185,6 +195,17 @@ fn variants(event: &str, payload: &Value) -> Vec<(&'static str, Value)> {
         }
         edited("a reply", &|p| p["comment"]["in_reply_to_id"] = json!(41));
         edited("by a bot", &|p| p["comment"]["user"]["type"] = json!("Bot"));
+    }
+    if event == "check_run" && payload["action"] == "rerequested" {
+        edited("a re-run of Redline's check", &|p| {
+            let head = p["check_run"]["head_sha"].clone();
+            p["check_run"]["name"] = json!("Redline");
+            p["check_run"]["pull_requests"] =
+                json!([{"number": 9, "head": {"sha": head, "ref": "feature"}}]);
+        });
+        edited("a re-run of Redline's check on no pull request", &|p| {
+            p["check_run"]["name"] = json!("Redline");
+        });
     }
     if event == "issue_comment" {
         edited("on a pull request with a command", &|p| {

@@ -63,10 +63,16 @@ fn review_actions_queue_a_job() {
 #[test]
 fn drafts_are_skipped_unless_configured() {
     let draft = pr_payload("opened", true);
-    assert!(matches!(
-        decide("pull_request", &draft),
-        Decision::Ignore(_)
-    ));
+    let Decision::Draft(review) = decide("pull_request", &draft) else {
+        panic!("not a draft");
+    };
+    assert_eq!((review.change.number, review.head.sha.as_str()), (5, "abc"));
+    let mut uninstalled = draft.clone();
+    uninstalled["installation"] = Value::Null;
+    assert_eq!(
+        decide("pull_request", &uninstalled),
+        Decision::Ignore("draft pull request".into())
+    );
     let config = ServerConfig {
         review_drafts: true,
         ..ServerConfig::default()
@@ -210,4 +216,24 @@ fn installation_removal_is_flagged() {
         panic!("not an installation change");
     };
     assert!(!change.access_removed);
+}
+
+#[test]
+fn a_re_run_of_redline_s_check_queues_a_requested_review_of_its_commit() {
+    let payload = json!({"action": "rerequested",
+        "check_run": {"name": "Redline", "head_sha": "abc", "external_id": "12",
+            "pull_requests": [{"number": 5, "head": {"sha": "abc"}}]},
+        "repository": {"full_name": "o/r"}, "installation": {"id": 9},
+        "sender": {"login": "dev", "type": "User"}});
+    let Decision::Review(job) = decide("check_run", &payload) else {
+        panic!("not queued");
+    };
+    assert_eq!((job.pr_number, job.head_sha.as_deref()), (5, Some("abc")));
+    assert_eq!(job.kind, JobKind::Requested { strategy: None });
+    assert_eq!(
+        serde_json::from_value::<ReviewTrigger>(job.payload).ok(),
+        Some(ReviewTrigger::Rerun {
+            requested_by: "dev".into()
+        })
+    );
 }
