@@ -8,4 +8,5 @@ pub mod parse;
 pub mod render;
 pub mod report;
 pub mod stats;
+pub mod verification;
 pub mod walkthrough;

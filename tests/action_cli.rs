@@ -11,7 +11,7 @@ use crate::common::git::TempRepo;
 use crate::common::github_mock::{GitHubMock, PullSpec};
 use crate::common::model_server::{ModelServer, Reply, Wire};
 
-const BASE: &str = "pub fn average(values: &[i32]) -> i32 {\n    let sum: i32 = values.iter().sum();\n    sum / values.len() as i32\n}\n";
+pub(crate) const BASE: &str = "pub fn average(values: &[i32]) -> i32 {\n    let sum: i32 = values.iter().sum();\n    sum / values.len() as i32\n}\n";
 pub(crate) const HEAD: &str = "pub fn average(values: &[i32]) -> i32 {\n    let sum: i32 = values.iter().sum();\n    sum / values.len() as i32\n}\n\npub fn ratio(a: i32, b: i32) -> i32 {\n    a / b\n}\n";
 pub(crate) const HEAD2_EXTRA: &str =
     "\npub fn percent(a: i32, b: i32) -> i32 {\n    100 * a / b\n}\n";
@@ -67,10 +67,10 @@ pub(crate) struct ActionRun {
     pub(crate) code: i32,
     pub(crate) stdout: String,
     pub(crate) stderr: String,
-    outputs: String,
-    summary: String,
+    pub(crate) outputs: String,
+    pub(crate) summary: String,
     /// The file the `sarif-file` output names, when it names one.
-    sarif: Option<Value>,
+    pub(crate) sarif: Option<Value>,
 }
 
 /// Runs `redline action` like the composite step does.
@@ -194,7 +194,7 @@ async fn opened_then_rerun_then_synchronize() {
         run.outputs
     );
     assert_eq!(gh.writes().len(), writes, "a rerun posts nothing");
-    assert_eq!(model.requests().len(), 1);
+    assert_eq!(model.review_requests().len(), 1);
 
     // A new push: only the new commit is reviewed and the summary is edited in place.
     pr.repo.write("src/calc.rs", format!("{HEAD}{HEAD2_EXTRA}"));
@@ -775,7 +775,7 @@ async fn rules_come_from_the_base_commit_not_the_pull_request() {
         run.stdout, run.stderr
     );
     assert_eq!(
-        model.requests().len(),
+        model.review_requests().len(),
         1,
         "the model configured by the workflow was used"
     );

@@ -184,6 +184,7 @@ fn pair_overrides(args: &EvalArgs, strategy: &Option<String>, model: &Option<Str
         limits: args.limits.flags(),
         max_steps: args.max_steps,
         strategy: strategy.clone(),
+        verify: args.no_verify.then_some(false),
         ..Overrides::default()
     }
 }

@@ -66,6 +66,12 @@ const CONFIG_TEMPLATE: &str = r#"# Redline review settings for this repository (
 # Open the review with a walkthrough: one line per area of the change saying what it does.
 # walkthrough = true
 
+# Verify every finding before it is posted: a verifier conversation keeps or drops each one,
+# with a reason (dropped findings are listed in the JSON report only). `verify_model` may name
+# a cheaper model on the same provider (default: `model`).
+# verify = true
+# verify_model = "gpt-4.1-mini"
+
 # Tokens at most of what the author says the change does (title, description, the issues it
 # closes, commit messages), shown to the model as a claim to check (0 leaves it out).
 # intent_budget = 1000
@@ -91,6 +97,10 @@ const CONFIG_TEMPLATE: &str = r#"# Redline review settings for this repository (
 
 # On GitHub: inline comments at most per review; the rest go to the summary comment.
 # max_comments = 25
+
+# The least severe finding posted as an inline comment (GitHub and GitLab); less severe ones
+# are listed, collapsed, in the summary comment: critical, major, minor or nit.
+# inline_at = "minor"
 
 # On GitHub: post REQUEST_CHANGES when a new finding is at or above a severity
 # (none by default: always COMMENT).

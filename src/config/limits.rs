@@ -144,9 +144,19 @@ pub(crate) fn apply_to_agent(
     flags: &LimitFlags,
     file: &FileConfig,
 ) -> Result<(), ConfigError> {
-    agent.price = price_table(file)?.lookup(&agent.model);
+    let table = price_table(file)?;
+    agent.price = table.lookup(&agent.model);
     agent.review_limits = resolve_limits(flags, file)?;
-    check_priced(&agent.review_limits, agent.price, &agent.model)
+    check_priced(&agent.review_limits, agent.price, &agent.model)?;
+    let verification = &mut agent.verification;
+    verification.price = match &verification.model {
+        Some(model) => table.lookup(model),
+        None => agent.price,
+    };
+    match (&verification.model, verification.enabled) {
+        (Some(model), true) => check_priced(&agent.review_limits, verification.price, model),
+        _ => Ok(()),
+    }
 }
 
 /// The price table: the built-in one with the file's `[pricing."MODEL"]` entries.

@@ -310,6 +310,7 @@ mod tests {
             body: "b".into(),
             suggestion: None,
             rule: None,
+            unverified: false,
         }
     }
 

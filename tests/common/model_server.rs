@@ -23,6 +23,12 @@
 //! `--base-url` and no `--model` runs), as Ollama, llama.cpp and vLLM do; it is recorded,
 //! not numbered.
 //!
+//! Requests of Redline's verifier (their system prompt begins with [`VERIFIER_PROMPT_START`])
+//! are answered apart from the script: every finding the request lists is kept
+//! (`F1: keep - ...`, one line per id), and they are recorded but not numbered, so that a
+//! script written for the review itself still lines up. A test of verification calls
+//! [`ModelServer::scripting_verifier`] to script the verifier like any other request.
+//!
 //! With [`ModelServer::with_prompt_cache`] the server counts prompt tokens with
 //! the model's real tokenizer and simulates OpenAI's prompt cache (see
 //! [`prompt_cache`]), reporting `usage.prompt_tokens_details.cached_tokens`.
@@ -49,6 +55,13 @@ use streams::{StreamContext, anthropic_events, completion_tokens, openai_events}
 
 /// The body of the 500 the server answers once the script is exhausted.
 pub const SCRIPT_EXHAUSTED: &str = "scripted model server: script exhausted";
+
+/// How the system prompt of a verifier request begins.
+pub const VERIFIER_PROMPT_START: &str = "You verify review findings";
+
+/// What the server answers to a verifier request it is not scripting: every listed
+/// finding (`## F<n> ·` headings of the first user message) kept.
+pub const KEEP_REASON: &str = "kept by the scripted verifier";
 
 /// Which wire format the server speaks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -258,6 +271,53 @@ impl RecordedRequest {
         self.message_text(0)
     }
 
+    /// The system prompt on either wire (OpenAI: the first message; Anthropic: `system`).
+    pub fn system_prompt(&self) -> String {
+        match &self.body["system"] {
+            Value::String(text) => text.clone(),
+            Value::Array(blocks) => blocks
+                .iter()
+                .filter_map(|block| block["text"].as_str())
+                .collect::<Vec<_>>()
+                .join("\n"),
+            _ => self.message_text(0),
+        }
+    }
+
+    /// Whether this is a request of Redline's verifier (by its system prompt).
+    pub fn is_verifier(&self) -> bool {
+        self.system_prompt().starts_with(VERIFIER_PROMPT_START)
+    }
+
+    /// The first user message's text on either wire (plain or in content blocks).
+    pub fn user_text(&self) -> String {
+        self.body["messages"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .find(|m| m["role"] == "user")
+            .map(|m| match &m["content"] {
+                Value::String(text) => text.clone(),
+                Value::Array(blocks) => blocks
+                    .iter()
+                    .filter_map(|block| block["text"].as_str())
+                    .collect::<Vec<_>>()
+                    .join("\n"),
+                _ => String::new(),
+            })
+            .unwrap_or_default()
+    }
+
+    /// The finding ids (`F1`, `F2`, ...) a verifier request lists, in order.
+    pub fn verifier_ids(&self) -> Vec<String> {
+        self.user_text()
+            .lines()
+            .filter_map(|line| line.strip_prefix("## "))
+            .filter_map(|rest| rest.split_once(" · ").map(|(id, _)| id.to_string()))
+            .filter(|id| id.starts_with('F'))
+            .collect()
+    }
+
     /// The first user message (OpenAI wire): the task a conversation starts from.
     pub fn first_user_text(&self) -> String {
         self.message_text(1)
@@ -296,6 +356,7 @@ struct ServerState {
     prompt_cache: Mutex<Option<PromptCache>>,
     served: Mutex<Vec<ServedUsage>>,
     models: Mutex<Vec<String>>,
+    script_verifier: AtomicBool,
 }
 
 /// A running scripted model server; it stops when dropped.
@@ -336,6 +397,7 @@ impl ModelServer {
                 "scripted-model".to_string(),
                 "gpt-4.1-mini".to_string(),
             ]),
+            script_verifier: AtomicBool::new(false),
         });
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
             .await
@@ -373,6 +435,29 @@ impl ModelServer {
     /// The usage reported for each answered request, in the order answered.
     pub fn served_usage(&self) -> Vec<ServedUsage> {
         self.state.served.lock().expect("served lock").clone()
+    }
+
+    /// Verifier requests go to the script (or responder) and are numbered like any other,
+    /// instead of being answered "keep" apart from it.
+    pub fn scripting_verifier(self) -> ModelServer {
+        self.state.script_verifier.store(true, Ordering::SeqCst);
+        self
+    }
+
+    /// The requests that are not the verifier's, in order.
+    pub fn review_requests(&self) -> Vec<RecordedRequest> {
+        self.requests()
+            .into_iter()
+            .filter(|r| !r.is_verifier())
+            .collect()
+    }
+
+    /// The verifier's requests, in order.
+    pub fn verifier_requests(&self) -> Vec<RecordedRequest> {
+        self.requests()
+            .into_iter()
+            .filter(RecordedRequest::is_verifier)
+            .collect()
     }
 
     /// The model ids `GET /v1/models` lists, in order.
@@ -466,8 +551,15 @@ async fn handle(
         );
     }
     let (prompt_tokens, cached_tokens) = prompt_usage(&state, &recorded);
-    let index = state.answered.fetch_add(1, Ordering::SeqCst);
-    let reply = (state.responder)(&recorded, index);
+    let apart = recorded.is_verifier() && !state.script_verifier.load(Ordering::SeqCst);
+    let index = match apart {
+        true => position,
+        false => state.answered.fetch_add(1, Ordering::SeqCst),
+    };
+    let reply = match apart {
+        true => keep_every_finding(&recorded),
+        false => (state.responder)(&recorded, index),
+    };
     let context = StreamContext {
         model: recorded.body["model"]
             .as_str()
@@ -485,6 +577,16 @@ async fn handle(
         completion_tokens: reply_completion_tokens(&reply),
     });
     respond(reply, state.wire, &context).await
+}
+
+/// The answer to a verifier request the script does not cover: every listed finding kept.
+fn keep_every_finding(request: &RecordedRequest) -> Reply {
+    let lines: Vec<String> = request
+        .verifier_ids()
+        .iter()
+        .map(|id| format!("{id}: keep - {KEEP_REASON}"))
+        .collect();
+    Reply::text(lines.join("\n"))
 }
 
 /// Prompt tokens, and the cached ones when the prompt cache is simulated.
