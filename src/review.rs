@@ -2,6 +2,7 @@
 
 pub mod anchor;
 pub mod diff;
+pub(crate) mod excerpt;
 pub mod file_kind;
 pub mod finding;
 pub mod parse;

@@ -7,6 +7,7 @@
 
 mod duplicates_and_nits;
 mod entry_points;
+mod eval;
 mod robustness;
 mod support;
 mod transcripts;

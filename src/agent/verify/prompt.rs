@@ -5,23 +5,19 @@
 //!
 //! Invariants: everything the review model or the repository wrote is quoted as data (the
 //! title on one line, the body and suggestion as `>` quotes, code in a fence longer than
-//! any backtick run in it); each part is bounded ([`MAX_BODY_CHARS`], [`MAX_CODE_LINES`]),
-//! so a batch of findings cannot crowd the verifier's window.
+//! any backtick run in it); each part is bounded ([`MAX_BODY_CHARS`], and the code as
+//! [`code_excerpt`] bounds it), so a batch of findings cannot crowd the verifier's window.
 
 use std::collections::HashMap;
 
-use crate::review::anchor::fence_for;
-use crate::review::diff::{ChangeSet, LineKind};
+use crate::review::diff::ChangeSet;
+use crate::review::excerpt::code_excerpt;
 use crate::review::finding::{Finding, Side};
 use crate::tools::Workspace;
 
 /// The verifier's standing instructions; the first line says what a request is for.
 pub(crate) const VERIFIER: &str = include_str!("../../../prompts/verifier.md");
 
-/// Lines of context shown before and after a finding's range.
-const CONTEXT_LINES: u32 = 5;
-/// Lines of a finding's own range shown at most.
-const MAX_CODE_LINES: u32 = 40;
 /// Characters of a body (and of a suggestion) quoted at most.
 const MAX_BODY_CHARS: usize = 2_000;
 
@@ -162,72 +158,10 @@ fn quoted(label: &str, text: &str) -> String {
     out
 }
 
-/// The finding's lines with [`CONTEXT_LINES`] around them, numbered, the finding's lines
-/// marked `>` and the lines the change added (head) or removed (base) marked `+` / `-`.
-fn code_excerpt(finding: &Finding, changes: &ChangeSet, source: &str) -> Option<String> {
-    let lines: Vec<&str> = source.lines().collect();
-    let total = u32::try_from(lines.len()).ok()?;
-    let range = finding.range();
-    if *range.start() == 0 || *range.start() > total {
-        return None;
-    }
-    let end = (*range.end()).min(*range.start() + MAX_CODE_LINES - 1);
-    let first = range.start().saturating_sub(CONTEXT_LINES).max(1);
-    let last = end.saturating_add(CONTEXT_LINES).min(total);
-    let changed = changed_lines(finding, changes);
-    let (version, mark) = match finding.side {
-        Side::Right => ("head", '+'),
-        Side::Left => ("base", '-'),
-    };
-    let width = last.to_string().len();
-    let mut code = String::new();
-    for number in first..=last {
-        let text = lines.get(number as usize - 1).copied().unwrap_or_default();
-        let pointer = if range.contains(&number) && number <= end {
-            '>'
-        } else {
-            ' '
-        };
-        let change = if changed.contains(&number) { mark } else { ' ' };
-        code.push_str(&format!("{pointer}{change}{number:>width$} | {text}\n"));
-    }
-    let fence = fence_for(&code);
-    let shortened = match end < *range.end() {
-        true => format!(
-            " (the first {MAX_CODE_LINES} of its {} lines)",
-            range.end() - range.start() + 1
-        ),
-        false => String::new(),
-    };
-    Some(format!(
-        "Code at {version}, lines {first}-{last}; `>` marks the finding's lines{shortened}, `{mark}` the lines the change {}:\n{fence}\n{code}{fence}\n",
-        match finding.side {
-            Side::Right => "added",
-            Side::Left => "removed",
-        }
-    ))
-}
-
-/// The lines of the finding's file the change added (head) or removed (base).
-fn changed_lines(finding: &Finding, changes: &ChangeSet) -> Vec<u32> {
-    let Some(file) = changes.file(&finding.path) else {
-        return Vec::new();
-    };
-    file.hunks
-        .iter()
-        .flat_map(|hunk| &hunk.lines)
-        .filter_map(|line| match (finding.side, line.kind) {
-            (Side::Right, LineKind::Added) => line.new_line,
-            (Side::Left, LineKind::Removed) => line.old_line,
-            _ => None,
-        })
-        .collect()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::review::diff::{DiffLine, FileChange, FileStatus, Hunk};
+    use crate::review::diff::{DiffLine, FileChange, FileStatus, Hunk, LineKind};
     use crate::review::finding::{Category, Severity};
 
     fn change() -> ChangeSet {
