@@ -171,3 +171,96 @@ async fn the_token_limit_holds_with_a_verifier_that_never_stops() {
             .unwrap_or(0);
     assert!(verifier > 0 && verifier < used, "{stats}");
 }
+
+/// A change adding `lines` numbered lines to `src/many.rs`.
+fn many_lines_repo(lines: u32) -> crate::common::git::TempRepo {
+    let repo = crate::common::git::TempRepo::new();
+    repo.write("README.md", "many\n");
+    repo.commit("base");
+    repo.checkout_new_branch("feature");
+    let text: String = (1..=lines).map(|n| format!("let v{n} = {n};\n")).collect();
+    repo.write("src/many.rs", text);
+    repo.commit("many");
+    repo
+}
+
+#[tokio::test]
+async fn findings_are_verified_in_batches_of_at_most_twenty() {
+    let repo = many_lines_repo(30);
+    // Distinct concerns (titles sharing no meaningful word), so none is merged.
+    let words = [
+        "alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel", "india",
+        "juliett", "kilo", "lima", "mike", "november", "oscar", "papa", "quebec", "romeo",
+        "sierra", "tango", "uniform",
+    ];
+    let findings: Vec<Value> = words
+        .iter()
+        .zip(1..)
+        .map(|(word, n): (&&str, u32)| {
+            json!({"path": "src/many.rs", "line": n, "severity": "major", "category": "bug",
+                   "title": format!("{word} overflows"), "body": format!("Value v{n} is wrong.")})
+        })
+        .collect();
+    let review = submit(findings);
+    // The verifier drops the 21st finding and keeps every other.
+    let server = ModelServer::start_with(Wire::OpenAi, move |request, _| {
+        match request.is_verifier() {
+            true => super::support::verdicts_dropping(request, "uniform"),
+            false => review.clone(),
+        }
+    })
+    .await
+    .scripting_verifier();
+    let run = cli::review(
+        repo.path(),
+        &server.base_url(),
+        "openai",
+        &["--format", "json"],
+    )
+    .await;
+    let out = run.success_json();
+    let verifier = server.verifier_requests();
+    assert_eq!(verifier.len(), 2, "20 findings, then 1");
+    assert_eq!(verifier[0].verifier_ids().len(), 20);
+    assert_eq!(verifier[1].verifier_ids(), ["F1"]);
+    assert_eq!(out["findings"].as_array().map(Vec::len), Some(20), "{out}");
+    assert_eq!(out["dropped"][0]["title"], "uniform overflows", "{out}");
+    assert_eq!(out["stats"]["verification"]["batches"], 2);
+}
+
+#[tokio::test]
+async fn verify_model_names_the_verifier_s_model() {
+    let server = server(|request, _| super::support::verdicts_dropping(request, FABRICATED)).await;
+    let dir = tempfile::tempdir().expect("tmp");
+    let config = dir.path().join("redline.toml");
+    std::fs::write(&config, "verify_model = \"cheap-verifier\"\n").expect("config");
+    let config = config.display().to_string();
+    let out = review(&server, &["--config", &config]).await.success_json();
+    let verifier = server.verifier_requests();
+    assert_eq!(verifier.len(), 1);
+    assert_eq!(verifier[0].body["model"], "cheap-verifier");
+    assert!(
+        server
+            .review_requests()
+            .iter()
+            .all(|r| r.body["model"] == "test-model")
+    );
+    assert_eq!(out["stats"]["verification"]["model"], "cheap-verifier");
+    assert_eq!(out["findings"][0]["title"], REAL, "{out}");
+
+    // A cost limit needs the verifier's price too: named before any model call.
+    std::fs::write(
+        &config,
+        "verify_model = \"cheap-verifier\"\n[pricing.\"test-model\"]\ninput = 1\noutput = 1\n",
+    )
+    .expect("config");
+    let before = server.requests().len();
+    let run = review(&server, &["--config", &config, "--max-cost", "1"]).await;
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert!(
+        run.stderr.contains("cheap-verifier") && run.stderr.contains("pricing"),
+        "{}",
+        run.stderr
+    );
+    assert_eq!(server.requests().len(), before, "no model call");
+}
