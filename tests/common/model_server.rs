@@ -23,7 +23,8 @@
 //! `--base-url` and no `--model` runs), as Ollama, llama.cpp and vLLM do; it is recorded,
 //! not numbered.
 //!
-//! Requests of Redline's verifier (their system prompt begins with [`VERIFIER_PROMPT_START`])
+//! Requests of Redline's verifier (their system prompt begins with
+//! [`verifier::VERIFIER_PROMPT_START`])
 //! are answered apart from the script: every finding the request lists is kept
 //! (`F1: keep - ...`, one line per id), and they are recorded but not numbered, so that a
 //! script written for the review itself still lines up. A test of verification calls
@@ -49,19 +50,14 @@ use serde_json::{Value, json};
 
 pub mod prompt_cache;
 mod streams;
+mod verifier;
 
 use prompt_cache::PromptCache;
 use streams::{StreamContext, anthropic_events, completion_tokens, openai_events};
+use verifier::keep_every_finding;
 
 /// The body of the 500 the server answers once the script is exhausted.
 pub const SCRIPT_EXHAUSTED: &str = "scripted model server: script exhausted";
-
-/// How the system prompt of a verifier request begins.
-pub const VERIFIER_PROMPT_START: &str = "You verify review findings";
-
-/// What the server answers to a verifier request it is not scripting: every listed
-/// finding (`## F<n> ·` headings of the first user message) kept.
-pub const KEEP_REASON: &str = "kept by the scripted verifier";
 
 /// Which wire format the server speaks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -271,58 +267,6 @@ impl RecordedRequest {
         self.message_text(0)
     }
 
-    /// The system prompt on either wire (OpenAI: the first message; Anthropic: `system`).
-    pub fn system_prompt(&self) -> String {
-        match &self.body["system"] {
-            Value::String(text) => text.clone(),
-            Value::Array(blocks) => blocks
-                .iter()
-                .filter_map(|block| block["text"].as_str())
-                .collect::<Vec<_>>()
-                .join("\n"),
-            _ => self.message_text(0),
-        }
-    }
-
-    /// Whether this is a request of Redline's verifier (by its system prompt).
-    pub fn is_verifier(&self) -> bool {
-        self.system_prompt().starts_with(VERIFIER_PROMPT_START)
-    }
-
-    /// The first user message's text on either wire (plain or in content blocks).
-    pub fn user_text(&self) -> String {
-        self.body["messages"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .find(|m| m["role"] == "user")
-            .map(|m| match &m["content"] {
-                Value::String(text) => text.clone(),
-                Value::Array(blocks) => blocks
-                    .iter()
-                    .filter_map(|block| block["text"].as_str())
-                    .collect::<Vec<_>>()
-                    .join("\n"),
-                _ => String::new(),
-            })
-            .unwrap_or_default()
-    }
-
-    /// The finding ids (`F1`, `F2`, ...) a verifier request lists, in order.
-    pub fn verifier_ids(&self) -> Vec<String> {
-        self.user_text()
-            .lines()
-            .filter_map(|line| line.strip_prefix("## "))
-            .filter_map(|rest| rest.split_once(" · ").map(|(id, _)| id.to_string()))
-            .filter(|id| id.starts_with('F'))
-            .collect()
-    }
-
-    /// The first user message (OpenAI wire): the task a conversation starts from.
-    pub fn first_user_text(&self) -> String {
-        self.message_text(1)
-    }
-
     /// The first value of a header (name case-insensitive).
     pub fn header(&self, name: &str) -> Option<&str> {
         self.headers
@@ -435,29 +379,6 @@ impl ModelServer {
     /// The usage reported for each answered request, in the order answered.
     pub fn served_usage(&self) -> Vec<ServedUsage> {
         self.state.served.lock().expect("served lock").clone()
-    }
-
-    /// Verifier requests go to the script (or responder) and are numbered like any other,
-    /// instead of being answered "keep" apart from it.
-    pub fn scripting_verifier(self) -> ModelServer {
-        self.state.script_verifier.store(true, Ordering::SeqCst);
-        self
-    }
-
-    /// The requests that are not the verifier's, in order.
-    pub fn review_requests(&self) -> Vec<RecordedRequest> {
-        self.requests()
-            .into_iter()
-            .filter(|r| !r.is_verifier())
-            .collect()
-    }
-
-    /// The verifier's requests, in order.
-    pub fn verifier_requests(&self) -> Vec<RecordedRequest> {
-        self.requests()
-            .into_iter()
-            .filter(RecordedRequest::is_verifier)
-            .collect()
     }
 
     /// The model ids `GET /v1/models` lists, in order.
@@ -577,16 +498,6 @@ async fn handle(
         completion_tokens: reply_completion_tokens(&reply),
     });
     respond(reply, state.wire, &context).await
-}
-
-/// The answer to a verifier request the script does not cover: every listed finding kept.
-fn keep_every_finding(request: &RecordedRequest) -> Reply {
-    let lines: Vec<String> = request
-        .verifier_ids()
-        .iter()
-        .map(|id| format!("{id}: keep - {KEEP_REASON}"))
-        .collect();
-    Reply::text(lines.join("\n"))
 }
 
 /// Prompt tokens, and the cached ones when the prompt cache is simulated.
