@@ -144,10 +144,10 @@ mod tests {
     fn the_review_prompt_asks_only_for_what_the_author_would_fix() {
         let system = Prompts::default().system;
         assert!(system.contains("Report only what the author would fix before merging"));
-        assert!(system.contains(
-            "style, naming, formatting, wording, comments, docstrings or test style, unless the text misleads"
-        ));
-        assert!(system.contains("worries the code already answers"));
+        assert!(
+            system.contains("no style, naming, wording or docstring remarks unless they mislead")
+        );
+        assert!(system.contains("no worries the code already answers"));
         assert!(system.contains("Report each problem once"));
     }
 

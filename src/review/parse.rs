@@ -53,7 +53,7 @@ pub fn submit_review_schema(walkthrough: bool) -> Value {
             "findings": {
                 "type": "array",
                 "description": "Every problem the author would fix before merging, one item \
-                    each, each problem once. Use an empty list when the change has no problems.",
+                    each. Use an empty list when the change has no problems.",
                 "items": finding_schema()
             },
             "summary": {
@@ -104,7 +104,7 @@ fn finding_schema() -> Value {
                 "enum": ["critical", "major", "minor", "nit"],
                 "description": "critical: breaks behaviour, loses data or opens a security hole; \
                     major: should be fixed before merging; minor: worth fixing, not urgent; \
-                    nit: small but still worth a change (not posted as an inline comment)."
+                    nit: cosmetic."
             },
             "category": {
                 "type": "string",
