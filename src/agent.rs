@@ -2,7 +2,10 @@
 //! plan-and-execute, reflection), and the events it emits.
 //!
 //! Every strategy shares the model client, the tools, the budgets, the event log
-//! and the finding checks; every budget is enforced here, in code.
+//! and the finding checks; every budget is enforced here, in code. Whatever the
+//! strategy and the entry point, [`Orchestrator::run`] then anchors the findings on the
+//! diff, merges duplicates and verifies them ([`verify`]) before anything is reported:
+//! no finding leaves a review unverified unless verification is off or gave no verdict.
 
 pub mod budget;
 pub mod chat;
