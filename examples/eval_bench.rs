@@ -167,6 +167,7 @@ fn finding(path: &str, line: u32) -> Finding {
         body: "b".into(),
         suggestion: None,
         rule: None,
+        unverified: false,
     }
 }
 

@@ -19,6 +19,7 @@ fn finding(path: &str, line: u32, category: Category, severity: Severity) -> Fin
         body: "Why it matters, and what to do.".into(),
         suggestion: None,
         rule: None,
+        unverified: false,
     }
 }
 
@@ -56,8 +57,7 @@ fn main() {
             strategy: "react".into(),
             ..Stats::default()
         },
-        unanchored: Vec::new(),
-        walkthrough: Vec::new(),
+        ..ReviewReport::default()
     };
     print!("{}", render(&report, Format::Sarif));
 }

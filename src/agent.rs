@@ -2,10 +2,14 @@
 //! plan-and-execute, reflection), and the events it emits.
 //!
 //! Every strategy shares the model client, the tools, the budgets, the event log
-//! and the finding checks; every budget is enforced here, in code.
+//! and the finding checks; every budget is enforced here, in code. Whatever the
+//! strategy and the entry point, [`Orchestrator::run`] then anchors the findings on the
+//! diff, merges duplicates and verifies them ([`verify`]) before anything is reported:
+//! no finding leaves a review unverified unless verification is off or gave no verdict.
 
 pub mod budget;
 pub mod chat;
+mod config;
 pub mod coverage;
 pub mod events;
 mod finish;
@@ -19,6 +23,7 @@ pub mod strategy;
 pub mod text_mode;
 mod tool_mode;
 pub mod transcript;
+pub mod verify;
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -30,132 +35,31 @@ use std::sync::Mutex;
 use crate::context::{
     Packing, ShapeOptions, ShapeStatus, ShapedContext, shape_with_moves, stage1_budget,
 };
-use crate::llm::pricing::{Price, builtin_price};
-use crate::llm::tokens::{ModelLimits, TokenCounter};
+use crate::llm::tokens::TokenCounter;
 use crate::llm::{ChatModel, LlmError, Message};
-use crate::prompts::Prompts;
-use crate::review::anchor::{check_findings, summary_with_notes};
+use crate::review::anchor::{Checked, check_findings, summary_with_notes};
 use crate::review::diff::ChangeSet;
 use crate::review::parse::Submission;
 use crate::review::report::ReviewReport;
+use crate::review::verification::MergedFinding;
 use crate::review::walkthrough::{self, Area};
 use crate::tools::{ToolRegistry, Workspace};
-use budget::{Budget, LimitKind, ReviewLimits};
+use budget::{Budget, LimitKind};
 use coverage::Coverage;
 use events::{CompressionStats, EventKind, EventSink, Stats};
 use finish::ReviewFinisher;
 use plan::Plan;
 use react::{ReactRun, RunContext};
-use reflection::ReflectionConfig;
 use strategy::Fit;
-use strategy::{AutoThresholds, Decision, Strategy, StrategyChoice};
+use strategy::{Decision, Strategy, StrategyChoice};
 use tool_mode::ModeState;
+use verify::Verified;
 
+pub use config::AgentConfig;
 pub(crate) use tool_mode::ToolMode;
 
 /// Model turns of one ReAct run before its final turn, unless configured.
 pub(crate) const DEFAULT_MAX_STEPS: u32 = 10;
-
-/// How a review runs.
-#[derive(Debug, Clone)]
-pub struct AgentConfig {
-    /// Model name, as the provider knows it.
-    pub model: String,
-    /// Model turns of one ReAct run before its final turn without tools.
-    pub max_steps: u32,
-    /// Cap on one reply's tokens.
-    pub max_reply_tokens: u32,
-    /// Sampling temperature, if set.
-    pub temperature: Option<f32>,
-    /// Extra instructions from the repository's config.
-    pub instructions: Option<String>,
-    /// The prompts.
-    pub prompts: Prompts,
-    /// Consecutive unreadable replies that end a run.
-    pub parse_failure_limit: u32,
-    /// Token budget of one plan-and-execute task's first message (`None`: the stage-1 budget).
-    pub task_budget: Option<usize>,
-    /// Which strategy.
-    pub strategy: StrategyChoice,
-    /// Thresholds of `auto`.
-    pub auto: AutoThresholds,
-    /// Reflection loop settings.
-    pub reflection: ReflectionConfig,
-    /// Plan-and-execute tasks run at once.
-    pub parallel: usize,
-    /// Native or text tool calling.
-    pub tool_mode: ToolMode,
-    /// The model's window and output reserve.
-    pub limits: ModelLimits,
-    /// Extra globs of changed files to leave out of the first message (listed, not shown).
-    pub exclude: Vec<String>,
-    /// Tool results kept whole in the history (stage 2).
-    pub keep_tool_results: usize,
-    /// Share of the window past which seen tool results are elided (stage 2).
-    pub prune_threshold: f32,
-    /// Share of the window at which the history is summarised (stage 3).
-    pub summary_threshold: f32,
-    /// Hard limits of the review (cost, tokens, wall time).
-    pub review_limits: ReviewLimits,
-    /// The model's price, when known (the built-in table by default).
-    pub price: Option<Price>,
-    /// Whether `submit_review` asks for a walkthrough of the change (`walkthrough`).
-    pub walkthrough: bool,
-    /// The project guidelines' section of the system prompt, also shown to the planner
-    /// (set by [`crate::guidelines::append_section`]).
-    pub guidelines: Option<String>,
-    /// What the author says the change does, rendered within `intent_budget` (set by
-    /// [`AgentConfig::set_intent`]); empty for none. Only ever part of a user message.
-    pub intent: String,
-    /// Tokens the intent section may take (`intent_budget`).
-    pub intent_budget: usize,
-}
-
-impl AgentConfig {
-    /// Defaults for a model.
-    pub fn new(model: impl Into<String>) -> Self {
-        let model = model.into();
-        AgentConfig {
-            limits: ModelLimits::for_model(&model),
-            review_limits: ReviewLimits::default(),
-            price: builtin_price(&model),
-            exclude: Vec::new(),
-            keep_tool_results: crate::context::Pruner::default().keep_recent,
-            prune_threshold: crate::context::DEFAULT_PRUNE_THRESHOLD,
-            summary_threshold: crate::context::DEFAULT_SUMMARY_THRESHOLD,
-            model,
-            max_steps: DEFAULT_MAX_STEPS,
-            max_reply_tokens: 4096,
-            temperature: None,
-            instructions: None,
-            prompts: Prompts::default(),
-            parse_failure_limit: 2,
-            task_budget: None,
-            strategy: StrategyChoice::Fixed(Strategy::React),
-            auto: AutoThresholds::default(),
-            reflection: ReflectionConfig::default(),
-            parallel: 4,
-            tool_mode: ToolMode::Auto,
-            walkthrough: true,
-            guidelines: None,
-            intent: String::new(),
-            intent_budget: crate::intent::DEFAULT_INTENT_BUDGET,
-        }
-    }
-
-    /// Every setting that shapes the review, for a transcript's settings digest: the
-    /// intent is left out (it is recorded on its own, and a resumed run uses the recorded one).
-    pub(crate) fn settings_description(&self) -> String {
-        let mut settings = self.clone();
-        settings.intent.clear();
-        format!("{settings:?}")
-    }
-
-    /// Renders `intent` within `intent_budget` for this model's tokenizer.
-    pub fn set_intent(&mut self, intent: &crate::intent::Intent) {
-        self.intent = intent.render(self.intent_budget, &TokenCounter::for_model(&self.model));
-    }
-}
 
 /// Why a review could not finish.
 #[derive(Debug, thiserror::Error)]
@@ -228,7 +132,7 @@ impl Orchestrator {
             shaped,
             reviewable,
             compression: Mutex::new(compression),
-            budget: Budget::new(config.review_limits, config.price),
+            budget: review_budget(&config),
             model,
             tools: ToolRegistry::repository_tools(),
             workspace,
@@ -340,20 +244,28 @@ impl Orchestrator {
         };
         stats.limit_reached = self.budget.reached();
         stats.cost_usd = self.config.price.map(|p| p.cost(&stats.usage()));
-        stats.duration_ms = started.elapsed().as_millis() as u64;
         stats.coverage = self.coverage.ratio();
         stats.compression = self
             .compression
             .lock()
             .map(|c| c.clone())
             .unwrap_or_default();
-        match result {
+        let outcome = match result {
             Ok(mut submission) => {
-                if let Some(kind) = self.budget.reached() {
+                if let Some(kind) = stats.limit_reached {
                     submission.summary = limit_summary(&submission.summary, kind);
                 }
-                Ok(self.finish(submission, stats))
+                let findings = std::mem::take(&mut submission.findings);
+                let checked = check_findings(findings, &self.workspace.changes);
+                self.verify(checked, &mut stats)
+                    .await
+                    .map(|verified| (submission, verified))
             }
+            Err(error) => Err(error),
+        };
+        stats.duration_ms = started.elapsed().as_millis() as u64;
+        match outcome {
+            Ok((submission, verified)) => Ok(self.finish(submission, verified, stats)),
             Err(error) => {
                 self.events.emit(EventKind::Error {
                     message: error.to_string(),
@@ -362,6 +274,38 @@ impl Orchestrator {
                 Err(error)
             }
         }
+    }
+
+    /// The verification stage over the checked findings (see [`verify`]), its counters
+    /// added to `stats`; everything kept as it is when it is off or there is nothing to
+    /// verify. Fails only when the review is cancelled.
+    async fn verify(
+        &self,
+        mut checked: Checked,
+        stats: &mut Stats,
+    ) -> Result<(Verified, Vec<MergedFinding>), AgentError> {
+        let merged = std::mem::take(&mut checked.merged);
+        let nothing = checked.findings.is_empty() && checked.notes.is_empty();
+        if !self.config.verification.enabled || nothing {
+            return Ok((Verified::unchecked(checked), merged));
+        }
+        let config = verify::verifier_config(&self.config);
+        self.budget.open_reserve(config.price);
+        let tools = verify::verifier_tools();
+        // The verifier's reads are not the review's: they count for no coverage.
+        let coverage = Coverage::new(&self.reviewable);
+        let ctx = RunContext {
+            tools: &tools,
+            config: &config,
+            coverage: &coverage,
+            ..self.context()
+        };
+        let mut verified = verify::verify(&ctx, &self.overview(), checked).await?;
+        if let Some(verification) = &mut verified.stats {
+            verification.merged = merged.len();
+            stats.add_verification(verification);
+        }
+        Ok((verified, merged))
     }
 
     async fn run_strategy(
@@ -456,9 +400,13 @@ impl Orchestrator {
         }
     }
 
-    fn finish(&self, submission: Submission, stats: Stats) -> ReviewReport {
-        let checked = check_findings(submission.findings, &self.workspace.changes);
-        let mut summary = summary_with_notes(&submission.summary, &checked.notes);
+    fn finish(
+        &self,
+        submission: Submission,
+        (verified, merged): (Verified, Vec<MergedFinding>),
+        stats: Stats,
+    ) -> ReviewReport {
+        let mut summary = summary_with_notes(&submission.summary, &verified.notes);
         if !submission.rejected.is_empty() {
             summary
                 .push_str("\n\nFindings the model submitted in a form that could not be read:\n");
@@ -466,18 +414,20 @@ impl Orchestrator {
                 summary.push_str(&format!("- {item}\n"));
             }
         }
-        for finding in &checked.findings {
+        for finding in &verified.findings {
             self.events.emit(EventKind::Finding(finding.clone()));
         }
         self.events.emit(EventKind::RunFinished {
             stats: stats.clone(),
         });
         ReviewReport {
-            findings: checked.findings,
+            findings: verified.findings,
             summary,
             stats,
-            unanchored: checked.notes.into_iter().map(|n| n.finding).collect(),
+            unanchored: verified.notes.into_iter().map(|n| n.finding).collect(),
             walkthrough: self.walkthrough(submission.walkthrough),
+            dropped: verified.dropped,
+            merged,
         }
     }
 
@@ -553,6 +503,16 @@ impl Orchestrator {
             self.config.instructions.as_deref(),
             &self.shaped.message,
         )
+    }
+}
+
+/// The shared budget of a review under `config`: with verification on, the review leaves
+/// [`verify::VERIFY_RESERVE`] of each set limit to it.
+fn review_budget(config: &AgentConfig) -> Budget {
+    let budget = Budget::new(config.review_limits, config.price);
+    match config.verification.enabled {
+        true => budget.reserve_share(verify::VERIFY_RESERVE),
+        false => budget,
     }
 }
 

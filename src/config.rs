@@ -245,6 +245,16 @@ pub struct FileConfig {
     /// Token budget of one plan-and-execute task's first message (default: the stage-1 budget).
     #[schemars(range(min = 2000))]
     pub task_budget: Option<usize>,
+    /// Whether the findings are verified before they are posted: a separate verifier
+    /// conversation keeps or drops each one, with a reason (default true).
+    pub verify: Option<bool>,
+    /// The model that verifies the findings, on the same provider as `model` (default:
+    /// `model`). Under `redline serve` the server's model verifies.
+    pub verify_model: Option<String>,
+    /// The least severe finding posted as an inline comment; less severe ones are listed,
+    /// collapsed, in the summary comment (GitHub and GitLab; default `minor`).
+    #[schemars(extend("enum" = ["critical", "major", "minor", "nit"]))]
+    pub inline_at: Option<String>,
     /// On GitHub, post `REQUEST_CHANGES` when a new finding is at or above this severity (default: always `COMMENT`).
     #[schemars(extend("enum" = ["critical", "major", "minor", "nit"]))]
     pub request_changes: Option<String>,

@@ -6,7 +6,9 @@
 //! the lines put back ([`score`]); ordinary commits serve as clean cases that measure
 //! false findings. A third source plants one realistic bug at a time in a real change
 //! ([`mutate`], with the tree-sitter rules of [`mutants`]). A judge model may say
-//! whether a finding near a bug describes it ([`judge`]). [`report`] renders the
+//! whether a finding near a bug describes it ([`judge`]) and grade every finding that
+//! matches no expected bug after reading the repository ([`grade`]); what verification
+//! dropped and merged, its tokens, and the graded noise are [`noise`]. [`report`] renders the
 //! figures (text, Markdown, JSON, or self-contained HTML charts, [`html`]) and compares
 //! them with a baseline.
 //!
@@ -15,16 +17,19 @@
 //! and no expected range's description reaches the reviewer; scoring and rendering are
 //! pure functions of the cases and the review results; a case whose review fails is
 //! reported as failed and left out of the scores, never counted as a miss or a catch.
-//! Layering: used by `cli`; uses `review` (findings, stats) and git2. The engine run
+//! Layering: used by `cli`; uses `review` (findings, stats), `llm` (the judge), `tools` and
+//! `repo` (the grader's read-only tools) and git2. The engine run
 //! itself is given by the caller through [`run::CaseReviewer`], so this module never
 //! depends on the command line.
 
 pub mod cases;
+pub mod grade;
 pub(crate) mod html;
 pub mod judge;
 pub mod mine;
 pub mod mutants;
 pub mod mutate;
+pub mod noise;
 pub(crate) mod render;
 pub(crate) mod report;
 pub(crate) mod revert;

@@ -141,6 +141,17 @@ mod tests {
     }
 
     #[test]
+    fn the_review_prompt_asks_only_for_what_the_author_would_fix() {
+        let system = Prompts::default().system;
+        assert!(system.contains("Report only what the author would fix before merging"));
+        assert!(
+            system.contains("no style, naming, wording or docstring remarks unless they mislead")
+        );
+        assert!(system.contains("no worries the code already answers"));
+        assert!(system.contains("Report each problem once"));
+    }
+
+    #[test]
     fn placeholders_inside_values_are_not_expanded() {
         let p = Prompts::default();
         let task = p.render_task("", "2 files", None, "+ let s = \"{overview}\";");

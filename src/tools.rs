@@ -124,6 +124,14 @@ impl ToolRegistry {
         registry
     }
 
+    /// `read_file` and `search` only: what a verifier of findings may call.
+    pub(crate) fn read_and_search() -> Self {
+        let mut registry = ToolRegistry::new(DEFAULT_MAX_OUTPUT_CHARS);
+        registry.register(Arc::new(read_file::ReadFile));
+        registry.register(Arc::new(search::Search));
+        registry
+    }
+
     /// Adds (or replaces) a tool.
     pub(crate) fn register(&mut self, tool: Arc<dyn Tool>) {
         self.tools.insert(tool.spec().name, tool);

@@ -11,7 +11,7 @@ use crate::common::git::TempRepo;
 use crate::common::github_mock::{GitHubMock, PullSpec};
 use crate::common::model_server::{ModelServer, Reply, Wire};
 
-const BASE: &str = "pub fn average(values: &[i32]) -> i32 {\n    let sum: i32 = values.iter().sum();\n    sum / values.len() as i32\n}\n";
+pub(crate) const BASE: &str = "pub fn average(values: &[i32]) -> i32 {\n    let sum: i32 = values.iter().sum();\n    sum / values.len() as i32\n}\n";
 pub(crate) const HEAD: &str = "pub fn average(values: &[i32]) -> i32 {\n    let sum: i32 = values.iter().sum();\n    sum / values.len() as i32\n}\n\npub fn ratio(a: i32, b: i32) -> i32 {\n    a / b\n}\n";
 pub(crate) const HEAD2_EXTRA: &str =
     "\npub fn percent(a: i32, b: i32) -> i32 {\n    100 * a / b\n}\n";
@@ -67,10 +67,10 @@ pub(crate) struct ActionRun {
     pub(crate) code: i32,
     pub(crate) stdout: String,
     pub(crate) stderr: String,
-    outputs: String,
-    summary: String,
+    pub(crate) outputs: String,
+    pub(crate) summary: String,
     /// The file the `sarif-file` output names, when it names one.
-    sarif: Option<Value>,
+    pub(crate) sarif: Option<Value>,
 }
 
 /// Runs `redline action` like the composite step does.
@@ -208,7 +208,7 @@ async fn opened_then_rerun_then_synchronize() {
         run.outputs
     );
     assert_eq!(gh.writes().len(), writes, "a rerun posts nothing");
-    assert_eq!(model.requests().len(), 1);
+    assert_eq!(model.review_requests().len(), 1);
 
     // A new push: only the new commit is reviewed and the summary is edited in place.
     pr.repo.write("src/calc.rs", format!("{HEAD}{HEAD2_EXTRA}"));
@@ -407,14 +407,18 @@ async fn a_review_command_on_a_reviewed_head_is_answered_and_force_reviews_again
     event["comment"]["body"] = json!("/redline review");
     let run = run_action(pr.repo.path(), "issue_comment", &event, &gh, &model).await;
     assert_eq!(run.code, 0, "{}", run.stderr);
-    assert_eq!(model.requests().len(), 1);
+    assert_eq!(model.review_requests().len(), 1);
     let comments = gh.issue_comments().len();
 
     for _ in 0..2 {
         let run = run_action(pr.repo.path(), "issue_comment", &event, &gh, &model).await;
         assert_eq!(run.code, 0, "{}", run.stderr);
     }
-    assert_eq!(model.requests().len(), 1, "nothing is reviewed again");
+    assert_eq!(
+        model.review_requests().len(),
+        1,
+        "nothing is reviewed again"
+    );
     let answers: Vec<String> = gh.issue_comments()[comments..]
         .iter()
         .map(|c| c["body"].as_str().unwrap_or_default().to_string())
@@ -431,8 +435,8 @@ async fn a_review_command_on_a_reviewed_head_is_answered_and_force_reviews_again
     event["comment"]["body"] = json!("/redline review --force");
     let run = run_action(pr.repo.path(), "issue_comment", &event, &gh, &model).await;
     assert_eq!(run.code, 0, "{}", run.stderr);
-    assert_eq!(model.requests().len(), 2, "--force reviews again");
-    let first_prompt = serde_json::to_string(&model.requests()[1].body).expect("body");
+    assert_eq!(model.review_requests().len(), 2, "--force reviews again");
+    let first_prompt = serde_json::to_string(&model.review_requests()[1].body).expect("body");
     assert!(
         first_prompt.contains("+pub fn ratio"),
         "the whole pull request: {first_prompt}"
@@ -966,7 +970,7 @@ async fn rules_come_from_the_base_commit_not_the_pull_request() {
         run.stdout, run.stderr
     );
     assert_eq!(
-        model.requests().len(),
+        model.review_requests().len(),
         1,
         "the model configured by the workflow was used"
     );

@@ -49,4 +49,5 @@ mod task_cost;
 mod text_mode;
 mod threads;
 mod tools;
+mod verification;
 mod walkthrough_cli;

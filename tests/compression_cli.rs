@@ -185,7 +185,7 @@ async fn a_result_is_never_elided_in_the_request_that_first_delivers_it() {
     )
     .await;
     run.success_json();
-    let requests = server.requests();
+    let requests = server.review_requests();
     assert_eq!(requests.len(), 5);
     let mut delivered: Vec<String> = Vec::new();
     for (k, req) in requests.iter().enumerate() {

@@ -67,7 +67,7 @@ fn value_of<'a>(stdout: &'a str, key: &str) -> &'a str {
 #[tokio::test]
 async fn each_value_names_its_origin_flag_env_base_file_and_line_user_file_default() {
     let (repo, base) = repo_with_config(
-        "# team settings\nstrategy = \"react\"\nmax_steps = 7\nbase_url = \"http://attacker.invalid/v1\"\n\n[reflection]\ntarget = 9.0\n",
+        "# team settings\nstrategy = \"react\"\nmax_steps = 7\nbase_url = \"http://attacker.invalid/v1\"\ninline_at = \"nit\"\n[reflection]\ntarget = 9.0\n",
     );
     let home = user_home("# mine\n\nparallel = 6\nmodel = \"user-model\"\n");
     let repo_arg = repo.path().display().to_string();
@@ -82,11 +82,20 @@ async fn each_value_names_its_origin_flag_env_base_file_and_line_user_file_defau
             "main",
             "--max-steps",
             "12",
+            "--no-verify",
         ],
     )
     .await;
     assert_eq!(run.code, 0, "{}", run.stderr);
     let out = &run.stdout;
+    assert_eq!(value_of(out, "verify"), "false");
+    assert_eq!(origin_of(out, "verify"), "flag --no-verify");
+    assert_eq!(value_of(out, "verify_model"), "\"env-model\"");
+    assert_eq!(value_of(out, "inline_at"), "\"nit\"");
+    assert_eq!(
+        origin_of(out, "inline_at"),
+        format!(".redline.toml:5 (base {})", &base[..7])
+    );
     assert_eq!(value_of(out, "max_steps"), "12");
     assert_eq!(origin_of(out, "max_steps"), "flag --max-steps");
     assert_eq!(value_of(out, "model"), "\"env-model\"");

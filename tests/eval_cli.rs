@@ -506,7 +506,7 @@ async fn a_case_that_cannot_be_prepared_is_reported_and_the_others_finish() {
         );
     }
     let models: Vec<String> = server
-        .requests()
+        .review_requests()
         .iter()
         .map(|r| r.body["model"].as_str().unwrap_or_default().to_string())
         .collect();

@@ -104,10 +104,13 @@ async fn a_local_review_runs_through_the_flow_without_the_command_line() {
     assert_eq!(report.findings.len(), 1, "{report:?}");
     assert_eq!(report.findings[0].path, "src/calc.rs");
     assert_eq!(report.findings[0].line, 2);
-    assert_eq!(report.stats.model_calls, 1);
+    // One review call, then one verifier call (the verifier keeps the finding).
+    let verification = report.stats.verification.as_ref().expect("verified");
+    assert_eq!((verification.model_calls, verification.kept), (1, 1));
+    assert_eq!(report.stats.model_calls, 2);
 
-    // One model request, carrying the change and the author's words from the request.
-    let requests = server.requests();
+    // One review request, carrying the change and the author's words from the request.
+    let requests = server.review_requests();
     assert_eq!(requests.len(), 1);
     let sent = serde_json::to_string(&requests[0].body).expect("body");
     assert!(sent.contains("src/calc.rs"), "{sent}");

@@ -98,6 +98,7 @@ fn finding(path: &str, start_line: u32, line: u32, severity: Severity, title: &s
         body: format!("Why {title} matters."),
         suggestion: None,
         rule: None,
+        unverified: false,
     }
 }
 

@@ -13,20 +13,20 @@ use crate::common::github_mock::GitHubMock;
 use crate::common::gitlab_mock::{DiffLineSpec, GitLabMock, MergeRequestSpec};
 use crate::common::model_server::{ModelServer, Reply, Wire};
 
-const TOKEN: &str = "glpat-test-token-abcdefghijkl";
-const PROJECT: u64 = 42;
-const IID: u64 = 7;
+pub(crate) const TOKEN: &str = "glpat-test-token-abcdefghijkl";
+pub(crate) const PROJECT: u64 = 42;
+pub(crate) const IID: u64 = 7;
 const CALC: &str = "src/calc.rs";
 
-struct GitLabRun {
-    code: i32,
-    stdout: String,
-    stderr: String,
-    code_quality: Option<Value>,
+pub(crate) struct GitLabRun {
+    pub(crate) code: i32,
+    pub(crate) stdout: String,
+    pub(crate) stderr: String,
+    pub(crate) code_quality: Option<Value>,
 }
 
 /// Runs `redline gitlab --code-quality FILE` as a merge request pipeline's job does.
-async fn run_gitlab(
+pub(crate) async fn run_gitlab(
     workspace: &Path,
     base: &str,
     head: &str,
@@ -87,7 +87,7 @@ async fn run_gitlab_with(
 }
 
 /// The merge request of `pull_request_repo()` (base: 4 lines; head adds lines 5 to 8).
-fn merge_request(gl: &GitLabMock, base: &str, head: &str, new_lines: u32) {
+pub(crate) fn merge_request(gl: &GitLabMock, base: &str, head: &str, new_lines: u32) {
     gl.add_merge_request(PROJECT, IID, MergeRequestSpec::new(base, head));
     let mut lines: Vec<DiffLineSpec> = (1..=4).map(|n| DiffLineSpec::context(CALC, n, n)).collect();
     lines.extend((5..=new_lines).map(|n| DiffLineSpec::added(CALC, 5, n)));
@@ -197,7 +197,7 @@ async fn a_first_run_posts_discussions_and_one_note_and_later_runs_nothing_twice
     let run = run_gitlab(pr.repo.path(), &pr.base, &pr.head, &gl, &model, Some(TOKEN)).await;
     assert_eq!(run.code, 0, "{}", run.stderr);
     assert_eq!(gl.writes().len(), writes, "a rerun posts nothing");
-    assert_eq!(model.requests().len(), 1);
+    assert_eq!(model.review_requests().len(), 1);
 
     // A new push raising the same finding again: no new discussion; the note is edited.
     pr.repo.write(CALC, format!("{HEAD}{HEAD2_EXTRA}"));

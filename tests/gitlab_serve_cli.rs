@@ -92,7 +92,7 @@ async fn merge_request(config: Option<&str>) -> (crate::common::git::TempRepo, G
 
 fn model_calls(model: &ModelServer, chat: bool) -> usize {
     model
-        .requests()
+        .review_requests()
         .iter()
         .filter(|r| is_chat(r) == chat)
         .count()

@@ -402,8 +402,9 @@ async fn the_action_and_the_app_tell_the_pull_request_s_intent_and_its_issue() {
     app_gh.add_issue("octo", "demo", 12, ISSUE_TITLE, ISSUE_BODY);
     let app_model = scripted_model().await;
     run_app_with_text(repo.path(), &base, &head, &app_gh, &app_model).await;
+    // The review's two calls and the verifier's: each is told the intent.
     let app_requests = app_model.requests();
-    assert_eq!(app_requests.len(), 2, "the App reviewed");
+    assert_eq!(app_requests.len(), 3, "the App reviewed");
     for request in &app_requests {
         assert_pull_intent(request, true);
     }
@@ -443,8 +444,9 @@ async fn without_issues_read_the_app_reviews_with_the_rest_of_the_intent() {
     gh.forbid_issue_reads();
     let model = scripted_model().await;
     run_app_with_text(repo.path(), &base, &head, &gh, &model).await;
+    // The review's two calls and the verifier's.
     let requests = model.requests();
-    assert_eq!(requests.len(), 2, "the review went on");
+    assert_eq!(requests.len(), 3, "the review went on");
     for request in &requests {
         assert_pull_intent(request, false);
     }

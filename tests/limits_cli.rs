@@ -179,6 +179,10 @@ async fn plan_tasks_that_finished_keep_their_findings_at_the_token_limit() {
         "the finished task's finding is kept: {out}"
     );
     assert_eq!(findings[0]["path"], "src/a.rs");
+    // The review left its share of the limit to verification: the verifier had the room
+    // to keep the finding although the task that never stops spent all it was allowed.
+    assert!(findings[0].get("unverified").is_none(), "{out}");
+    assert_eq!(out["stats"]["verification"]["kept"], 1, "{out}");
     let tasks = out["stats"]["tasks"].as_array().expect("tasks");
     let outcome = |title: &str| {
         tasks

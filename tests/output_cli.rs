@@ -129,9 +129,20 @@ async fn progress_is_one_line_per_step_without_raw_json() {
     let steps: Vec<&str> = run
         .stderr
         .lines()
-        .filter(|line| line.contains("] step "))
+        .filter(|line| line.contains("] step ") || line.contains("] verifier step "))
         .collect();
-    assert_eq!(steps.len(), 2, "{}", run.stderr);
+    // Two review steps, then the verifier's one step after it says what it verifies.
+    assert_eq!(steps.len(), 3, "{}", run.stderr);
+    assert!(
+        steps[2].contains("verifier step 1: model replied (model "),
+        "{}",
+        run.stderr
+    );
+    assert!(
+        run.stderr.contains("] verifying 1 finding ("),
+        "{}",
+        run.stderr
+    );
     assert!(
         steps[0].contains("step 1: read_file src/calc.rs (model "),
         "{}",

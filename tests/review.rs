@@ -90,6 +90,7 @@ pub fn finding(path: &str, line: u32, title: &str) -> Finding {
         body: format!("Body of {title}."),
         suggestion: None,
         rule: None,
+        unverified: false,
     }
 }
 

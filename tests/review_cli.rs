@@ -66,12 +66,15 @@ async fn planted_bug_is_reported(wire: Wire, provider: &str) {
     assert_eq!(findings[0]["side"], "RIGHT");
     assert_eq!(findings[0]["severity"], "critical");
     assert_eq!(out["stats"]["strategy"], "react");
-    assert_eq!(out["stats"]["model_calls"], 2);
+    // Two review calls, then one verifier call that keeps the finding: in the totals and apart.
+    assert_eq!(out["stats"]["model_calls"], 3);
     assert_eq!(out["stats"]["tool_calls"], 3);
+    assert_eq!(out["stats"]["verification"]["model_calls"], 1);
+    assert_eq!(out["stats"]["verification"]["kept"], 1);
     assert!(out["stats"]["prompt_tokens"].as_u64().unwrap_or(0) > 0);
 
     // Both tool calls of the first reply were answered, each by its own id, with real content.
-    let requests = server.requests();
+    let requests = server.review_requests();
     assert_eq!(requests.len(), 2);
     let second = serde_json::to_string(&requests[1].body).expect("body");
     assert!(
@@ -178,8 +181,9 @@ async fn max_steps_triggers_a_final_turn_without_tools() {
     assert_eq!(run.code, 0, "stderr: {}", run.stderr);
     let out: Value = serde_json::from_str(&run.stdout).expect("JSON");
     assert_eq!(out["findings"][0]["line"], 10);
-    assert_eq!(out["stats"]["model_calls"], 3);
-    let requests = server.requests();
+    // Three review calls, then the verifier's.
+    assert_eq!(out["stats"]["model_calls"], 4);
+    let requests = server.review_requests();
     assert_eq!(requests.len(), 3);
     assert!(requests[1].body.get("tools").is_some());
     let final_tools = requests[2]
@@ -275,7 +279,7 @@ async fn rate_limit_with_retry_after_is_waited_out() {
     )
     .await;
     assert_eq!(run.code, 0, "stderr: {}", run.stderr);
-    assert_eq!(server.requests().len(), 2);
+    assert_eq!(server.review_requests().len(), 2);
     assert!(run.event_types().iter().any(|t| t == "model_retry"));
 }
 

@@ -124,7 +124,8 @@ async fn a_review_writes_a_transcript_and_replays_it_offline() {
         .map(|r| r["record"].as_str().unwrap())
         .collect();
     assert_eq!(kinds[0], "header");
-    assert_eq!(kinds.iter().filter(|k| **k == "model_call").count(), 3);
+    // Three review calls and the verifier's.
+    assert_eq!(kinds.iter().filter(|k| **k == "model_call").count(), 4);
     assert_eq!(kinds.iter().filter(|k| **k == "tool_result").count(), 2);
     assert_eq!(kinds.last(), Some(&"end"));
     let header = &records[0];
@@ -139,8 +140,9 @@ async fn a_review_writes_a_transcript_and_replays_it_offline() {
         .find(|e| e["type"] == "run_started")
         .unwrap();
     assert_eq!(started["run_id"], run_id);
-    // Later calls carry only what is new: the system prompt is written once.
-    assert_eq!(text.matches("\"role\":\"system\"").count(), 1, "{text}");
+    // Later calls carry only what is new: each conversation's system prompt (the
+    // review's, the verifier's) is written once.
+    assert_eq!(text.matches("\"role\":\"system\"").count(), 2, "{text}");
 
     // With the model server gone, the replay prints the same report.
     drop(server);
@@ -174,7 +176,7 @@ async fn a_review_writes_a_transcript_and_replays_it_offline() {
     assert!(until.stdout.contains("-> search"), "{}", until.stdout);
     let beyond = replay(file, &["--until", "9"]).await;
     assert_eq!(beyond.code, 2);
-    assert!(beyond.stderr.contains("3 model calls"), "{}", beyond.stderr);
+    assert!(beyond.stderr.contains("4 model calls"), "{}", beyond.stderr);
 }
 
 #[tokio::test]
@@ -360,12 +362,12 @@ async fn a_transcript_cut_mid_line_resumes_from_its_last_complete_record() {
     let file = transcripts(runs.path()).remove(0);
     cut_transcript(&file);
     let id = file.file_stem().unwrap().to_str().unwrap().to_string();
-    let before = server.requests().len();
+    let before = server.review_requests().len();
     let resumed = review(repo.path(), &server, runs.path(), &["--resume", &id]).await;
     assert_eq!(resumed.code, 0, "{}", resumed.stderr);
     assert_eq!(resumed.json()["findings"], first.json()["findings"]);
     assert_eq!(
-        server.requests().len() - before,
+        server.review_requests().len() - before,
         2,
         "the first call is answered from the transcript"
     );
@@ -475,7 +477,11 @@ async fn a_plan_run_with_parallel_tasks_replays_identically() {
         .filter(|r| r["record"] == "model_call")
         .map(|r| r["conversation"].as_str().unwrap().to_string())
         .collect();
-    assert_eq!(conversations.len(), 4, "the planner and three tasks");
+    assert_eq!(
+        conversations.len(),
+        5,
+        "the planner, three tasks and the verifier"
+    );
     let replayed = replay(file, &["--format", "json"]).await;
     assert_eq!(replayed.code, 0, "{}", replayed.stderr);
     assert_eq!(replayed.stdout, run.stdout);
@@ -536,12 +542,12 @@ async fn a_tool_call_pending_at_the_crash_is_run_once_on_resume() {
         kept.push_str(line);
     }
     std::fs::write(&file, &kept).unwrap();
-    let before = server.requests().len();
+    let before = server.review_requests().len();
     let resumed = review(repo.path(), &server, runs.path(), &["--resume", "latest"]).await;
     assert_eq!(resumed.code, 0, "{}", resumed.stderr);
     assert_eq!(resumed.json()["findings"], first.json()["findings"]);
     assert_eq!(
-        server.requests().len() - before,
+        server.review_requests().len() - before,
         2,
         "the first reply came from the transcript"
     );

@@ -336,7 +336,11 @@ async fn signed_webhook_becomes_one_review(one_core: bool) {
         metrics.contains("redline_webhook_deliveries_total"),
         "{metrics}"
     );
-    assert_eq!(model.requests().len(), 1, "one review, one model call");
+    assert_eq!(
+        model.review_requests().len(),
+        1,
+        "one review, one model call"
+    );
 
     #[cfg(unix)]
     {
@@ -655,7 +659,7 @@ async fn a_killed_server_finishes_the_job_after_restart_exactly_once() {
         "finished exactly once as GitHub sees it"
     );
     assert_eq!(
-        model.requests().len(),
+        model.review_requests().len(),
         2,
         "the restarted server took the job again after its lease expired"
     );
@@ -703,7 +707,7 @@ async fn a_job_taken_over_after_its_lease_continues_from_its_transcript() {
     let restarted = Server::start_in(server.dir.clone(), &gh, &model, &flags).await;
     wait_for_reviews(&gh, 1).await;
     assert_eq!(gh.reviews().len(), 1);
-    let requests = model.requests();
+    let requests = model.review_requests();
     assert_eq!(
         requests.len(),
         3,

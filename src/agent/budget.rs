@@ -12,7 +12,13 @@
 //! - the time limit also ends calls in flight ([`Budget::expired`]);
 //! - an interrupt (SIGINT or SIGTERM in `redline review`) acts as a limit reached at once:
 //!   calls in flight end and no call is admitted, so the parts that finished are kept and
-//!   the run ends as at any other limit.
+//!   the run ends as at any other limit;
+//! - a review may hold back a share of each set limit for a later phase
+//!   ([`Budget::reserve_share`]): until [`Budget::open_reserve`] the limits are that much
+//!   lower (the time limit comes that much earlier); opening the reserve lifts them to
+//!   the full limits and, when the lowered limit was what stopped the review, admits calls
+//!   again within the rest (an interrupt stays reached). Calls are priced at the price of
+//!   the phase that makes them.
 
 use std::sync::Mutex;
 use std::time::Duration;
@@ -51,14 +57,17 @@ struct Ledger {
     in_flight: u32,
     reached: Option<LimitKind>,
     announced: bool,
+    /// Share (0 to 1) of each set limit the current phase may use.
+    share: f64,
+    /// The price of the current phase's calls.
+    price: Option<Price>,
 }
 
 /// The shared budget of one review.
 #[derive(Debug)]
 pub(crate) struct Budget {
     limits: ReviewLimits,
-    price: Option<Price>,
-    deadline: std::sync::OnceLock<Instant>,
+    started: std::sync::OnceLock<Instant>,
     ledger: Mutex<Ledger>,
     settled: Notify,
     interrupt: CancellationToken,
@@ -87,9 +96,12 @@ impl Budget {
     pub fn new(limits: ReviewLimits, price: Option<Price>) -> Self {
         Budget {
             limits,
-            price,
-            deadline: std::sync::OnceLock::new(),
-            ledger: Mutex::new(Ledger::default()),
+            started: std::sync::OnceLock::new(),
+            ledger: Mutex::new(Ledger {
+                share: 1.0,
+                price,
+                ..Ledger::default()
+            }),
             settled: Notify::new(),
             interrupt: CancellationToken::new(),
         }
@@ -101,11 +113,38 @@ impl Budget {
         self
     }
 
+    /// Holds back `share` (0 to 1) of each set limit until [`Budget::open_reserve`].
+    pub(crate) fn reserve_share(self, share: f64) -> Self {
+        self.lock().share = (1.0 - share).clamp(0.0, 1.0);
+        self
+    }
+
+    /// Lifts the limits to their full values for the calls that follow, priced at
+    /// `price`. A limit reached only because of the reserve is no longer reached (it was
+    /// announced: it is not announced again); an interrupt stays.
+    pub(crate) fn open_reserve(&self, price: Option<Price>) {
+        {
+            let mut ledger = self.lock();
+            let held_back = ledger.share < 1.0;
+            ledger.share = 1.0;
+            ledger.price = price;
+            if held_back && ledger.reached != Some(LimitKind::Interrupted) {
+                ledger.reached = None;
+            }
+        }
+        self.settled.notify_waiters();
+    }
+
     /// Starts the clock of the time limit (idempotent: the first start counts).
     pub fn start(&self) {
-        if let Some(timeout) = self.limits.timeout {
-            self.deadline.get_or_init(|| Instant::now() + timeout);
-        }
+        self.started.get_or_init(Instant::now);
+    }
+
+    /// When the current phase's time is up: the start plus its share of the timeout.
+    fn deadline(&self) -> Option<Instant> {
+        let timeout = self.limits.timeout?;
+        let started = self.started.get()?;
+        Some(*started + timeout.mul_f64(self.lock().share))
     }
 
     /// The limit reached so far, if any.
@@ -135,7 +174,7 @@ impl Budget {
     /// Whether a token or cost limit needs each prompt counted.
     pub(crate) fn counts_tokens(&self) -> bool {
         self.limits.max_tokens.is_some()
-            || (self.limits.max_cost_usd.is_some() && self.price.is_some())
+            || (self.limits.max_cost_usd.is_some() && self.lock().price.is_some())
     }
 
     /// Reserves a call whose prompt counts `prompt_tokens` and which wants up to
@@ -172,6 +211,7 @@ impl Budget {
 
     /// Decides and reserves under one lock, so that two calls never share the same room.
     fn try_reserve(&self, prompt_tokens: u64, wanted: u32) -> Verdict<'_> {
+        let deadline = self.deadline();
         let mut ledger = self.lock();
         if let Some(kind) = ledger.reached {
             return Verdict::Stop(kind);
@@ -179,7 +219,7 @@ impl Budget {
         if self.interrupt.is_cancelled() {
             return Verdict::Stop(LimitKind::Interrupted);
         }
-        if self.deadline.get().is_some_and(|d| Instant::now() >= *d) {
+        if deadline.is_some_and(|d| Instant::now() >= d) {
             return Verdict::Stop(LimitKind::Time);
         }
         let (room, binding) = self.room(&ledger, prompt_tokens, wanted);
@@ -201,6 +241,7 @@ impl Budget {
         let mut room = u64::from(wanted);
         let mut binding = None;
         if let Some(max) = self.limits.max_tokens {
+            let max = (max as f64 * ledger.share).floor() as u64;
             let left = max.saturating_sub(ledger.used_tokens + ledger.reserved_tokens);
             let by_tokens = left.saturating_sub(prompt_tokens);
             if by_tokens < room {
@@ -208,8 +249,8 @@ impl Budget {
                 binding = Some(LimitKind::Tokens);
             }
         }
-        if let (Some(max), Some(price)) = (self.limits.max_cost_usd, self.price) {
-            let left = max - ledger.used_cost - ledger.reserved_cost;
+        if let (Some(max), Some(price)) = (self.limits.max_cost_usd, ledger.price) {
+            let left = max * ledger.share - ledger.used_cost - ledger.reserved_cost;
             let after_prompt = left - prompt_tokens as f64 * price.worst_prompt_token();
             let by_cost = if after_prompt <= 0.0 {
                 0
@@ -228,7 +269,7 @@ impl Budget {
 
     fn reserve(&self, ledger: &mut Ledger, prompt_tokens: u64, max_tokens: u32) -> Reservation<'_> {
         let tokens = prompt_tokens + u64::from(max_tokens);
-        let cost = self.price.map_or(0.0, |p| {
+        let cost = ledger.price.map_or(0.0, |p| {
             prompt_tokens as f64 * p.worst_prompt_token() + f64::from(max_tokens) * p.output_token()
         });
         ledger.reserved_tokens += tokens;
@@ -247,8 +288,8 @@ impl Budget {
     /// the two it was; never without either.
     pub async fn expired(&self) -> LimitKind {
         let deadline = async {
-            match self.deadline.get() {
-                Some(deadline) => tokio::time::sleep_until(*deadline).await,
+            match self.deadline() {
+                Some(deadline) => tokio::time::sleep_until(deadline).await,
                 None => std::future::pending().await,
             }
         };
@@ -272,7 +313,7 @@ impl Budget {
             ledger.in_flight = ledger.in_flight.saturating_sub(1);
             if let Some(usage) = usage {
                 ledger.used_tokens += usage.prompt_tokens + usage.completion_tokens;
-                ledger.used_cost += self.price.map_or(0.0, |p| p.cost(usage));
+                ledger.used_cost += ledger.price.map_or(0.0, |p| p.cost(usage));
             }
         }
         self.settled.notify_waiters();
@@ -444,6 +485,95 @@ mod tests {
             budget.admit(10, 100).await.unwrap_err(),
             LimitKind::Interrupted
         );
+    }
+
+    #[tokio::test]
+    async fn a_reserved_share_is_held_back_until_it_is_opened() {
+        let budget = tokens(10_000).reserve_share(0.2);
+        // 8,000 for the review: a prompt of 5,000 leaves 3,000 for the reply.
+        let first = budget.admit(5_000, 8_000).await.unwrap();
+        assert_eq!(first.max_tokens, 3_000);
+        first.settle(&usage(5_000, 2_800));
+        assert_eq!(
+            budget.admit(1_000, 4_096).await.unwrap_err(),
+            LimitKind::Tokens
+        );
+        assert_eq!(budget.announce(), Some(LimitKind::Tokens));
+        // The reserve opens: 2,200 left of the full 10,000.
+        budget.open_reserve(None);
+        assert_eq!(budget.reached(), None);
+        let late = budget.admit(1_000, 4_096).await.unwrap();
+        assert_eq!(late.max_tokens, 1_200);
+        late.settle(&usage(1_000, 1_200));
+        assert_eq!(budget.admit(1, 4_096).await.unwrap_err(), LimitKind::Tokens);
+        assert_eq!(budget.announce(), None, "a limit is announced once");
+        assert!(budget.spent().0 <= 10_000);
+    }
+
+    #[tokio::test]
+    async fn the_reserve_comes_before_the_deadline_and_an_interrupt_stays() {
+        let interrupt = CancellationToken::new();
+        let budget = Budget::new(
+            ReviewLimits {
+                timeout: Some(Duration::from_secs(3600)),
+                ..ReviewLimits::default()
+            },
+            None,
+        )
+        .with_interrupt(interrupt.clone())
+        .reserve_share(0.25);
+        budget.start();
+        let started = *budget.started.get().unwrap();
+        assert_eq!(budget.deadline(), Some(started + Duration::from_secs(2700)));
+        budget.open_reserve(None);
+        assert_eq!(budget.deadline(), Some(started + Duration::from_secs(3600)));
+        interrupt.cancel();
+        assert_eq!(
+            budget.admit(10, 100).await.unwrap_err(),
+            LimitKind::Interrupted
+        );
+        budget.open_reserve(None);
+        assert_eq!(
+            budget.admit(10, 100).await.unwrap_err(),
+            LimitKind::Interrupted
+        );
+    }
+
+    #[tokio::test]
+    async fn calls_after_the_reserve_opens_are_priced_at_its_price() {
+        let dear = Price {
+            input: 10.0,
+            cached_input: 10.0,
+            cache_write: 10.0,
+            output: 10.0,
+        };
+        let cheap = Price {
+            input: 1.0,
+            cached_input: 1.0,
+            cache_write: 1.0,
+            output: 1.0,
+        };
+        let budget = Budget::new(
+            ReviewLimits {
+                max_cost_usd: Some(1.0),
+                ..ReviewLimits::default()
+            },
+            Some(dear),
+        )
+        .reserve_share(0.2);
+        budget
+            .admit(1_000, 100)
+            .await
+            .unwrap()
+            .settle(&usage(1_000, 100));
+        budget.open_reserve(Some(cheap));
+        budget
+            .admit(1_000, 100)
+            .await
+            .unwrap()
+            .settle(&usage(1_000, 100));
+        let (_, cost) = budget.spent();
+        assert!((cost - (0.011 + 0.0011)).abs() < 1e-9, "{cost}");
     }
 
     #[tokio::test]

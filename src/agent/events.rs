@@ -94,6 +94,32 @@ pub enum EventKind {
         /// Per finding id: its score and reason.
         per_finding: Vec<crate::agent::reflection::FindingScore>,
     },
+    /// The findings go to the verifier (after any strategy, before they are reported).
+    VerificationStarted {
+        /// Findings to verify.
+        findings: usize,
+        /// Verifier conversations they take.
+        batches: usize,
+        /// The verifier's model.
+        model: String,
+    },
+    /// The verifier's verdict on one finding (`keep`, `drop`, or `unverified` when none
+    /// could be read and the finding is kept).
+    Verdict {
+        /// The finding's id in its verifier conversation (`F1`, `F2`, ...).
+        id: String,
+        /// The finding's path.
+        path: String,
+        /// Its last line.
+        line: u32,
+        /// Its title.
+        title: String,
+        /// `keep`, `drop` or `unverified`.
+        verdict: String,
+        /// The verifier's one-line reason, when it gave a verdict.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        reason: Option<String>,
+    },
     /// A checked finding.
     Finding(Finding),
     /// The run ended.
@@ -235,6 +261,27 @@ pub(crate) fn progress_line(event: &Event, verbose: bool) -> Option<String> {
             latency_ms,
             ..
         } if verbose => Some(format!("  {name}: {tokens} tokens in {latency_ms} ms")),
+        EventKind::VerificationStarted {
+            findings, model, ..
+        } => Some(format!(
+            "verifying {} ({model})",
+            crate::text::count(*findings, "finding", "findings")
+        )),
+        EventKind::Verdict {
+            path,
+            line,
+            title,
+            verdict,
+            reason,
+            ..
+        } if verbose || verdict == "drop" => Some(format!(
+            "  verifier: {verdict} {path}:{line} {title}{}",
+            reason
+                .as_deref()
+                .filter(|r| !r.is_empty())
+                .map(|r| format!(" ({r})"))
+                .unwrap_or_default()
+        )),
         EventKind::Finding(f) if verbose => Some(format!(
             "  finding: {} {} {}",
             f.severity,

@@ -18,6 +18,13 @@ pub(crate) trait Finisher: Send + Sync {
     /// Reads a result from a reply without tool calls, if there is one.
     fn parse_text(&self, text: &str) -> Option<Self::Output>;
 
+    /// Whether, in text mode, a reply in neither ReAct form is still read with
+    /// [`Finisher::parse_text`] before it counts as unreadable (the verifier's plain
+    /// `F1: keep - reason` lines).
+    fn lenient_text(&self) -> bool {
+        false
+    }
+
     /// Reads the finishing tool's raw arguments.
     fn parse_call(&self, raw: &str) -> Result<Self::Output, String> {
         let name = self.spec().name;

@@ -440,6 +440,11 @@ impl<F: Finisher> ReactRun<'_, F> {
                 }
             }),
             TextStep::Unparseable { reason } => {
+                if self.finisher.lenient_text()
+                    && let Some(output) = self.finisher.parse_text(&reply.content)
+                {
+                    return Ok(Turn::Done(output));
+                }
                 history.push(Message::user(text_mode::corrective_observation(&reason)));
                 Ok(Turn::Unreadable(excerpt(&reply.content)))
             }

@@ -116,6 +116,9 @@ pub struct EvalArgs {
     /// Model turns of each review.
     #[arg(long, value_name = "N")]
     pub max_steps: Option<u32>,
+    /// Score the findings as reviewed, without verifying them (the baseline of verification).
+    #[arg(long)]
+    pub no_verify: bool,
     /// A config file to use instead of each case's .redline.toml at its base revision.
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
@@ -170,6 +173,9 @@ pub struct ReplayArgs {
     /// The repository, when it is no longer where the transcript says.
     #[arg(long, value_name = "PATH")]
     pub repo: Option<PathBuf>,
+    /// Re-run the review without its verification stage (the recorded verifier calls are not asked).
+    #[arg(long)]
+    pub no_verify: bool,
     /// Colour the text output: auto (on a terminal, unless NO_COLOR is set), always, never.
     #[arg(
         long,
@@ -461,6 +467,9 @@ pub struct ReviewArgs {
     /// Native tool calling, text-mode ReAct, or native falling back to text [default: auto].
     #[arg(long, value_name = "native|text|auto", help_heading = "Model")]
     pub tool_mode: Option<String>,
+    /// Report the findings without verifying them (a verifier conversation keeps or drops each by default).
+    #[arg(long, help_heading = "Model")]
+    pub no_verify: bool,
     /// Output format.
     #[arg(
         long,

@@ -107,6 +107,9 @@ pub struct ShowFlags {
     /// Model turns before the model must conclude.
     #[arg(long, value_name = "N")]
     pub max_steps: Option<u32>,
+    /// Findings are not verified.
+    #[arg(long = "no-verify", id = "verify", action = clap::ArgAction::SetFalse)]
+    pub verify: bool,
     /// Hard limits of the review.
     #[command(flatten)]
     pub limits: LimitArgs,
@@ -122,6 +125,7 @@ const FLAG_KEYS: &[&str] = &[
     "tool_mode",
     "fail_on",
     "max_steps",
+    "verify",
     "max_cost",
     "max_tokens",
     "timeout",
@@ -310,6 +314,7 @@ fn setting_flags(flags: &ShowFlags) -> SettingFlags {
         parallel: flags.parallel,
         fail_on: flags.fail_on.clone(),
         max_comments: None,
+        verify: (!flags.verify).then_some(false),
     }
 }
 

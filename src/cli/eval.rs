@@ -20,21 +20,22 @@ use super::signals::StopSignals;
 use super::{EXIT_ERROR, EXIT_OK, EvalArgs, ModelArgs, RunsArgs, error_message};
 use crate::agent::events::EventSink;
 use crate::eval::cases::{Case, cases_to_jsonl, read_cases};
-use crate::eval::judge::Judge;
+use crate::eval::grade::{Grader, Grades};
+use crate::eval::judge::{Judge, JudgeTally};
 use crate::eval::mine::{MineOptions, change_size, list, mine};
 use crate::eval::mutate::{MutateOptions, mutate, plant};
 use crate::eval::render::{
     ReportFormat, listing_summary, planted_summary, render_listing, render_mutants, render_report,
 };
 use crate::eval::report::{Report, build_report, compare, parse_report};
-use crate::eval::run::{CaseReviewer, CaseRun, PairLabel, run_all};
+use crate::eval::run::{CaseReviewer, CaseRun, PairLabel, Reviewed, run_all};
+use crate::eval::score::{distinct, overlaps};
 use crate::flow::local::{
     ChangeSelection, Description, IntentSources, LocalRequest, OutputWants, Overrides, PlanChoice,
     Purpose, SettingsChoice,
 };
 use crate::review::finding::Finding;
 use crate::review::render::Format;
-use crate::review::stats::Stats;
 
 /// Runs `redline eval` and returns the exit code.
 pub async fn run(args: EvalArgs) -> i32 {
@@ -184,6 +185,7 @@ fn pair_overrides(args: &EvalArgs, strategy: &Option<String>, model: &Option<Str
         limits: args.limits.flags(),
         max_steps: args.max_steps,
         strategy: strategy.clone(),
+        verify: args.no_verify.then_some(false),
         ..Overrides::default()
     }
 }
@@ -392,6 +394,7 @@ impl CaseReviewer for EngineReviewer {
                 result: Err(format!("no pair {pair}")),
                 events: None,
                 judged: None,
+                graded: None,
             };
         };
         let events = self.events_dir.join(events_file_name(case, &pair.label));
@@ -399,22 +402,47 @@ impl CaseReviewer for EngineReviewer {
             .review_case(case, pair, &events)
             .await
             .map_err(|e| error_message(&e));
-        let judged = match (&self.judge, &result) {
-            (Some(judge), Ok((findings, _))) if !case.clean => {
-                let judge = Judge {
-                    model: judge.model.as_ref(),
-                    name: &judge.name,
-                    price: judge.price,
-                };
-                Some(judge.judge_case(case, findings).await)
-            }
-            _ => None,
+        let (judged, graded) = match (&self.judge, &result) {
+            (Some(judge), Ok(reviewed)) => judge.judge(case, &reviewed.findings).await,
+            _ => (None, None),
         };
         CaseRun {
             result,
             events: Some(events.display().to_string()),
             judged,
+            graded,
         }
+    }
+}
+
+impl JudgeClient {
+    /// Whether the findings near each bug describe it (bug cases), and the grades of the
+    /// findings that match no expected bug (every case).
+    async fn judge(
+        &self,
+        case: &Case,
+        findings: &[Finding],
+    ) -> (Option<JudgeTally>, Option<Grades>) {
+        let judge = Judge {
+            model: self.model.as_ref(),
+            name: &self.name,
+            price: self.price,
+        };
+        let judged = match case.clean {
+            true => None,
+            false => Some(judge.judge_case(case, findings).await),
+        };
+        let grader = Grader {
+            model: self.model.as_ref(),
+            name: &self.name,
+            price: self.price,
+        };
+        let unmatched: Vec<Finding> = distinct(findings)
+            .into_iter()
+            .filter(|f| !case.expected.iter().any(|e| overlaps(f, e)))
+            .cloned()
+            .collect();
+        (judged, Some(grader.grade(case, &unmatched).await))
     }
 }
 
@@ -453,7 +481,7 @@ impl EngineReviewer {
         case: &Case,
         pair: &Pair,
         events_path: &Path,
-    ) -> anyhow::Result<(Vec<Finding>, Stats)> {
+    ) -> anyhow::Result<Reviewed> {
         let request = self.case_request(case, pair);
         let prepared =
             tokio::task::spawn_blocking(move || request.prepare(&mut notices_on_stderr(true)))
@@ -478,7 +506,12 @@ impl EngineReviewer {
         let report = outcome?;
         let mut findings = report.findings;
         findings.extend(report.unanchored);
-        Ok((findings, report.stats))
+        Ok(Reviewed {
+            findings,
+            dropped: report.dropped,
+            merged: report.merged,
+            stats: report.stats,
+        })
     }
 }
 

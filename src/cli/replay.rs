@@ -57,7 +57,7 @@ async fn replay(args: ReplayArgs) -> anyhow::Result<i32> {
         print!("{}", history_at(&transcript, step, format)?);
         return Ok(EXIT_OK);
     }
-    let review_args = review_args(&transcript, args.repo)?;
+    let review_args = review_args(&transcript, args.repo, args.no_verify)?;
     let mut request = local_request(&review_args)?;
     // A plan-only run keeps no transcript: a recorded `--plan-only` is a review, as ever.
     if request.output.plan == PlanChoice::PlanOnly {
@@ -91,6 +91,11 @@ async fn replay(args: ReplayArgs) -> anyhow::Result<i32> {
     // Wall time is the one counter a replay cannot reproduce: the recorded one is shown.
     if let Some(stats) = transcript.final_stats() {
         report.stats.duration_ms = stats.duration_ms;
+        if let (Some(replayed), Some(recorded)) =
+            (report.stats.verification.as_mut(), stats.verification)
+        {
+            replayed.duration_ms = recorded.duration_ms;
+        }
     }
     let options = RenderOptions {
         color: args.color.for_stream(&std::io::stdout()),
@@ -116,6 +121,7 @@ async fn replay(args: ReplayArgs) -> anyhow::Result<i32> {
 fn review_args(
     transcript: &Transcript,
     repo: Option<PathBuf>,
+    no_verify: bool,
 ) -> anyhow::Result<super::ReviewArgs> {
     let header = &transcript.header;
     let mut argv: Vec<String> = vec!["redline".into(), "review".into()];
@@ -132,6 +138,9 @@ fn review_args(
         } else {
             argv.push(arg);
         }
+    }
+    if no_verify && !argv.iter().any(|arg| arg == "--no-verify") {
+        argv.push("--no-verify".into());
     }
     argv.extend(
         [

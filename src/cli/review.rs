@@ -66,6 +66,7 @@ pub(crate) fn local_request(args: &ReviewArgs) -> anyhow::Result<LocalRequest> {
                 tool_mode: args.tool_mode.clone(),
                 parallel: args.parallel,
                 fail_on: args.fail_on.clone(),
+                verify: args.no_verify.then_some(false),
             },
             config_file: args.config.clone(),
             user_file: true,
@@ -469,6 +470,7 @@ mod tests {
             tool_mode: Some("text".into()),
             parallel: Some(2),
             fail_on: Some("major".into()),
+            verify: Some(false),
         }
     }
 
@@ -478,7 +480,7 @@ mod tests {
             "--repo /src/demo --base main --head feature --uncommitted --provider anthropic \
              --model m1 --base-url http://127.0.0.1:9/v1 --strategy plan --max-steps 3 \
              --parallel 2 --tool-mode text --fail-on major --max-cost 0.5 --max-tokens 1000 \
-             --timeout 90s --config review.toml --title Ratio --description-file - \
+             --timeout 90s --no-verify --config review.toml --title Ratio --description-file - \
              --format json --plan-only",
         );
         let request = local_request(&args).unwrap();

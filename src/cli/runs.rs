@@ -316,6 +316,9 @@ fn invocation(args: &ReviewArgs, root: &Path, base: &str, head: &str) -> Vec<Str
     if args.uncommitted {
         out.push("--uncommitted".into());
     }
+    if args.no_verify {
+        out.push("--no-verify".into());
+    }
     let absolute = |p: &PathBuf| {
         std::path::absolute(p)
             .unwrap_or_else(|_| p.clone())

@@ -24,6 +24,8 @@ pub(crate) struct StepProgress {
     pending: Option<StepLine>,
     /// The reason of the last model retry shown, so a repeated one is not shown again.
     last_retry_reason: Option<String>,
+    /// Said before each step's number: `verifier ` once the findings are being verified.
+    phase: &'static str,
 }
 
 /// The spinner's look: the spinner cyan and the elapsed time dim, or no colour at all
@@ -84,6 +86,7 @@ impl Live {
 /// A step being gathered: the model's reply, then its tool calls until each has a result.
 #[derive(Debug)]
 struct StepLine {
+    phase: &'static str,
     step: u32,
     /// Seconds the model took and tokens of the call.
     model: Option<(f64, u64)>,
@@ -92,8 +95,9 @@ struct StepLine {
 }
 
 impl StepLine {
-    fn new(step: u32) -> Self {
+    fn new(phase: &'static str, step: u32) -> Self {
         StepLine {
+            phase,
             step,
             model: None,
             tools: Vec::new(),
@@ -116,11 +120,11 @@ impl StepLine {
         match self.model {
             Some((seconds, tokens)) => {
                 format!(
-                    "step {}: {did} (model {seconds:.1}s, {tokens} tokens)",
-                    self.step
+                    "{}step {}: {did} (model {seconds:.1}s, {tokens} tokens)",
+                    self.phase, self.step
                 )
             }
-            None => format!("step {}: {did}", self.step),
+            None => format!("{}step {}: {did}", self.phase, self.step),
         }
     }
 
@@ -138,6 +142,7 @@ impl StepProgress {
             live,
             pending: None,
             last_retry_reason: None,
+            phase: "",
         }
     }
 
@@ -168,6 +173,11 @@ impl StepProgress {
             // The spinner shows how long the call has been waiting.
             EventKind::ModelWaiting { .. } if self.live.active().is_some() => {}
             EventKind::RunFinished { .. } => self.run_finished(event),
+            EventKind::VerificationStarted { .. } => {
+                self.flush();
+                self.phase = "verifier ";
+                self.own_line(event);
+            }
             EventKind::ModelRetry {
                 attempt,
                 delay_ms,
@@ -183,17 +193,18 @@ impl StepProgress {
     /// The model answered: the previous step is printed and this one starts.
     fn model_called(&mut self, step: u32, latency_ms: u64, tokens: u64) {
         self.flush();
-        let mut line = StepLine::new(step);
+        let mut line = StepLine::new(self.phase, step);
         line.model = Some((latency_ms as f64 / 1000.0, tokens));
         self.pending = Some(line);
-        self.live.status(format!("step {step}: running tools"));
+        self.live
+            .status(format!("{}step {step}: running tools", self.phase));
     }
 
     /// A tool call joins its step's line (a step not yet begun starts one).
     fn tool_called(&mut self, step: u32, id: &str, summary: String) {
         if self.pending.as_ref().is_none_or(|p| p.step != step) {
             self.flush();
-            self.pending = Some(StepLine::new(step));
+            self.pending = Some(StepLine::new(self.phase, step));
         }
         if let Some(line) = self.pending.as_mut() {
             line.tools.push((id.to_string(), summary, None));
@@ -208,8 +219,11 @@ impl StepProgress {
             }
             if line.complete() {
                 self.flush();
-                self.live
-                    .status(format!("step {}: waiting for the model", step + 1));
+                self.live.status(format!(
+                    "{}step {}: waiting for the model",
+                    self.phase,
+                    step + 1
+                ));
             }
         }
     }
@@ -427,6 +441,7 @@ mod tests {
         }
         assert!(progress.pending.is_none(), "printed once complete");
         let line = StepLine {
+            phase: "",
             step: 2,
             model: Some((1.5, 1040)),
             tools: vec![

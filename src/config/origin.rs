@@ -71,6 +71,11 @@ fn agent_values(out: &mut Values, settings: &Settings) {
     out.put("exclude", json!(agent.exclude));
     out.put("instructions", json!(agent.instructions));
     out.put("walkthrough", json!(agent.walkthrough));
+    out.put("verify", json!(agent.verification.enabled));
+    out.put(
+        "verify_model",
+        json!(agent.verification.model.as_deref().unwrap_or(&agent.model)),
+    );
 }
 
 /// What goes into the model's window and how the history is kept within it.
@@ -133,6 +138,7 @@ fn publishing_values(out: &mut Values, settings: &Settings) {
         json!(settings.request_changes_at.map(|s| s.as_str())),
     );
     out.put("max_comments", json!(settings.max_comments));
+    out.put("inline_at", json!(settings.inline_at.as_str()));
     let threads = &settings.threads;
     out.put("chat_max_steps", json!(threads.chat_max_steps));
     out.put("chat_max_replies", json!(threads.chat_max_replies));

@@ -23,6 +23,7 @@ pub(crate) const SCHEMA_PATH: &str = "docs/redline.schema.json";
 /// say what decides it.
 const NO_FIXED_DEFAULT: &[&str] = &[
     "model",
+    "verify_model",
     "base_url",
     "context_window",
     "max_output_tokens",

@@ -24,6 +24,8 @@ use crate::review::report::FailOn;
 
 /// Inline comments per review when nothing says otherwise.
 pub(crate) const DEFAULT_MAX_COMMENTS: usize = 25;
+/// The least severe finding posted inline when nothing says otherwise: nits go to the summary.
+pub(crate) const DEFAULT_INLINE_AT: &str = "minor";
 
 /// What a command line (or a `/redline` command) sets; `None` leaves the key to the files.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -44,6 +46,8 @@ pub(crate) struct SettingFlags {
     pub fail_on: Option<String>,
     /// `--max-comments`.
     pub max_comments: Option<usize>,
+    /// `--no-verify` (`Some(false)`).
+    pub verify: Option<bool>,
 }
 
 /// Who runs the review, which decides what the files may set.
@@ -94,6 +98,8 @@ pub struct Settings {
     pub max_comments: usize,
     /// On GitHub, request changes when a new finding is at least this severe.
     pub request_changes_at: Option<Severity>,
+    /// The least severe finding posted inline (`inline_at`); the others go to the summary.
+    pub inline_at: Severity,
     /// Which project guidelines are read (`guidelines`, `guidelines_files`, `guidelines_budget`).
     pub guidelines: GuidelinesConfig,
     /// Answers in review threads (`chat_max_steps`, `chat_max_replies`, `resolve_outdated`).
@@ -200,6 +206,7 @@ fn resolve_unlocated(input: &SettingsInput<'_>, scope: &Scope) -> Result<Setting
             // The server's model and prices: the file changes only how long a call may wait.
             for (key, set) in [
                 ("model", file.model.is_some()),
+                ("verify_model", file.verify_model.is_some()),
                 ("pricing", !file.pricing.is_empty()),
             ] {
                 if set {
@@ -210,6 +217,7 @@ fn resolve_unlocated(input: &SettingsInput<'_>, scope: &Scope) -> Result<Setting
                 }
             }
             file.model = None;
+            file.verify_model = None;
             file.pricing.clear();
             ModelSettings {
                 timeouts: super::resolve_timeouts(&file)?,
@@ -226,7 +234,8 @@ fn resolve_unlocated(input: &SettingsInput<'_>, scope: &Scope) -> Result<Setting
         Scope::Local | Scope::Offline => limits::apply_to_agent(&mut agent, &flags.limits, &file)?,
         Scope::Server { ceilings, .. } => {
             agent.review_limits =
-                limits::repository_limits(&file, ceilings, agent.price, &agent.model)?
+                limits::repository_limits(&file, ceilings, agent.price, &agent.model)?;
+            agent.verification.price = agent.price;
         }
     }
     let fail_on = pick(&flags.fail_on, &file.fail_on, "never")
@@ -238,6 +247,12 @@ fn resolve_unlocated(input: &SettingsInput<'_>, scope: &Scope) -> Result<Setting
         .map(|level| level.parse::<Severity>())
         .transpose()
         .map_err(|message| bad_value("request_changes", message))?;
+    let inline_at = file
+        .inline_at
+        .as_deref()
+        .unwrap_or(DEFAULT_INLINE_AT)
+        .parse::<Severity>()
+        .map_err(|message| bad_value("inline_at", message))?;
     Ok(Settings {
         model,
         agent,
@@ -248,6 +263,7 @@ fn resolve_unlocated(input: &SettingsInput<'_>, scope: &Scope) -> Result<Setting
             .or(file.max_comments)
             .unwrap_or(DEFAULT_MAX_COMMENTS),
         request_changes_at,
+        inline_at,
         guidelines: guidelines_config(&file)?,
         threads: thread_settings(&file)?,
     })
@@ -371,6 +387,12 @@ fn agent_config(
         .intent_budget
         .unwrap_or(crate::intent::DEFAULT_INTENT_BUDGET);
     agent.reflection = file.reflection.clone();
+    agent.verification.enabled = flags.verify.or(file.verify).unwrap_or(true);
+    agent.verification.model = match file.verify_model.as_deref().map(str::trim) {
+        Some("") => return Err(bad_value("verify_model", "the model name is empty")),
+        Some(name) if name != model.model => Some(name.to_string()),
+        _ => None,
+    };
     agent.parallel = flags.parallel.or(file.parallel).unwrap_or(4);
     if !(1..=32).contains(&agent.parallel) {
         return Err(bad_value(
@@ -448,6 +470,7 @@ impl Origins<'_> {
             "parallel" => (f.parallel.is_some(), "--parallel"),
             "fail_on" => (f.fail_on.is_some(), "--fail-on"),
             "max_comments" => (f.max_comments.is_some(), "--max-comments"),
+            "verify" => (f.verify.is_some(), "--no-verify"),
             _ => (false, ""),
         };
         set.then_some(flag)

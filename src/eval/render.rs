@@ -156,6 +156,73 @@ fn pair_table(pairs: &[PairSummary]) -> Table {
     table
 }
 
+/// What verification dropped and merged and what it cost, and the judge's grades of the
+/// findings that match no expected bug; `None` when no pair was verified or graded.
+fn noise_table(pairs: &[PairSummary]) -> Option<Table> {
+    let graded = pairs.iter().any(|p| p.noise.actionable_share.is_some());
+    let verified = pairs.iter().any(|p| {
+        p.noise
+            .verification_tokens_per_case
+            .is_some_and(|t| t > 0.0)
+    });
+    if !graded && !verified {
+        return None;
+    }
+    let mut table = Table::new(&[
+        "strategy",
+        "model",
+        "dropped",
+        "dropped on bugs",
+        "bugs lost",
+        "merged",
+        "unverified",
+        "review tok/case",
+        "verify tok/case",
+        "verify share",
+        "verify cost/case",
+    ]);
+    if graded {
+        table.headers.extend(
+            [
+                "defect",
+                "worth a look",
+                "not worth",
+                "actionable",
+                "not worth/clean",
+            ]
+            .map(String::from),
+        );
+    }
+    for p in pairs {
+        let n = &p.noise;
+        let mut row = vec![
+            p.strategy.clone(),
+            p.model.clone(),
+            n.dropped.to_string(),
+            n.dropped_true_positives.to_string(),
+            n.bugs_lost_to_verification.to_string(),
+            n.merged.to_string(),
+            n.unverified.to_string(),
+            number(n.review_tokens_per_case, 0),
+            number(n.verification_tokens_per_case, 0),
+            percent(n.verification_share),
+            cost(n.verification_cost_per_case),
+        ];
+        if graded {
+            let count = |c: Option<usize>| c.map_or_else(|| "-".into(), |c| c.to_string());
+            row.extend([
+                count(n.graded_defect),
+                count(n.graded_worth_a_look),
+                count(n.graded_not_worth_posting),
+                percent(n.actionable_share),
+                number(n.not_worth_posting_per_clean_case, 2),
+            ]);
+        }
+        table.rows.push(row);
+    }
+    Some(table)
+}
+
 /// The judge's own calls, tokens and cost, apart from the pairs'.
 fn judge_line(report: &Report) -> Option<String> {
     let model = report.judge_model.as_ref()?;
@@ -165,6 +232,13 @@ fn judge_line(report: &Report) -> Option<String> {
         failures += judge.failures;
         tokens += judge.tokens;
         cost = cost.zip(judge.cost_usd).map(|(a, b)| a + b);
+    }
+    // The grading of the findings that match no expected bug.
+    for grades in report.results.iter().filter_map(|r| r.grades.as_ref()) {
+        calls += grades.calls;
+        failures += grades.findings.iter().filter(|f| f.grade.is_none()).count();
+        tokens += grades.tokens;
+        cost = cost.zip(grades.cost_usd).map(|(a, b)| a + b);
     }
     Some(format!(
         "Judge {model}: {}, {failures} unanswered, {tokens} tokens, {} (not in the pairs' cost)\n",
@@ -192,8 +266,12 @@ fn cell(row: Option<&ResultRow>) -> String {
         .limit_reached
         .as_ref()
         .map_or_else(String::new, |limit| format!(", {limit} limit"));
+    let dropped = match row.screening.dropped.len() {
+        0 => String::new(),
+        n => format!(", {n} dropped"),
+    };
     format!(
-        "{verdict}, {}, {} tok{limit}",
+        "{verdict}, {}{dropped}, {} tok{limit}",
         super::run::count(row.findings, "finding"),
         row.tokens
     )
@@ -299,6 +377,13 @@ pub(crate) fn render_report(report: &Report, format: ReportFormat) -> String {
         super::run::count(report.pairs.len(), "strategy/model pair")
     );
     out.push_str(&pair_table(&report.pairs).render(format));
+    if let Some(table) = noise_table(&report.pairs) {
+        out.push_str(&format!(
+            "\n{}Verification and noise (findings as posted; dropped ones are listed per case in the JSON report)\n\n",
+            heading(format)
+        ));
+        out.push_str(&table.render(format));
+    }
     if let Some(line) = judge_line(report) {
         out.push('\n');
         out.push_str(&line);

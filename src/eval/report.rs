@@ -166,6 +166,32 @@ fn figures(s: &PairSummary) -> Vec<(&'static str, Option<f64>)> {
         ("tokens_per_case", s.tokens_per_case),
         ("cost_per_case", s.cost_per_case),
         ("seconds_per_case", s.seconds_per_case),
+        ("dropped", Some(s.noise.dropped as f64)),
+        (
+            "dropped_true_positives",
+            Some(s.noise.dropped_true_positives as f64),
+        ),
+        (
+            "bugs_lost_to_verification",
+            Some(s.noise.bugs_lost_to_verification as f64),
+        ),
+        ("merged", Some(s.noise.merged as f64)),
+        ("unverified", Some(s.noise.unverified as f64)),
+        ("review_tokens_per_case", s.noise.review_tokens_per_case),
+        (
+            "verification_tokens_per_case",
+            s.noise.verification_tokens_per_case,
+        ),
+        ("verification_share", s.noise.verification_share),
+        (
+            "verification_cost_per_case",
+            s.noise.verification_cost_per_case,
+        ),
+        ("actionable_share", s.noise.actionable_share),
+        (
+            "not_worth_posting_per_clean_case",
+            s.noise.not_worth_posting_per_clean_case,
+        ),
     ]
 }
 
@@ -249,6 +275,8 @@ mod tests {
 
     fn row(case: &str, caught: Option<bool>, findings: usize) -> ResultRow {
         ResultRow {
+            screening: Default::default(),
+            grades: None,
             case: case.into(),
             strategy: "react".into(),
             model: "m".into(),
@@ -364,5 +392,66 @@ mod tests {
                 .to_string()
                 .contains("version 2")
         );
+        assert!(!text.contains("Verification and noise"), "{text}");
+    }
+
+    #[test]
+    fn verification_has_its_own_table_and_every_figure_in_the_comparison() {
+        use crate::eval::noise::Screening;
+        let dropped = crate::review::verification::DroppedFinding {
+            finding: serde_json::from_value(serde_json::json!({"path": "a.rs", "line": 9,
+                "start_line": 9, "side": "RIGHT", "severity": "major", "category": "bug",
+                "title": "t", "body": "b"}))
+            .unwrap(),
+            reason: "no caller passes 0".into(),
+        };
+        let verified = |case: &str, caught| ResultRow {
+            screening: Screening {
+                verified: true,
+                dropped: vec![dropped.clone()],
+                review_tokens: 8,
+                verification_tokens: 2,
+                ..Screening::default()
+            },
+            ..row(case, caught, 1)
+        };
+        let now = report(vec![
+            verified("fix-a", Some(true)),
+            verified("fix-b", Some(false)),
+            row("clean-c", Some(false), 0),
+        ]);
+        let text = render_report(&now, ReportFormat::Text);
+        assert!(text.contains("Verification and noise"), "{text}");
+        assert!(text.contains("verify share"), "{text}");
+        assert!(text.contains("1 finding, 1 dropped, 10 tok"), "{text}");
+        let before = report(vec![
+            row("fix-a", Some(true), 1),
+            row("fix-b", Some(false), 1),
+            row("clean-c", Some(false), 0),
+        ]);
+        let diff = compare(&before, &now, "b.json");
+        let figure = |name: &str| {
+            diff.pairs[0]
+                .figures
+                .iter()
+                .find(|f| f.name == name)
+                .cloned()
+        };
+        assert_eq!(figure("dropped").and_then(|f| f.change), Some(2.0));
+        assert_eq!(
+            figure("verification_share").and_then(|f| f.after),
+            Some(4.0 / 16.0)
+        );
+        for name in [
+            "dropped_true_positives",
+            "bugs_lost_to_verification",
+            "merged",
+            "review_tokens_per_case",
+            "verification_cost_per_case",
+            "actionable_share",
+            "not_worth_posting_per_clean_case",
+        ] {
+            assert!(figure(name).is_some(), "{name}");
+        }
     }
 }

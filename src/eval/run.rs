@@ -10,10 +10,13 @@ use std::time::{Duration, Instant};
 use futures::StreamExt;
 
 use super::cases::Case;
+use super::grade::Grades;
 use super::judge::JudgeTally;
+use super::noise::Screening;
 use super::score::{ResultRow, score_case};
 use crate::review::finding::Finding;
 use crate::review::stats::Stats;
+use crate::review::verification::{DroppedFinding, MergedFinding};
 
 /// A (strategy, model) pair as the report names it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -24,15 +27,30 @@ pub(crate) struct PairLabel {
     pub model: String,
 }
 
-/// What one review left: its findings and counters, or why it failed.
+/// What one review reported.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Reviewed {
+    /// Every finding posted (anchored or not).
+    pub findings: Vec<Finding>,
+    /// The findings verification dropped, with its reasons.
+    pub dropped: Vec<DroppedFinding>,
+    /// The duplicates merged before verification.
+    pub merged: Vec<MergedFinding>,
+    /// The run's counters.
+    pub stats: Stats,
+}
+
+/// What one review left: what it reported, or why it failed.
 #[derive(Debug, Clone)]
 pub(crate) struct CaseRun {
-    /// Every finding (anchored or not) and the run's counters, or the error.
-    pub result: Result<(Vec<Finding>, Stats), String>,
+    /// What the review reported, or the error.
+    pub result: Result<Reviewed, String>,
     /// The review's events file, when one was written.
     pub events: Option<String>,
-    /// What the judge said of the findings (`--judge`), when it was asked.
+    /// What the judge said of the findings near the bugs (`--judge`), when it was asked.
     pub judged: Option<JudgeTally>,
+    /// The judge's grades of the findings that match no expected bug (`--judge`).
+    pub graded: Option<Grades>,
 }
 
 /// Reviews one case under one pair (the engine of `redline review`, in the binary).
@@ -185,9 +203,16 @@ pub(crate) fn row_of(case: &Case, pair: &PairLabel, run: CaseRun, took: Duration
         error: None,
         events: run.events,
         judge: None,
+        screening: Screening::default(),
+        grades: None,
     };
     match run.result {
-        Ok((findings, stats)) => {
+        Ok(Reviewed {
+            findings,
+            dropped,
+            merged,
+            stats,
+        }) => {
             let score = score_case(case, &findings);
             row.caught = Some(score.caught);
             row.findings = score.findings;
@@ -200,6 +225,8 @@ pub(crate) fn row_of(case: &Case, pair: &PairLabel, run: CaseRun, took: Duration
             row.cost_usd = stats.cost_usd;
             row.limit_reached = stats.limit_reached.map(|l| l.as_str().to_string());
             row.judge = run.judged;
+            row.grades = run.graded;
+            row.screening = Screening::of(case, &findings, dropped, merged, &stats);
         }
         Err(error) => row.error = Some(error),
     }

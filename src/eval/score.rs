@@ -16,7 +16,9 @@
 use serde::{Deserialize, Serialize};
 
 use super::cases::{Case, ExpectedRange};
+use super::grade::Grades;
 use super::judge::JudgeTally;
+use super::noise::{NoiseFigures, Screening, noise_figures};
 use crate::review::finding::Finding;
 
 /// How many lines an expected range is widened by on each end.
@@ -132,6 +134,13 @@ pub struct ResultRow {
     /// (never in `tokens` or `cost_usd`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub judge: Option<JudgeTally>,
+    /// What verification did: the findings posted, dropped (with reasons) and merged, and
+    /// the tokens split between the review and its verifier.
+    #[serde(default)]
+    pub screening: Screening,
+    /// The judge's grades of the posted findings that match no expected bug (`--judge`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub grades: Option<Grades>,
 }
 
 impl ResultRow {
@@ -203,6 +212,9 @@ pub struct PairSummary {
     /// The judge's calls, tokens and cost (not in `tokens` or `cost_usd`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub judge: Option<JudgeTally>,
+    /// What verification dropped and merged, its share of the tokens, and the graded noise.
+    #[serde(flatten)]
+    pub noise: NoiseFigures,
 }
 
 fn ratio(numerator: f64, denominator: usize) -> Option<f64> {
@@ -262,6 +274,7 @@ pub fn summarize(strategy: &str, model: &str, rows: &[&ResultRow]) -> PairSummar
         judged_caught,
         judged_recall,
         judge,
+        noise: noise_figures(&done.iter().map(|r| **r).collect::<Vec<_>>()),
     }
 }
 
@@ -310,6 +323,7 @@ mod tests {
             body: "b".into(),
             suggestion: None,
             rule: None,
+            unverified: false,
         }
     }
 
@@ -433,6 +447,8 @@ mod tests {
             error: None,
             events: None,
             judge: None,
+            screening: Screening::default(),
+            grades: None,
         }
     }
 

@@ -95,6 +95,8 @@ pub struct Overrides {
     pub parallel: Option<usize>,
     /// The severity from which findings fail the run.
     pub fail_on: Option<String>,
+    /// `Some(false)`: the findings are not verified (`--no-verify`).
+    pub verify: Option<bool>,
 }
 
 impl Overrides {
@@ -109,6 +111,7 @@ impl Overrides {
             parallel: self.parallel,
             fail_on: self.fail_on.clone(),
             max_comments: None,
+            verify: self.verify,
         }
     }
 }
@@ -468,8 +471,7 @@ impl LocalReview {
                 coverage: 1.0,
                 ..Stats::default()
             },
-            unanchored: Vec::new(),
-            walkthrough: Vec::new(),
+            ..ReviewReport::default()
         }
     }
 }

@@ -279,6 +279,7 @@ pub(crate) async fn publish(
     let config = PublishConfig {
         max_comments: settings.max_comments,
         request_changes_at: settings.request_changes_at,
+        inline_at: settings.inline_at,
         ..base.clone()
     };
     let head_line_text = head_line_reader(commits);

@@ -5,8 +5,9 @@
 //! Invariants: a fingerprint found in Redline's own earlier comments (inline or in the
 //! summary) is never posted again; dismissed findings (the caller's, the summary's
 //! dismissal marker, resolved threads) are not raised again even when their line changed
-//! (their concern key matches); a rerun on the head already recorded with nothing new
-//! writes nothing; the summary is created once and edited in place (not when unchanged),
+//! (their concern key matches); findings less severe than `inline_at` are never inline
+//! comments (they are listed, collapsed, in the summary); a rerun on the head already
+//! recorded with nothing new writes nothing; the summary is created once and edited in place (not when unchanged),
 //! carrying over its earlier entries and dismissal marker; inline comments are capped,
 //! most severe first.
 
@@ -191,9 +192,12 @@ pub(crate) fn plan<'f>(
         dismissed: turned_down,
         request_changes,
     };
+    let inline_at = req.config.inline_at;
     for (finding, fp) in fresh {
+        let quiet = finding.severity < inline_at;
         let reason = match anchor_problem(finding, req.changes) {
             Some(problem) => problem,
+            None if quiet => format!("less severe than `inline_at` ({inline_at})"),
             None if plan.inline.len() < req.config.max_comments => {
                 plan.inline.push((finding, fp));
                 continue;
@@ -207,6 +211,7 @@ pub(crate) fn plan<'f>(
             finding,
             fp,
             reason,
+            quiet,
         });
     }
     plan

@@ -202,6 +202,7 @@ mod tests {
             body: "Explain.".into(),
             suggestion: Some("    fixed();\n".into()),
             rule: None,
+            unverified: false,
         }
     }
 

@@ -245,6 +245,7 @@ mod tests {
             body: "Say more.".into(),
             suggestion: None,
             rule: None,
+            unverified: false,
         }
     }
 

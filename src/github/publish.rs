@@ -53,6 +53,9 @@ pub struct PublishConfig {
     pub max_comments: usize,
     /// Request changes when a new finding is at least this severe (default: never).
     pub request_changes_at: Option<Severity>,
+    /// The least severe finding posted inline; less severe ones are listed, collapsed, in
+    /// the summary (default minor: nits are not inline comments).
+    pub inline_at: Severity,
     /// Least time between two of this run's writes (default one second).
     pub min_write_interval: Duration,
 }
@@ -62,6 +65,7 @@ impl Default for PublishConfig {
         PublishConfig {
             max_comments: 25,
             request_changes_at: None,
+            inline_at: Severity::Minor,
             min_write_interval: Duration::from_secs(1),
         }
     }
@@ -332,6 +336,7 @@ async fn post_summary_only<'f>(
         finding,
         fp,
         reason: "GitHub could not place it on its diff".into(),
+        quiet: false,
     });
     let moved: Vec<SummaryEntry<'f>> = moved.collect();
     plan.summary.splice(0..0, moved);

@@ -1,7 +1,8 @@
 //! The summary issue comment: one per pull request, found again by a hidden
 //! marker, storing the last reviewed head SHA, opening with the last run's
 //! walkthrough of the change, and listing every finding that is not an inline
-//! comment (earlier runs' entries are carried over).
+//! comment (earlier runs' entries are carried over): those less severe than
+//! `inline_at` in a collapsed `<details>` block of their own.
 
 use super::anchor::{describe_anchor, fence_for, one_line};
 use super::fingerprint::{marker, neutralise_markers, parse_markers};
@@ -15,6 +16,8 @@ pub(crate) const SUMMARY_MARKER: &str = "<!-- redline:summary -->";
 const LAST_SHA_PREFIX: &str = "<!-- redline:last-sha=";
 const ENTRIES_START: &str = "<!-- redline:entries -->";
 const ENTRIES_END: &str = "<!-- redline:entries-end -->";
+const QUIET_START: &str = "<!-- redline:quiet -->";
+const QUIET_END: &str = "<!-- redline:quiet-end -->";
 /// GitHub refuses comment bodies over 65,536 characters; stay well below.
 const MAX_BODY_CHARS: usize = 60_000;
 /// Explanations in the summary are cut after this many characters.
@@ -26,6 +29,8 @@ pub(crate) struct SummaryEntry<'f> {
     pub(crate) finding: &'f Finding,
     pub(crate) fp: String,
     pub(crate) reason: String,
+    /// Less severe than `inline_at`: listed in the collapsed block.
+    pub(crate) quiet: bool,
 }
 
 /// What the summary comment is made of.
@@ -94,26 +99,52 @@ pub(crate) fn render_summary(input: &SummaryInput<'_>) -> RenderedSummary {
     }
 
     let new_fps: Vec<&str> = input.entries.iter().map(|e| e.fp.as_str()).collect();
-    let mut blocks: Vec<String> = input.entries.iter().map(render_entry).collect();
-    if let Some(previous) = input.previous_body {
-        blocks.extend(previous_entries(previous).into_iter().filter(|block| {
-            parse_markers(block)
-                .first()
-                .is_none_or(|fp| !new_fps.contains(&fp.as_str()))
-        }));
-    }
-    let omitted = append_entries(&mut body, &blocks);
+    let carried = |start: &str, end: &str| -> Vec<String> {
+        input
+            .previous_body
+            .map(|previous| previous_entries(previous, start, end))
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|block| {
+                parse_markers(block)
+                    .first()
+                    .is_none_or(|fp| !new_fps.contains(&fp.as_str()))
+            })
+            .collect()
+    };
+    let blocks = |quiet: bool| -> Vec<String> {
+        input
+            .entries
+            .iter()
+            .filter(|e| e.quiet == quiet)
+            .map(render_entry)
+            .collect()
+    };
+    let mut posted = blocks(false);
+    posted.extend(carried(ENTRIES_START, ENTRIES_END));
+    let mut quiet = blocks(true);
+    quiet.extend(carried(QUIET_START, QUIET_END));
+    let mut omitted = append_entries(&mut body, &posted);
+    omitted += append_quiet(&mut body, &quiet);
     RenderedSummary { body, omitted }
 }
 
-/// The last run's cost and tokens, and the limit that stopped it, if one did.
+/// The last run's cost and tokens, how many findings its verification dropped, and the
+/// limit that stopped it, if one did.
 fn run_line(stats: &Stats) -> String {
     let limit = stats
         .limit_reached
         .map(|kind| format!(" · **stopped at the {kind} limit**: partial review"))
         .unwrap_or_default();
+    let dropped = match stats.verification.as_ref().map_or(0, |v| v.dropped) {
+        0 => String::new(),
+        n => format!(
+            " · verification dropped {}",
+            crate::text::count(n, "finding", "findings")
+        ),
+    };
     format!(
-        "_Last run: {} · {} prompt + {} completion tokens_{limit}\n",
+        "_Last run: {} · {} prompt + {} completion tokens{dropped}_{limit}\n",
         cost_text(stats),
         stats.prompt_tokens,
         stats.completion_tokens
@@ -129,23 +160,48 @@ fn append_entries(body: &mut String, blocks: &[String]) -> usize {
         "\n### Findings not posted inline ({})\n\n{ENTRIES_START}\n",
         blocks.len()
     ));
-    let mut written = 0;
-    for block in blocks {
-        if body.len() + block.len() + ENTRIES_END.len() + 200 > MAX_BODY_CHARS {
-            break;
-        }
-        body.push_str(block);
-        written += 1;
-    }
-    body.push_str(ENTRIES_END);
-    body.push('\n');
-    let omitted = blocks.len() - written;
+    let omitted = append_fitting(body, blocks, ENTRIES_END);
     if omitted > 0 {
         body.push_str(&format!(
             "\n_{omitted} more findings did not fit in this comment._\n"
         ));
     }
     omitted
+}
+
+/// Appends the entries less severe than `inline_at`, collapsed; returns how many did not fit.
+fn append_quiet(body: &mut String, blocks: &[String]) -> usize {
+    if blocks.is_empty() {
+        return 0;
+    }
+    body.push_str(&format!(
+        "\n<details><summary>Less severe findings, not posted inline ({})</summary>\n\n{QUIET_START}\n",
+        blocks.len()
+    ));
+    let omitted = append_fitting(body, blocks, QUIET_END);
+    if omitted > 0 {
+        body.push_str(&format!(
+            "\n_{omitted} more did not fit in this comment._\n"
+        ));
+    }
+    body.push_str("\n</details>\n");
+    omitted
+}
+
+/// Appends the blocks that fit under [`MAX_BODY_CHARS`], then `end`; returns how many
+/// did not fit.
+fn append_fitting(body: &mut String, blocks: &[String], end: &str) -> usize {
+    let mut written = 0;
+    for block in blocks {
+        if body.len() + block.len() + end.len() + 300 > MAX_BODY_CHARS {
+            break;
+        }
+        body.push_str(block);
+        written += 1;
+    }
+    body.push_str(end);
+    body.push('\n');
+    blocks.len() - written
 }
 
 /// One list item: severity, category, location, title, reason, marker, then
@@ -189,13 +245,13 @@ fn render_entry(entry: &SummaryEntry<'_>) -> String {
     block
 }
 
-/// The entry blocks of an earlier summary body.
-fn previous_entries(body: &str) -> Vec<String> {
-    let Some(start) = body.find(ENTRIES_START) else {
+/// The entry blocks of an earlier summary body between the markers `start` and `end`.
+fn previous_entries(body: &str, start: &str, end: &str) -> Vec<String> {
+    let Some(at) = body.find(start) else {
         return Vec::new();
     };
-    let rest = &body[start + ENTRIES_START.len()..];
-    let section = rest.find(ENTRIES_END).map_or(rest, |end| &rest[..end]);
+    let rest = &body[at + start.len()..];
+    let section = rest.find(end).map_or(rest, |end| &rest[..end]);
     let mut blocks: Vec<String> = Vec::new();
     for line in section.lines() {
         if line.starts_with("- ") {
@@ -269,6 +325,7 @@ mod tests {
             body: "Line one.\n\n- a list item in the body\nLine three.".into(),
             suggestion: Some("x();\n".into()),
             rule: None,
+            unverified: false,
         }
     }
 
@@ -279,6 +336,7 @@ mod tests {
             finding: &f,
             fp: "aaaa1111".into(),
             reason: "line not in the diff".into(),
+            quiet: false,
         }];
         let first = render_summary(&SummaryInput {
             stats: None,
@@ -302,6 +360,7 @@ mod tests {
             finding: &g,
             fp: "bbbb2222".into(),
             reason: "over the inline limit".into(),
+            quiet: false,
         }];
         let second = render_summary(&SummaryInput {
             stats: None,
@@ -384,6 +443,7 @@ mod tests {
                 finding: &f,
                 fp: format!("{i:08x}"),
                 reason: "r".into(),
+                quiet: false,
             })
             .collect();
         let rendered = render_summary(&SummaryInput {

@@ -59,6 +59,7 @@ mod tests {
             body: "b".into(),
             suggestion: None,
             rule: None,
+            unverified: false,
         };
         let findings = [finding(Severity::Nit, 3), finding(Severity::Critical, 9)];
         let report = code_quality_report(&findings, |f| format!("fp-{}", f.line));

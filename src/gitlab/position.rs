@@ -165,6 +165,7 @@ mod tests {
             body: "b".into(),
             suggestion: Some("    fixed();\n".into()),
             rule: None,
+            unverified: false,
         }
     }
 

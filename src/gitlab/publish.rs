@@ -119,6 +119,7 @@ pub(crate) async fn post_discussions<'f>(
                 finding,
                 fp,
                 reason: "GitLab could not place it on its diff".into(),
+                quiet: false,
             }));
         plan.summary
             .sort_by_key(|entry| std::cmp::Reverse(entry.finding.severity));

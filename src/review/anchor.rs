@@ -31,6 +31,7 @@ use std::ops::RangeInclusive;
 
 use super::diff::{ChangeSet, FileChange, FileStatus};
 use super::finding::{Finding, Side};
+use super::verification::MergedFinding;
 
 pub(crate) use merge::title_words;
 
@@ -53,6 +54,8 @@ pub struct Checked {
     pub findings: Vec<Finding>,
     /// Findings that could not be anchored, ordered by path then line.
     pub notes: Vec<Note>,
+    /// Duplicates merged into one of `findings`, each with the one it went into.
+    pub merged: Vec<MergedFinding>,
 }
 
 /// Checks raw findings against `changes`: fixes what can be fixed, turns the rest into
@@ -67,10 +70,14 @@ pub fn check_findings(raw: Vec<Finding>, changes: &ChangeSet) -> Checked {
         }
     }
     sort_findings(&mut anchored);
-    let mut findings = merge::merge_duplicates(anchored, changes);
+    let (mut findings, merged) = merge::merge_duplicates(anchored, changes);
     sort_findings(&mut findings);
     notes.sort_by(|a, b| order_key(&a.finding).cmp(&order_key(&b.finding)));
-    Checked { findings, notes }
+    Checked {
+        findings,
+        notes,
+        merged,
+    }
 }
 
 /// The summary followed by a list of every note as
@@ -338,6 +345,7 @@ mod tests {
             body: "Adds without checking.".into(),
             suggestion: None,
             rule: None,
+            unverified: false,
         };
         let notes = [Note {
             finding,

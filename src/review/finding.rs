@@ -144,6 +144,10 @@ pub struct Finding {
     /// The project guideline the finding rests on, by its source path (`AGENTS.md`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rule: Option<String>,
+    /// Verification was on but read no verdict on it (the verifier's answer was missing,
+    /// unreadable or cut by a limit): it is kept, and says so. Written only when true.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub unverified: bool,
 }
 
 impl Finding {

@@ -52,8 +52,8 @@ pub fn submit_review_schema(walkthrough: bool) -> Value {
         "properties": {
             "findings": {
                 "type": "array",
-                "description": "Every problem worth the author's attention, one item each. \
-                    Use an empty list when the change has no problems.",
+                "description": "Every problem the author would fix before merging, one item \
+                    each. Use an empty list when the change has no problems.",
                 "items": finding_schema()
             },
             "summary": {

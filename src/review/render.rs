@@ -171,6 +171,38 @@ fn stats_line(stats: &Stats) -> String {
     )
 }
 
+/// What verification did, for humans: `Verification: 3 kept, 1 dropped, 1 unverified;
+/// 1 duplicate merged · 2345 tokens`; `None` when it did not run and nothing was merged.
+fn verification_line(report: &ReviewReport) -> Option<String> {
+    let merged = match report.merged.len() {
+        0 => None,
+        n => Some(crate::text::count(
+            n,
+            "duplicate merged",
+            "duplicates merged",
+        )),
+    };
+    let Some(stats) = &report.stats.verification else {
+        return merged.map(|merged| format!("Verification off; {merged}"));
+    };
+    let mut parts = vec![
+        format!("{} kept", stats.kept),
+        format!("{} dropped", stats.dropped),
+    ];
+    if stats.unverified > 0 {
+        parts.push(format!("{} unverified", stats.unverified));
+    }
+    let mut line = format!("Verification: {}", parts.join(", "));
+    if let Some(merged) = merged {
+        line.push_str(&format!("; {merged}"));
+    }
+    line.push_str(&format!(" · {} tokens", stats.tokens()));
+    if stats.dropped > 0 {
+        line.push_str(" · dropped findings are listed in the JSON report");
+    }
+    Some(line)
+}
+
 /// `$0.0123`, `~$0.0123 (estimated usage)`, or `cost unknown` (no price for the model);
 /// a run that called no model cost nothing, priced or not.
 pub(crate) fn cost_text(stats: &Stats) -> String {

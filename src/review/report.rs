@@ -6,6 +6,7 @@ use std::str::FromStr;
 use crate::review::stats::Stats;
 
 use super::finding::{Finding, Severity};
+use super::verification::{DroppedFinding, MergedFinding};
 use super::walkthrough::Area;
 
 /// A finished review: the checked findings, the summary and the run's counters.
@@ -23,6 +24,12 @@ pub struct ReviewReport {
     pub unanchored: Vec<Finding>,
     /// What the change does, per area (empty when the model gave none or it is turned off).
     pub walkthrough: Vec<Area>,
+    /// Findings the verifier dropped, each with its reason: posted nowhere, counted for
+    /// nothing (`--fail-on`, the highest severity), listed in the JSON report.
+    pub dropped: Vec<DroppedFinding>,
+    /// Duplicates merged into another finding before verification, each naming the one it
+    /// was merged into: counted for nothing, listed in the JSON report.
+    pub merged: Vec<MergedFinding>,
 }
 
 impl ReviewReport {
@@ -109,6 +116,7 @@ mod tests {
             body: "b".into(),
             suggestion: None,
             rule: None,
+            unverified: false,
         }
     }
 

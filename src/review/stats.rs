@@ -49,6 +49,57 @@ pub struct Stats {
     /// What the context stages saved.
     #[serde(default)]
     pub compression: CompressionStats,
+    /// The verification of the findings, when it ran: its own calls, tokens and cost (also
+    /// in the totals above) and its verdicts. Missing when verification was off or there
+    /// was nothing to verify.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verification: Option<Box<VerificationStats>>,
+}
+
+/// Counters of the verification stage (a part of the review's totals).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct VerificationStats {
+    /// The model that verified.
+    pub model: String,
+    /// Findings sent to the verifier (after duplicates were merged).
+    pub findings: usize,
+    /// Verifier conversations (at most 20 findings each).
+    pub batches: u32,
+    /// Findings kept by a verdict.
+    pub kept: usize,
+    /// Findings dropped by a verdict.
+    pub dropped: usize,
+    /// Findings kept without a readable verdict (`"unverified": true`).
+    pub unverified: usize,
+    /// Duplicates merged before verification.
+    pub merged: usize,
+    /// Model calls of the verifier.
+    pub model_calls: u32,
+    /// Tool calls of the verifier (the verdict tool included).
+    pub tool_calls: u32,
+    /// Prompt tokens of the verifier's calls.
+    pub prompt_tokens: u64,
+    /// Completion tokens of the verifier's calls.
+    pub completion_tokens: u64,
+    /// Of the prompt tokens, those read from the provider's prompt cache.
+    #[serde(default)]
+    pub cached_prompt_tokens: u64,
+    /// Cost of the verifier's calls at its model's price; `null` when unknown.
+    #[serde(default)]
+    pub cost_usd: Option<f64>,
+    /// Wall time of the verification.
+    pub duration_ms: u64,
+    /// Why verification ended before every finding had a verdict, when it did (a limit,
+    /// a failed call, unreadable answers).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub incomplete: Option<String>,
+}
+
+impl VerificationStats {
+    /// Prompt plus completion tokens of the verifier.
+    pub fn tokens(&self) -> u64 {
+        self.prompt_tokens + self.completion_tokens
+    }
 }
 
 /// Totals of the context compression stages.
@@ -77,6 +128,21 @@ impl Stats {
         self.cached_prompt_tokens += other.cached_prompt_tokens;
         self.cache_write_tokens += other.cache_write_tokens;
         self.cost_estimated |= other.cost_estimated;
+    }
+
+    /// Adds the verification stage's calls to these totals, and keeps its counters apart.
+    pub(crate) fn add_verification(&mut self, verification: &VerificationStats) {
+        self.steps += verification.model_calls;
+        self.model_calls += verification.model_calls;
+        self.tool_calls += verification.tool_calls;
+        self.prompt_tokens += verification.prompt_tokens;
+        self.completion_tokens += verification.completion_tokens;
+        self.cached_prompt_tokens += verification.cached_prompt_tokens;
+        self.cost_usd = match (self.cost_usd, verification.cost_usd) {
+            (Some(review), Some(verifier)) => Some(review + verifier),
+            _ => None,
+        };
+        self.verification = Some(Box::new(verification.clone()));
     }
 
     /// The token totals as one usage, to price them (cost is linear in the counts).

@@ -23,6 +23,13 @@
 //! model list does (Redline then goes on with the model it was given). It is recorded
 //! apart ([`ModelServer::model_list_requests`]), not numbered.
 //!
+//! Requests of Redline's verifier (their system prompt begins with
+//! [`verifier::VERIFIER_PROMPT_START`])
+//! are answered apart from the script: every finding the request lists is kept
+//! (`F1: keep - ...`, one line per id), and they are recorded but not numbered, so that a
+//! script written for the review itself still lines up. A test of verification calls
+//! [`ModelServer::scripting_verifier`] to script the verifier like any other request.
+//!
 //! With [`ModelServer::with_prompt_cache`] the server counts prompt tokens with
 //! the model's real tokenizer and simulates OpenAI's prompt cache (see
 //! [`prompt_cache`]), reporting `usage.prompt_tokens_details.cached_tokens`.
@@ -43,9 +50,11 @@ use serde_json::{Value, json};
 
 pub mod prompt_cache;
 mod streams;
+mod verifier;
 
 use prompt_cache::PromptCache;
 use streams::{StreamContext, anthropic_events, completion_tokens, openai_events};
+use verifier::keep_every_finding;
 
 /// The body of the 500 the server answers once the script is exhausted.
 pub const SCRIPT_EXHAUSTED: &str = "scripted model server: script exhausted";
@@ -261,11 +270,6 @@ impl RecordedRequest {
         self.message_text(0)
     }
 
-    /// The first user message (OpenAI wire): the task a conversation starts from.
-    pub fn first_user_text(&self) -> String {
-        self.message_text(1)
-    }
-
     /// The first value of a header (name case-insensitive).
     pub fn header(&self, name: &str) -> Option<&str> {
         self.headers
@@ -299,6 +303,7 @@ struct ServerState {
     prompt_cache: Mutex<Option<PromptCache>>,
     served: Mutex<Vec<ServedUsage>>,
     models: Mutex<Option<Vec<String>>>,
+    script_verifier: AtomicBool,
 }
 
 /// A running scripted model server; it stops when dropped.
@@ -336,6 +341,7 @@ impl ModelServer {
             prompt_cache: Mutex::new(None),
             served: Mutex::new(Vec::new()),
             models: Mutex::new(None),
+            script_verifier: AtomicBool::new(false),
         });
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
             .await
@@ -486,8 +492,15 @@ async fn handle(
         );
     }
     let (prompt_tokens, cached_tokens) = prompt_usage(&state, &recorded);
-    let index = state.answered.fetch_add(1, Ordering::SeqCst);
-    let reply = (state.responder)(&recorded, index);
+    let apart = recorded.is_verifier() && !state.script_verifier.load(Ordering::SeqCst);
+    let index = match apart {
+        true => position,
+        false => state.answered.fetch_add(1, Ordering::SeqCst),
+    };
+    let reply = match apart {
+        true => keep_every_finding(&recorded),
+        false => (state.responder)(&recorded, index),
+    };
     let context = StreamContext {
         model: recorded.body["model"]
             .as_str()

@@ -56,8 +56,9 @@ async fn action_and_app_publish_the_same_review() {
             .map(|r| r.body)
             .collect::<Vec<_>>()
     };
+    // Two review calls, then the verifier's.
     let action_requests = bodies(&action_model);
-    assert_eq!(action_requests.len(), 2);
+    assert_eq!(action_requests.len(), 3);
     assert!(
         action_requests[0]["messages"]
             .to_string()

@@ -5,6 +5,8 @@ use redline::review::finding::{Category, Finding, Severity, Side};
 use redline::review::render::json::from_json;
 use redline::review::render::{Format, RenderOptions, render, render_with};
 use redline::review::report::{FailOn, ReviewReport};
+use redline::review::stats::VerificationStats;
+use redline::review::verification::{DroppedFinding, FindingRef, MergedFinding};
 use redline::review::walkthrough::Area;
 use serde_json::{Value, json};
 
@@ -44,6 +46,7 @@ fn report() -> ReviewReport {
             files: vec!["src/lib.rs".into()],
             summary: "Parses input with `?` instead of unwrapping.".into(),
         }],
+        ..ReviewReport::default()
     }
 }
 
@@ -65,6 +68,8 @@ fn json_has_exactly_the_version_1_shape() {
              "category": "security", "title": "Validation removed", "body": "Body of Validation removed."}
         ],
         "unanchored": [],
+        "dropped": [],
+        "merged": [],
         "summary": "Three things to look at.",
         "stats": {"strategy": "react", "steps": 4, "model_calls": 5, "tool_calls": 9,
                   "prompt_tokens": 1200, "completion_tokens": 300, "cached_prompt_tokens": 0,
@@ -80,6 +85,8 @@ fn json_has_exactly_the_version_1_shape() {
         "walkthrough",
         "findings",
         "unanchored",
+        "dropped",
+        "merged",
         "summary",
         "stats",
     ];
@@ -88,6 +95,94 @@ fn json_has_exactly_the_version_1_shape() {
         .map(|key| text.find(&format!("\n  \"{key}\":")).unwrap())
         .collect();
     assert!(positions.windows(2).all(|w| w[0] < w[1]), "{positions:?}");
+}
+
+/// A report after verification: one finding dropped with its reason, one duplicate merged,
+/// one kept without a verdict.
+fn verified_report() -> ReviewReport {
+    let mut report = report();
+    report.findings[0].unverified = true;
+    let dropped = finding("src/lib.rs", 20, "Rename this variable");
+    let duplicate = finding("src/lib.rs", 13, "Unwrap may panic");
+    report.dropped = vec![DroppedFinding {
+        finding: dropped,
+        reason: "naming only".into(),
+    }];
+    report.merged = vec![MergedFinding {
+        finding: duplicate,
+        into: FindingRef::of(&report.findings[0]),
+    }];
+    report.stats.verification = Some(Box::new(VerificationStats {
+        model: "verifier-model".into(),
+        findings: 4,
+        batches: 1,
+        kept: 2,
+        dropped: 1,
+        unverified: 1,
+        merged: 1,
+        model_calls: 1,
+        prompt_tokens: 900,
+        completion_tokens: 40,
+        ..VerificationStats::default()
+    }));
+    report
+}
+
+#[test]
+fn json_lists_dropped_and_merged_findings_and_marks_unverified_ones() {
+    let report = verified_report();
+    let value: Value = serde_json::from_str(&render(&report, Format::Json)).unwrap();
+    let dropped = &value["dropped"][0];
+    assert_eq!(dropped["path"], "src/lib.rs");
+    assert_eq!(dropped["line"], 20);
+    assert_eq!(dropped["title"], "Rename this variable");
+    assert_eq!(dropped["reason"], "naming only");
+    let merged = &value["merged"][0];
+    assert_eq!(merged["title"], "Unwrap may panic");
+    assert_eq!(
+        merged["into"],
+        json!({"path": "src/lib.rs", "start_line": 13, "line": 14, "side": "RIGHT",
+               "title": "Unchecked unwrap"})
+    );
+    let unverified: Vec<&Value> = value["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f.get("unverified").is_some())
+        .collect();
+    assert_eq!(unverified.len(), 1, "only a marked finding says so");
+    assert_eq!(unverified[0]["unverified"], true);
+    assert_eq!(unverified[0]["title"], "Unchecked unwrap");
+    assert_eq!(value["stats"]["verification"]["dropped"], 1);
+    assert_eq!(value["stats"]["verification"]["model"], "verifier-model");
+    // Everything reads back.
+    let read = from_json(&render(&report, Format::Json)).unwrap();
+    assert_eq!(read.dropped, report.dropped);
+    assert_eq!(read.merged, report.merged);
+    assert_eq!(read.stats.verification, report.stats.verification);
+    assert!(read.findings.iter().any(|f| f.unverified));
+}
+
+#[test]
+fn text_and_markdown_say_what_verification_dropped() {
+    let report = verified_report();
+    let markdown = render(&report, Format::Markdown);
+    assert!(
+        markdown.contains("_Verification: 2 kept, 1 dropped, 1 unverified; 1 duplicate merged · 940 tokens · dropped findings are listed in the JSON report._"),
+        "{markdown}"
+    );
+    assert!(
+        markdown.contains("· **major** · bug · unverified\n"),
+        "{markdown}"
+    );
+    assert!(!markdown.contains("Rename this variable"), "{markdown}");
+    let text = render(&report, Format::Text);
+    assert!(text.contains("Verification: 2 kept, 1 dropped"), "{text}");
+    assert!(!text.contains("Rename this variable"), "{text}");
+    let sarif = render(&report, Format::Sarif);
+    assert!(!sarif.contains("Rename this variable"), "{sarif}");
+    // Without verification nothing is said of it.
+    assert!(!render(&self::report(), Format::Markdown).contains("Verification"));
 }
 
 #[test]

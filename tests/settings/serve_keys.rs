@@ -193,6 +193,25 @@ fn cases() -> Vec<Case> {
             },
         },
         Case {
+            key: "inline_at",
+            config: "inline_at = \"critical\"\n",
+            // Both findings are major: listed, collapsed, in the summary; no review.
+            changed: |plain, set| {
+                inline_comments(plain) == Some(2)
+                    && set.reviews.is_empty()
+                    && set.comments.iter().any(|c| {
+                        c["body"]
+                            .as_str()
+                            .is_some_and(|b| b.contains("<details><summary>Less severe findings"))
+                    })
+            },
+        },
+        Case {
+            key: "verify",
+            config: "verify = false\n",
+            changed: |plain, set| plain.verifier.len() == 1 && set.verifier.is_empty(),
+        },
+        Case {
             key: "max_tokens",
             config: "max_tokens = 7000\n",
             // The first call's allowance is cut to what is left of the budget.
@@ -260,11 +279,13 @@ async fn every_config_key_changes_what_serve_does() {
 #[tokio::test]
 async fn the_server_decides_its_model_endpoint_and_prices() {
     let set = review_by_the_app(
-        Some("model = \"gpt-4.1\"\nprovider = \"anthropic\"\nbase_url = \"http://127.0.0.1:9/v1\"\nfail_on = \"nit\"\n[pricing.\"gpt-4.1-mini\"]\ninput = 0\noutput = 0\n"),
+        Some("model = \"gpt-4.1\"\nverify_model = \"gpt-4.1\"\nprovider = \"anthropic\"\nbase_url = \"http://127.0.0.1:9/v1\"\nfail_on = \"nit\"\n[pricing.\"gpt-4.1-mini\"]\ninput = 0\noutput = 0\n"),
         1,
     )
     .await;
     assert_eq!(set.requests.len(), 2, "the server's endpoint got the calls");
     assert_eq!(set.first()["model"], SERVER_MODEL);
+    assert_eq!(set.verifier.len(), 1, "and the verifier's");
+    assert_eq!(set.verifier[0].body["model"], SERVER_MODEL);
     assert_eq!(set.reviews.len(), 1);
 }

@@ -28,8 +28,10 @@ pub const DOC_MARK: &str = "DOC-ONLY-TEXT-7f3a";
 
 /// What one review left behind.
 pub struct Observed {
-    /// The model requests, in order.
+    /// The review's model requests, in order.
     pub requests: Vec<RecordedRequest>,
+    /// The verifier's model requests, in order.
+    pub verifier: Vec<RecordedRequest>,
     /// Reviews posted.
     pub reviews: Vec<Value>,
     /// Issue comments posted (summary and notices).
@@ -171,7 +173,8 @@ pub async fn review_by_the_app(config: Option<&str>, runs: usize) -> Observed {
     let model = scripted_model().await;
     run_app(repo.path(), &base, &head, &gh, &model, runs).await;
     Observed {
-        requests: model.requests(),
+        requests: model.review_requests(),
+        verifier: model.verifier_requests(),
         reviews: gh.reviews(),
         comments: gh.issue_comments(),
     }

@@ -14,6 +14,7 @@ fn finding(severity: Severity, title: &str) -> Finding {
         body: "b may be 0.".into(),
         suggestion: None,
         rule: None,
+        unverified: false,
     }
 }
 

@@ -103,6 +103,7 @@ pub(super) fn parse_finding(value: &Value) -> Result<Finding, String> {
             .and_then(suggestion),
         rule: text_field(map, &["rule", "guideline"])
             .map(|rule| one_line(&rule).chars().take(200).collect()),
+        unverified: false,
     })
 }
 

@@ -4,13 +4,19 @@
 //! only when present; `unanchored` holds the findings that could not be placed on the
 //! diff (also in the summary's text), with the same fields, and may be missing from an
 //! older report. `walkthrough` (areas `{"area","files","summary"}`, possibly empty)
-//! came later: it is always written and may be missing from an older report.
+//! came later: it is always written and may be missing from an older report. So did
+//! verification: `dropped` holds the findings the verifier dropped (each the finding's
+//! fields plus `reason`), `merged` the duplicates merged into another finding (each the
+//! finding's fields plus `into`: `path`, `start_line`, `line`, `side`, `title` of the one
+//! kept); both are always written (possibly empty) and may be missing from an older
+//! report. A posted finding without a verifier's verdict carries `"unverified": true`.
 
 use serde::{Deserialize, Serialize};
 
 use crate::review::finding::Finding;
 use crate::review::report::ReviewReport;
 use crate::review::stats::Stats;
+use crate::review::verification::{DroppedFinding, MergedFinding};
 use crate::review::walkthrough::Area;
 
 /// The version of the JSON report this module writes and reads.
@@ -34,6 +40,10 @@ struct Written<'a> {
     findings: Vec<&'a Finding>,
     /// The findings that could not be placed on the diff, with the same fields.
     unanchored: Vec<&'a Finding>,
+    /// The findings the verifier dropped, with its reasons.
+    dropped: &'a [DroppedFinding],
+    /// The duplicates merged into another finding.
+    merged: &'a [MergedFinding],
     summary: &'a str,
     stats: &'a Stats,
 }
@@ -51,6 +61,12 @@ struct Read {
     /// Missing from a report written before it was added.
     #[serde(default)]
     unanchored: Vec<Finding>,
+    /// Missing from a report written before verification.
+    #[serde(default)]
+    dropped: Vec<DroppedFinding>,
+    /// Missing from a report written before verification.
+    #[serde(default)]
+    merged: Vec<MergedFinding>,
     summary: String,
     stats: Stats,
 }
@@ -62,6 +78,8 @@ pub fn to_json(report: &ReviewReport) -> String {
         walkthrough: &report.walkthrough,
         findings: super::ordered(&report.findings),
         unanchored: super::ordered(&report.unanchored),
+        dropped: &report.dropped,
+        merged: &report.merged,
         summary: &report.summary,
         stats: &report.stats,
     };
@@ -91,6 +109,8 @@ pub fn from_json(text: &str) -> Result<ReviewReport, JsonReportError> {
         stats: read.stats,
         unanchored: read.unanchored,
         walkthrough: read.walkthrough,
+        dropped: read.dropped,
+        merged: read.merged,
     })
 }
 

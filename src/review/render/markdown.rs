@@ -35,6 +35,9 @@ pub(super) fn render(report: &ReviewReport) -> String {
         out.push_str(report.summary.trim());
         out.push('\n');
     }
+    if let Some(line) = super::verification_line(report) {
+        out.push_str(&format!("\n_{line}._\n"));
+    }
     out.push_str(&format!(
         "\n<sub>{}</sub>\n",
         super::stats_line(&report.stats)
@@ -47,8 +50,12 @@ fn finding_section(number: usize, finding: &Finding) -> String {
         Side::Left => " (base version, removed lines)",
         Side::Right => "",
     };
+    let unverified = match finding.unverified {
+        true => " · unverified",
+        false => "",
+    };
     let mut out = format!(
-        "### {number}. {}\n\n`{}`{side} · **{}** · {}\n",
+        "### {number}. {}\n\n`{}`{side} · **{}** · {}{unverified}\n",
         finding.title.trim(),
         finding.location(),
         finding.severity,

@@ -42,6 +42,10 @@ pub(super) fn render(report: &ReviewReport, options: &RenderOptions<'_>) -> Stri
         out.push_str(&indented(&printable(report.summary.trim()), INDENT));
         out.push('\n');
     }
+    if let Some(line) = super::verification_line(report) {
+        out.push_str(&paint(Style::new().dimmed(), &line, color));
+        out.push('\n');
+    }
     out.push_str(&counts_line(report, color));
     out
 }
