@@ -1,5 +1,10 @@
 //! Small text helpers shared across modules.
 
+mod logged;
+pub(crate) mod posted;
+
+pub(crate) use logged::{logged, one_line_message};
+
 /// The longest prefix of `text` that is at most `max_bytes` long and ends on a
 /// character boundary (so cutting never splits a UTF-8 character).
 pub(crate) fn prefix_at_char_boundary(text: &str, max_bytes: usize) -> &str {
@@ -18,18 +23,33 @@ pub(crate) fn prefix_at_char_boundary(text: &str, max_bytes: usize) -> &str {
 pub(crate) fn escape_inline(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     let mut previous = ' ';
-    for c in text.chars() {
+    for (i, c) in text.char_indices() {
         match c {
             '<' => out.push_str("&lt;"),
             '>' => out.push_str("&gt;"),
             '[' if previous == '!' => out.push_str("\\["),
-            // A word joiner after `@` keeps the text and stops GitHub's mention.
-            '@' => out.push_str("@\u{2060}"),
+            // A word joiner after `@` keeps the text and stops a mention (GitHub and
+            // GitLab); text escaped already keeps its one joiner.
+            '@' if !rest_starts_with_joiner(text, i) => out.push_str("@\u{2060}"),
             _ => out.push(c),
         }
         previous = c;
     }
     out
+}
+
+/// Whether the character after the one at byte `i` of `text` is a word joiner.
+fn rest_starts_with_joiner(text: &str, i: usize) -> bool {
+    text[i..].chars().nth(1) == Some('\u{2060}')
+}
+
+/// `text` as [`escape_inline`] wrote it, read back as the model wrote it (to compare a
+/// posted title with a new finding's).
+pub(crate) fn unescape_inline(text: &str) -> String {
+    text.replace("&lt;", "<")
+        .replace("&gt;", ">")
+        .replace("!\\[", "![")
+        .replace("@\u{2060}", "@")
 }
 
 /// Model-written Markdown made safe to post on GitHub: outside code, as

@@ -99,8 +99,9 @@ pub(crate) fn inline_body(finding: &Finding, fp: &str, suggestion_info: &str) ->
         "**[{} · {}] {}**\n\n{}\n",
         finding.severity,
         finding.category.as_str(),
-        one_line(&finding.title),
-        neutralise_markers(finding.body.trim_end()),
+        posted_title(&finding.title),
+        // Model text: no mentions, images or HTML outside code, as in answers.
+        neutralise_markers(&crate::text::escape_markdown(finding.body.trim_end())),
     );
     if let Some(rule) = &finding.rule {
         body.push_str(&format!("\nRule: `{}`\n", one_line(rule).replace('`', "'")));
@@ -114,6 +115,11 @@ pub(crate) fn inline_body(finding: &Finding, fp: &str, suggestion_info: &str) ->
     body.push('\n');
     body.push_str(&marker(fp));
     body
+}
+
+/// A model-written title as posted: one line, no mention, image or HTML, no marker.
+pub(crate) fn posted_title(text: &str) -> String {
+    crate::text::escape_inline(&one_line(text))
 }
 
 /// A title on one line, safe from marker injection.

@@ -58,7 +58,12 @@ pub(crate) fn concern_of_comment(path: &str, body: &str) -> Option<String> {
     let inner = heading.strip_prefix("**[")?.strip_suffix("**")?;
     let (labels, title) = inner.split_once("] ")?;
     let (_, category) = labels.split_once(" · ")?;
-    Some(concern_key(path, category.trim(), title))
+    // The title as posted is escaped; its key is the one the model's title has.
+    Some(concern_key(
+        path,
+        category.trim(),
+        &crate::text::unescape_inline(title),
+    ))
 }
 
 /// The hidden marker that carries `fp` in a comment body.

@@ -4,7 +4,7 @@
 //! comment (earlier runs' entries are carried over): those less severe than
 //! `inline_at` in a collapsed `<details>` block of their own.
 
-use super::anchor::{describe_anchor, fence_for, one_line};
+use super::anchor::{describe_anchor, fence_for, one_line, posted_title};
 use super::fingerprint::{marker, neutralise_markers, parse_markers};
 use crate::review::finding::Finding;
 use crate::review::render::cost_text;
@@ -83,7 +83,8 @@ pub(crate) fn render_summary(input: &SummaryInput<'_>) -> RenderedSummary {
         body.push_str(&neutralise_markers(&walkthrough));
         body.push('\n');
     }
-    let summary = neutralise_markers(input.summary.trim());
+    // Model text: no mentions, images or HTML outside code.
+    let summary = neutralise_markers(&crate::text::escape_markdown(input.summary.trim()));
     body.push_str(if summary.is_empty() {
         "No summary."
     } else {
@@ -213,12 +214,12 @@ fn render_entry(entry: &SummaryEntry<'_>) -> String {
         f.severity,
         f.category.as_str(),
         describe_anchor(f).replace('`', "'"),
-        one_line(&f.title),
+        posted_title(&f.title),
         one_line(&entry.reason),
         marker(&entry.fp),
     );
     let explanation: String = f.body.trim().chars().take(MAX_ENTRY_BODY_CHARS).collect();
-    let mut details = neutralise_markers(&explanation);
+    let mut details = neutralise_markers(&crate::text::escape_markdown(&explanation));
     if explanation.len() < f.body.trim().len() {
         details.push_str(" …");
     }

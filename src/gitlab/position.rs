@@ -11,6 +11,7 @@ use sha1::{Digest, Sha1};
 
 use super::merge_request::DiffRefs;
 use crate::github::anchor::inline_body;
+use crate::text::posted::has_quick_action_line;
 use crate::review::diff::{ChangeSet, FileChange, LineKind};
 use crate::review::finding::{Finding, Side};
 
@@ -57,10 +58,21 @@ pub(crate) fn position(finding: &Finding, refs: &DiffRefs, changes: &ChangeSet) 
 
 /// The discussion's body: the finding, a suggestion that replaces its lines (GitLab's
 /// comment sits on the last line: `suggestion:-N+0` reaches back to the first), and the
-/// hidden fingerprint marker.
+/// hidden fingerprint marker. A suggestion with a line GitLab would read as a quick
+/// action is shown as code instead ([`crate::text::posted`]).
 pub(crate) fn discussion_body(finding: &Finding, fp: &str) -> String {
     let above = finding.line.saturating_sub(finding.start_line);
-    inline_body(finding, fp, &format!("suggestion:-{above}+0"))
+    let applicable = finding
+        .suggestion
+        .as_deref()
+        .is_none_or(|text| !has_quick_action_line(text));
+    if applicable {
+        inline_body(finding, fp, &format!("suggestion:-{above}+0"))
+    } else {
+        // Posted, a line of it gets an invisible mark against quick actions: shown as
+        // code, never applied with the mark in it.
+        inline_body(finding, fp, "text")
+    }
 }
 
 fn range_end(path: &str, line: &Placed) -> Value {
