@@ -30,6 +30,7 @@ pub mod intent;
 pub mod llm;
 pub mod prompts;
 pub mod queue;
+mod redirect;
 pub mod repo;
 pub mod review;
 pub mod server;

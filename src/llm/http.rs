@@ -59,6 +59,8 @@ impl Endpoint {
     pub fn new(url: String, headers: Vec<HeaderSpec>, settings: &ProviderSettings) -> Self {
         let key = settings.api_key.clone().filter(|k| !k.is_empty());
         let client = reqwest::Client::builder()
+            // The key (`x-api-key`, `api-key`, custom headers) goes to the endpoint's host only.
+            .redirect(crate::redirect::same_origin())
             .connect_timeout(settings.timeouts.connect.min(settings.timeouts.request))
             .build()
             .map_err(|err| {

@@ -7,7 +7,8 @@
 //! Credentials are never in a URL (libgit2 writes remote URLs into `FETCH_HEAD`): a fetch
 //! runs inside [`with_token`], which lends the token to this thread's requests, sent as
 //! HTTP basic authentication (`x-access-token`, as GitHub and GitLab take it) to the
-//! remote's own host only (reqwest drops it on a redirect to another host).
+//! remote's own origin only: a redirect elsewhere ends the fetch with an error
+//! ([`crate::redirect`]), so neither the token goes there nor a pack comes from there.
 
 use std::cell::RefCell;
 use std::io::{self, Read, Write};
@@ -148,9 +149,10 @@ impl HttpStream {
                 Some(token) => builder.basic_auth(TOKEN_USER, Some(token.expose())),
                 None => builder,
             };
-            let response = builder
-                .send()
-                .map_err(|e| io::Error::other(without_url(&e)))?;
+            let response = builder.send().map_err(|e| match crate::redirect::refused(&e) {
+                Some(refused) => io::Error::other(format!("{}: {refused}", shown_url(&url))),
+                None => io::Error::other(without_url(&e)),
+            })?;
             check(&response, &url, expected)?;
             self.response = Some(response);
         }
@@ -184,6 +186,7 @@ impl Write for HttpStream {
 fn client() -> reqwest::Result<reqwest::blocking::Client> {
     reqwest::blocking::Client::builder()
         .user_agent(concat!("git/2.0 (redline/", env!("CARGO_PKG_VERSION"), ")"))
+        .redirect(crate::redirect::same_origin())
         .connect_timeout(CONNECT_TIMEOUT)
         .timeout(READ_TIMEOUT)
         .build()
