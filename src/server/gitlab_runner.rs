@@ -48,6 +48,23 @@ pub(crate) fn gitlab_key(project: &str) -> String {
     format!("gitlab:{project}")
 }
 
+/// The longest mirror directory name (file systems take 255 bytes).
+const MAX_MIRROR_NAME: usize = 200;
+
+/// The directory name of `project`'s mirror: its path made one segment, and when that is
+/// too long, a readable prefix of it and a hash of the whole path (at most
+/// [`MAX_MIRROR_NAME`] bytes either way; distinct paths keep distinct names).
+pub(crate) fn mirror_dir_name(project: &str) -> String {
+    let whole = format!("{}.git", path_segment(project));
+    if whole.len() <= MAX_MIRROR_NAME {
+        return whole;
+    }
+    use sha2::{Digest, Sha256};
+    let hash = hex::encode(Sha256::digest(project.as_bytes()));
+    let prefix = crate::text::prefix_at_char_boundary(&whole, MAX_MIRROR_NAME - 64 - 6);
+    format!("{prefix}-{hash}.git")
+}
+
 /// Runs GitLab merge request jobs.
 pub struct GitLabRunner {
     /// The API client (`GITLAB_API_URL`, `GITLAB_TOKEN`).
@@ -166,7 +183,7 @@ impl GitLabRunner {
                 .shared
                 .cache_dir
                 .join("@gitlab")
-                .join(format!("{}.git", path_segment(project))),
+                .join(mirror_dir_name(project)),
             clone_url,
             cache_dir: self.shared.cache_dir.clone(),
             budget: self.shared.cache_budget_bytes,
@@ -346,5 +363,20 @@ impl JobRunner for ForgeRunner {
                 format!("this server is not set up for {} jobs", job.forge).into(),
             )),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_mirror_name_is_short_whatever_the_project_path() {
+        assert_eq!(mirror_dir_name("group/app"), "group%2Fapp.git");
+        let long = format!("group/{}", "sub-group-name/".repeat(40));
+        let name = mirror_dir_name(&long);
+        assert!(name.len() <= MAX_MIRROR_NAME, "{}", name.len());
+        assert!(name.starts_with("group%2Fsub-group-name") && name.ends_with(".git"));
+        assert_ne!(name, mirror_dir_name(&format!("{long}x")));
     }
 }
