@@ -13,6 +13,7 @@ mod env_args;
 mod eval;
 mod files;
 mod gitlab;
+mod gitlab_hook_token;
 pub(crate) mod init;
 mod intent;
 mod list_runs;
@@ -32,6 +33,7 @@ use clap::{Parser, Subcommand};
 pub use args::*;
 pub use color::ColorWhen;
 pub use config_cmd::ConfigArgs;
+pub use gitlab_hook_token::GitlabHookTokenArgs;
 pub use env_args::parse;
 pub use pipe::end_quietly_on_closed_stdout;
 pub(crate) use serve::ServeLimitArgs;
@@ -70,6 +72,8 @@ pub enum Command {
     Action(ActionArgs),
     /// Review the merge request of a GitLab CI merge request pipeline and post the review.
     Gitlab(GitlabArgs),
+    /// Print the webhook token of a GitLab project (derived from GITLAB_WEBHOOK_SECRET and its id).
+    GitlabHookToken(GitlabHookTokenArgs),
     /// Run as a GitHub App: webhook server, durable queue and review workers.
     Serve(ServeArgs),
     /// Re-run a recorded review offline from its transcript (no model, no key).
@@ -105,6 +109,7 @@ pub async fn run(cli: Cli) -> i32 {
         Command::Context(args) => context::run(args),
         Command::Action(args) => action::run(args).await,
         Command::Gitlab(args) => gitlab::run(args).await,
+        Command::GitlabHookToken(args) => gitlab_hook_token::run(&args),
         Command::Serve(args) => serve::run(args).await,
         Command::Replay(args) => replay::run(args).await,
         Command::Runs(args) => list_runs::run(args),
