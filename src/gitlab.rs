@@ -9,13 +9,18 @@ pub(crate) mod code_quality;
 pub(crate) mod commit_status;
 pub(crate) mod discussion;
 pub(crate) mod hook;
+mod hook_token;
 pub(crate) mod merge_request;
+pub(crate) mod own_user;
 mod position;
+pub(crate) mod project_path;
 mod publish;
 
 use async_trait::async_trait;
 
 pub use client::GitLabError;
+pub use hook_token::project_hook_token;
+pub(crate) use hook_token::is_project_token;
 pub(crate) use client::{GitLabClient, api_url_from_env};
 use merge_request::{DiffRefs, closed_issues, merge_request_path};
 use reqwest::Method;

@@ -9,7 +9,10 @@ use anyhow::{Context, bail};
 use clap::Args;
 
 use super::review::model_client;
-use super::serve_forges::{Forges, GitHubForge, GitLabForge, gitlab_username};
+use super::serve_forges::{
+    Forges, GitHubForge, GitLabForge, gitlab_username, learn_gitlab_username_later,
+};
+use crate::gitlab::project_path::ProjectPaths;
 use super::{EXIT_ERROR, EXIT_OK, ServeArgs};
 use crate::agent::events::EventSink;
 use crate::config::limits::{self, LimitCeilings};
@@ -215,9 +218,13 @@ async fn app_state(
         state.webhook_secret = forge.secret;
     }
     if let Some((forge, runner)) = gitlab {
-        let own = gitlab_username(&forge.client).await;
-        let mut hooks = GitLabHooks::new(forge.secret, args.review_drafts, own);
+        if gitlab_username(&forge.client).await.is_none() {
+            learn_gitlab_username_later(forge.client.clone());
+        }
+        let own = forge.client.own_user();
+        let mut hooks = GitLabHooks::with_own_user(forge.secret, args.review_drafts, own);
         hooks.on_note = Some(gitlab_note_hook(runner, queue));
+        hooks.projects = Some(Arc::new(ProjectPaths::new(forge.client.clone())));
         state.gitlab = Some(hooks);
     }
     state.config.review_drafts = args.review_drafts;

@@ -116,18 +116,34 @@ pub(super) async fn gitlab_username(client: &GitLabClient) -> Option<String> {
     match tokio::time::timeout(IDENTITY_TIMEOUT, client.own_username()).await {
         Ok(Ok(name)) if !name.is_empty() => Some(name),
         Ok(Ok(_)) => {
-            tracing::warn!("GET /user named no user; @mentions in notes are not answered");
+            tracing::warn!("GET /user named no user; notes are not answered until it does");
             None
         }
         Ok(Err(error)) => {
-            tracing::warn!(%error, "the GitLab token's user is unknown; @mentions in notes are not answered");
+            tracing::warn!(%error, "the GitLab token's user is unknown; notes are not answered until GitLab names it");
             None
         }
         Err(_) => {
-            tracing::warn!("GET /user timed out; @mentions in notes are not answered");
+            tracing::warn!("GET /user timed out; notes are not answered until GitLab names the user");
             None
         }
     }
+}
+
+/// Asks `GET /user` again in the background, less and less often, until GitLab names the
+/// token's user (a note needing it meanwhile asks too; until then no note is answered).
+pub(super) fn learn_gitlab_username_later(client: GitLabClient) {
+    tokio::spawn(async move {
+        let mut wait = Duration::from_secs(5);
+        loop {
+            tokio::time::sleep(wait).await;
+            if let Ok(name) = client.own_username().await {
+                tracing::info!(user = %crate::text::logged(&name), "the GitLab token's user is known now");
+                return;
+            }
+            wait = (wait * 2).min(Duration::from_secs(300));
+        }
+    });
 }
 
 /// A required setting from the environment; the error names it.

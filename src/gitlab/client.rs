@@ -3,8 +3,10 @@
 //! GitHub's client in [`crate::github::ratelimit`]), paced writes, and pagination.
 //!
 //! Invariants: the token is only ever sent to the configured API's origin (pagination
-//! follows page numbers, never links; redirects are not followed); it never appears in
-//! an error or a log line.
+//! follows page numbers, never links; a redirect is followed within that origin only,
+//! [`crate::redirect`]); it never appears in an error or a log line; every text field a
+//! write carries passes [`crate::text::posted`] (no GitLab quick action in it); GitLab's
+//! messages are shown on one line, escaped.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -14,6 +16,7 @@ use reqwest::{Method, StatusCode};
 use serde_json::Value;
 
 use crate::github::ratelimit::{ForgeAnswer, Limited, RateLimitPolicy, RequestLabel, WriteGate};
+use super::own_user::OwnUser;
 use crate::llm::Secret;
 
 /// Pages followed at most when listing (100 items each).
@@ -89,8 +92,8 @@ pub(crate) struct GitLabClient {
     token: Secret,
     policy: Arc<RateLimitPolicy>,
     gate: Arc<WriteGate>,
-    /// The token's own user (`GET /user`), once asked.
-    own_user: Arc<tokio::sync::OnceCell<String>>,
+    /// The token's own user (`GET /user`), once GitLab named it.
+    own_user: OwnUser,
 }
 
 impl std::fmt::Debug for GitLabClient {
@@ -113,8 +116,8 @@ impl GitLabClient {
             )));
         }
         let http = reqwest::Client::builder()
-            // A redirect would carry `PRIVATE-TOKEN` (not a header reqwest strips) elsewhere.
-            .redirect(reqwest::redirect::Policy::none())
+            // A redirect elsewhere would carry `PRIVATE-TOKEN` (not a header reqwest strips).
+            .redirect(crate::redirect::same_origin())
             .connect_timeout(Duration::from_secs(10))
             .timeout(Duration::from_secs(60))
             .build()
@@ -125,7 +128,7 @@ impl GitLabClient {
             token,
             policy: Arc::new(RateLimitPolicy::default()),
             gate: Arc::new(WriteGate::default()),
-            own_user: Arc::new(tokio::sync::OnceCell::new()),
+            own_user: OwnUser::default(),
         })
     }
 
@@ -166,7 +169,9 @@ impl GitLabClient {
         body: &Value,
         interval: Duration,
     ) -> Result<Value, GitLabError> {
-        let attempt = self.request(method, path, Some(body));
+        // Every text Redline writes on GitLab passes here: no quick action survives.
+        let body = crate::text::posted::gitlab_request(body);
+        let attempt = self.request(method, path, Some(&body));
         let (_, answer) = self
             .gate
             .pass(interval, &self.policy.sleeper, attempt)
@@ -174,15 +179,19 @@ impl GitLabClient {
         Ok(answer)
     }
 
-    /// The username the token acts as (`GET /user`, asked once).
+    /// The username the token acts as (`GET /user`, asked until GitLab names it).
     pub(crate) async fn own_username(&self) -> Result<String, GitLabError> {
         self.own_user
-            .get_or_try_init(|| async {
+            .learn(|| async {
                 let user = self.get_json("/user").await?;
                 Ok(user["username"].as_str().unwrap_or_default().to_string())
             })
             .await
-            .cloned()
+    }
+
+    /// The token's user as this client learns it (shared: known as soon as it is).
+    pub(crate) fn own_user(&self) -> OwnUser {
+        self.own_user.clone()
     }
 
     /// Sends a request, waiting out rate limits (the loop GitHub's client uses); an
@@ -290,5 +299,6 @@ fn gitlab_message(body: &str, status: StatusCode) -> String {
         })
     });
     let text = field.unwrap_or_else(|| status.to_string());
-    text.chars().take(500).collect()
+    // GitLab's words reach a terminal and a log: one line, no escape sequence.
+    crate::text::one_line_message(&text)
 }

@@ -18,6 +18,7 @@ use crate::forge::{
     Revision, ThreadNote,
 };
 use crate::github::thread::thread_comment_ask;
+use crate::gitlab::own_user::OwnUser;
 
 /// `X-Gitlab-Event` of a merge request event.
 pub(crate) const MERGE_REQUEST_HOOK: &str = "Merge Request Hook";
@@ -36,16 +37,24 @@ pub(crate) enum HookError {
     /// JSON, but not an object.
     #[error("the JSON body is not an object")]
     NotAnObject,
+    /// The project's path is empty or holds a control character (NUL, a line break):
+    /// no GitLab path does.
+    #[error("invalid project path")]
+    InvalidProjectPath,
 }
+
+/// The longest project path taken (GitLab's paths are far shorter).
+const MAX_PROJECT_PATH: usize = 4096;
 
 /// How the server reads hooks.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub(crate) struct HookConfig {
     /// Review draft merge requests too.
     pub(crate) review_drafts: bool,
-    /// The username of the token's user: notes by it are Redline's own, and `@username`
-    /// is a mention of Redline.
-    pub(crate) own_username: Option<String>,
+    /// The token's user, once known: notes by it are Redline's own, and `@username` is a
+    /// mention of Redline. Unknown, no note is taken for Redline's here; the note hook
+    /// reads the note's author from GitLab before it answers anything.
+    pub(crate) own_username: OwnUser,
 }
 
 /// The payload's action (for the delivery record) and what the delivery asks for.
@@ -62,11 +71,13 @@ pub(crate) fn classify(
     match event {
         MERGE_REQUEST_HOOK => {
             let hook: MergeRequestHook = serde_json::from_slice(body)?;
+            hook.project.check()?;
             let action = hook.object_attributes.action.clone();
             Ok((action, merge_request(hook, config)))
         }
         NOTE_HOOK => {
             let hook: NoteHook = serde_json::from_slice(body)?;
+            hook.project.check()?;
             let action = hook.object_attributes.action.clone();
             Ok((action, note(hook, config)))
         }
@@ -97,6 +108,17 @@ struct Project {
 }
 
 impl Project {
+    /// Refuses a path no GitLab project has (before it reaches a log, the store or a
+    /// directory name).
+    fn check(&self) -> Result<(), HookError> {
+        let path = &self.path_with_namespace;
+        if path.is_empty() || path.len() > MAX_PROJECT_PATH || path.chars().any(char::is_control)
+        {
+            return Err(HookError::InvalidProjectPath);
+        }
+        Ok(())
+    }
+
     /// The change `number` of this project.
     fn change(&self, number: u64) -> ChangeRef {
         ChangeRef {
@@ -267,7 +289,7 @@ fn note(hook: NoteHook, config: &HookConfig) -> ForgeEvent {
     if attributes.system {
         return ignore(IgnoreReason::SystemNote);
     }
-    let own = config.own_username.as_deref();
+    let own = config.own_username.name();
     // Notes by the token's user are Redline's own, whatever they say.
     let by_redline = own == Some(hook.user.username.as_str());
     let body = attributes.note.unwrap_or_default();
@@ -331,7 +353,7 @@ mod tests {
     fn config() -> HookConfig {
         HookConfig {
             review_drafts: false,
-            own_username: Some("redline-bot".into()),
+            own_username: OwnUser::known("redline-bot"),
         }
     }
 
@@ -463,6 +485,19 @@ mod tests {
         ));
         assert!(classify(MERGE_REQUEST_HOOK, b"{not json", &config()).is_err());
         assert!(classify(MERGE_REQUEST_HOOK, b"{\"object_kind\":1}", &config()).is_err());
+        for path in ["a/b\u{0}c", "a/b\nINFO forged", "a/\u{1b}[31mred", ""] {
+            let mut open = fixture("merge_request.open");
+            open["project"]["path_with_namespace"] = json!(path);
+            let refused = classify(MERGE_REQUEST_HOOK, open.to_string().as_bytes(), &config());
+            assert!(
+                matches!(refused, Err(HookError::InvalidProjectPath)),
+                "{path:?}"
+            );
+            let mut note = fixture("note.merge_request");
+            note["project"]["path_with_namespace"] = json!(path);
+            let refused = classify(NOTE_HOOK, note.to_string().as_bytes(), &config());
+            assert!(matches!(refused, Err(HookError::InvalidProjectPath)));
+        }
         let (_, push) = classify("Push Hook", b"{\"object_kind\":\"push\"}", &config()).unwrap();
         let event = "Push Hook".to_string();
         assert_eq!(push, ignore(IgnoreReason::EventNotHandled { event }));

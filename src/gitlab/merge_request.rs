@@ -31,6 +31,8 @@ pub(crate) struct MergeRequest {
     pub(crate) description: String,
     /// Its diff's SHAs (absent while GitLab is still preparing the diff).
     pub(crate) diff_refs: Option<DiffRefs>,
+    /// Its author's username, when GitLab names one.
+    pub(crate) author: Option<String>,
 }
 
 /// `/projects/:id/merge_requests/:iid`, the project id or path made one path segment.
@@ -60,6 +62,10 @@ pub(crate) async fn fetch_merge_request(
         title: text("title"),
         description: text("description"),
         diff_refs,
+        author: answer["author"]["username"]
+            .as_str()
+            .filter(|name| !name.is_empty())
+            .map(str::to_string),
     })
 }
 

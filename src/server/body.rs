@@ -1,6 +1,7 @@
 //! Reading a webhook body that is not authenticated yet: bounded in size, time and memory,
-//! and hashed for the signature check while it streams in ([`BodyCheck`]; GitLab's token is
-//! checked before the body, and its body is read within the same bounds).
+//! and hashed for the signature check while it streams in ([`BodyCheck`]; GitLab's body is
+//! read within the same bounds, and its per-project token checked once the body names the
+//! project).
 //!
 //! Invariants: bytes are kept (copied into the buffer, or held as the one piece that is the
 //! whole announced body) only while a [`Reservation`] of the unverified budget covers them;
@@ -72,12 +73,13 @@ impl BodyCheck for SignatureCheck {
     }
 }
 
-/// A request authenticated before its body was read (GitLab's `X-Gitlab-Token`): the body
-/// still comes within the limits and the budget, and needs no further check.
+/// A body the caller authenticates once it has it (GitLab's `X-Gitlab-Token` is the token
+/// of the project the body names): it comes within the limits and the budget, unchecked
+/// here.
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct AuthenticatedAlready;
+pub(crate) struct CheckedByCaller;
 
-impl BodyCheck for AuthenticatedAlready {
+impl BodyCheck for CheckedByCaller {
     fn update(&mut self, _piece: &[u8]) {}
 
     fn finish(self) -> Result<(), SignatureError> {

@@ -4,7 +4,11 @@
 //! database before anything is posted, `chat_max_replies` counted in the database before
 //! the model is asked, and `/redline ignore` in Redline's own discussions only.
 //!
-//! Invariants: only a Reporter or above (who can read the code) gets an answer; only the
+//! Invariants: what a note says and who wrote it are read from GitLab (the note, by its id,
+//! in the discussion Redline loads anyway), never taken from the delivery: a note id not in
+//! the discussion is ignored, a note by the token's user is never answered (and while that
+//! user is unknown, no note is), and the merge request's author is GitLab's. Only a
+//! Reporter or above (who can read the code) gets an answer; only the
 //! merge request's author or a Developer or above dismisses a finding; a note is answered
 //! at most once whoever delivers it again; claims, counts and dismissals are kept under
 //! [`gitlab_key`]; answers run in the background, a few at once, and a burst beyond
@@ -22,7 +26,8 @@ use crate::flow::pull::pull_intent;
 use crate::flow::thread::{Answered, Gate, GateWords};
 use crate::forge::{Forge, ThreadNote};
 use crate::github::PublishError;
-use crate::github::thread::{Ask, Thread, ThreadComment, answer_body};
+use crate::github::thread::{Ask, Thread, ThreadComment, answer_body, thread_comment_ask};
+use crate::text::logged;
 use crate::gitlab::discussion::load_discussion;
 use crate::gitlab::merge_request::fetch_merge_request;
 use crate::gitlab::{GitLabError, GitLabMergeRequest};
@@ -139,6 +144,8 @@ async fn handle(
         description: &mr.description,
         diff_refs: mr.diff_refs.as_ref(),
     };
+    // The delivery's word for who opened the merge request counts for nothing.
+    note.comment.pr_author = mr.author.clone();
     let gate = gate(&forge, &mut note).await?;
     let key = gitlab_key(&project);
     let comment = &note.comment;
@@ -178,26 +185,29 @@ fn already_claimed(comment: &ThreadComment) {
     );
 }
 
-/// The cheap checks, as [`flow::thread::gate`] makes them on GitHub; `note`'s `root_id`
-/// becomes its discussion's first note.
+/// The cheap checks, as [`flow::thread::gate`] makes them on GitHub, on the note as GitLab
+/// has it; `note`'s `root_id` becomes its discussion's first note.
 async fn gate(
     forge: &GitLabMergeRequest<'_>,
     note: &mut MergeRequestNote,
 ) -> Result<Gate, NoteError> {
-    let comment = &note.comment;
-    if matches!(comment.ask, Ask::Review { .. }) {
+    if matches!(note.comment.ask, Ask::Review { .. }) {
         return Ok(Gate::Skip("a review request, not a conversation".into()));
-    }
-    if !forge.may_read(&comment.author).await? {
-        return Ok(Gate::Skip(format!(
-            "{} cannot read the project",
-            comment.author
-        )));
     }
     let thread = load_discussion(forge.client, forge.project, forge.iid, &note.discussion_id);
     let Some(thread) = thread.await? else {
         return Ok(Gate::Skip("the discussion is gone".into()));
     };
+    if let Err(reason) = as_gitlab_has_it(forge, note, &thread).await? {
+        return Ok(Gate::Skip(reason));
+    }
+    let comment = &note.comment;
+    if !forge.may_read(&comment.author).await? {
+        return Ok(Gate::Skip(format!(
+            "{} cannot read the project",
+            logged(&comment.author)
+        )));
+    }
     if let Some(root) = thread.root() {
         note.comment.root_id = root.id;
     }
@@ -209,6 +219,39 @@ async fn gate(
     let comment = &note.comment;
     let gate = flow::thread::in_thread(thread, comment, &words, || may_dismiss(forge, comment));
     Ok(gate.await?)
+}
+
+/// The note's author, text and ask as GitLab has them (the note by its id in `thread`),
+/// or why it gets nothing: not in the discussion, written by the token's user, or asking
+/// nothing as GitLab has it.
+async fn as_gitlab_has_it(
+    forge: &GitLabMergeRequest<'_>,
+    note: &mut MergeRequestNote,
+    thread: &Thread,
+) -> Result<Result<(), String>, NoteError> {
+    let id = note.comment.comment_id;
+    let Some(posted) = thread.posts.iter().find(|post| post.id == id) else {
+        return Ok(Err("the note is not in the discussion".into()));
+    };
+    // Known: the discussion was read with it.
+    let own = forge.client.own_username().await?;
+    if posted.by_bot || posted.author == own {
+        return Ok(Err("Redline's own note".into()));
+    }
+    let mention = format!("@{own}");
+    let ask = match thread_comment_ask(&posted.body, false, true, Some(&mention)) {
+        Ok(Ask::Review { .. }) => return Ok(Err("a review request, not a conversation".into())),
+        Ok(ask) => ask,
+        Err(reason) => return Ok(Err(reason.to_string())),
+    };
+    let comment = &mut note.comment;
+    comment.author = posted.author.clone();
+    comment.body = posted.body.clone();
+    if !posted.path.is_empty() {
+        comment.path = posted.path.clone();
+    }
+    comment.ask = ask;
+    Ok(Ok(()))
 }
 
 /// The merge request's author, or a Developer or above.
