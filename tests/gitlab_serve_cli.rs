@@ -12,19 +12,24 @@ use crate::serve_cli::{Server, wait_until};
 use crate::settings::support::pull_request_repo;
 use crate::threads::support::{ANSWER_TEXT, FIRST, is_chat, model};
 
-const TOKEN: &str = "glpat-serve-token-abcdefghijkl";
-const SECRET: &str = "gitlab-webhook-secret-for-tests";
-const PROJECT: u64 = 42;
-const PATH: &str = "numbers/calculator";
-const IID: u64 = 7;
-const CALC: &str = "src/calc.rs";
+pub(crate) const TOKEN: &str = "glpat-serve-token-abcdefghijkl";
+pub(crate) const SECRET: &str = "gitlab-webhook-secret-for-tests";
+pub(crate) const PROJECT: u64 = 42;
+pub(crate) const PATH: &str = "numbers/calculator";
+pub(crate) const IID: u64 = 7;
+pub(crate) const CALC: &str = "src/calc.rs";
+
+/// Project [`PROJECT`]'s webhook token, as `redline gitlab-hook-token 42` prints it.
+pub(crate) fn hook_token() -> String {
+    redline::gitlab::project_hook_token(&redline::llm::Secret::new(SECRET), PROJECT)
+}
 
 /// A running `redline serve` (killed on drop) and its log.
 /// `redline serve` with GitLab's settings only.
-struct GitLabServer(Server);
+pub(crate) struct GitLabServer(Server);
 
 impl GitLabServer {
-    async fn start(gl: &GitLabMock, model: &ModelServer) -> GitLabServer {
+    pub(crate) async fn start(gl: &GitLabMock, model: &ModelServer) -> GitLabServer {
         let mut command = cli::redline_command();
         for var in [
             "GITHUB_APP_ID",
@@ -43,11 +48,12 @@ impl GitLabServer {
         GitLabServer(Server::launch(command, dir, model, &[]).await)
     }
 
-    fn log(&self) -> String {
+    pub(crate) fn log(&self) -> String {
         self.0.log()
     }
 
-    async fn deliver(&self, event: &str, uuid: &str, token: &str, body: &Value) -> (u16, String) {
+    pub(crate) async fn deliver(
+        &self, event: &str, uuid: &str, token: &str, body: &Value) -> (u16, String) {
         let response = reqwest::Client::new()
             .post(format!("{}/gitlab/webhook", self.0.url))
             .header("X-Gitlab-Event", event)
@@ -62,7 +68,7 @@ impl GitLabServer {
         (status, response.text().await.unwrap_or_default())
     }
 
-    async fn wait_for_log(&self, text: &str, times: usize) {
+    pub(crate) async fn wait_for_log(&self, text: &str, times: usize) {
         wait_until(|| self.log().matches(text).count() >= times, 300, 50).await;
         assert!(
             self.log().matches(text).count() >= times,
@@ -74,7 +80,7 @@ impl GitLabServer {
 
 /// Merge request !7 of `numbers/calculator` from `pull_request_repo` (base: 3 lines of
 /// `src/calc.rs`; head adds lines 4 to 11), its Open hook, and a mock that knows it.
-async fn merge_request(config: Option<&str>) -> (crate::common::git::TempRepo, GitLabMock, Value) {
+pub(crate) async fn merge_request(config: Option<&str>) -> (crate::common::git::TempRepo, GitLabMock, Value) {
     let (repo, base, head) = pull_request_repo(config);
     let gl = GitLabMock::start(TOKEN).await;
     gl.add_project(PROJECT, PATH, &repo.path().display().to_string());
@@ -90,7 +96,7 @@ async fn merge_request(config: Option<&str>) -> (crate::common::git::TempRepo, G
     (repo, gl, open)
 }
 
-fn model_calls(model: &ModelServer, chat: bool) -> usize {
+pub(crate) fn model_calls(model: &ModelServer, chat: bool) -> usize {
     model
         .review_requests()
         .iter()
@@ -108,14 +114,14 @@ async fn with_gitlab_settings_only_a_merge_request_is_reviewed_once() {
         .await;
     assert_eq!(status, 401, "{answer}");
     let (status, answer) = server
-        .deliver("Merge Request Hook", "mr-1", SECRET, &open)
+        .deliver("Merge Request Hook", "mr-1", &hook_token(), &open)
         .await;
     assert_eq!(status, 202, "{answer}: {}", server.log());
     wait_until(|| !gl.notes(PROJECT, IID).is_empty(), 600, 100).await;
     let discussions = gl.diff_discussions(PROJECT, IID);
     assert_eq!(discussions.len(), 2, "{discussions:?}\n{}", server.log());
     let (status, answer) = server
-        .deliver("Merge Request Hook", "mr-1", SECRET, &open)
+        .deliver("Merge Request Hook", "mr-1", &hook_token(), &open)
         .await;
     assert!(
         status == 200 && answer.contains("duplicate"),
@@ -136,7 +142,7 @@ async fn a_merge_request_s_commit_status_follows_its_review() {
     let model = model(false).await;
     let server = GitLabServer::start(&gl, &model).await;
     let (status, answer) = server
-        .deliver("Merge Request Hook", "mr-1", SECRET, &open)
+        .deliver("Merge Request Hook", "mr-1", &hook_token(), &open)
         .await;
     assert_eq!(status, 202, "{answer}");
     let finished = || {
@@ -176,7 +182,7 @@ async fn a_reply_in_redline_s_discussion_gets_one_answer_within_the_caps() {
     let model = model(false).await;
     let server = GitLabServer::start(&gl, &model).await;
     let (status, _) = server
-        .deliver("Merge Request Hook", "mr-1", SECRET, &open)
+        .deliver("Merge Request Hook", "mr-1", &hook_token(), &open)
         .await;
     assert_eq!(status, 202);
     wait_until(|| !gl.notes(PROJECT, IID).is_empty(), 600, 100).await;
@@ -202,7 +208,7 @@ async fn a_reply_in_redline_s_discussion_gets_one_answer_within_the_caps() {
     let id = gl.add_user_note(PROJECT, IID, &discussion_id, "grace", question);
     for uuid in ["n-1", "n-2"] {
         let (status, answer) = server
-            .deliver("Note Hook", uuid, SECRET, &note(id, "grace", question))
+            .deliver("Note Hook", uuid, &hook_token(), &note(id, "grace", question))
             .await;
         assert_eq!(status, 202, "{answer}");
     }
@@ -230,7 +236,7 @@ async fn a_reply_in_redline_s_discussion_gets_one_answer_within_the_caps() {
         .deliver(
             "Note Hook",
             "n-3",
-            SECRET,
+            &hook_token(),
             &note(again, "grace", "Still sure?"),
         )
         .await;
@@ -238,7 +244,7 @@ async fn a_reply_in_redline_s_discussion_gets_one_answer_within_the_caps() {
     // Someone who cannot read the code gets nothing.
     let guest = gl.add_user_note(PROJECT, IID, &discussion_id, "guest", "Why?");
     server
-        .deliver("Note Hook", "n-4", SECRET, &note(guest, "guest", "Why?"))
+        .deliver("Note Hook", "n-4", &hook_token(), &note(guest, "guest", "Why?"))
         .await;
     server.wait_for_log("cannot read the project", 1).await;
     assert_eq!(answers().len(), 1);
@@ -305,7 +311,7 @@ async fn a_redline_review_note_runs_for_a_developer_only() {
         event
     };
     let (status, answer) = server
-        .deliver("Note Hook", "c-1", SECRET, &command("guest"))
+        .deliver("Note Hook", "c-1", &hook_token(), &command("guest"))
         .await;
     assert!(
         status == 202 && answer.contains("queued"),
@@ -321,7 +327,7 @@ async fn a_redline_review_note_runs_for_a_developer_only() {
         "a Guest's request runs nothing"
     );
     let (status, answer) = server
-        .deliver("Note Hook", "c-2", SECRET, &command("grace"))
+        .deliver("Note Hook", "c-2", &hook_token(), &command("grace"))
         .await;
     assert!(
         status == 202 && answer.contains("queued"),
@@ -346,7 +352,7 @@ async fn a_review_note_on_a_reviewed_head_is_answered_and_force_reviews_again() 
     let model = model(false).await;
     let server = GitLabServer::start(&gl, &model).await;
     let (status, answer) = server
-        .deliver("Merge Request Hook", "mr-1", SECRET, &open)
+        .deliver("Merge Request Hook", "mr-1", &hook_token(), &open)
         .await;
     assert_eq!(status, 202, "{answer}");
     wait_until(|| !gl.notes(PROJECT, IID).is_empty(), 600, 100).await;
@@ -360,7 +366,7 @@ async fn a_review_note_on_a_reviewed_head_is_answered_and_force_reviews_again() 
     };
     for uuid in ["c-1", "c-2"] {
         let (status, answer) = server
-            .deliver("Note Hook", uuid, SECRET, &command("/redline review"))
+            .deliver("Note Hook", uuid, &hook_token(), &command("/redline review"))
             .await;
         assert_eq!(status, 202, "{answer}");
     }
@@ -399,7 +405,7 @@ async fn a_review_note_on_a_reviewed_head_is_answered_and_force_reviews_again() 
         .deliver(
             "Note Hook",
             "c-3",
-            SECRET,
+            &hook_token(),
             &command("/redline review --force"),
         )
         .await;
@@ -419,7 +425,7 @@ async fn redline_ignore_dismisses_for_a_developer_and_not_for_a_reporter() {
     let model = model(false).await;
     let server = GitLabServer::start(&gl, &model).await;
     server
-        .deliver("Merge Request Hook", "mr-1", SECRET, &open)
+        .deliver("Merge Request Hook", "mr-1", &hook_token(), &open)
         .await;
     wait_until(|| !gl.notes(PROJECT, IID).is_empty(), 600, 100).await;
     let discussion_id = gl
@@ -450,7 +456,7 @@ async fn redline_ignore_dismisses_for_a_developer_and_not_for_a_reporter() {
         event["object_attributes"]["discussion_id"] = json!(discussion_id);
         event["user"]["username"] = json!(author);
         let (status, answer) = server
-            .deliver("Note Hook", &format!("i-{n}"), SECRET, &event)
+            .deliver("Note Hook", &format!("i-{n}"), &hook_token(), &event)
             .await;
         assert_eq!(status, 202, "{answer}");
         wait_until(|| replies().len() > n, 300, 50).await;
@@ -478,7 +484,7 @@ async fn a_broken_config_is_reported_in_one_note_however_often_the_merge_request
     // Two deliveries (not redeliveries: each is its own job) of the same head.
     for uuid in ["mr-broken-1", "mr-broken-2"] {
         let (status, answer) = server
-            .deliver("Merge Request Hook", uuid, SECRET, &open)
+            .deliver("Merge Request Hook", uuid, &hook_token(), &open)
             .await;
         assert_eq!(status, 202, "{answer}: {}", server.log());
         server.wait_for_log("job finished", 1).await;

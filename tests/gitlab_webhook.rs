@@ -5,6 +5,7 @@ use axum::body::Body;
 use axum::http::{Request, StatusCode, header};
 use http_body_util::BodyExt;
 use redline::forge::ForgeKind;
+use redline::gitlab::project_hook_token;
 use redline::llm::Secret;
 use redline::queue::{JobId, JobState};
 use redline::server::signature::sign;
@@ -17,6 +18,10 @@ use crate::queue::support::TestDb;
 
 const GITLAB_SECRET: &str = "gitlab-secret-for-tests";
 const GITHUB_SECRET: &str = "github-secret-for-tests";
+
+/// The token of the fixtures' project (id 42).
+static PROJECT_TOKEN: std::sync::LazyLock<String> =
+    std::sync::LazyLock::new(|| project_hook_token(&Secret::new(GITLAB_SECRET), 42));
 
 pub(crate) fn gitlab_fixture(name: &str) -> Value {
     let path = format!(
@@ -90,7 +95,7 @@ async fn a_merge_request_is_queued_once_and_a_wrong_token_is_refused(db: &TestDb
         let (status, answer) = deliver(&state, "Merge Request Hook", "u-bad", token, &open).await;
         assert_eq!(status, StatusCode::UNAUTHORIZED, "{token:?}: {answer}");
     }
-    let secret = Some(GITLAB_SECRET);
+    let secret = Some(PROJECT_TOKEN.as_str());
     let (status, answer) = deliver(&state, "Merge Request Hook", "u-1", secret, &open).await;
     assert_eq!(status, StatusCode::ACCEPTED, "{answer}");
     let id = job_id(&answer);
@@ -122,7 +127,7 @@ async fn a_merge_request_is_queued_once_and_a_wrong_token_is_refused(db: &TestDb
 
 async fn an_update_with_new_commits_supersedes_the_queued_review(db: &TestDb) {
     let state = state(db, true).await;
-    let secret = Some(GITLAB_SECRET);
+    let secret = Some(PROJECT_TOKEN.as_str());
     let open = gitlab_fixture("merge_request.open");
     let (_, answer) = deliver(&state, "Merge Request Hook", "u-open", secret, &open).await;
     let first = job_id(&answer);
@@ -180,7 +185,7 @@ async fn github_and_gitlab_deliveries_for_the_same_name_and_number_are_separate_
         &state,
         "Merge Request Hook",
         uuid,
-        Some(GITLAB_SECRET),
+        Some(PROJECT_TOKEN.as_str()),
         &open,
     )
     .await;
@@ -205,7 +210,7 @@ async fn github_and_gitlab_deliveries_for_the_same_name_and_number_are_separate_
 async fn without_gitlab_settings_every_gitlab_delivery_is_refused(db: &TestDb) {
     let state = state(db, false).await;
     let open = gitlab_fixture("merge_request.open");
-    for token in [Some(GITLAB_SECRET), Some(""), None] {
+    for token in [Some(PROJECT_TOKEN.as_str()), Some(""), None] {
         let (status, _) = deliver(&state, "Merge Request Hook", "u-x", token, &open).await;
         assert_eq!(status, StatusCode::UNAUTHORIZED);
     }
@@ -228,7 +233,7 @@ async fn notes_are_handed_to_the_note_hook_and_bad_bodies_refused() {
     if let Some(gitlab) = state.gitlab.as_mut() {
         gitlab.on_note_ids(move |id| log.lock().unwrap().push(id));
     }
-    let secret = Some(GITLAB_SECRET);
+    let secret = Some(PROJECT_TOKEN.as_str());
     let note = gitlab_fixture("note.merge_request");
     let (status, answer) = deliver(&state, "Note Hook", "n-1", secret, &note).await;
     assert_eq!(status, StatusCode::ACCEPTED, "{answer}");
@@ -241,7 +246,7 @@ async fn notes_are_handed_to_the_note_hook_and_bad_bodies_refused() {
     assert_eq!(status, StatusCode::BAD_REQUEST);
     let request = Request::post("/gitlab/webhook")
         .header("X-Gitlab-Event", "Note Hook")
-        .header("X-Gitlab-Token", GITLAB_SECRET)
+        .header("X-Gitlab-Token", PROJECT_TOKEN.as_str())
         .body(Body::from(note.to_string()))
         .unwrap();
     let (status, answer) = send(&state, request).await;

@@ -12,6 +12,7 @@
 //! gl.resolve_discussions_with(42, 7, "marker text");// resolves the discussions whose body has it
 //! gl.rate_limit_next_write(1);                      // next POST/PUT of a merge request: 429 with `Retry-After: 1`
 //! gl.statuses(42, &head);                           // commit statuses set on `head`, oldest first
+//! gl.fail_user_requests(1);                          // the next `GET /user` answers 500
 //! ```
 //!
 //! Endpoints under `/api/v4` (anything else answers 404; no or a wrong `PRIVATE-TOKEN`: 401):
@@ -133,6 +134,8 @@ struct MockState {
     closes_issues: HashMap<String, Vec<Value>>,
     discussions: HashMap<String, Vec<Value>>,
     rate_limit_next_write: Option<u64>,
+    /// `GET /user` answers 500 this many more times.
+    user_failures: usize,
     /// Full path -> (id, clone URL).
     projects: HashMap<String, (u64, String)>,
     /// Username -> (user id, access level per project id).
@@ -249,6 +252,11 @@ impl GitLabMock {
         self.state().rate_limit_next_write = Some(secs);
     }
 
+    /// The next `times` requests for `GET /user` answer 500 (GitLab down at start).
+    pub fn fail_user_requests(&self, times: usize) {
+        self.state().user_failures = times;
+    }
+
     /// Every request received, in order.
     pub fn requests(&self) -> Vec<RecordedRequest> {
         self.state().requests.clone()
@@ -363,6 +371,10 @@ impl MockState {
             return answer;
         }
         match (req.method.as_str(), segments.as_slice()) {
+            ("GET", ["api", "v4", "user"]) if self.user_failures > 0 => {
+                self.user_failures -= 1;
+                error(500, "500 Internal Server Error")
+            }
             ("GET", ["api", "v4", "user"]) => ResponseTemplate::new(200)
                 .set_body_json(json!({"id": 99, "username": BOT, "bot": true})),
             ("GET", ["api", "v4", "projects", p, "merge_requests", iid]) => {

@@ -1,0 +1,139 @@
+//! `redline serve` on GitLab against forged deliveries: a project's token opens that
+//! project only (whatever path the body names), a note is acted on as GitLab has it (its
+//! author and text read by id; a note id that does not exist is ignored), and Redline never
+//! answers its own note, even when `GET /user` failed at start.
+
+use serde_json::{Value, json};
+
+use crate::common::gitlab_mock::{BOT, GitLabMock};
+use crate::gitlab_serve_cli::{
+    GitLabServer, IID, PATH, PROJECT, SECRET, hook_token, merge_request, model_calls,
+};
+use crate::gitlab_webhook::gitlab_fixture;
+use crate::serve_cli::wait_until;
+use crate::threads::support::{FIRST, model};
+
+/// Reviews the merge request and returns Redline's discussion of [`FIRST`]: its id, and
+/// the id and body of its first note.
+async fn reviewed(gl: &GitLabMock, server: &GitLabServer, open: &Value) -> (String, u64, String) {
+    let (status, answer) = server
+        .deliver("Merge Request Hook", "mr-1", &hook_token(), open)
+        .await;
+    assert_eq!(status, 202, "{answer}");
+    wait_until(|| !gl.notes(PROJECT, IID).is_empty(), 600, 100).await;
+    let discussion = gl
+        .diff_discussions(PROJECT, IID)
+        .into_iter()
+        .find(|d| {
+            d["notes"][0]["body"]
+                .as_str()
+                .is_some_and(|b| b.contains(FIRST))
+        })
+        .unwrap_or_else(|| panic!("no discussion of {FIRST}: {}", server.log()));
+    let id = discussion["id"].as_str().expect("id").to_string();
+    let first = &discussion["notes"][0];
+    let body = first["body"].as_str().unwrap_or_default().to_string();
+    (id, first["id"].as_u64().expect("note id"), body)
+}
+
+/// A Note Hook for note `id` in `discussion`, by `author`, saying `text`.
+fn note(discussion: &str, id: u64, author: &str, text: &str) -> Value {
+    let mut event = gitlab_fixture("note.merge_request");
+    event["object_attributes"]["id"] = json!(id);
+    event["object_attributes"]["note"] = json!(text);
+    event["object_attributes"]["discussion_id"] = json!(discussion);
+    event["user"]["username"] = json!(author);
+    event
+}
+
+/// Redline's notes in `discussion` after its first.
+fn replies(gl: &GitLabMock, discussion: &str) -> Vec<String> {
+    gl.discussions(PROJECT, IID)
+        .into_iter()
+        .filter(|d| d["id"] == json!(discussion))
+        .flat_map(|d| d["notes"].as_array().cloned().unwrap_or_default())
+        .filter(|n| n["author"]["username"] == BOT)
+        .skip(1)
+        .filter_map(|n| n["body"].as_str().map(str::to_string))
+        .collect()
+}
+
+#[tokio::test]
+async fn a_token_opens_its_own_project_only_whatever_path_the_body_names() {
+    let (repo, gl, open) = merge_request(None).await;
+    gl.add_project(43, "other/app", &repo.path().display().to_string());
+    let model = model(false).await;
+    let server = GitLabServer::start(&gl, &model).await;
+    // The master secret is no project's token.
+    let (status, answer) = server
+        .deliver("Merge Request Hook", "f-1", SECRET, &open)
+        .await;
+    assert_eq!(status, 401, "{answer}");
+    // Project 43's maintainer knows 43's token: naming 42's path with 43's id is refused.
+    let other = redline::gitlab::project_hook_token(&redline::llm::Secret::new(SECRET), 43);
+    let (status, answer) = server
+        .deliver("Merge Request Hook", "f-2", &other, &open)
+        .await;
+    assert_eq!(status, 401, "43's token for 42's delivery: {answer}");
+    let mut forged = open.clone();
+    forged["project"]["id"] = json!(43);
+    let (status, answer) = server
+        .deliver("Merge Request Hook", "f-3", &other, &forged)
+        .await;
+    assert_eq!(status, 400, "{answer}\n{}", server.log());
+    assert!(answer.contains("not project 43's"), "{answer}");
+    // A path with a line break or NUL is refused before it is logged or stored.
+    let mut broken = open.clone();
+    broken["project"]["path_with_namespace"] = json!(format!("{PATH}\nINFO forged line\u{0}"));
+    let (status, answer) = server
+        .deliver("Merge Request Hook", "f-4", &hook_token(), &broken)
+        .await;
+    assert_eq!(status, 400, "{answer}");
+    assert!(!server.log().contains("\nINFO forged line"), "{}", server.log());
+    assert_eq!(model_calls(&model, false), 0, "nothing was reviewed");
+    assert!(gl.writes().is_empty(), "{:?}", gl.writes());
+}
+
+#[tokio::test]
+async fn a_note_is_acted_on_as_gitlab_has_it_and_a_forged_note_id_is_ignored() {
+    let (_repo, gl, open) = merge_request(None).await;
+    let model = model(false).await;
+    let server = GitLabServer::start(&gl, &model).await;
+    let (discussion, _, _) = reviewed(&gl, &server, &open).await;
+    // A note id that is not in the discussion, "by" a Developer: nothing is dismissed.
+    let forged = note(&discussion, 999_999, "grace", "/redline ignore");
+    let (status, _) = server.deliver("Note Hook", "n-1", &hook_token(), &forged).await;
+    assert_eq!(status, 202);
+    server
+        .wait_for_log("the note is not in the discussion", 1)
+        .await;
+    // Rita (a Reporter) wrote it; the delivery says Grace (a Developer): Rita's word it is.
+    let id = gl.add_user_note(PROJECT, IID, &discussion, "rita", "/redline ignore");
+    let claimed = note(&discussion, id, "grace", "/redline ignore");
+    let (status, _) = server.deliver("Note Hook", "n-2", &hook_token(), &claimed).await;
+    assert_eq!(status, 202);
+    wait_until(|| !replies(&gl, &discussion).is_empty(), 300, 50).await;
+    let posted = replies(&gl, &discussion);
+    assert_eq!(posted.len(), 1, "{posted:?}\n{}", server.log());
+    assert!(posted[0].contains("it stays"), "{}", posted[0]);
+    assert_eq!(model_calls(&model, true), 0);
+}
+
+#[tokio::test]
+async fn redline_never_answers_its_own_note_when_get_user_failed_at_start() {
+    let (_repo, gl, open) = merge_request(None).await;
+    gl.fail_user_requests(1);
+    let model = model(false).await;
+    let server = GitLabServer::start(&gl, &model).await;
+    let (discussion, first, own) = reviewed(&gl, &server, &open).await;
+    // GitLab's hook for Redline's own note; a forged one names someone else as its author.
+    for (uuid, author) in [("o-1", BOT), ("o-2", "grace")] {
+        let (status, answer) = server
+            .deliver("Note Hook", uuid, &hook_token(), &note(&discussion, first, author, &own))
+            .await;
+        assert!(status == 202 || status == 200, "{status} {answer}");
+    }
+    server.wait_for_log("Redline's own note", 1).await;
+    assert!(replies(&gl, &discussion).is_empty(), "{}", server.log());
+    assert_eq!(model_calls(&model, true), 0, "no paid answer to itself");
+}
