@@ -217,6 +217,24 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn an_answer_holding_a_quick_action_is_posted_inert() {
+        let (server, client) = server().await;
+        let posted = "Sure.\n\u{2060}/approve\n  \u{2060}/merge\n```\n\u{2060}/close\n```";
+        Mock::given(method("POST"))
+            .and(path(
+                "/api/v4/projects/group%2Fapp/merge_requests/3/discussions/d1/notes",
+            ))
+            .and(body_json(json!({ "body": posted })))
+            .respond_with(ResponseTemplate::new(201).set_body_json(json!({"id": 1})))
+            .expect(1)
+            .mount(&server)
+            .await;
+        let forge = merge_request(&client);
+        let answer = "Sure.\n/approve\n  /merge\n```\n/close\n```";
+        forge.reply("d1", answer).await.unwrap();
+    }
+
+    #[tokio::test]
     async fn developers_and_above_may_write_and_others_may_not() {
         let (server, client) = server().await;
         for (name, id, level) in [("dev", 1, Some(30)), ("rep", 2, Some(20)), ("out", 3, None)] {

@@ -35,6 +35,7 @@ mod packaging;
 mod posted_text;
 mod pr_flow;
 mod queue;
+mod redirects;
 mod review;
 mod review_cli;
 mod runs_cli;

@@ -137,3 +137,25 @@ async fn redline_never_answers_its_own_note_when_get_user_failed_at_start() {
     assert!(replies(&gl, &discussion).is_empty(), "{}", server.log());
     assert_eq!(model_calls(&model, true), 0, "no paid answer to itself");
 }
+
+#[tokio::test]
+async fn gitlab_hook_token_prints_a_project_s_token_and_never_the_secret() {
+    let output = crate::common::cli::redline_command()
+        .args(["gitlab-hook-token", "42"])
+        .env("GITLAB_WEBHOOK_SECRET", SECRET)
+        .output()
+        .await
+        .expect("run");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert_eq!(output.status.code(), Some(0));
+    assert_eq!(stdout.trim(), hook_token());
+    assert!(!stdout.contains(SECRET) && output.stderr.is_empty());
+    let output = crate::common::cli::redline_command()
+        .args(["gitlab-hook-token", "42"])
+        .env_remove("GITLAB_WEBHOOK_SECRET")
+        .output()
+        .await
+        .expect("run");
+    assert_eq!(output.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&output.stderr).contains("GITLAB_WEBHOOK_SECRET is not set"));
+}

@@ -217,7 +217,39 @@ async fn without_gitlab_settings_every_gitlab_delivery_is_refused(db: &TestDb) {
     assert_eq!(state.queue.delivery_count().await.unwrap(), 0);
 }
 
+async fn a_delivery_needs_its_own_project_s_token_and_a_clean_path(db: &TestDb) {
+    let state = state(db, true).await;
+    let open = gitlab_fixture("merge_request.open");
+    let other = project_hook_token(&Secret::new(GITLAB_SECRET), 43);
+    // The master secret and another project's token open nothing of project 42's.
+    for token in [GITLAB_SECRET, other.as_str()] {
+        let (status, answer) = deliver(&state, "Merge Request Hook", "t-1", Some(token), &open).await;
+        assert_eq!(status, StatusCode::UNAUTHORIZED, "{answer}");
+    }
+    // A body that names no project id cannot be any project's.
+    let mut nameless = open.clone();
+    nameless["project"]
+        .as_object_mut()
+        .expect("project")
+        .remove("id");
+    let token = Some(PROJECT_TOKEN.as_str());
+    let (status, _) = deliver(&state, "Merge Request Hook", "t-2", token, &nameless).await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED);
+    // A NUL or a line break in the path is the sender's mistake (400), never a retry (503).
+    for (n, path) in ["numbers/calc\u{0}ulator", "numbers/calc\nulator"].iter().enumerate() {
+        let mut broken = open.clone();
+        broken["project"]["path_with_namespace"] = json!(path);
+        let uuid = format!("t-nul-{n}");
+        let (status, answer) = deliver(&state, "Merge Request Hook", &uuid, token, &broken).await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{answer}");
+    }
+    assert_eq!(state.queue.delivery_count().await.unwrap(), 0);
+    let (status, answer) = deliver(&state, "Merge Request Hook", "t-3", token, &open).await;
+    assert_eq!(status, StatusCode::ACCEPTED, "{answer}");
+}
+
 backend_tests!(
+    a_delivery_needs_its_own_project_s_token_and_a_clean_path,
     a_merge_request_is_queued_once_and_a_wrong_token_is_refused,
     an_update_with_new_commits_supersedes_the_queued_review,
     github_and_gitlab_deliveries_for_the_same_name_and_number_are_separate_jobs,
