@@ -305,7 +305,9 @@ async fn a_redline_review_note_runs_for_a_developer_only() {
     let model = model(false).await;
     let server = GitLabServer::start(&gl, &model).await;
     let command = |author: &str| {
+        let id = gl.add_command_note(PROJECT, IID, author, "/redline review");
         let mut event = gitlab_fixture("note.merge_request");
+        event["object_attributes"]["id"] = json!(id);
         event["object_attributes"]["note"] = json!("/redline review");
         event["user"]["username"] = json!(author);
         event
@@ -359,7 +361,9 @@ async fn a_review_note_on_a_reviewed_head_is_answered_and_force_reviews_again() 
     assert_eq!(model_calls(&model, false), 1);
     let notes = gl.notes(PROJECT, IID).len();
     let command = |body: &str| {
+        let id = gl.add_command_note(PROJECT, IID, "grace", body);
         let mut event = gitlab_fixture("note.merge_request");
+        event["object_attributes"]["id"] = json!(id);
         event["object_attributes"]["note"] = json!(body);
         event["user"]["username"] = json!("grace");
         event

@@ -120,6 +120,34 @@ async fn a_note_is_acted_on_as_gitlab_has_it_and_a_forged_note_id_is_ignored() {
 }
 
 #[tokio::test]
+async fn a_review_request_runs_as_gitlab_has_the_note() {
+    let (_repo, gl, _open) = merge_request(None).await;
+    let model = model(false).await;
+    let server = GitLabServer::start(&gl, &model).await;
+    let command = |id: u64, author: &str| {
+        let mut event = gitlab_fixture("note.merge_request");
+        event["object_attributes"]["id"] = json!(id);
+        event["object_attributes"]["note"] = json!("/redline review");
+        event["user"]["username"] = json!(author);
+        event
+    };
+    // No such note; then a Guest's note the delivery says Grace (a Developer) wrote.
+    let guest = gl.add_command_note(PROJECT, IID, "guest", "/redline review");
+    for (uuid, id) in [("r-1", 999_999), ("r-2", guest)] {
+        let (status, answer) = server
+            .deliver("Note Hook", uuid, &hook_token(), &command(id, "grace"))
+            .await;
+        assert_eq!(status, 202, "{answer}");
+    }
+    server.wait_for_log("the note does not exist", 1).await;
+    server
+        .wait_for_log("review requested without the Developer role", 1)
+        .await;
+    assert_eq!(model_calls(&model, false), 0, "{}", server.log());
+    assert!(gl.writes().iter().all(|w| !w.path.contains("/discussions")));
+}
+
+#[tokio::test]
 async fn redline_never_answers_its_own_note_when_get_user_failed_at_start() {
     let (_repo, gl, open) = merge_request(None).await;
     gl.fail_user_requests(1);

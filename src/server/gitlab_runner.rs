@@ -32,11 +32,13 @@ use crate::flow;
 use crate::flow::pull::{PullCommits, PullTarget, short};
 use crate::forge::publish::last_reviewed_sha;
 use crate::forge::{Forge, ForgeKind};
-use crate::github::command::already_reviewed;
+use crate::github::command::{Command, already_reviewed, parse_command};
 use crate::github::dismissed::Dismissals;
 use crate::github::{PublishConfig, PublishError, path_segment};
 use crate::gitlab::discussion::clone_url;
-use crate::gitlab::merge_request::{DiffRefs, MergeRequest, fetch_merge_request};
+use crate::gitlab::merge_request::{
+    DiffRefs, MergeRequest, fetch_merge_request, merge_request_path,
+};
 use crate::gitlab::{GitLabClient, GitLabError, GitLabMergeRequest};
 use crate::llm::Secret;
 use crate::queue::{Job, JobError, JobRunner, Queue, ReviewTrigger, RunOutcome};
@@ -288,14 +290,54 @@ impl JobRunner for GitLabRunner {
 
 /// Whether the job may run: a `/redline review` note needs the Developer role or above.
 async fn may_request(job: &Job, forge: &GitLabMergeRequest<'_>) -> Result<bool, JobError> {
-    let Some(commenter) = job.trigger().ok().and_then(ReviewTrigger::into_requester) else {
-        return Ok(true);
+    let trigger = job.trigger().ok();
+    let commenter = match trigger {
+        Some(ReviewTrigger::Command { comment_id, .. }) => {
+            match command_author(forge, comment_id).await? {
+                Ok(author) => author,
+                Err(reason) => {
+                    tracing::info!(job = %job.id, note = comment_id, %reason, "review request ignored");
+                    return Ok(false);
+                }
+            }
+        }
+        Some(trigger) => match trigger.into_requester() {
+            Some(requester) => requester,
+            None => return Ok(true),
+        },
+        None => return Ok(true),
     };
     let allowed = forge.may_write(&commenter).await.map_err(publish_error)?;
     if !allowed {
-        tracing::info!(job = %job.id, %commenter, "review requested without the Developer role; ignored");
+        tracing::info!(job = %job.id, commenter = %crate::text::logged(&commenter),
+            "review requested without the Developer role; ignored");
     }
     Ok(allowed)
+}
+
+/// The author of the `/redline review` note `note_id` as GitLab has it (never the
+/// delivery's word), or why it asks nothing: gone, or not such a command.
+async fn command_author(
+    forge: &GitLabMergeRequest<'_>,
+    note_id: u64,
+) -> Result<Result<String, &'static str>, JobError> {
+    let path = format!(
+        "{}/notes/{note_id}",
+        merge_request_path(forge.project, forge.iid)
+    );
+    let note = match forge.client.get_json(&path).await {
+        Ok(note) => note,
+        Err(error) if error.status() == Some(404) => return Ok(Err("the note does not exist")),
+        Err(error) => return Err(gitlab_error(error)),
+    };
+    let body = note["body"].as_str().unwrap_or_default();
+    if !matches!(parse_command(body), Ok(Some(Command::Review { .. }))) {
+        return Ok(Err("the note is no review request"));
+    }
+    match note["author"]["username"].as_str() {
+        Some(author) if !author.is_empty() => Ok(Ok(author.to_string())),
+        _ => Ok(Err("the note names no author")),
+    }
 }
 
 /// A GitLab failure as a job error: what a retry cannot mend is permanent.

@@ -26,6 +26,8 @@
 //! - `POST /projects/{id}/merge_requests/{iid}/notes` (a note in a new individual discussion)
 //! - `PUT /projects/{id}/merge_requests/{iid}/notes/{note_id}` (edits a stored note)
 //! - `GET /projects/{id}` (`http_url_to_repo` of [`GitLabMock::add_project`])
+//! - `GET /projects/{id}/merge_requests/{iid}/notes/{note_id}` (a note of a discussion, or
+//!   of [`GitLabMock::add_command_note`])
 //! - `GET /projects/{id}/merge_requests/{iid}/discussions/{discussion_id}`, and
 //!   `POST .../discussions/{discussion_id}/notes` (a reply by the bot)
 //! - `POST /projects/{id}/statuses/{sha}` and `GET /projects/{id}/repository/commits/{sha}/statuses`
@@ -136,6 +138,9 @@ struct MockState {
     rate_limit_next_write: Option<u64>,
     /// `GET /user` answers 500 this many more times.
     user_failures: usize,
+    /// Notes written by users outside any discussion the mock lists (commands), by
+    /// `{project}/{iid}`.
+    command_notes: HashMap<String, Vec<Value>>,
     /// Full path -> (id, clone URL).
     projects: HashMap<String, (u64, String)>,
     /// Username -> (user id, access level per project id).
@@ -250,6 +255,21 @@ impl GitLabMock {
     /// `Retry-After: {secs}`.
     pub fn rate_limit_next_write(&self, secs: u64) {
         self.state().rate_limit_next_write = Some(secs);
+    }
+
+    /// A note by `author` on the merge request that no discussion listing shows (a
+    /// `/redline review` command); `GET .../notes/{id}` finds it. Returns its id.
+    pub fn add_command_note(&self, project: u64, iid: u64, author: &str, body: &str) -> u64 {
+        let mut state = self.state();
+        state.next_id += 1;
+        let id = state.next_id;
+        let note = json!({"id": id, "body": body, "author": {"username": author}, "system": false});
+        state
+            .command_notes
+            .entry(format!("{project}/{iid}"))
+            .or_default()
+            .push(note);
+        id
     }
 
     /// The next `times` requests for `GET /user` answer 500 (GitLab down at start).

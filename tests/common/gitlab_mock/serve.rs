@@ -23,6 +23,21 @@ impl MockState {
                     None => error(404, "404 Project Not Found"),
                 }
             }
+            ("GET", ["api", "v4", "projects", p, "merge_requests", iid, "notes", id]) => {
+                let key = format!("{p}/{iid}");
+                let id: u64 = id.parse().unwrap_or_default();
+                let in_discussions = self
+                    .discussions
+                    .get(&key)
+                    .into_iter()
+                    .flatten()
+                    .flat_map(|d| d["notes"].as_array().cloned().unwrap_or_default());
+                let commands = self.command_notes.get(&key).cloned().unwrap_or_default();
+                match in_discussions.chain(commands).find(|n| n["id"] == json!(id)) {
+                    Some(note) => ResponseTemplate::new(200).set_body_json(note),
+                    None => error(404, "404 Not found"),
+                }
+            }
             ("GET", ["api", "v4", "users"]) => {
                 let name = req
                     .query
