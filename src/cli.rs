@@ -33,8 +33,8 @@ use clap::{Parser, Subcommand};
 pub use args::*;
 pub use color::ColorWhen;
 pub use config_cmd::ConfigArgs;
-pub use gitlab_hook_token::GitlabHookTokenArgs;
 pub use env_args::parse;
+pub use gitlab_hook_token::GitlabHookTokenArgs;
 pub use pipe::end_quietly_on_closed_stdout;
 pub(crate) use serve::ServeLimitArgs;
 

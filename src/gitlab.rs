@@ -19,9 +19,9 @@ mod publish;
 use async_trait::async_trait;
 
 pub use client::GitLabError;
-pub use hook_token::project_hook_token;
-pub(crate) use hook_token::is_project_token;
 pub(crate) use client::{GitLabClient, api_url_from_env};
+pub(crate) use hook_token::is_project_token;
+pub use hook_token::project_hook_token;
 use merge_request::{DiffRefs, closed_issues, merge_request_path};
 use reqwest::Method;
 use serde_json::json;

@@ -53,7 +53,12 @@ impl GitLabServer {
     }
 
     pub(crate) async fn deliver(
-        &self, event: &str, uuid: &str, token: &str, body: &Value) -> (u16, String) {
+        &self,
+        event: &str,
+        uuid: &str,
+        token: &str,
+        body: &Value,
+    ) -> (u16, String) {
         let response = reqwest::Client::new()
             .post(format!("{}/gitlab/webhook", self.0.url))
             .header("X-Gitlab-Event", event)
@@ -80,7 +85,9 @@ impl GitLabServer {
 
 /// Merge request !7 of `numbers/calculator` from `pull_request_repo` (base: 3 lines of
 /// `src/calc.rs`; head adds lines 4 to 11), its Open hook, and a mock that knows it.
-pub(crate) async fn merge_request(config: Option<&str>) -> (crate::common::git::TempRepo, GitLabMock, Value) {
+pub(crate) async fn merge_request(
+    config: Option<&str>,
+) -> (crate::common::git::TempRepo, GitLabMock, Value) {
     let (repo, base, head) = pull_request_repo(config);
     let gl = GitLabMock::start(TOKEN).await;
     gl.add_project(PROJECT, PATH, &repo.path().display().to_string());
@@ -94,6 +101,55 @@ pub(crate) async fn merge_request(config: Option<&str>) -> (crate::common::git::
     let mut open = gitlab_fixture("merge_request.open");
     open["object_attributes"]["last_commit"]["id"] = json!(head);
     (repo, gl, open)
+}
+
+/// Reviews the merge request and returns Redline's discussion of [`FIRST`]: its id, and
+/// the id and body of its first note.
+pub(crate) async fn reviewed(
+    gl: &GitLabMock,
+    server: &GitLabServer,
+    open: &Value,
+) -> (String, u64, String) {
+    let (status, answer) = server
+        .deliver("Merge Request Hook", "mr-1", &hook_token(), open)
+        .await;
+    assert_eq!(status, 202, "{answer}");
+    wait_until(|| !gl.notes(PROJECT, IID).is_empty(), 600, 100).await;
+    let discussion = gl
+        .diff_discussions(PROJECT, IID)
+        .into_iter()
+        .find(|d| {
+            d["notes"][0]["body"]
+                .as_str()
+                .is_some_and(|b| b.contains(FIRST))
+        })
+        .unwrap_or_else(|| panic!("no discussion of {FIRST}: {}", server.log()));
+    let id = discussion["id"].as_str().expect("id").to_string();
+    let first = &discussion["notes"][0];
+    let body = first["body"].as_str().unwrap_or_default().to_string();
+    (id, first["id"].as_u64().expect("note id"), body)
+}
+
+/// A Note Hook for note `id` in `discussion`, by `author`, saying `text`.
+pub(crate) fn note_event(discussion: &str, id: u64, author: &str, text: &str) -> Value {
+    let mut event = gitlab_fixture("note.merge_request");
+    event["object_attributes"]["id"] = json!(id);
+    event["object_attributes"]["note"] = json!(text);
+    event["object_attributes"]["discussion_id"] = json!(discussion);
+    event["user"]["username"] = json!(author);
+    event
+}
+
+/// Redline's notes in `discussion` after its first.
+pub(crate) fn replies(gl: &GitLabMock, discussion: &str) -> Vec<String> {
+    gl.discussions(PROJECT, IID)
+        .into_iter()
+        .filter(|d| d["id"] == json!(discussion))
+        .flat_map(|d| d["notes"].as_array().cloned().unwrap_or_default())
+        .filter(|n| n["author"]["username"] == BOT)
+        .skip(1)
+        .filter_map(|n| n["body"].as_str().map(str::to_string))
+        .collect()
 }
 
 pub(crate) fn model_calls(model: &ModelServer, chat: bool) -> usize {
@@ -181,51 +237,27 @@ async fn a_reply_in_redline_s_discussion_gets_one_answer_within_the_caps() {
     let (_repo, gl, open) = merge_request(Some("chat_max_replies = 1\n")).await;
     let model = model(false).await;
     let server = GitLabServer::start(&gl, &model).await;
-    let (status, _) = server
-        .deliver("Merge Request Hook", "mr-1", &hook_token(), &open)
-        .await;
-    assert_eq!(status, 202);
-    wait_until(|| !gl.notes(PROJECT, IID).is_empty(), 600, 100).await;
-    let discussion = gl
-        .diff_discussions(PROJECT, IID)
-        .into_iter()
-        .find(|d| {
-            d["notes"][0]["body"]
-                .as_str()
-                .is_some_and(|b| b.contains(FIRST))
-        })
-        .unwrap_or_else(|| panic!("no discussion of {FIRST}: {}", server.log()));
-    let discussion_id = discussion["id"].as_str().expect("id").to_string();
-    let note = |id: u64, author: &str, text: &str| {
-        let mut event = gitlab_fixture("note.merge_request");
-        event["object_attributes"]["id"] = json!(id);
-        event["object_attributes"]["note"] = json!(text);
-        event["object_attributes"]["discussion_id"] = json!(discussion_id);
-        event["user"]["username"] = json!(author);
-        event
-    };
+    let (discussion_id, _, _) = reviewed(&gl, &server, &open).await;
+    let note = |id: u64, author: &str, text: &str| note_event(&discussion_id, id, author, text);
     let question = "Are you sure? b is never zero here.";
     let id = gl.add_user_note(PROJECT, IID, &discussion_id, "grace", question);
     for uuid in ["n-1", "n-2"] {
         let (status, answer) = server
-            .deliver("Note Hook", uuid, &hook_token(), &note(id, "grace", question))
+            .deliver(
+                "Note Hook",
+                uuid,
+                &hook_token(),
+                &note(id, "grace", question),
+            )
             .await;
         assert_eq!(status, 202, "{answer}");
     }
-    let answers = || {
-        gl.discussions(PROJECT, IID)
-            .into_iter()
-            .filter(|d| d["id"] == json!(discussion_id))
-            .flat_map(|d| d["notes"].as_array().cloned().unwrap_or_default())
-            .filter(|n| n["author"]["username"] == BOT)
-            .skip(1)
-            .collect::<Vec<_>>()
-    };
+    let answers = || replies(&gl, &discussion_id);
     wait_until(|| !answers().is_empty(), 600, 100).await;
     server.wait_for_log("note not answered", 1).await;
     let posted = answers();
     assert_eq!(posted.len(), 1, "{posted:?}");
-    let body = posted[0]["body"].as_str().unwrap_or_default();
+    let body = &posted[0];
     assert!(
         body.contains(ANSWER_TEXT) && body.contains(&format!("redline:answer={id}")),
         "{body}"
@@ -244,7 +276,12 @@ async fn a_reply_in_redline_s_discussion_gets_one_answer_within_the_caps() {
     // Someone who cannot read the code gets nothing.
     let guest = gl.add_user_note(PROJECT, IID, &discussion_id, "guest", "Why?");
     server
-        .deliver("Note Hook", "n-4", &hook_token(), &note(guest, "guest", "Why?"))
+        .deliver(
+            "Note Hook",
+            "n-4",
+            &hook_token(),
+            &note(guest, "guest", "Why?"),
+        )
         .await;
     server.wait_for_log("cannot read the project", 1).await;
     assert_eq!(answers().len(), 1);
@@ -370,7 +407,12 @@ async fn a_review_note_on_a_reviewed_head_is_answered_and_force_reviews_again() 
     };
     for uuid in ["c-1", "c-2"] {
         let (status, answer) = server
-            .deliver("Note Hook", uuid, &hook_token(), &command("/redline review"))
+            .deliver(
+                "Note Hook",
+                uuid,
+                &hook_token(),
+                &command("/redline review"),
+            )
             .await;
         assert_eq!(status, 202, "{answer}");
     }
@@ -428,37 +470,11 @@ async fn redline_ignore_dismisses_for_a_developer_and_not_for_a_reporter() {
     let (_repo, gl, open) = merge_request(None).await;
     let model = model(false).await;
     let server = GitLabServer::start(&gl, &model).await;
-    server
-        .deliver("Merge Request Hook", "mr-1", &hook_token(), &open)
-        .await;
-    wait_until(|| !gl.notes(PROJECT, IID).is_empty(), 600, 100).await;
-    let discussion_id = gl
-        .diff_discussions(PROJECT, IID)
-        .into_iter()
-        .find(|d| {
-            d["notes"][0]["body"]
-                .as_str()
-                .is_some_and(|b| b.contains(FIRST))
-        })
-        .and_then(|d| d["id"].as_str().map(str::to_string))
-        .expect("Redline's discussion");
-    let replies = || {
-        gl.discussions(PROJECT, IID)
-            .into_iter()
-            .filter(|d| d["id"] == json!(discussion_id))
-            .flat_map(|d| d["notes"].as_array().cloned().unwrap_or_default())
-            .filter(|n| n["author"]["username"] == BOT)
-            .skip(1)
-            .filter_map(|n| n["body"].as_str().map(str::to_string))
-            .collect::<Vec<_>>()
-    };
+    let (discussion_id, _, _) = reviewed(&gl, &server, &open).await;
+    let replies = || replies(&gl, &discussion_id);
     for (n, author) in ["rita", "grace"].into_iter().enumerate() {
         let id = gl.add_user_note(PROJECT, IID, &discussion_id, author, "/redline ignore");
-        let mut event = gitlab_fixture("note.merge_request");
-        event["object_attributes"]["id"] = json!(id);
-        event["object_attributes"]["note"] = json!("/redline ignore");
-        event["object_attributes"]["discussion_id"] = json!(discussion_id);
-        event["user"]["username"] = json!(author);
+        let event = note_event(&discussion_id, id, author, "/redline ignore");
         let (status, answer) = server
             .deliver("Note Hook", &format!("i-{n}"), &hook_token(), &event)
             .await;

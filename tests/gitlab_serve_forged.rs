@@ -3,60 +3,16 @@
 //! author and text read by id; a note id that does not exist is ignored), and Redline never
 //! answers its own note, even when `GET /user` failed at start.
 
-use serde_json::{Value, json};
+use serde_json::json;
 
-use crate::common::gitlab_mock::{BOT, GitLabMock};
+use crate::common::gitlab_mock::BOT;
 use crate::gitlab_serve_cli::{
     GitLabServer, IID, PATH, PROJECT, SECRET, hook_token, merge_request, model_calls,
+    note_event as note, replies, reviewed,
 };
 use crate::gitlab_webhook::gitlab_fixture;
 use crate::serve_cli::wait_until;
-use crate::threads::support::{FIRST, model};
-
-/// Reviews the merge request and returns Redline's discussion of [`FIRST`]: its id, and
-/// the id and body of its first note.
-async fn reviewed(gl: &GitLabMock, server: &GitLabServer, open: &Value) -> (String, u64, String) {
-    let (status, answer) = server
-        .deliver("Merge Request Hook", "mr-1", &hook_token(), open)
-        .await;
-    assert_eq!(status, 202, "{answer}");
-    wait_until(|| !gl.notes(PROJECT, IID).is_empty(), 600, 100).await;
-    let discussion = gl
-        .diff_discussions(PROJECT, IID)
-        .into_iter()
-        .find(|d| {
-            d["notes"][0]["body"]
-                .as_str()
-                .is_some_and(|b| b.contains(FIRST))
-        })
-        .unwrap_or_else(|| panic!("no discussion of {FIRST}: {}", server.log()));
-    let id = discussion["id"].as_str().expect("id").to_string();
-    let first = &discussion["notes"][0];
-    let body = first["body"].as_str().unwrap_or_default().to_string();
-    (id, first["id"].as_u64().expect("note id"), body)
-}
-
-/// A Note Hook for note `id` in `discussion`, by `author`, saying `text`.
-fn note(discussion: &str, id: u64, author: &str, text: &str) -> Value {
-    let mut event = gitlab_fixture("note.merge_request");
-    event["object_attributes"]["id"] = json!(id);
-    event["object_attributes"]["note"] = json!(text);
-    event["object_attributes"]["discussion_id"] = json!(discussion);
-    event["user"]["username"] = json!(author);
-    event
-}
-
-/// Redline's notes in `discussion` after its first.
-fn replies(gl: &GitLabMock, discussion: &str) -> Vec<String> {
-    gl.discussions(PROJECT, IID)
-        .into_iter()
-        .filter(|d| d["id"] == json!(discussion))
-        .flat_map(|d| d["notes"].as_array().cloned().unwrap_or_default())
-        .filter(|n| n["author"]["username"] == BOT)
-        .skip(1)
-        .filter_map(|n| n["body"].as_str().map(str::to_string))
-        .collect()
-}
+use crate::threads::support::model;
 
 #[tokio::test]
 async fn a_token_opens_its_own_project_only_whatever_path_the_body_names() {
@@ -89,7 +45,11 @@ async fn a_token_opens_its_own_project_only_whatever_path_the_body_names() {
         .deliver("Merge Request Hook", "f-4", &hook_token(), &broken)
         .await;
     assert_eq!(status, 400, "{answer}");
-    assert!(!server.log().contains("\nINFO forged line"), "{}", server.log());
+    assert!(
+        !server.log().contains("\nINFO forged line"),
+        "{}",
+        server.log()
+    );
     assert_eq!(model_calls(&model, false), 0, "nothing was reviewed");
     assert!(gl.writes().is_empty(), "{:?}", gl.writes());
 }
@@ -102,7 +62,9 @@ async fn a_note_is_acted_on_as_gitlab_has_it_and_a_forged_note_id_is_ignored() {
     let (discussion, _, _) = reviewed(&gl, &server, &open).await;
     // A note id that is not in the discussion, "by" a Developer: nothing is dismissed.
     let forged = note(&discussion, 999_999, "grace", "/redline ignore");
-    let (status, _) = server.deliver("Note Hook", "n-1", &hook_token(), &forged).await;
+    let (status, _) = server
+        .deliver("Note Hook", "n-1", &hook_token(), &forged)
+        .await;
     assert_eq!(status, 202);
     server
         .wait_for_log("the note is not in the discussion", 1)
@@ -110,7 +72,9 @@ async fn a_note_is_acted_on_as_gitlab_has_it_and_a_forged_note_id_is_ignored() {
     // Rita (a Reporter) wrote it; the delivery says Grace (a Developer): Rita's word it is.
     let id = gl.add_user_note(PROJECT, IID, &discussion, "rita", "/redline ignore");
     let claimed = note(&discussion, id, "grace", "/redline ignore");
-    let (status, _) = server.deliver("Note Hook", "n-2", &hook_token(), &claimed).await;
+    let (status, _) = server
+        .deliver("Note Hook", "n-2", &hook_token(), &claimed)
+        .await;
     assert_eq!(status, 202);
     wait_until(|| !replies(&gl, &discussion).is_empty(), 300, 50).await;
     let posted = replies(&gl, &discussion);
@@ -157,7 +121,12 @@ async fn redline_never_answers_its_own_note_when_get_user_failed_at_start() {
     // GitLab's hook for Redline's own note; a forged one names someone else as its author.
     for (uuid, author) in [("o-1", BOT), ("o-2", "grace")] {
         let (status, answer) = server
-            .deliver("Note Hook", uuid, &hook_token(), &note(&discussion, first, author, &own))
+            .deliver(
+                "Note Hook",
+                uuid,
+                &hook_token(),
+                &note(&discussion, first, author, &own),
+            )
             .await;
         assert!(status == 202 || status == 200, "{status} {answer}");
     }

@@ -223,7 +223,8 @@ async fn a_delivery_needs_its_own_project_s_token_and_a_clean_path(db: &TestDb) 
     let other = project_hook_token(&Secret::new(GITLAB_SECRET), 43);
     // The master secret and another project's token open nothing of project 42's.
     for token in [GITLAB_SECRET, other.as_str()] {
-        let (status, answer) = deliver(&state, "Merge Request Hook", "t-1", Some(token), &open).await;
+        let (status, answer) =
+            deliver(&state, "Merge Request Hook", "t-1", Some(token), &open).await;
         assert_eq!(status, StatusCode::UNAUTHORIZED, "{answer}");
     }
     // A body that names no project id cannot be any project's.
@@ -236,7 +237,10 @@ async fn a_delivery_needs_its_own_project_s_token_and_a_clean_path(db: &TestDb) 
     let (status, _) = deliver(&state, "Merge Request Hook", "t-2", token, &nameless).await;
     assert_eq!(status, StatusCode::UNAUTHORIZED);
     // A NUL or a line break in the path is the sender's mistake (400), never a retry (503).
-    for (n, path) in ["numbers/calc\u{0}ulator", "numbers/calc\nulator"].iter().enumerate() {
+    for (n, path) in ["numbers/calc\u{0}ulator", "numbers/calc\nulator"]
+        .iter()
+        .enumerate()
+    {
         let mut broken = open.clone();
         broken["project"]["path_with_namespace"] = json!(path);
         let uuid = format!("t-nul-{n}");

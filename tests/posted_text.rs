@@ -40,9 +40,15 @@ fn quick_action_lines(text: &str) -> Vec<&str> {
 /// Asserts `body` has no live mention, remote image or raw HTML of the model's.
 fn assert_inert(body: &str) {
     assert!(!body.contains("@someone"), "a live mention: {body}");
-    assert!(body.contains("@\u{2060}someone"), "the text is kept: {body}");
+    assert!(
+        body.contains("@\u{2060}someone"),
+        "the text is kept: {body}"
+    );
     assert!(!body.contains("![x]("), "an image: {body}");
-    assert!(!body.contains("<img") && !body.contains("<b>"), "raw HTML: {body}");
+    assert!(
+        !body.contains("<img") && !body.contains("<b>"),
+        "raw HTML: {body}"
+    );
 }
 
 #[tokio::test]
@@ -63,7 +69,9 @@ async fn nothing_redline_posts_on_gitlab_reads_as_a_quick_action_or_pings_anyone
         assert!(quick_action_lines(body).is_empty(), "{body}");
     }
     let discussion = gl.diff_discussions(PROJECT, IID);
-    let finding = discussion[0]["notes"][0]["body"].as_str().unwrap_or_default();
+    let finding = discussion[0]["notes"][0]["body"]
+        .as_str()
+        .unwrap_or_default();
     assert_inert(finding);
     assert!(finding.contains("\u{2060}/approve"), "{finding}");
     // The suggestion holds a line GitLab would act on: shown as code, never applicable.

@@ -61,7 +61,9 @@ async fn a_mirror_fetch_redirected_to_another_origin_stops_and_keeps_the_token()
     .await
     .expect("join");
     task.abort();
-    let error = fetched.expect_err("the fetch must stop at the redirect").to_string();
+    let error = fetched
+        .expect_err("the fetch must stop at the redirect")
+        .to_string();
     assert!(
         error.contains("redirected to another origin") && error.contains(&other_origin),
         "{error}"
@@ -72,5 +74,8 @@ async fn a_mirror_fetch_redirected_to_another_origin_stops_and_keeps_the_token()
         requests.iter().all(|r| r.authorization.is_none()),
         "{requests:?}"
     );
-    assert!(requests.is_empty(), "nothing is fetched from elsewhere: {requests:?}");
+    assert!(
+        requests.is_empty(),
+        "nothing is fetched from elsewhere: {requests:?}"
+    );
 }

@@ -22,7 +22,9 @@ pub struct GitlabHookTokenArgs {
 /// Prints the project's token; exit 2 when `GITLAB_WEBHOOK_SECRET` is not set.
 pub fn run(args: &GitlabHookTokenArgs) -> i32 {
     let Some(master) = crate::config::env_var("GITLAB_WEBHOOK_SECRET") else {
-        eprintln!("error: GITLAB_WEBHOOK_SECRET is not set (the master secret `redline serve` uses)");
+        eprintln!(
+            "error: GITLAB_WEBHOOK_SECRET is not set (the master secret `redline serve` uses)"
+        );
         return EXIT_ERROR;
     };
     let master = Secret::new(master);

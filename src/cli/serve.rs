@@ -12,12 +12,12 @@ use super::review::model_client;
 use super::serve_forges::{
     Forges, GitHubForge, GitLabForge, gitlab_username, learn_gitlab_username_later,
 };
-use crate::gitlab::project_path::ProjectPaths;
 use super::{EXIT_ERROR, EXIT_OK, ServeArgs};
 use crate::agent::events::EventSink;
 use crate::config::limits::{self, LimitCeilings};
 use crate::config::{self, FileConfig, ModelSettings};
 use crate::github::{AppAuth, PublishConfig};
+use crate::gitlab::project_path::ProjectPaths;
 use crate::llm::Secret;
 use crate::llm::pricing::builtin_price;
 use crate::queue::{Queue, WorkerConfig, WorkerPool};

@@ -124,7 +124,9 @@ pub(super) async fn gitlab_username(client: &GitLabClient) -> Option<String> {
             None
         }
         Err(_) => {
-            tracing::warn!("GET /user timed out; notes are not answered until GitLab names the user");
+            tracing::warn!(
+                "GET /user timed out; notes are not answered until GitLab names the user"
+            );
             None
         }
     }

@@ -15,8 +15,8 @@ use reqwest::header::HeaderMap;
 use reqwest::{Method, StatusCode};
 use serde_json::Value;
 
-use crate::github::ratelimit::{ForgeAnswer, Limited, RateLimitPolicy, RequestLabel, WriteGate};
 use super::own_user::OwnUser;
+use crate::github::ratelimit::{ForgeAnswer, Limited, RateLimitPolicy, RequestLabel, WriteGate};
 use crate::llm::Secret;
 
 /// Pages followed at most when listing (100 items each).

@@ -112,8 +112,7 @@ impl Project {
     /// directory name).
     fn check(&self) -> Result<(), HookError> {
         let path = &self.path_with_namespace;
-        if path.is_empty() || path.len() > MAX_PROJECT_PATH || path.chars().any(char::is_control)
-        {
+        if path.is_empty() || path.len() > MAX_PROJECT_PATH || path.chars().any(char::is_control) {
             return Err(HookError::InvalidProjectPath);
         }
         Ok(())

@@ -46,9 +46,17 @@ mod tests {
         assert!(!is_project_token(&master, 43, token.as_bytes()));
         assert_ne!(project_hook_token(&master, 43), token);
         assert!(!is_project_token(&master, 42, b"gitlab-master-secret"));
-        assert!(!is_project_token(&master, 42, token.to_uppercase().as_bytes()));
+        assert!(!is_project_token(
+            &master,
+            42,
+            token.to_uppercase().as_bytes()
+        ));
         assert!(!is_project_token(&master, 42, b""));
         let empty = Secret::new("");
-        assert!(!is_project_token(&empty, 42, project_hook_token(&empty, 42).as_bytes()));
+        assert!(!is_project_token(
+            &empty,
+            42,
+            project_hook_token(&empty, 42).as_bytes()
+        ));
     }
 }

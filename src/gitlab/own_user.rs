@@ -82,8 +82,14 @@ mod tests {
         assert_eq!(user.name(), None);
         let name = user.learn(|| async { Ok("redline-bot".to_string()) }).await;
         assert_eq!(name.unwrap(), "redline-bot");
-        assert_eq!(clone.name(), Some("redline-bot"), "clones share what is learned");
-        let kept = user.learn(|| async { Ok("someone-else".to_string()) }).await;
+        assert_eq!(
+            clone.name(),
+            Some("redline-bot"),
+            "clones share what is learned"
+        );
+        let kept = user
+            .learn(|| async { Ok("someone-else".to_string()) })
+            .await;
         assert_eq!(kept.unwrap(), "redline-bot");
         assert_eq!(OwnUser::known("").name(), None);
     }

@@ -11,9 +11,9 @@ use sha1::{Digest, Sha1};
 
 use super::merge_request::DiffRefs;
 use crate::github::anchor::inline_body;
-use crate::text::posted::has_quick_action_line;
 use crate::review::diff::{ChangeSet, FileChange, LineKind};
 use crate::review::finding::{Finding, Side};
+use crate::text::posted::has_quick_action_line;
 
 /// One line of a hunk with GitLab's positions: the line numbers it has, and the
 /// counters GitLab's line codes use (the next line on the side it lacks).

@@ -50,12 +50,18 @@ impl ProjectPaths {
     }
 
     fn remembered(&self, id: u64) -> Option<String> {
-        let known = self.known.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let known = self
+            .known
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
         known.get(&id).cloned()
     }
 
     fn remember(&self, id: u64, path: String) {
-        let mut known = self.known.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let mut known = self
+            .known
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
         if known.len() >= MAX_REMEMBERED {
             known.clear();
         }

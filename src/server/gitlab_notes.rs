@@ -27,11 +27,11 @@ use crate::flow::thread::{Answered, Gate, GateWords};
 use crate::forge::{Forge, ThreadNote};
 use crate::github::PublishError;
 use crate::github::thread::{Ask, Thread, ThreadComment, answer_body, thread_comment_ask};
-use crate::text::logged;
 use crate::gitlab::discussion::load_discussion;
 use crate::gitlab::merge_request::fetch_merge_request;
 use crate::gitlab::{GitLabError, GitLabMergeRequest};
 use crate::queue::{JobError, Queue, QueueError};
+use crate::text::logged;
 
 /// What `/redline ignore` is answered with (GitHub's words, in GitLab's terms).
 const DISMISSED_REPLY: &str =

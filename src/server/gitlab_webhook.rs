@@ -38,8 +38,8 @@ use crate::gitlab::is_project_token;
 use crate::gitlab::own_user::OwnUser;
 use crate::gitlab::project_path::ProjectPaths;
 use crate::llm::Secret;
-use crate::text::logged;
 use crate::queue::{Accepted, NewDelivery, NewJob};
+use crate::text::logged;
 
 const EVENT_HEADER: &str = "x-gitlab-event";
 const DELIVERY_HEADER: &str = "x-gitlab-event-uuid";
@@ -139,7 +139,10 @@ pub(crate) async fn receive(State(state): State<AppState>, request: Request) -> 
     let event_label = event.as_ref().ok().copied().unwrap_or("unknown");
     let token = headers.get(TOKEN_HEADER).map(|value| value.as_bytes());
     let (Some(gitlab), Some(token)) = (
-        state.gitlab.clone().filter(|gitlab| !gitlab.secret.is_empty()),
+        state
+            .gitlab
+            .clone()
+            .filter(|gitlab| !gitlab.secret.is_empty()),
         token,
     ) else {
         return unauthorized(&state, event_label);
@@ -247,7 +250,9 @@ async fn project_matches(
         Ok(false) => {
             warn!(delivery = %logged(delivery_id), project = id,
                 path = %logged(&change.repository), "GitLab delivery refused: the path is not the project's");
-            Err(bad_request(format!("the project path is not project {id}'s")))
+            Err(bad_request(format!(
+                "the project path is not project {id}'s"
+            )))
         }
         Err(error) => {
             warn!(delivery = %logged(delivery_id), project = id, %error,
@@ -341,8 +346,14 @@ mod tests {
     #[test]
     fn the_project_id_is_read_from_the_body() {
         let id = |body: &str| project_id(body.as_bytes());
-        assert_eq!(id(r#"{"project": {"id": 42, "path_with_namespace": "a/b"}}"#).unwrap(), Some(42));
-        assert_eq!(id(r#"{"project": {"path_with_namespace": "a/b"}}"#).unwrap(), None);
+        assert_eq!(
+            id(r#"{"project": {"id": 42, "path_with_namespace": "a/b"}}"#).unwrap(),
+            Some(42)
+        );
+        assert_eq!(
+            id(r#"{"project": {"path_with_namespace": "a/b"}}"#).unwrap(),
+            None
+        );
         assert_eq!(id(r#"{"object_kind": "push"}"#).unwrap(), None);
         assert!(matches!(id("[1]"), Err(HookError::NotAnObject)));
         assert!(id("{not json").is_err());

@@ -62,10 +62,16 @@ mod tests {
         let shown = logged(forged).to_string();
         assert!(!shown.chars().any(is_unsafe), "{shown:?}");
         assert!(shown.starts_with("group/app\\u{a}INFO"), "{shown}");
-        assert_eq!(logged("numbers/calculator").to_string(), "numbers/calculator");
+        assert_eq!(
+            logged("numbers/calculator").to_string(),
+            "numbers/calculator"
+        );
         assert_eq!(logged("héllo · wörld").to_string(), "héllo · wörld");
         let long = "a".repeat(MAX_LOGGED_CHARS + 5);
-        assert_eq!(logged(&long).to_string().chars().count(), MAX_LOGGED_CHARS + 1);
+        assert_eq!(
+            logged(&long).to_string().chars().count(),
+            MAX_LOGGED_CHARS + 1
+        );
     }
 
     #[test]

@@ -90,7 +90,10 @@ mod tests {
         // What a reader sees is the same text.
         assert_eq!(posted.replace(WORD_JOINER, ""), text);
         assert!(posted.contains("keep /inline and // and /1"));
-        assert_eq!(without_quick_actions("// a comment\n/* c */"), "// a comment\n/* c */");
+        assert_eq!(
+            without_quick_actions("// a comment\n/* c */"),
+            "// a comment\n/* c */"
+        );
     }
 
     #[test]

@@ -149,10 +149,12 @@ impl HttpStream {
                 Some(token) => builder.basic_auth(TOKEN_USER, Some(token.expose())),
                 None => builder,
             };
-            let response = builder.send().map_err(|e| match crate::redirect::refused(&e) {
-                Some(refused) => io::Error::other(format!("{}: {refused}", shown_url(&url))),
-                None => io::Error::other(without_url(&e)),
-            })?;
+            let response = builder
+                .send()
+                .map_err(|e| match crate::redirect::refused(&e) {
+                    Some(refused) => io::Error::other(format!("{}: {refused}", shown_url(&url))),
+                    None => io::Error::other(without_url(&e)),
+                })?;
             check(&response, &url, expected)?;
             self.response = Some(response);
         }

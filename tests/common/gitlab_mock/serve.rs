@@ -23,7 +23,19 @@ impl MockState {
                     None => error(404, "404 Project Not Found"),
                 }
             }
-            ("GET", ["api", "v4", "projects", p, "merge_requests", iid, "notes", id]) => {
+            (
+                "GET",
+                [
+                    "api",
+                    "v4",
+                    "projects",
+                    p,
+                    "merge_requests",
+                    iid,
+                    "notes",
+                    id,
+                ],
+            ) => {
                 let key = format!("{p}/{iid}");
                 let id: u64 = id.parse().unwrap_or_default();
                 let in_discussions = self
@@ -33,7 +45,10 @@ impl MockState {
                     .flatten()
                     .flat_map(|d| d["notes"].as_array().cloned().unwrap_or_default());
                 let commands = self.command_notes.get(&key).cloned().unwrap_or_default();
-                match in_discussions.chain(commands).find(|n| n["id"] == json!(id)) {
+                match in_discussions
+                    .chain(commands)
+                    .find(|n| n["id"] == json!(id))
+                {
                     Some(note) => ResponseTemplate::new(200).set_body_json(note),
                     None => error(404, "404 Not found"),
                 }
