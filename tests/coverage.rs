@@ -305,19 +305,6 @@ async fn auto_runs_react_when_a_spread_change_fits() {
 }
 
 /// The tool results of the second request, by call id.
-fn tool_results(req: &RecordedRequest) -> BTreeMap<String, String> {
-    req.body["messages"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter(|m| m["role"] == "tool")
-        .map(|m| {
-            let id = m["tool_call_id"].as_str().unwrap_or_default().to_string();
-            (id, m["content"].as_str().unwrap_or_default().to_string())
-        })
-        .collect()
-}
-
 #[tokio::test]
 async fn what_the_first_message_shows_is_not_sent_again() {
     let repo = spread_change();
@@ -350,7 +337,7 @@ async fn what_the_first_message_shows_is_not_sent_again() {
     .await;
     assert_eq!(run.code, 0, "stderr: {}", run.stderr);
     let requests = server.requests();
-    let results = tool_results(&requests[1]);
+    let results = requests[1].tool_results();
     let pointer = |id: &str| results.get(id).map(String::as_str).unwrap_or_default();
     assert!(
         pointer("d1").contains("in the first message above"),
@@ -370,7 +357,9 @@ async fn diff_of_a_file_whose_removed_lines_were_summarised_returns_the_raw_hunk
     let repo = TempRepo::new();
     // Lines 5-12 are long enough that one summary line is much cheaper than they are.
     let line = |n: usize| match n {
-        5..=12 => format!("value_{n} = weighted_total(records, weights, threshold={n}, strict=True)\n"),
+        5..=12 => {
+            format!("value_{n} = weighted_total(records, weights, threshold={n}, strict=True)\n")
+        }
         n => format!("value_{n} = {n}\n"),
     };
     let base: String = (1..=30).map(line).collect();
@@ -409,7 +398,7 @@ async fn diff_of_a_file_whose_removed_lines_were_summarised_returns_the_raw_hunk
         first.contains("of base removed (8 lines)") && !first.contains("value_7 = weighted"),
         "the first message summarises the removed lines: {first}"
     );
-    let results = tool_results(&requests[1]);
+    let results = requests[1].tool_results();
     let diff = results.get("d1").map(String::as_str).unwrap_or_default();
     assert!(!diff.contains("in the first message above"), "{diff}");
     for n in 5..=12 {

@@ -370,20 +370,6 @@ async fn plan_tasks_show_the_moves_compactly_and_coverage_stays_whole() {
     assert!(!tasks.contains("metrics.observe"), "{tasks}");
 }
 
-/// The tool results of a recorded request, by call id.
-fn results_by_id(req: &crate::common::model_server::RecordedRequest) -> Vec<(String, String)> {
-    req.body["messages"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter(|m| m["role"] == "tool")
-        .map(|m| {
-            let id = m["tool_call_id"].as_str().unwrap_or_default().to_string();
-            (id, m["content"].as_str().unwrap_or_default().to_string())
-        })
-        .collect()
-}
-
 #[tokio::test]
 async fn read_file_returns_a_moved_blocks_head_lines_and_points_only_at_printed_ones() {
     let repo = moved_repo("");
@@ -419,24 +405,22 @@ async fn read_file_returns_a_moved_blocks_head_lines_and_points_only_at_printed_
     assert_eq!(out["stats"]["coverage"], 1.0, "{}", out["stats"]);
     let requests = server.requests();
     assert_shows_the_moves(&requests[0].first_user_text());
-    let results = results_by_id(&requests[1]);
-    let result = |id: &str| {
-        results
-            .iter()
-            .find(|(call, _)| call == id)
-            .map(|(_, content)| content.clone())
-            .unwrap_or_default()
-    };
+    let results = requests[1].tool_results();
+    let result = |id: &str| results.get(id).cloned().unwrap_or_default();
     let moved = result("moved");
     assert!(!moved.contains("first message above"), "{moved}");
     assert!(
         moved.contains("   12 | def scale_total(values, factor, offset):\n"),
         "{moved}"
     );
-    assert!(moved.contains("   21 |     scaled = total + factor\n"), "{moved}");
+    assert!(
+        moved.contains("   21 |     scaled = total + factor\n"),
+        "{moved}"
+    );
     assert!(moved.contains("   35 |     return result\n"), "{moved}");
     assert!(
-        result("printed").contains("lines 8-10 of pkg/core.py are shown in the first message above"),
+        result("printed")
+            .contains("lines 8-10 of pkg/core.py are shown in the first message above"),
         "{results:?}"
     );
 }

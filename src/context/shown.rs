@@ -82,7 +82,9 @@ impl FirstMessageIndex {
 
     /// Every file's head lines shown: printed (context and added) or stood for by a move line.
     pub(crate) fn printed_lines(&self) -> impl Iterator<Item = (&str, &BTreeSet<u32>)> {
-        self.files.iter().map(|(path, p)| (path.as_str(), &p.covered))
+        self.files
+            .iter()
+            .map(|(path, p)| (path.as_str(), &p.covered))
     }
 
     /// A pointer answering `call` when what it asks for is all in the first message.

@@ -343,9 +343,11 @@ fn a_short_deletion_is_shown_line_by_line_even_under_budget_pressure() {
     // The `else` branch goes: three lines.
     let new = old.replace("    else:\n        n -= 1\n        log(n)\n", "");
     // Other files fill the budget, so the message is under pressure.
-    let change = Change::default()
-        .file("src/clamp.py", old, &new)
-        .file("src/big.rs", "", &numbered_lines(400));
+    let change = Change::default().file("src/clamp.py", old, &new).file(
+        "src/big.rs",
+        "",
+        &numbered_lines(400),
+    );
     let shaped = change.shape(&ShapeOptions {
         budget_tokens: 1_200,
         ..ShapeOptions::default()
@@ -395,7 +397,9 @@ fn edges_of_the_file_are_numbered_like_git() {
     );
     // Four removed lines are shown, not summarised, numbered in base lines.
     assert!(
-        body.ends_with("    8  line 6\n    7 -line 7\n    8 -line 8\n    9 -line 9\n   10 -line 10\n"),
+        body.ends_with(
+            "    8  line 6\n    7 -line 7\n    8 -line 8\n    9 -line 9\n   10 -line 10\n"
+        ),
         "{body}"
     );
     assert_eq!(shaped.changed_lines_shown, 2);
