@@ -35,19 +35,13 @@ impl Tool for Diff {
     fn spec(&self) -> ToolSpec {
         ToolSpec {
             name: "diff".into(),
-            description: format!(
-                "Show the change under review in unified format with 3 lines of context. \
-                 Each diff line starts with its line number: the new file's number for context and \
-                 added (+) lines, the old file's for removed (-) lines. Without path: a one-line summary \
-                 per changed file, then every file's diff. With path: only that file's diff. \
-                 A block of code the change moves is one line (`40-46 ~ moved from `old.py:154-160``) \
-                 followed only by its edits against the original; set raw for the plain patch. \
-                 A result holds at most about {} characters of whole files and whole hunks; \
-                 what does not fit is named at its end with the call that shows it: \
-                 hunk (with path) starts at that hunk, start_line (with hunk) at that head line of it. \
-                 A line of 1,000 characters or more is shown as its length.",
-                crate::context::thousands(Room::DEFAULT.chars)
-            ),
+            description: "The change under review, unified, 3 lines of context; each line starts with \
+                 its number (the new file's for context and + lines, the old file's for - lines). \
+                 No path: a summary line per changed file, then every diff; path: that file's. Moved \
+                 code is one line (`40-46 ~ moved from `old.py:154-160``) plus its edits; raw: the \
+                 plain patch. A long result names the call for the rest (hunk: from that hunk, 1 \
+                 first; start_line: from that head line of it)."
+                .into(),
             parameters: serde_json::json!({
                 "type": "object",
                 "properties": {
@@ -59,16 +53,8 @@ impl Tool for Diff {
                         "type": "boolean",
                         "description": "The plain patch, moved code printed line by line. Default false."
                     },
-                    "hunk": {
-                        "type": "integer",
-                        "minimum": 1,
-                        "description": "With path: show the file's diff from this hunk on (hunks are numbered from 1 in the order of their @@ lines). Default 1."
-                    },
-                    "start_line": {
-                        "type": "integer",
-                        "minimum": 1,
-                        "description": "With hunk: start that hunk at this head (new-file) line; removed lines count as the head line they sit before. A cut result names the value to pass."
-                    }
+                    "hunk": {"type": "integer", "minimum": 1},
+                    "start_line": {"type": "integer", "minimum": 1}
                 },
                 "additionalProperties": false
             }),

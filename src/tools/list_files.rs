@@ -30,9 +30,7 @@ impl Tool for ListFiles {
             description: format!(
                 "List the files of the repository at the reviewed revision, one path per line, \
                  sorted, relative to the repository root. Lists everything below dir (recursively), \
-                 at most {MAX_LISTED} paths and about {page} characters; the rest are named at the end \
-                 by directory, with the dir that lists them.",
-                page = crate::context::thousands(Room::DEFAULT.chars)
+                 at most {MAX_LISTED} paths."
             ),
             parameters: serde_json::json!({
                 "type": "object",

@@ -27,16 +27,12 @@ struct Args {
 #[async_trait]
 impl Tool for ReadFile {
     fn spec(&self) -> ToolSpec {
-        let page = crate::context::thousands(Room::DEFAULT.chars);
         ToolSpec {
             name: "read_file".into(),
             description: format!(
                 "Read a text file of the repository as it is at the reviewed revision. \
                  Lines are numbered (`  42 | text`); cite these numbers in findings. \
                  Without end_line, shows {DEFAULT_WINDOW} lines from start_line and says where to continue. \
-                 A line of 1,000 characters or more is shown as its length. A result holds at most about \
-                 {page} characters; lines past that are named at its end with the start_line that shows them. \
-                 Binary files and files over the size limit are refused; use search for those. \
                  With revision \"base\", reads the file as it was before the change (moved or removed code), numbered in base lines."
             ),
             parameters: serde_json::json!({

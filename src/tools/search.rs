@@ -40,10 +40,7 @@ impl Tool for Search {
                  The pattern is a Rust regular expression matched against single lines \
                  (escape `(`, `.`, `[` etc. or set fixed_string). Binary files are skipped. \
                  Returns at most max_results matches (default {DEFAULT_MAX_RESULTS}, at most {MAX_RESULTS_CAP}) \
-                 and says how many there were in all. A result holds at most about {page} characters; \
-                 matches past that are named at its end by file, with the path_glob that shows them. \
-                 With revision \"base\", searches the files as they were before the change.",
-                page = crate::context::thousands(Room::DEFAULT.chars)
+                 and says how many there were in all. With revision \"base\", searches the files as they were before the change."
             ),
             parameters: serde_json::json!({
                 "type": "object",
