@@ -40,7 +40,7 @@ mod shown;
 mod summarize;
 
 pub use moves::MoveSummary;
-pub(crate) use partition::{Packing, Slice, partition};
+pub(crate) use partition::{Packing, Slice, numbered as numbered_diff_line, partition};
 pub use prune::{
     DEFAULT_KEEP_RECENT, DEFAULT_MAX_OBSERVATION_TOKENS, DEFAULT_PRUNE_THRESHOLD, LOW_WATER,
     PruneStats, Pruner, prune_threshold_tokens,

@@ -1,9 +1,16 @@
 //! Tools the model calls to explore the repository. Each tool's JSON Schema
 //! sits next to its handler; the [`ToolRegistry`] dispatches calls, caps output
 //! and turns every failure the model can fix into an observation.
+//!
+//! Each repository tool fills a page ([`page`]) of whole lines within both the
+//! registry's cap and the pruner's, eliding very long lines first, and names
+//! what did not fit with the call that shows it; the registry's cap is a last
+//! resort that cuts at a line boundary and says so.
 
 mod diff;
+mod hunks;
 mod list_files;
+mod page;
 mod read_file;
 mod revision;
 mod search;
@@ -18,6 +25,7 @@ use crate::llm::ToolSpec;
 use crate::repo::RepoError;
 use crate::repo::search::SearchError;
 
+pub(crate) use page::NOT_SHOWN;
 pub(crate) use revision::is_base as reads_base;
 pub use workspace::{Derivations, Workspace};
 
@@ -200,18 +208,23 @@ fn parse_raw_args(raw: &str) -> Result<serde_json::Value, String> {
     }
 }
 
-/// Cuts an oversized observation and says so.
+/// Cuts an oversized observation at a line boundary (a character one when its
+/// first line alone is too long) and says so. The repository tools page their
+/// own output below this cap; this is the last resort for any other tool.
 fn cap_output(content: String, max_chars: usize) -> String {
     if content.len() <= max_chars {
         return content;
     }
-    let shown = crate::text::prefix_at_char_boundary(&content, max_chars);
-    let cut = shown.len();
+    let prefix = crate::text::prefix_at_char_boundary(&content, max_chars);
+    let shown = match prefix.rfind('\n') {
+        Some(end) => &prefix[..=end],
+        None => prefix,
+    };
     let shown_lines = shown.lines().count();
     format!(
         "{}\n[output truncated after {shown_lines} lines ({} of {} characters); ask for a narrower range, e.g. read_file with start_line/end_line, or a more specific search]",
-        shown,
-        cut,
+        shown.trim_end_matches('\n'),
+        shown.len(),
         content.len()
     )
 }

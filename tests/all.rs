@@ -51,6 +51,7 @@ mod strategies;
 mod task_cost;
 mod text_mode;
 mod threads;
+mod tool_pages;
 mod tools;
 mod verification;
 mod walkthrough_cli;

@@ -123,20 +123,6 @@ async fn old_tool_results_are_pruned_and_a_repeated_read_gets_a_pointer() {
     assert!(stages.contains(&1) && stages.contains(&2), "{stages:?}");
 }
 
-/// The tool results a request carries, by call id.
-fn tool_results(req: &RecordedRequest) -> Vec<(String, String)> {
-    req.body["messages"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter(|m| m["role"] == "tool")
-        .map(|m| {
-            let id = m["tool_call_id"].as_str().unwrap_or_default().to_string();
-            (id, m["content"].as_str().unwrap_or_default().to_string())
-        })
-        .collect()
-}
-
 #[tokio::test]
 async fn a_result_is_never_elided_in_the_request_that_first_delivers_it() {
     let repo = long_file_repo();
@@ -189,7 +175,7 @@ async fn a_result_is_never_elided_in_the_request_that_first_delivers_it() {
     assert_eq!(requests.len(), 5);
     let mut delivered: Vec<String> = Vec::new();
     for (k, req) in requests.iter().enumerate() {
-        for (id, content) in tool_results(req) {
+        for (id, content) in req.tool_results() {
             if delivered.contains(&id) {
                 continue;
             }
@@ -200,9 +186,9 @@ async fn a_result_is_never_elided_in_the_request_that_first_delivers_it() {
             delivered.push(id);
         }
     }
-    let last = tool_results(&requests[4]);
+    let last = requests[4].tool_results();
     for (id, first_line) in [("p1", 1), ("p2", 31), ("p3", 61), ("p4", 91)] {
-        let content = last.iter().find(|(i, _)| i == id).map(|(_, c)| c.as_str());
+        let content = last.get(id).map(String::as_str);
         assert!(
             content.is_some_and(|c| c.contains(&format!("more line {first_line}\n"))),
             "{id}: {content:?}"

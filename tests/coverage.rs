@@ -305,19 +305,6 @@ async fn auto_runs_react_when_a_spread_change_fits() {
 }
 
 /// The tool results of the second request, by call id.
-fn tool_results(req: &RecordedRequest) -> BTreeMap<String, String> {
-    req.body["messages"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter(|m| m["role"] == "tool")
-        .map(|m| {
-            let id = m["tool_call_id"].as_str().unwrap_or_default().to_string();
-            (id, m["content"].as_str().unwrap_or_default().to_string())
-        })
-        .collect()
-}
-
 #[tokio::test]
 async fn what_the_first_message_shows_is_not_sent_again() {
     let repo = spread_change();
@@ -350,7 +337,7 @@ async fn what_the_first_message_shows_is_not_sent_again() {
     .await;
     assert_eq!(run.code, 0, "stderr: {}", run.stderr);
     let requests = server.requests();
-    let results = tool_results(&requests[1]);
+    let results = requests[1].tool_results();
     let pointer = |id: &str| results.get(id).map(String::as_str).unwrap_or_default();
     assert!(
         pointer("d1").contains("in the first message above"),
@@ -368,7 +355,14 @@ async fn what_the_first_message_shows_is_not_sent_again() {
 #[tokio::test]
 async fn diff_of_a_file_whose_removed_lines_were_summarised_returns_the_raw_hunks() {
     let repo = TempRepo::new();
-    let base: String = (1..=30).map(|n| format!("value_{n} = {n}\n")).collect();
+    // Lines 5-12 are long enough that one summary line is much cheaper than they are.
+    let line = |n: usize| match n {
+        5..=12 => {
+            format!("value_{n} = weighted_total(records, weights, threshold={n}, strict=True)\n")
+        }
+        n => format!("value_{n} = {n}\n"),
+    };
+    let base: String = (1..=30).map(line).collect();
     repo.write("api/a.py", &base);
     repo.commit("base");
     repo.checkout_new_branch("feature");
@@ -401,14 +395,14 @@ async fn diff_of_a_file_whose_removed_lines_were_summarised_returns_the_raw_hunk
     let requests = server.requests();
     let first = requests[0].first_user_text();
     assert!(
-        first.contains("of base removed (8 lines)") && !first.contains("value_7 = 7"),
+        first.contains("of base removed (8 lines)") && !first.contains("value_7 = weighted"),
         "the first message summarises the removed lines: {first}"
     );
-    let results = tool_results(&requests[1]);
+    let results = requests[1].tool_results();
     let diff = results.get("d1").map(String::as_str).unwrap_or_default();
     assert!(!diff.contains("in the first message above"), "{diff}");
     for n in 5..=12 {
-        assert!(diff.contains(&format!("-value_{n} = {n}\n")), "{diff}");
+        assert!(diff.contains(&format!("-{}", line(n))), "{diff}");
     }
 }
 

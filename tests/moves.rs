@@ -369,3 +369,58 @@ async fn plan_tasks_show_the_moves_compactly_and_coverage_stays_whole() {
     );
     assert!(!tasks.contains("metrics.observe"), "{tasks}");
 }
+
+#[tokio::test]
+async fn read_file_returns_a_moved_blocks_head_lines_and_points_only_at_printed_ones() {
+    let repo = moved_repo("");
+    let server = ModelServer::start(
+        Wire::OpenAi,
+        vec![
+            Reply::tools(vec![
+                // The moved block: the first message printed only its move line and one edit.
+                (
+                    "moved",
+                    "read_file",
+                    json!({"path": "pkg/core.py", "start_line": 12, "end_line": 35}),
+                ),
+                // Context lines the first message printed with their text.
+                (
+                    "printed",
+                    "read_file",
+                    json!({"path": "pkg/core.py", "start_line": 8, "end_line": 10}),
+                ),
+            ]),
+            submit(vec![], "fine"),
+        ],
+    )
+    .await;
+    let run = cli::review(
+        repo.path(),
+        &server.base_url(),
+        "openai",
+        &["--format", "json", "--strategy", "react"],
+    )
+    .await;
+    let out = run.success_json();
+    assert_eq!(out["stats"]["coverage"], 1.0, "{}", out["stats"]);
+    let requests = server.requests();
+    assert_shows_the_moves(&requests[0].first_user_text());
+    let results = requests[1].tool_results();
+    let result = |id: &str| results.get(id).cloned().unwrap_or_default();
+    let moved = result("moved");
+    assert!(!moved.contains("first message above"), "{moved}");
+    assert!(
+        moved.contains("   12 | def scale_total(values, factor, offset):\n"),
+        "{moved}"
+    );
+    assert!(
+        moved.contains("   21 |     scaled = total + factor\n"),
+        "{moved}"
+    );
+    assert!(moved.contains("   35 |     return result\n"), "{moved}");
+    assert!(
+        result("printed")
+            .contains("lines 8-10 of pkg/core.py are shown in the first message above"),
+        "{results:?}"
+    );
+}

@@ -62,9 +62,14 @@ const DEFINITION_SCAN_LINES: u32 = 5_000;
 /// this many lines; a farther definition is named in the hunk header instead.
 pub(crate) const MAX_WIDENING_LINES: u32 = 8;
 
-/// Removal-only blocks at least this long are summarised instead of shown;
-/// shorter ones cost no more shown than summarised.
-pub(crate) const SUMMARY_MIN_LINES: usize = 3;
+/// Removal-only blocks shorter than this are always shown line by line, whatever
+/// the budget: a short removal (an `else` branch, a bounds check) is often the
+/// bug, and a one-line summary of it hides exactly what the reviewer must see.
+pub(crate) const SUMMARY_MIN_LINES: usize = 8;
+
+/// A removal-only block is summarised only when its lines cost at least this
+/// many times the tokens of the summary line.
+pub(crate) const SUMMARY_MIN_SAVING: usize = 3;
 
 /// Longest description of a summarised deletion.
 const SUMMARY_WHAT_CHARS: usize = 60;
@@ -504,24 +509,39 @@ fn render_run(run: &RemovedRun<'_>, layout: Layout, moves: &FileMoves<'_>, out: 
     }
 }
 
-/// Removed lines: a one-line summary when a long pure deletion, else each line.
+/// Removed lines: a one-line summary when a long pure deletion much cheaper
+/// summarised ([`SUMMARY_MIN_LINES`], [`SUMMARY_MIN_SAVING`]), else each line.
 fn render_gone(lines: &[&DiffLine], removal_only: bool, layout: Layout, out: &mut String) {
-    if removal_only && lines.len() >= SUMMARY_MIN_LINES {
-        if layout == Layout::Aligned {
-            out.push_str("      ");
-        }
-        out.push_str(&deletion_summary(lines));
-        out.push('\n');
-        return;
-    }
+    let mut shown = String::new();
     for line in lines {
         let number = line.old_line.map(|n| n.to_string()).unwrap_or_default();
         let text = super::noise::shown_line(&line.text);
         let _ = match layout {
-            Layout::Aligned => writeln!(out, "{number:>5} -{text}"),
-            Layout::Compact => writeln!(out, "{number} -{text}"),
+            Layout::Aligned => writeln!(shown, "{number:>5} -{text}"),
+            Layout::Compact => writeln!(shown, "{number} -{text}"),
         };
     }
+    if removal_only && lines.len() >= SUMMARY_MIN_LINES {
+        let mut summary = String::new();
+        if layout == Layout::Aligned {
+            summary.push_str("      ");
+        }
+        summary.push_str(&deletion_summary(lines));
+        summary.push('\n');
+        if much_cheaper(&summary, &shown) {
+            out.push_str(&summary);
+            return;
+        }
+    }
+    out.push_str(&shown);
+}
+
+/// Whether `summary` costs at most a [`SUMMARY_MIN_SAVING`]th of the tokens of
+/// `lines`. Counted in one encoding whatever the model: the ratio, not the
+/// count, decides, and it hardly depends on the encoding.
+fn much_cheaper(summary: &str, lines: &str) -> bool {
+    let encoding = crate::llm::tokens::Encoding::Cl100kBase;
+    encoding.count(summary) * SUMMARY_MIN_SAVING <= encoding.count(lines)
 }
 
 /// One line standing for a removed block: `[lines 40-72 of base removed (33 lines): fn old_helper]`.

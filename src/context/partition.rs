@@ -309,7 +309,7 @@ fn line_chunks(line: &str, room: usize, counter: &TokenCounter) -> Vec<Piece> {
 }
 
 /// A numbered line of a section: its number and its mark (`+`, ` ` or `-`).
-fn numbered(line: &str) -> Option<(u32, char)> {
+pub(crate) fn numbered(line: &str) -> Option<(u32, char)> {
     let rest = line.trim_start_matches(' ');
     let digits = rest.len() - rest.trim_start_matches(|c: char| c.is_ascii_digit()).len();
     if digits == 0 {

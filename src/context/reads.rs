@@ -162,7 +162,9 @@ pub(crate) fn pointer_target(content: &str) -> Option<&str> {
 
 /// Whether the tool or the pruner shortened the result.
 fn was_cut(content: &str) -> bool {
-    content.contains(CUT_MARKER) || content.contains("[output truncated")
+    content.contains(CUT_MARKER)
+        || content.contains("[output truncated")
+        || content.contains(crate::tools::NOT_SHOWN)
 }
 
 #[cfg(test)]

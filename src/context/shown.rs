@@ -4,10 +4,15 @@
 //! (`+++ b/PATH`, then numbered head lines). When the model asks the `diff`
 //! tool for a file whose section is there whole and verbatim (every hunk, no
 //! removed lines summarised, not cut into parts), or `read_file` for head lines
-//! that are all printed there, it gets a short pointer instead of a second copy.
+//! whose text is all printed there, it gets a short pointer instead of a second copy.
 //! A request for more than was shown (lines outside the printed windows, a read
 //! to the end of the file, the diff of a file shown only in part) is answered
 //! normally.
+//!
+//! Invariant: a `read_file` pointer is given only for lines whose text the first
+//! message printed. The head lines of a moved block are stood for by its one
+//! move line: they count as shown for coverage ([`FirstMessageIndex::printed_lines`])
+//! but a read of them returns their text.
 
 use std::collections::{BTreeSet, HashMap};
 
@@ -22,10 +27,13 @@ pub(crate) struct FirstMessageIndex {
     files: HashMap<String, Printed>,
 }
 
-/// One file's printed head lines, and whether its section shows its diff whole and verbatim.
+/// One file's head lines in the first message, and whether its section shows its diff whole and verbatim.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 struct Printed {
-    lines: BTreeSet<u32>,
+    /// Head lines whose text is printed (context and added lines).
+    text: BTreeSet<u32>,
+    /// Those, and the head lines a move line stands for.
+    covered: BTreeSet<u32>,
     whole: bool,
 }
 
@@ -60,20 +68,23 @@ impl FirstMessageIndex {
                     // lines summarised. The section is not the diff verbatim.
                     printed.whole = false;
                 } else if let Some(n) = head_number(line) {
-                    printed.lines.insert(n);
+                    printed.text.insert(n);
+                    printed.covered.insert(n);
                 } else if let Some((first, last)) = super::moves::span_of(line) {
-                    // A move line stands for the unchanged lines of its block.
-                    printed.lines.extend(first..=last);
+                    // A move line stands for the lines of its block without printing them.
+                    printed.covered.extend(first..=last);
                 }
             }
         }
-        files.retain(|_, p| !p.lines.is_empty());
+        files.retain(|_, p| !p.covered.is_empty());
         FirstMessageIndex { files }
     }
 
-    /// Every file's printed head lines (context and added), as parsed.
+    /// Every file's head lines shown: printed (context and added) or stood for by a move line.
     pub(crate) fn printed_lines(&self) -> impl Iterator<Item = (&str, &BTreeSet<u32>)> {
-        self.files.iter().map(|(path, p)| (path.as_str(), &p.lines))
+        self.files
+            .iter()
+            .map(|(path, p)| (path.as_str(), &p.covered))
     }
 
     /// A pointer answering `call` when what it asks for is all in the first message.
@@ -94,7 +105,7 @@ impl FirstMessageIndex {
                 let start = number("start_line").unwrap_or(1).max(1);
                 let end = number("end_line")?;
                 let all_printed = (start..=end)
-                    .all(|n| u32::try_from(n).is_ok_and(|n| printed.lines.contains(&n)));
+                    .all(|n| u32::try_from(n).is_ok_and(|n| printed.text.contains(&n)));
                 (end >= start && all_printed)
                     .then(|| format!("[lines {start}-{end} of {path} are shown {SUFFIX}"))
             }
@@ -189,7 +200,7 @@ mod tests {
     }
 
     #[test]
-    fn a_move_line_counts_for_its_head_span_and_base_reads_get_no_pointer() {
+    fn a_move_line_counts_as_shown_but_its_lines_are_read_for_real() {
         let message = "+++ b/pkg/core.py\n\
             \x20  11  \n\
             12-35 ~ moved from `pkg/util.py:11-34`, edited (- original, + now):\n\
@@ -202,7 +213,17 @@ mod tests {
             .collect();
         assert_eq!(printed, (11..=35).collect::<Vec<u32>>());
         let read = |args: &str| index.pointer_for_call(&call("read_file", args));
-        assert!(read(r#"{"path":"pkg/core.py","start_line":12,"end_line":35}"#).is_some());
+        // Only the marker and two edits were printed: the block's lines are read for real.
+        assert_eq!(
+            read(r#"{"path":"pkg/core.py","start_line":12,"end_line":35}"#),
+            None
+        );
+        assert_eq!(
+            read(r#"{"path":"pkg/core.py","start_line":20,"end_line":21}"#),
+            None
+        );
+        // A line printed with its text still gets the pointer.
+        assert!(read(r#"{"path":"pkg/core.py","start_line":11,"end_line":11}"#).is_some());
         let diff = |args: &str| index.pointer_for_call(&call("diff", args));
         assert!(diff(r#"{"path":"pkg/core.py"}"#).is_some());
         assert_eq!(diff(r#"{"path":"pkg/core.py","raw":true}"#), None);

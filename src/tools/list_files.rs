@@ -3,6 +3,7 @@
 use async_trait::async_trait;
 use serde::Deserialize;
 
+use super::page::{NOT_SHOWN, Page, Room, runs_named};
 use super::{Tool, ToolError, Workspace, parse_args};
 use crate::llm::ToolSpec;
 use crate::repo::glob::PathFilter;
@@ -78,7 +79,7 @@ impl Tool for ListFiles {
             .into_iter()
             .filter(|path| filter.matches(path))
             .collect();
-        Ok(render(&selected, args.glob.as_deref()))
+        Ok(render(&selected, args.glob.as_deref(), Room::DEFAULT))
     }
 }
 
@@ -96,25 +97,49 @@ fn files_under<'a>(files: &'a [String], dir: &str) -> Vec<&'a str> {
         .collect()
 }
 
-fn render(selected: &[&str], glob: Option<&str>) -> String {
+fn render(selected: &[&str], glob: Option<&str>, room: Room) -> String {
     if selected.is_empty() {
         return match glob {
             Some(glob) => format!("no files match `{glob}` here"),
             None => "no files here".to_string(),
         };
     }
-    let mut out = String::new();
-    for path in selected.iter().take(MAX_LISTED) {
-        out.push_str(path);
-        out.push('\n');
-    }
-    if selected.len() > MAX_LISTED {
+    let mut page = Page::new(room);
+    let shown = selected
+        .iter()
+        .take(MAX_LISTED)
+        .take_while(|path| page.push(&format!("{path}\n")))
+        .count();
+    let mut out = page.into_text();
+    if shown < selected.len().min(MAX_LISTED) {
+        out.push_str(&left_out_note(&selected[shown..], shown));
+    } else if selected.len() > MAX_LISTED {
         out.push_str(&format!(
             "[{} more files not shown; narrow with dir or glob]\n",
             selected.len() - MAX_LISTED
         ));
     }
     out
+}
+
+/// The note for paths past the page: how many, under which directories, and the call.
+fn left_out_note(rest: &[&str], shown: usize) -> String {
+    let dirs = runs_named(
+        rest,
+        |path| path.rsplit_once('/').map_or("", |(dir, _)| dir),
+        8,
+        "directories",
+        |dir, _, _, count| match dir {
+            "" => format!("the root ({count})"),
+            dir => format!("`{dir}` ({count})"),
+        },
+    );
+    format!(
+        "[files {}-{} {NOT_SHOWN}, from `{}` on, in {dirs}: call list_files with dir set to one of these, or a glob]\n",
+        shown + 1,
+        shown + rest.len(),
+        rest[0],
+    )
 }
 
 #[cfg(test)]
@@ -136,9 +161,33 @@ mod tests {
     fn caps_the_list_and_says_how_many_more() {
         let many: Vec<String> = (0..1005).map(|i| format!("f{i:04}")).collect();
         let refs: Vec<&str> = many.iter().map(String::as_str).collect();
-        let out = render(&refs, None);
+        let out = render(
+            &refs,
+            None,
+            Room {
+                chars: 100_000,
+                tokens: 100_000,
+            },
+        );
         assert_eq!(out.lines().count(), 1001);
         assert!(out.ends_with("[5 more files not shown; narrow with dir or glob]\n"));
-        assert_eq!(render(&[], Some("*.x")), "no files match `*.x` here");
+        assert_eq!(
+            render(&[], Some("*.x"), Room::DEFAULT),
+            "no files match `*.x` here"
+        );
+    }
+
+    #[test]
+    fn paths_past_the_room_are_named_by_directory() {
+        let paths = ["src/a.rs", "src/b.rs", "src/c.rs", "src/x/d.rs", "top.md"];
+        let room = Room {
+            chars: 18,
+            tokens: 1_000,
+        };
+        let out = render(&paths, None, room);
+        assert_eq!(
+            out,
+            "src/a.rs\nsrc/b.rs\n[files 3-5 not shown (size limit), from `src/c.rs` on, in `src` (1), `src/x` (1), the root (1): call list_files with dir set to one of these, or a glob]\n"
+        );
     }
 }

@@ -3,6 +3,7 @@
 use async_trait::async_trait;
 use serde::Deserialize;
 
+use super::page::{NOT_SHOWN, Page, Room, elide_long};
 use super::revision::{self, Side};
 use super::{Tool, ToolError, Workspace, parse_args};
 use crate::llm::ToolSpec;
@@ -32,7 +33,6 @@ impl Tool for ReadFile {
                 "Read a text file of the repository as it is at the reviewed revision. \
                  Lines are numbered (`  42 | text`); cite these numbers in findings. \
                  Without end_line, shows {DEFAULT_WINDOW} lines from start_line and says where to continue. \
-                 Binary files and files over the size limit are refused; use search for those. \
                  With revision \"base\", reads the file as it was before the change (moved or removed code), numbered in base lines."
             ),
             parameters: serde_json::json!({
@@ -73,16 +73,19 @@ impl Tool for ReadFile {
             Side::Head => args.path.clone(),
             Side::Base => format!("{} at base", args.path),
         };
-        render_window(&label, &text, args.start_line, args.end_line)
+        render_window(&label, &text, args.start_line, args.end_line, Room::DEFAULT)
     }
 }
 
-/// The header and numbered lines of the requested window, with a note when more follow.
+/// The header and numbered lines of the requested window, with a note when more
+/// follow. Very long lines are elided; lines past the page's room are left out
+/// and named, with the call that shows them.
 fn render_window(
     path: &str,
     text: &str,
     start_line: Option<u32>,
     end_line: Option<u32>,
+    room: Room,
 ) -> Result<String, ToolError> {
     let lines: Vec<&str> = text.lines().collect();
     let total = u32::try_from(lines.len()).unwrap_or(u32::MAX);
@@ -104,11 +107,29 @@ fn render_window(
         Some(end) => end.min(total),
         None => start.saturating_add(DEFAULT_WINDOW - 1).min(total),
     };
-    let mut out = format!("{path} (lines {start}-{end} of {total})\n");
+    let mut page = Page::new(room);
+    let mut last_shown = start - 1;
     for (number, line) in (start..=end).zip(&lines[start as usize - 1..end as usize]) {
-        out.push_str(&format!("{number:>5} | {line}\n"));
+        let numbered = format!("{number:>5} | {line}");
+        let numbered = format!("{}\n", elide_long(&numbered));
+        if !page.push(&numbered) {
+            break;
+        }
+        last_shown = number;
     }
-    if end < total {
+    let shown = match last_shown >= start {
+        true => format!("{start}-{last_shown}"),
+        false => "none".to_string(),
+    };
+    let mut out = format!("{path} (lines {shown} of {total})\n");
+    out.push_str(&page.into_text());
+    if last_shown < end {
+        out.push_str(&format!(
+            "[lines {}-{end} {NOT_SHOWN}: call read_file with start_line {} and end_line {end}]\n",
+            last_shown + 1,
+            last_shown + 1
+        ));
+    } else if end < total {
         out.push_str(&format!(
             "[{} more lines; call read_file with start_line {} to continue]\n",
             total - end,
@@ -128,7 +149,7 @@ mod tests {
 
     #[test]
     fn shows_the_default_window_and_where_to_continue() {
-        let out = render_window("a.txt", &numbered(450), None, None).unwrap();
+        let out = render_window("a.txt", &numbered(450), None, None, Room::DEFAULT).unwrap();
         assert!(out.starts_with("a.txt (lines 1-400 of 450)\n    1 | line 1\n"));
         assert!(out.contains("  400 | line 400\n"));
         assert!(!out.contains("| line 401"));
@@ -137,7 +158,7 @@ mod tests {
 
     #[test]
     fn shows_an_explicit_range_and_clamps_its_end() {
-        let out = render_window("a.txt", &numbered(10), Some(9), Some(50)).unwrap();
+        let out = render_window("a.txt", &numbered(10), Some(9), Some(50), Room::DEFAULT).unwrap();
         assert_eq!(
             out,
             "a.txt (lines 9-10 of 10)\n    9 | line 9\n   10 | line 10\n"
@@ -146,16 +167,48 @@ mod tests {
 
     #[test]
     fn out_of_range_requests_name_the_file_length() {
-        let past = render_window("a.txt", &numbered(10), Some(11), None).unwrap_err();
+        let past =
+            render_window("a.txt", &numbered(10), Some(11), None, Room::DEFAULT).unwrap_err();
         assert_eq!(
             past,
             ToolError::Model("start_line 11 is past the end of `a.txt`, which has 10 lines".into())
         );
-        let backwards = render_window("a.txt", &numbered(10), Some(5), Some(2)).unwrap_err();
+        let backwards =
+            render_window("a.txt", &numbered(10), Some(5), Some(2), Room::DEFAULT).unwrap_err();
         assert!(backwards.to_string().contains("has 10 lines"));
         assert_eq!(
-            render_window("e", "", None, None).unwrap(),
+            render_window("e", "", None, None, Room::DEFAULT).unwrap(),
             "e (empty file)"
         );
+    }
+
+    #[test]
+    fn a_very_long_line_is_elided_and_the_lines_after_it_are_shown() {
+        let mut text = numbered(120);
+        text = text.replace("line 40\n", &format!("{}\n", "y".repeat(36_000)));
+        text.push_str("fn under_review() {}\n");
+        let out = render_window("a.js", &text, Some(1), Some(121), Room::DEFAULT).unwrap();
+        assert!(out.starts_with("a.js (lines 1-121 of 121)\n"), "{out}");
+        assert!(
+            out.contains("   40 | [a line of 36,000 characters, not shown]\n"),
+            "{out}"
+        );
+        assert!(out.contains("  120 | line 120\n  121 | fn under_review() {}\n"));
+        assert!(!out.contains(NOT_SHOWN));
+    }
+
+    #[test]
+    fn a_window_past_the_room_names_the_lines_left_out_and_the_call() {
+        let room = Room {
+            chars: 200,
+            tokens: 1_000,
+        };
+        let out = render_window("a.txt", &numbered(120), Some(1), Some(120), room).unwrap();
+        // Each numbered line is 15 or 16 characters: 13 fit in 200.
+        assert!(out.starts_with("a.txt (lines 1-13 of 120)\n"), "{out}");
+        assert!(out.contains("   13 | line 13\n"));
+        assert!(out.ends_with(
+            "[lines 14-120 not shown (size limit): call read_file with start_line 14 and end_line 120]\n"
+        ));
     }
 }

@@ -3,10 +3,11 @@
 use async_trait::async_trait;
 use serde::Deserialize;
 
+use super::page::{NOT_SHOWN, Page, Room, runs_named};
 use super::revision::{self, Side};
 use super::{Tool, ToolError, Workspace, parse_args};
 use crate::llm::ToolSpec;
-use crate::repo::search::{DEFAULT_MAX_RESULTS, SearchOptions, SearchOutput};
+use crate::repo::search::{DEFAULT_MAX_RESULTS, SearchMatch, SearchOptions, SearchOutput};
 
 /// Most matches one call may ask for.
 const MAX_RESULTS_CAP: usize = 500;
@@ -99,13 +100,16 @@ impl Tool for Search {
         let view = revision::view(workspace, args.revision).await?;
         let output = view.blocking(move |repo| repo.search(&query)).await?;
         Ok(match args.revision {
-            Side::Head => render(&options, &output),
-            Side::Base => format!("[at the base revision]\n{}", render(&options, &output)),
+            Side::Head => render(&options, &output, Room::DEFAULT),
+            Side::Base => format!(
+                "[at the base revision]\n{}",
+                render(&options, &output, Room::DEFAULT)
+            ),
         })
     }
 }
 
-fn render(options: &SearchOptions, output: &SearchOutput) -> String {
+fn render(options: &SearchOptions, output: &SearchOutput, room: Room) -> String {
     if output.matches.is_empty() {
         let scope = options
             .path_glob
@@ -114,9 +118,15 @@ fn render(options: &SearchOptions, output: &SearchOutput) -> String {
             .unwrap_or_default();
         return format!("no matches for `{}`{scope}", options.pattern);
     }
-    let mut out = String::new();
-    for found in &output.matches {
-        out.push_str(&format!("{}:{}: {}\n", found.path, found.line, found.text));
+    let mut page = Page::new(room);
+    let shown = output
+        .matches
+        .iter()
+        .take_while(|found| page.push(&format!("{}:{}: {}\n", found.path, found.line, found.text)))
+        .count();
+    let mut out = page.into_text();
+    if shown < output.matches.len() {
+        out.push_str(&left_out_note(&output.matches[shown..], shown));
     }
     if output.is_truncated() {
         out.push_str(&format!(
@@ -128,10 +138,28 @@ fn render(options: &SearchOptions, output: &SearchOutput) -> String {
     out
 }
 
+/// The note for matches past the page: how many, in which files (and lines), and the call.
+fn left_out_note(rest: &[SearchMatch], shown: usize) -> String {
+    let files = runs_named(
+        rest,
+        |found| found.path.as_str(),
+        8,
+        "files",
+        |path, first, last, _| match first.line == last.line {
+            true => format!("`{path}` line {}", first.line),
+            false => format!("`{path}` lines {}-{}", first.line, last.line),
+        },
+    );
+    format!(
+        "[matches {}-{} {NOT_SHOWN}, in {files}: call search again with path_glob set to one of these files]\n",
+        shown + 1,
+        shown + rest.len(),
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::repo::search::SearchMatch;
 
     fn found(path: &str, line: u64, text: &str) -> SearchMatch {
         SearchMatch {
@@ -147,7 +175,7 @@ mod tests {
             matches: vec![found("a.rs", 3, "fn a()"), found("b.rs", 10, "fn b()")],
             total_matches: 7,
         };
-        let out = render(&SearchOptions::new("fn"), &output);
+        let out = render(&SearchOptions::new("fn"), &output, Room::DEFAULT);
         assert!(out.starts_with("a.rs:3: fn a()\nb.rs:10: fn b()\n"));
         assert!(out.contains("showing the first 2 of 7 matching lines"));
     }
@@ -158,7 +186,29 @@ mod tests {
             path_glob: Some("*.rs".into()),
             ..SearchOptions::new("nope")
         };
-        let out = render(&options, &SearchOutput::default());
+        let out = render(&options, &SearchOutput::default(), Room::DEFAULT);
         assert_eq!(out, "no matches for `nope` in files matching `*.rs`");
+    }
+
+    #[test]
+    fn matches_past_the_room_are_named_by_file_and_line() {
+        let matches: Vec<SearchMatch> = (1..=40)
+            .map(|i| found(if i <= 30 { "a.rs" } else { "b.rs" }, i, "let total = 1;"))
+            .collect();
+        let output = SearchOutput {
+            total_matches: matches.len() as u64,
+            matches,
+        };
+        let room = Room {
+            chars: 200,
+            tokens: 1_000,
+        };
+        let out = render(&SearchOptions::new("total"), &output, room);
+        // `a.rs:N: let total = 1;` is 23 or 24 characters: 8 fit in 200.
+        assert!(out.contains("a.rs:8: let total = 1;\n"), "{out}");
+        assert!(!out.contains("a.rs:9: "), "{out}");
+        assert!(out.ends_with(
+            "[matches 9-40 not shown (size limit), in `a.rs` lines 9-30, `b.rs` lines 31-40: call search again with path_glob set to one of these files]\n"
+        ), "{out}");
     }
 }

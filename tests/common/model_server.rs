@@ -270,6 +270,20 @@ impl RecordedRequest {
         self.message_text(0)
     }
 
+    /// The tool results the request carries, by call id (OpenAI wire).
+    pub fn tool_results(&self) -> std::collections::BTreeMap<String, String> {
+        self.body["messages"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|m| m["role"] == "tool")
+            .map(|m| {
+                let id = m["tool_call_id"].as_str().unwrap_or_default().to_string();
+                (id, m["content"].as_str().unwrap_or_default().to_string())
+            })
+            .collect()
+    }
+
     /// The first value of a header (name case-insensitive).
     pub fn header(&self, name: &str) -> Option<&str> {
         self.headers

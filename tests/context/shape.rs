@@ -338,6 +338,50 @@ fn without_head_text_the_hunks_own_lines_are_shown() {
 }
 
 #[test]
+fn a_short_deletion_is_shown_line_by_line_even_under_budget_pressure() {
+    let old = "def clamp(n, limit):\n    if n > limit:\n        n = limit\n    else:\n        n -= 1\n        log(n)\n    return n\n";
+    // The `else` branch goes: three lines.
+    let new = old.replace("    else:\n        n -= 1\n        log(n)\n", "");
+    // Other files fill the budget, so the message is under pressure.
+    let change = Change::default().file("src/clamp.py", old, &new).file(
+        "src/big.rs",
+        "",
+        &numbered_lines(400),
+    );
+    let shaped = change.shape(&ShapeOptions {
+        budget_tokens: 1_200,
+        ..ShapeOptions::default()
+    });
+    assert_eq!(entry(&shaped, "src/clamp.py").status, ShapeStatus::Shown);
+    assert!(!shaped.fits_whole(), "{}", shaped.message);
+    let body = section(&shaped.message, "src/clamp.py");
+    assert!(
+        body.contains("    4 -    else:\n    5 -        n -= 1\n    6 -        log(n)\n"),
+        "{body}"
+    );
+    assert!(!body.contains("of base removed"), "{body}");
+}
+
+#[test]
+fn a_long_deletion_of_short_lines_is_shown_when_a_summary_saves_little() {
+    // Ten removed lines of a few tokens each: the summary would cost a third of them or more.
+    let old = numbered_lines(30);
+    let new: String = old
+        .lines()
+        .enumerate()
+        .filter(|(i, _)| !(10..20).contains(i))
+        .map(|(_, l)| format!("{l}\n"))
+        .collect();
+    let shaped = Change::default()
+        .file("src/a.rs", &old, &new)
+        .shape(&ShapeOptions::default());
+    let body = section(&shaped.message, "src/a.rs");
+    assert!(!body.contains("of base removed"), "{body}");
+    assert!(body.contains("   11 -line 11\n"), "{body}");
+    assert!(body.contains("   20 -line 20\n"), "{body}");
+}
+
+#[test]
 fn edges_of_the_file_are_numbered_like_git() {
     let old = numbered_lines(10);
     // Two lines inserted at the top, the last four removed.
@@ -351,12 +395,11 @@ fn edges_of_the_file_are_numbered_like_git() {
         body.contains("    1 +first\n    2 +second\n    3  line 1\n"),
         "{body}"
     );
+    // Four removed lines are shown, not summarised, numbered in base lines.
     assert!(
-        body.contains("      [lines 7-10 of base removed (4 lines): line 7; read_file with revision \"base\" shows them]\n"),
-        "{body}"
-    );
-    assert!(
-        body.ends_with("    8  line 6\n      [lines 7-10 of base removed (4 lines): line 7; read_file with revision \"base\" shows them]\n"),
+        body.ends_with(
+            "    8  line 6\n    7 -line 7\n    8 -line 8\n    9 -line 9\n   10 -line 10\n"
+        ),
         "{body}"
     );
     assert_eq!(shaped.changed_lines_shown, 2);
