@@ -1,5 +1,7 @@
 //! Small text helpers shared across modules.
 
+pub(crate) mod urls;
+
 /// The longest prefix of `text` that is at most `max_bytes` long and ends on a
 /// character boundary (so cutting never splits a UTF-8 character).
 pub(crate) fn prefix_at_char_boundary(text: &str, max_bytes: usize) -> &str {

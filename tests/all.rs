@@ -33,6 +33,7 @@ mod output_cli;
 mod packaging;
 mod pr_flow;
 mod queue;
+mod report_files_cli;
 mod review;
 mod review_cli;
 mod runs_cli;

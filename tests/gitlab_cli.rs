@@ -49,6 +49,41 @@ async fn run_gitlab_with(
 ) -> GitLabRun {
     let dir = tempfile::tempdir().expect("tmp");
     let report = dir.path().join("gl-code-quality-report.json");
+    let job = GitLabJob {
+        workspace,
+        base,
+        head,
+        gl,
+        model,
+        token,
+    };
+    run_gitlab_writing(&report, &job, vars).await
+}
+
+/// What a merge request pipeline's job is given.
+pub(crate) struct GitLabJob<'a> {
+    pub(crate) workspace: &'a Path,
+    pub(crate) base: &'a str,
+    pub(crate) head: &'a str,
+    pub(crate) gl: &'a GitLabMock,
+    pub(crate) model: &'a ModelServer,
+    pub(crate) token: Option<&'a str>,
+}
+
+/// `redline gitlab --code-quality REPORT` in `job`, with these variables set too.
+pub(crate) async fn run_gitlab_writing(
+    report: &Path,
+    job: &GitLabJob<'_>,
+    vars: &[(&str, &str)],
+) -> GitLabRun {
+    let GitLabJob {
+        workspace,
+        base,
+        head,
+        gl,
+        model,
+        token,
+    } = *job;
     let mut command = cli::redline_command();
     command
         .arg("gitlab")
@@ -73,7 +108,7 @@ async fn run_gitlab_with(
         code: output.status.code().unwrap_or(-1),
         stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
         stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
-        code_quality: std::fs::read_to_string(&report)
+        code_quality: std::fs::read_to_string(report)
             .ok()
             .map(|text| serde_json::from_str(&text).expect("the report is JSON")),
     };

@@ -184,7 +184,7 @@ async fn review(args: ReviewArgs) -> anyhow::Result<i32> {
     }
     let prepared = prepared;
     // Both files are opened before any model call: a bad path must not cost a review.
-    let output = OutputTarget::open(args.output.as_deref())?;
+    let output = OutputTarget::open(args.output.as_deref(), Some(&prepared.root))?;
     let (events, rx) = EventSink::channel();
     let events = transcript.events(events);
     let consumer = spawn_event_consumers(
