@@ -343,7 +343,7 @@ async fn base_url_credentials_are_masked_in_text_origin_and_json() {
     )
     .await;
     assert_ne!(run.code, 0, "{}", run.stdout);
-    assert!(run.stderr.contains("base_url"), "{}", run.stderr);
+    assert!(run.stderr.contains("is not a URL"), "{}", run.stderr);
     for secret in BASE_URL_SECRETS {
         assert!(!run.stderr.contains(secret), "{}", run.stderr);
     }
