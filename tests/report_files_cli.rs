@@ -1,5 +1,5 @@
 //! Redline's own files written into a repository's work tree (`redline gitlab
-//! --code-quality FILE`, `redline review --output FILE`): a symbolic link the repository
+//! --code-quality FILE`, `redline review --output FILE` and `--events FILE`): a symbolic link the repository
 //! carries at FILE, or on the way to it, never carries the write outside; the command
 //! fails naming the path, and the file outside keeps its content.
 
@@ -85,7 +85,7 @@ async fn gitlab_code_quality_refuses_a_link_at_the_report_or_on_its_way() {
 }
 
 #[tokio::test]
-async fn review_output_refuses_a_link_in_the_repository_before_any_model_call() {
+async fn review_output_and_events_refuse_a_link_in_the_repository_before_any_model_call() {
     let repo = TempRepo::new();
     repo.write("src/lib.rs", "pub fn f() {}\n");
     repo.commit("base");
@@ -95,25 +95,27 @@ async fn review_output_refuses_a_link_in_the_repository_before_any_model_call() 
     let (_outside, victim) = victim();
     let at = repo.path().join("review.json");
     link(&victim, &at);
-    let output = redline_command()
-        .args(["review", "--repo", &repo.path().display().to_string()])
-        .args(["--base", "main", "--base-url", "http://127.0.0.1:9/v1"])
-        .args([
-            "--model",
-            "test-model",
-            "--no-transcript",
-            "--format",
-            "json",
-        ])
-        .arg("--output")
-        .arg(&at)
-        .env("REDLINE_API_KEY", KEY)
-        .output()
-        .await
-        .expect("run redline");
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert_eq!(output.status.code(), Some(2), "{stderr}");
-    assert!(stderr.contains("nothing was written"), "{stderr}");
-    assert!(!stderr.contains("127.0.0.1:9"), "no model call: {stderr}");
-    assert_eq!(std::fs::read_to_string(&victim).expect("victim"), VICTIM);
+    for flag in ["--output", "--events"] {
+        let output = redline_command()
+            .args(["review", "--repo", &repo.path().display().to_string()])
+            .args(["--base", "main", "--base-url", "http://127.0.0.1:9/v1"])
+            .args([
+                "--model",
+                "test-model",
+                "--no-transcript",
+                "--format",
+                "json",
+            ])
+            .arg(flag)
+            .arg(&at)
+            .env("REDLINE_API_KEY", KEY)
+            .output()
+            .await
+            .expect("run redline");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(2), "{flag}: {stderr}");
+        assert!(stderr.contains("nothing was written"), "{flag}: {stderr}");
+        assert!(!stderr.contains("127.0.0.1:9"), "no model call: {stderr}");
+        assert_eq!(std::fs::read_to_string(&victim).expect("victim"), VICTIM);
+    }
 }

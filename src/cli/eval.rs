@@ -494,8 +494,10 @@ impl EngineReviewer {
                 .await
                 .context("preparing the review")??;
         let (events, rx) = EventSink::channel();
-        let consumer = spawn_event_consumers(rx, Verbosity::Quiet, Some(events_path), false)
+        // In eval's own runs directory, not in the repository: created as given.
+        let file = std::fs::File::create(events_path)
             .with_context(|| format!("cannot write {}", events_path.display()))?;
+        let consumer = spawn_event_consumers(rx, Verbosity::Quiet, Some(file), false);
         let outcome = if prepared.has_changes() {
             let model = model_client(&prepared.settings.model, &events);
             prepared
