@@ -88,7 +88,7 @@ pub(crate) async fn run_gitlab_writing(
     command
         .arg("gitlab")
         .arg("--code-quality")
-        .arg(&report)
+        .arg(report)
         .env("CI_PROJECT_ID", PROJECT.to_string())
         .env("CI_MERGE_REQUEST_IID", IID.to_string())
         .env("CI_MERGE_REQUEST_DIFF_BASE_SHA", base)
