@@ -76,14 +76,6 @@ pub(crate) async fn run_gitlab_writing(
     job: &GitLabJob<'_>,
     vars: &[(&str, &str)],
 ) -> GitLabRun {
-    let GitLabJob {
-        workspace,
-        base,
-        head,
-        gl,
-        model,
-        token,
-    } = *job;
     let mut command = cli::redline_command();
     command
         .arg("gitlab")
@@ -91,15 +83,15 @@ pub(crate) async fn run_gitlab_writing(
         .arg(report)
         .env("CI_PROJECT_ID", PROJECT.to_string())
         .env("CI_MERGE_REQUEST_IID", IID.to_string())
-        .env("CI_MERGE_REQUEST_DIFF_BASE_SHA", base)
-        .env("CI_COMMIT_SHA", head)
-        .env("CI_PROJECT_DIR", workspace)
-        .env("CI_API_V4_URL", gl.api_url())
-        .env("REDLINE_BASE_URL", model.base_url())
+        .env("CI_MERGE_REQUEST_DIFF_BASE_SHA", job.base)
+        .env("CI_COMMIT_SHA", job.head)
+        .env("CI_PROJECT_DIR", job.workspace)
+        .env("CI_API_V4_URL", job.gl.api_url())
+        .env("REDLINE_BASE_URL", job.model.base_url())
         .env("REDLINE_MODEL", "test-model")
         .env("REDLINE_API_KEY", KEY)
         .env("REDLINE_STRATEGY", "react");
-    if let Some(token) = token {
+    if let Some(token) = job.token {
         command.env("GITLAB_TOKEN", token);
     }
     command.envs(vars.iter().copied());

@@ -7,7 +7,7 @@
 
 use std::path::Path;
 
-use crate::action_cli::{calc_finding, pull_request_repo};
+use crate::action_cli::{Pr, calc_finding, pull_request_repo};
 use crate::common::cli::{KEY, redline_command};
 use crate::common::git::TempRepo;
 use crate::common::gitlab_mock::GitLabMock;
@@ -24,6 +24,18 @@ fn victim() -> (tempfile::TempDir, std::path::PathBuf) {
     let victim = outside.path().join("victim.json");
     std::fs::write(&victim, VICTIM).expect("write");
     (outside, victim)
+}
+
+/// The merge request pipeline's job of `pr`.
+fn job<'a>(pr: &'a Pr, gl: &'a GitLabMock, model: &'a ModelServer) -> GitLabJob<'a> {
+    GitLabJob {
+        workspace: pr.repo.path(),
+        base: &pr.base,
+        head: &pr.head,
+        gl,
+        model,
+        token: Some(TOKEN),
+    }
 }
 
 fn link(target: &Path, at: &Path) {
@@ -48,15 +60,7 @@ async fn gitlab_code_quality_refuses_a_link_at_the_report_or_on_its_way() {
     link(outside.path(), &reports);
     for report in [at_report, reports.join("code-quality.json")] {
         let model = ModelServer::start(Wire::OpenAi, reply.clone()).await;
-        let job = GitLabJob {
-            workspace: pr.repo.path(),
-            base: &pr.base,
-            head: &pr.head,
-            gl: &gl,
-            model: &model,
-            token: Some(TOKEN),
-        };
-        let run = run_gitlab_writing(&report, &job, &[]).await;
+        let run = run_gitlab_writing(&report, &job(&pr, &gl, &model), &[]).await;
         assert_ne!(run.code, 0, "{}: {}", report.display(), run.stdout);
         assert!(
             run.stderr.contains("nothing was written") && run.stderr.contains("leads outside"),
@@ -71,15 +75,7 @@ async fn gitlab_code_quality_refuses_a_link_at_the_report_or_on_its_way() {
     let elsewhere = tempfile::tempdir().expect("tmp");
     let report = elsewhere.path().join("gl-code-quality-report.json");
     let model = ModelServer::start(Wire::OpenAi, reply).await;
-    let job = GitLabJob {
-        workspace: pr.repo.path(),
-        base: &pr.base,
-        head: &pr.head,
-        gl: &gl,
-        model: &model,
-        token: Some(TOKEN),
-    };
-    let run = run_gitlab_writing(&report, &job, &[]).await;
+    let run = run_gitlab_writing(&report, &job(&pr, &gl, &model), &[]).await;
     assert_eq!(run.code, 0, "{}", run.stderr);
     assert!(run.code_quality.is_some_and(|r| r.is_array()));
 }
