@@ -500,7 +500,10 @@ pub(crate) fn resolve_model_choice(
         .unwrap_or_else(|| provider.default_base_url().to_string());
     let parsed = url::Url::parse(&base_url).map_err(|e| ConfigError::BadValue {
         key: "base_url".into(),
-        message: format!("`{base_url}` is not a URL: {e}"),
+        message: format!(
+            "`{}` is not a URL: {e}",
+            crate::text::urls::masked(&base_url)
+        ),
     })?;
     if !matches!(parsed.scheme(), "http" | "https") {
         return Err(ConfigError::BadValue {

@@ -2,9 +2,10 @@
 //! recorded failure, a notice, the command line's last message. Library errors keep
 //! their causes as `#[source]`; this is the one place that walks them.
 //!
-//! Invariant: the text names every cause of the chain, in order, except one whose text
+//! Invariants: the text names every cause of the chain, in order, except one whose text
 //! the message before it already contains (errors that show their cause are not
-//! repeated).
+//! repeated); every URL in it is masked by the one rule of [`crate::text::urls`] (a
+//! database URL's password or a `?key=` in a model endpoint never leaves in an error).
 
 use std::error::Error;
 use std::fmt;
@@ -23,7 +24,7 @@ pub(crate) fn chain(error: &(dyn Error + 'static)) -> String {
         previous = current;
         source = cause.source();
     }
-    text
+    crate::text::urls::mask_all(&text)
 }
 
 /// Displays an error with its causes ([`chain`]), e.g. as a `tracing` field.
@@ -63,5 +64,26 @@ mod tests {
     #[test]
     fn a_cause_the_message_shows_is_not_repeated() {
         assert_eq!(chain(&Save::Shows(Full)), "cannot save: disk full");
+    }
+
+    #[derive(Debug, thiserror::Error)]
+    #[error("cannot connect to postgres://redline:hunter2@db/redline?sslpassword=s3cret")]
+    struct Connect;
+
+    #[derive(Debug, thiserror::Error)]
+    #[error("database")]
+    struct Database(#[source] Connect);
+
+    #[test]
+    fn urls_in_a_chain_are_masked() {
+        let text = chain(&Database(Connect));
+        assert!(
+            !text.contains("hunter2") && !text.contains("s3cret"),
+            "{text}"
+        );
+        assert!(
+            text.starts_with("database: cannot connect to postgres://redline:***@db/"),
+            "{text}"
+        );
     }
 }

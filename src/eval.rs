@@ -37,6 +37,11 @@ pub(crate) mod run;
 pub mod score;
 pub mod verdict;
 
+/// Largest source file (in bytes) that mining and mutation parse: a larger one (generated
+/// or minified code, a vendored bundle) is skipped with the reason, so time and memory
+/// stay bounded per file.
+pub const MAX_PARSED_BYTES: usize = 512 * 1024;
+
 /// Why an evaluation step failed.
 #[derive(Debug, thiserror::Error)]
 pub enum EvalError {

@@ -166,32 +166,60 @@ struct Walker<'s> {
     source: &'s [u8],
 }
 
-/// A node being walked: the next child to visit and how far its text is covered.
+/// A node being walked: its children (listed once, with their fields), the next child
+/// to visit, and how far its text is covered.
 struct Frame<'t> {
     node: Node<'t>,
+    children: Vec<(Node<'t>, Option<&'static str>)>,
     next: usize,
     covered: usize,
     open: bool,
 }
 
+/// What the walk knows of a node's surroundings, so that no `parent()` or
+/// `next_sibling()` call (each a walk from the root, quadratic on nested code) is made.
+#[derive(Clone, Copy, Default)]
+struct Around<'t> {
+    /// The node whose child it is.
+    parent: Option<Node<'t>>,
+    /// The next sibling.
+    next: Option<Node<'t>>,
+    /// The next sibling that is not an extra (a comment), for commas only.
+    next_non_extra: Option<Node<'t>>,
+}
+
 impl<'s> Walker<'s> {
-    /// A depth-first walk with an explicit stack (deep trees must not exhaust it). Text
+    /// A depth-first walk with an explicit stack (deep trees must not exhaust it), each
+    /// node's children listed once with a cursor: linear in the tree's size. Text
     /// of a node that no child covers (a grammar may hide a string's or comment's
     /// content) is in the stream too, as `text` leaves.
     fn walk<'t>(&self, root: Node<'t>) -> Option<Vec<Token>> {
         let mut out = Vec::new();
         let mut stack: Vec<Frame<'t>> = Vec::new();
-        self.visit(root, None, &mut out, &mut stack)?;
+        let mut cursor = root.walk();
+        self.visit(
+            root,
+            None,
+            Around::default(),
+            &mut out,
+            &mut stack,
+            &mut cursor,
+        )?;
         while let Some(frame) = stack.last_mut() {
-            if frame.next < frame.node.child_count() {
-                let index = u32::try_from(frame.next).ok()?;
+            if let Some(&(child, field)) = frame.children.get(frame.next) {
+                let following = frame.children.get(frame.next + 1..).unwrap_or_default();
                 frame.next += 1;
-                let child = frame.node.child(index)?;
-                let field = frame.node.field_name_for_child(index);
+                let around = Around {
+                    parent: Some(frame.node),
+                    next: following.first().map(|(n, _)| *n),
+                    next_non_extra: (child.kind() == ",")
+                        .then(|| following.iter().map(|(n, _)| *n).find(|n| !n.is_extra()))
+                        .flatten(),
+                };
                 let (node, from) = (frame.node, frame.covered);
                 frame.covered = frame.covered.max(child.end_byte());
                 self.gap(&node, from, child.start_byte(), &mut out);
-                self.visit(child, field, &mut out, &mut stack)?;
+                self.visit(child, field, around, &mut out, &mut stack, &mut cursor)?;
             } else {
                 let frame = stack.pop()?;
                 self.gap(&frame.node, frame.covered, frame.node.end_byte(), &mut out);
@@ -208,14 +236,17 @@ impl<'s> Walker<'s> {
         &self,
         node: Node<'t>,
         field: Option<&'static str>,
+        around: Around<'t>,
         out: &mut Vec<Token>,
         stack: &mut Vec<Frame<'t>>,
+        cursor: &mut tree_sitter::TreeCursor<'t>,
     ) -> Option<()> {
-        if self.skipped(&node) {
+        if self.skipped(&node, &around) {
             return Some(());
         }
         if let Some(value) = self.cast_value(&node) {
-            return self.visit(value, field, out, stack);
+            // A named node: nothing about it depends on its surroundings.
+            return self.visit(value, field, Around::default(), out, stack, cursor);
         }
         if node.child_count() == 0 || is_comment(&node) {
             out.push(Token::Leaf(field, node.kind(), self.leaf_text(&node)?));
@@ -227,6 +258,7 @@ impl<'s> Walker<'s> {
         }
         stack.push(Frame {
             node,
+            children: children_of(node, cursor),
             next: 0,
             covered: node.start_byte(),
             open,
@@ -266,7 +298,7 @@ impl<'s> Walker<'s> {
     }
 
     /// Nodes (and their subtrees) left out of the stream.
-    fn skipped(&self, node: &Node<'_>) -> bool {
+    fn skipped(&self, node: &Node<'_>, around: &Around<'_>) -> bool {
         if node.is_extra() && !is_comment(node) {
             return true; // Python's line continuation: whitespace.
         }
@@ -277,11 +309,11 @@ impl<'s> Walker<'s> {
                 is_comment(node)
                     || is_docstring(self.lang, node)
                     || is_annotation(self.lang, node)
-                    || self.annotation_mark(node)
+                    || self.annotation_mark(node, around)
                     || self.type_checking_block(node)
             }
         };
-        hidden || (!node.is_named() && self.neutral_punctuation(node))
+        hidden || (!node.is_named() && self.neutral_punctuation(node, around))
     }
 
     /// Python's `if TYPE_CHECKING:` without `else`: code only type checkers run.
@@ -301,23 +333,24 @@ impl<'s> Walker<'s> {
     }
 
     /// The `:` or `->` that introduces a Python annotation being left out.
-    fn annotation_mark(&self, node: &Node<'_>) -> bool {
+    fn annotation_mark(&self, node: &Node<'_>, around: &Around<'_>) -> bool {
         self.lang == Lang::Python
             && !node.is_named()
             && matches!(node.kind(), ":" | "->")
-            && node.next_sibling().is_some_and(|n| n.kind() == "type")
+            && around.next.is_some_and(|n| n.kind() == "type")
     }
 
     /// Anonymous tokens that change nothing: parentheses of a transparent node, a
     /// separator `;`, a trailing comma in a list.
-    fn neutral_punctuation(&self, node: &Node<'_>) -> bool {
-        let parent = node.parent();
+    fn neutral_punctuation(&self, node: &Node<'_>, around: &Around<'_>) -> bool {
+        let parent = around.parent;
         match node.kind() {
             "(" | ")" => parent.is_some_and(|p| self.transparent(&p)),
             ";" | "\n" => self.lang.semicolon_is_newline() && node.child_count() == 0,
             "," => {
-                let closes =
-                    next_non_extra(node).is_some_and(|n| matches!(n.kind(), ")" | "]" | "}" | ">"));
+                let closes = around
+                    .next_non_extra
+                    .is_some_and(|n| matches!(n.kind(), ")" | "]" | "}" | ">"));
                 closes && parent.is_some_and(|p| trailing_comma_is_neutral(p.kind()))
             }
             _ => false,
@@ -360,15 +393,22 @@ impl<'s> Walker<'s> {
     }
 }
 
-fn next_non_extra<'t>(node: &Node<'t>) -> Option<Node<'t>> {
-    let mut next = node.next_sibling();
-    while let Some(n) = next {
-        if !n.is_extra() {
-            return Some(n);
+/// `node`'s children and their fields, read with `cursor` (moved there and back).
+fn children_of<'t>(
+    node: Node<'t>,
+    cursor: &mut tree_sitter::TreeCursor<'t>,
+) -> Vec<(Node<'t>, Option<&'static str>)> {
+    cursor.reset(node);
+    let mut children = Vec::with_capacity(node.child_count());
+    if cursor.goto_first_child() {
+        loop {
+            children.push((cursor.node(), cursor.field_name()));
+            if !cursor.goto_next_sibling() {
+                break;
+            }
         }
-        next = n.next_sibling();
     }
-    None
+    children
 }
 
 /// Lists where `a, b,` and `a, b` mean the same (tuples and subscripts are not: there a

@@ -2,6 +2,7 @@
 
 mod logged;
 pub(crate) mod posted;
+pub(crate) mod urls;
 
 pub(crate) use logged::{logged, one_line_message};
 

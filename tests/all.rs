@@ -36,6 +36,7 @@ mod posted_text;
 mod pr_flow;
 mod queue;
 mod redirects;
+mod report_files_cli;
 mod review;
 mod review_cli;
 mod runs_cli;

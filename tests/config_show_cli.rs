@@ -290,3 +290,61 @@ async fn config_schema_prints_the_committed_schema() {
     ));
     assert_eq!(String::from_utf8_lossy(&output.stdout), committed);
 }
+
+/// A `base_url` with a password and credential query parameters (the user's file may
+/// hold one: a proxy's login, an Azure-style `?api-key=`).
+const SECRET_BASE_URL: &str =
+    "https://proxy-user:hunter2@llm.example.invalid/v1?api-key=k3y-s3cret&deployment=d1&sig=s1gn3d";
+
+/// What must never be printed of [`SECRET_BASE_URL`].
+const BASE_URL_SECRETS: [&str; 3] = ["hunter2", "k3y-s3cret", "s1gn3d"];
+
+#[tokio::test]
+async fn base_url_credentials_are_masked_in_text_origin_and_json() {
+    let (repo, _) = repo_with_config("max_steps = 5\n");
+    let home = user_home(&format!("base_url = \"{SECRET_BASE_URL}\"\n"));
+    let repo_arg = repo.path().display().to_string();
+    let common = ["--repo", repo_arg.as_str(), "--base", "main"];
+    for extra in [
+        &[][..],
+        &["--origin"][..],
+        &["--format", "json"][..],
+        &["--format", "json", "--origin"][..],
+    ] {
+        let args: Vec<&str> = common.iter().chain(extra).copied().collect();
+        let run = show(home.path(), &[], &args).await;
+        assert_eq!(run.code, 0, "{extra:?}: {}", run.stderr);
+        for secret in BASE_URL_SECRETS {
+            assert!(
+                !run.stdout.contains(secret) && !run.stderr.contains(secret),
+                "{extra:?} shows {secret}:\n{}",
+                run.stdout
+            );
+        }
+        // What is not a credential is shown: the user can still tell which endpoint.
+        assert!(
+            run.stdout.contains("llm.example.invalid/v1") && run.stdout.contains("deployment=d1"),
+            "{extra:?}:\n{}",
+            run.stdout
+        );
+    }
+    // The same rule on the flag, and in an error naming the value.
+    let run = show(
+        home.path(),
+        &[],
+        &[
+            "--repo",
+            &repo_arg,
+            "--base",
+            "main",
+            "--base-url",
+            "http://u:hunter2@[::1/?token=k3y-s3cret",
+        ],
+    )
+    .await;
+    assert_ne!(run.code, 0, "{}", run.stdout);
+    assert!(run.stderr.contains("is not a URL"), "{}", run.stderr);
+    for secret in BASE_URL_SECRETS {
+        assert!(!run.stderr.contains(secret), "{}", run.stderr);
+    }
+}

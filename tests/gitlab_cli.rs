@@ -49,22 +49,49 @@ async fn run_gitlab_with(
 ) -> GitLabRun {
     let dir = tempfile::tempdir().expect("tmp");
     let report = dir.path().join("gl-code-quality-report.json");
+    let job = GitLabJob {
+        workspace,
+        base,
+        head,
+        gl,
+        model,
+        token,
+    };
+    run_gitlab_writing(&report, &job, vars).await
+}
+
+/// What a merge request pipeline's job is given.
+pub(crate) struct GitLabJob<'a> {
+    pub(crate) workspace: &'a Path,
+    pub(crate) base: &'a str,
+    pub(crate) head: &'a str,
+    pub(crate) gl: &'a GitLabMock,
+    pub(crate) model: &'a ModelServer,
+    pub(crate) token: Option<&'a str>,
+}
+
+/// `redline gitlab --code-quality REPORT` in `job`, with these variables set too.
+pub(crate) async fn run_gitlab_writing(
+    report: &Path,
+    job: &GitLabJob<'_>,
+    vars: &[(&str, &str)],
+) -> GitLabRun {
     let mut command = cli::redline_command();
     command
         .arg("gitlab")
         .arg("--code-quality")
-        .arg(&report)
+        .arg(report)
         .env("CI_PROJECT_ID", PROJECT.to_string())
         .env("CI_MERGE_REQUEST_IID", IID.to_string())
-        .env("CI_MERGE_REQUEST_DIFF_BASE_SHA", base)
-        .env("CI_COMMIT_SHA", head)
-        .env("CI_PROJECT_DIR", workspace)
-        .env("CI_API_V4_URL", gl.api_url())
-        .env("REDLINE_BASE_URL", model.base_url())
+        .env("CI_MERGE_REQUEST_DIFF_BASE_SHA", job.base)
+        .env("CI_COMMIT_SHA", job.head)
+        .env("CI_PROJECT_DIR", job.workspace)
+        .env("CI_API_V4_URL", job.gl.api_url())
+        .env("REDLINE_BASE_URL", job.model.base_url())
         .env("REDLINE_MODEL", "test-model")
         .env("REDLINE_API_KEY", KEY)
         .env("REDLINE_STRATEGY", "react");
-    if let Some(token) = token {
+    if let Some(token) = job.token {
         command.env("GITLAB_TOKEN", token);
     }
     command.envs(vars.iter().copied());
@@ -73,7 +100,7 @@ async fn run_gitlab_with(
         code: output.status.code().unwrap_or(-1),
         stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
         stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
-        code_quality: std::fs::read_to_string(&report)
+        code_quality: std::fs::read_to_string(report)
             .ok()
             .map(|text| serde_json::from_str(&text).expect("the report is JSON")),
     };

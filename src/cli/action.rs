@@ -436,8 +436,8 @@ fn write_sarif(report: &ReviewReport) -> anyhow::Result<PathBuf> {
         .map(PathBuf::from)
         .unwrap_or_else(std::env::temp_dir);
     let path = dir.join("redline.sarif");
-    std::fs::write(&path, render(report, Format::Sarif))
-        .with_context(|| format!("cannot write {}", path.display()))?;
+    // Not through a link a step before this one left at the name.
+    super::files::write_in_workspace(&dir, &path, &render(report, Format::Sarif))?;
     Ok(path)
 }
 

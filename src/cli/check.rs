@@ -131,7 +131,7 @@ pub async fn run(args: CheckArgs) -> i32 {
     let mut failed = false;
     for line in &lines {
         failed |= matches!(line.outcome, Outcome::Fail { .. });
-        println!("{}", mask_urls(&line.to_string()));
+        println!("{}", crate::text::urls::mask_all(&line.to_string()));
     }
     if failed { EXIT_ERROR } else { EXIT_OK }
 }
@@ -177,7 +177,11 @@ async fn check_model(args: &CheckArgs) -> Outcome {
             return fail(super::error_message(&e), fix);
         }
     };
-    let where_ = format!("`{}` at {}", settings.model, masked_url(&settings.base_url));
+    let where_ = format!(
+        "`{}` at {}",
+        settings.model,
+        crate::text::urls::masked(&settings.base_url)
+    );
     let client = build_client(check_provider_settings(&settings), None);
     let request = ChatRequest {
         model: settings.model.clone(),
@@ -321,7 +325,7 @@ fn check_webhook_secret() -> Outcome {
 
 async fn check_database() -> Outcome {
     let url = database_url();
-    let shown = masked_url(&url);
+    let shown = crate::text::urls::masked(&url);
     if let Some(path) = missing_sqlite_file(&url) {
         return check_new_sqlite(&shown, &path).await;
     }
@@ -386,130 +390,9 @@ async fn check_new_sqlite(shown: &str, path: &Path) -> Outcome {
     }
 }
 
-/// Parts of a query parameter's name that mark its value as a credential
-/// (compared in lowercase): `password`, `sslpassword`, `token`, `api_key`, `secret`, `sig`…
-const CREDENTIAL_NAMES: [&str; 10] = [
-    "pass",
-    "pwd",
-    "token",
-    "key",
-    "secret",
-    "auth",
-    "sig",
-    "credential",
-    "session",
-    "cookie",
-];
-
-fn is_credential_name(name: &str) -> bool {
-    let lower = name.to_ascii_lowercase();
-    CREDENTIAL_NAMES.iter().any(|part| lower.contains(part))
-}
-
-/// A URL for display: its password (or a user name standing alone, which may be a
-/// token) and the value of every credential-looking query parameter replaced by `***`.
-fn masked_url(text: &str) -> String {
-    let Ok(mut url) = url::Url::parse(text) else {
-        // Not a URL: show only the scheme-like prefix, it may hold anything.
-        return text.split(':').next().unwrap_or_default().to_string() + ":…";
-    };
-    let secret = url.password().is_some()
-        || !url.username().is_empty()
-        || url.query_pairs().any(|(name, _)| is_credential_name(&name))
-        || url.fragment().is_some();
-    if !secret {
-        // Nothing to hide: shown as written (not as the parser normalises it).
-        return text.to_string();
-    }
-    if url.password().is_some() {
-        let _ = url.set_password(Some("***"));
-    } else if !url.username().is_empty() {
-        let _ = url.set_username("***");
-    }
-    if url.query().is_some() {
-        let pairs: Vec<(String, String)> = url
-            .query_pairs()
-            .map(|(name, value)| {
-                let value = if is_credential_name(&name) {
-                    "***".to_string()
-                } else {
-                    value.into_owned()
-                };
-                (name.into_owned(), value)
-            })
-            .collect();
-        url.query_pairs_mut().clear().extend_pairs(pairs);
-    }
-    if url.fragment().is_some() {
-        url.set_fragment(Some("…"));
-    }
-    url.to_string()
-}
-
-/// `text` with every URL in it (`scheme://…`, up to a space, quote or bracket) masked.
-fn mask_urls(text: &str) -> String {
-    static URL: std::sync::LazyLock<Option<regex::Regex>> = std::sync::LazyLock::new(|| {
-        regex::Regex::new(r#"[A-Za-z][A-Za-z0-9+.\-]*://[^\s"'`<>()\[\]{}]+"#).ok()
-    });
-    match URL.as_ref() {
-        Some(pattern) => pattern
-            .replace_all(text, |found: &regex::Captures<'_>| {
-                // Punctuation after a URL (`https://api.github.com, or`, `…/api/v3: GET`)
-                // ends the sentence, not the URL.
-                let url = found[0].trim_end_matches([',', '.', ';', ':', '!', '?']);
-                format!("{}{}", masked_url(url), &found[0][url.len()..])
-            })
-            .into_owned(),
-        // The pattern is a constant; without it, no line may show a URL at all.
-        None => "(output hidden: URLs could not be masked)".into(),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn passwords_are_hidden_in_urls() {
-        assert_eq!(
-            masked_url("postgres://app:hunter2@db:5432/redline"),
-            "postgres://app:***@db:5432/redline"
-        );
-        assert_eq!(masked_url("sqlite://redline.db"), "sqlite://redline.db");
-        assert!(!masked_url("postgres//app:hunter2@x").contains("hunter2"));
-        assert_eq!(
-            masked_url("https://ghp_token1234@example.com/v1"),
-            "https://***@example.com/v1"
-        );
-    }
-
-    #[test]
-    fn credential_query_parameters_are_hidden_on_every_line() {
-        let url = "postgres://app@db/redline?password=hunter2&sslpassword=s3cret&application_name=r&api_key=k1&Token=t1&sslmode=require";
-        let shown = masked_url(url);
-        assert_eq!(
-            shown,
-            "postgres://***@db/redline?password=***&sslpassword=***&application_name=r&api_key=***&Token=***&sslmode=require"
-        );
-        let line = format!(
-            "FAIL  database: REDLINE_DATABASE_URL {url}: error connecting to {url} (pool timed out); fix: x"
-        );
-        let masked = mask_urls(&line);
-        for secret in ["hunter2", "s3cret", "k1", "t1"] {
-            assert!(!masked.contains(secret), "{masked}");
-        }
-        assert!(masked.contains("(pool timed out); fix: x"), "{masked}");
-        assert_eq!(mask_urls("no url here"), "no url here");
-        // Punctuation after a URL is the sentence's: the URL is shown whole and unchanged.
-        assert_eq!(
-            mask_urls("the API root (https://api.github.com, or https://HOST/api/v3 on GHES)"),
-            "the API root (https://api.github.com, or https://HOST/api/v3 on GHES)"
-        );
-        assert_eq!(
-            mask_urls("at http://localhost:3000: GET /app failed"),
-            "at http://localhost:3000: GET /app failed"
-        );
-    }
 
     #[test]
     fn lines_say_what_to_fix() {

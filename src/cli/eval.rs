@@ -71,7 +71,7 @@ async fn eval(args: EvalArgs) -> anyhow::Result<i32> {
         }
         return list_candidates(&args, format);
     }
-    let output = OutputTarget::open(args.output.as_deref())?;
+    let output = OutputTarget::open(args.output.as_deref(), source_repo(&args))?;
     let mut signals = StopSignals::install();
     let outcome = tokio::select! {
         outcome = evaluate(&args) => outcome,
@@ -233,6 +233,12 @@ fn open_events_dir(dir: Option<&Path>) -> anyhow::Result<PathBuf> {
     Ok(dir)
 }
 
+/// The repository whose content the run reads (`--mine`, `--mutate`): Redline's files
+/// written inside it are never written through a link it holds.
+fn source_repo(args: &EvalArgs) -> Option<&Path> {
+    args.mine.as_deref().or(args.mutate.as_deref())
+}
+
 /// The cases of `--cases`, mined with `--mine` or planted with `--mutate` (and saved
 /// with `--write-cases`).
 fn gather_cases(args: &EvalArgs) -> anyhow::Result<Vec<Case>> {
@@ -240,7 +246,7 @@ fn gather_cases(args: &EvalArgs) -> anyhow::Result<Vec<Case>> {
         let path = args.cases.as_deref().unwrap_or(Path::new(""));
         return Ok(read_cases(path)?);
     }
-    let write_cases = OutputTarget::open(args.write_cases.as_deref())?;
+    let write_cases = OutputTarget::open(args.write_cases.as_deref(), source_repo(args))?;
     let generated = match (&args.mine, &args.mutate) {
         (Some(repo), _) => mine_cases(repo, args),
         (None, Some(repo)) => mutate_cases(repo, args),
@@ -275,7 +281,7 @@ fn mine_options(args: &EvalArgs) -> anyhow::Result<MineOptions> {
 fn list_candidates(args: &EvalArgs, format: ReportFormat) -> anyhow::Result<i32> {
     let options = mine_options(args)?;
     let repo = args.mine.as_deref().unwrap_or(Path::new("."));
-    let output = OutputTarget::open(args.output.as_deref())?;
+    let output = OutputTarget::open(args.output.as_deref(), Some(repo))?;
     let survey = match list(repo, &options).with_context(|| format!("mining {}", repo.display())) {
         Ok(survey) => survey,
         Err(error) => {
@@ -323,7 +329,7 @@ fn mutate_cases(repo: &Path, args: &EvalArgs) -> anyhow::Result<Vec<Case>> {
 /// `--mutate REPO --list`: the mutants that would be planted; nothing written.
 fn list_mutants(repo: &Path, args: &EvalArgs, format: ReportFormat) -> anyhow::Result<i32> {
     let options = mutate_options(args)?;
-    let output = OutputTarget::open(args.output.as_deref())?;
+    let output = OutputTarget::open(args.output.as_deref(), Some(repo))?;
     let planted = match git2::Repository::discover(repo)
         .map_err(crate::eval::EvalError::from)
         .and_then(|r| plant(&r, &options))
@@ -488,8 +494,10 @@ impl EngineReviewer {
                 .await
                 .context("preparing the review")??;
         let (events, rx) = EventSink::channel();
-        let consumer = spawn_event_consumers(rx, Verbosity::Quiet, Some(events_path), false)
+        // In eval's own runs directory, not in the repository: created as given.
+        let file = std::fs::File::create(events_path)
             .with_context(|| format!("cannot write {}", events_path.display()))?;
+        let consumer = spawn_event_consumers(rx, Verbosity::Quiet, Some(file), false);
         let outcome = if prepared.has_changes() {
             let model = model_client(&prepared.settings.model, &events);
             prepared

@@ -277,9 +277,7 @@ async fn project_commits(
     head: &str,
     last: Option<&str>,
 ) -> anyhow::Result<PullCommits> {
-    let dir = crate::config::env_var("CI_PROJECT_DIR")
-        .map(PathBuf::from)
-        .map_or_else(std::env::current_dir, Ok)?;
+    let dir = project_dir()?;
     let (base, head, last) = (base.to_string(), head.to_string(), last.map(str::to_string));
     // git's work (a fetch may deepen the clone), off the async workers.
     tokio::task::spawn_blocking(move || {
@@ -301,5 +299,14 @@ fn write_code_quality(
 ) -> anyhow::Result<()> {
     let report = code_quality_report(findings, |f| flow::pull::finding_fingerprint(commits, f));
     let text = serde_json::to_string_pretty(&report)?;
-    std::fs::write(path, text).with_context(|| format!("cannot write {}", path.display()))
+    // The job's clone is the repository's content: a link committed at the report's path
+    // (or a directory on its way) must not carry the write outside it.
+    super::files::write_in_workspace(&project_dir()?, path, &text)
+}
+
+/// The job's clone: `CI_PROJECT_DIR`, else the current directory.
+fn project_dir() -> anyhow::Result<PathBuf> {
+    Ok(crate::config::env_var("CI_PROJECT_DIR")
+        .map(PathBuf::from)
+        .map_or_else(std::env::current_dir, Ok)?)
 }

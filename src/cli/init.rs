@@ -9,7 +9,7 @@
 //! a target that is itself a link or not a regular file (a FIFO), before anything is
 //! written; files are opened without following links and without waiting.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use anyhow::{Context, bail};
 
@@ -282,7 +282,7 @@ fn init(args: &InitArgs) -> anyhow::Result<()> {
         .iter()
         .filter_map(|(path, _)| path.strip_prefix(&root).ok())
     {
-        check_inside(&root, &real_root, relative)?;
+        super::files::check_inside(&root, &real_root, relative)?;
     }
     if !args.force {
         let (existing, missing): (Vec<_>, Vec<_>) = files
@@ -305,64 +305,12 @@ fn init(args: &InitArgs) -> anyhow::Result<()> {
         files = missing;
     }
     for (path, text) in &files {
-        write_file(path, text)?;
+        super::files::write_in_workspace(&root, path, text)?;
         println!("wrote {}", path.display());
     }
     println!();
     print!("{}", next_steps(args.action));
     Ok(())
-}
-
-/// Refuses `root/relative` when it or a directory on its way really lies outside
-/// `real_root` (the root's resolved path), or when it is a link or not a regular file.
-fn check_inside(root: &Path, real_root: &Path, relative: &Path) -> anyhow::Result<()> {
-    let mut path = root.to_path_buf();
-    let mut components = relative.components().peekable();
-    while let Some(component) = components.next() {
-        path.push(component);
-        let Ok(meta) = path.symlink_metadata() else {
-            // Missing: it is created inside a directory already checked.
-            return Ok(());
-        };
-        let real = std::fs::canonicalize(&path).ok();
-        if !real.as_ref().is_some_and(|r| r.starts_with(real_root)) {
-            let target = real
-                .map(|r| format!(" ({})", r.display()))
-                .unwrap_or_default();
-            bail!(
-                "{} leads outside the repository{target}; nothing was written",
-                path.display()
-            );
-        }
-        let last = components.peek().is_none();
-        if last && meta.file_type().is_symlink() {
-            bail!(
-                "{} is a symbolic link; nothing was written (replace it with a file)",
-                path.display()
-            );
-        }
-        if last && !meta.file_type().is_file() {
-            bail!(
-                "{} is not a regular file; nothing was written",
-                path.display()
-            );
-        }
-    }
-    Ok(())
-}
-
-fn write_file(path: &Path, text: &str) -> anyhow::Result<()> {
-    use std::io::Write;
-    if let Some(parent) = path.parent() {
-        std::fs::create_dir_all(parent)
-            .with_context(|| format!("cannot create {}", parent.display()))?;
-    }
-    let mut options = std::fs::OpenOptions::new();
-    options.write(true).create(true).truncate(true);
-    let mut file = super::files::open_no_follow(&mut options, path)
-        .with_context(|| format!("cannot write {}", path.display()))?;
-    file.write_all(text.as_bytes())
-        .with_context(|| format!("cannot write {}", path.display()))
 }
 
 /// What to do after `init`: the secret, the model, a first review.

@@ -1,9 +1,10 @@
 //! Where `redline review` writes its result: stdout or `--output FILE`.
 //!
-//! Invariant: the file is opened (created when missing, never truncated) before the
-//! review starts, so an unwritable path fails before any model call; it is emptied and
-//! written only when there is a result, and a file this run created is removed again
-//! when the run ends without one.
+//! Invariant: the file is opened (created when missing, never truncated; inside the
+//! repository never through a link, see [`super::files`]) before the review starts, so
+//! an unwritable path fails before any model call; it is emptied and written only when
+//! there is a result, and a file this run created is removed again when the run ends
+//! without one.
 
 use std::fs::{File, OpenOptions};
 use std::io::Write;
@@ -25,18 +26,20 @@ struct OpenedFile {
 }
 
 impl OutputTarget {
-    /// Opens `path` for writing, or stdout without one.
-    pub fn open(path: Option<&Path>) -> anyhow::Result<Self> {
+    /// Opens `path` for writing, or stdout without one. Inside `workspace` (the repository
+    /// being reviewed or mined), never through a link ([`super::files::open_in_workspace`]).
+    pub fn open(path: Option<&Path>, workspace: Option<&Path>) -> anyhow::Result<Self> {
         let Some(path) = path else {
             return Ok(OutputTarget { file: None });
         };
         let created = std::fs::symlink_metadata(path).is_err();
-        let file = OpenOptions::new()
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .open(path)
-            .with_context(|| format!("cannot write --output {}", path.display()))?;
+        let mut options = OpenOptions::new();
+        options.write(true).create(true).truncate(false);
+        let file = match workspace {
+            Some(workspace) => super::files::open_in_workspace(workspace, path, &mut options),
+            None => options.open(path).map_err(anyhow::Error::from),
+        }
+        .with_context(|| format!("cannot write --output {}", path.display()))?;
         Ok(OutputTarget {
             file: Some(OpenedFile {
                 path: path.to_path_buf(),

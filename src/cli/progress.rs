@@ -8,7 +8,6 @@
 
 use std::fs::File;
 use std::io::Write;
-use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
@@ -62,19 +61,15 @@ impl EventConsumer {
     }
 }
 
-/// Starts the task that consumes events. The events file is created here, before the
-/// run starts, so a bad path fails before any model call.
+/// Starts the task that consumes events, writing them to `file` (the events file, opened
+/// by the caller before the run starts, so a bad path fails before any model call).
 /// `colour`: whether stderr may be coloured (`--color`, `NO_COLOR`, a terminal).
 pub(crate) fn spawn_event_consumers(
     mut rx: UnboundedReceiver<Event>,
     verbosity: Verbosity,
-    events_file: Option<&Path>,
+    file: Option<File>,
     colour: bool,
-) -> std::io::Result<EventConsumer> {
-    let file = match events_file {
-        Some(path) => Some(File::create(path)?),
-        None => None,
-    };
+) -> EventConsumer {
     let hold = Arc::new(AtomicBool::new(false));
     let started = Instant::now();
     let live = match verbosity {
@@ -114,12 +109,12 @@ pub(crate) fn spawn_event_consumers(
         }
         log
     });
-    Ok(EventConsumer {
+    EventConsumer {
         stop,
         task,
         hold,
         live,
-    })
+    }
 }
 
 /// The events file and stderr progress of one run, and what its events told so far.

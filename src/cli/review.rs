@@ -184,21 +184,29 @@ async fn review(args: ReviewArgs) -> anyhow::Result<i32> {
     }
     let prepared = prepared;
     // Both files are opened before any model call: a bad path must not cost a review.
-    let output = OutputTarget::open(args.output.as_deref())?;
+    let output = OutputTarget::open(args.output.as_deref(), Some(&prepared.root))?;
     let (events, rx) = EventSink::channel();
     let events = transcript.events(events);
+    let events_file = match args.events.as_deref() {
+        Some(path) => Some(
+            super::files::open_in_workspace(
+                &prepared.root,
+                path,
+                std::fs::OpenOptions::new()
+                    .write(true)
+                    .create(true)
+                    .truncate(true),
+            )
+            .with_context(|| format!("cannot write --events {}", path.display()))?,
+        ),
+        None => None,
+    };
     let consumer = spawn_event_consumers(
         rx,
         verbosity(&args),
-        args.events.as_deref(),
+        events_file,
         args.color.for_stream(&std::io::stderr()),
-    )
-    .with_context(|| {
-        format!(
-            "cannot write --events {}",
-            args.events.as_deref().unwrap_or(Path::new("")).display()
-        )
-    })?;
+    );
     let mut signals = StopSignals::install();
     let interrupt = CancellationToken::new();
     let live = consumer.live();

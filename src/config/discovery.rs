@@ -116,7 +116,7 @@ fn check_served(
     Err(ConfigError::ModelNotServed {
         model: settings.model.clone(),
         chosen,
-        base_url: settings.base_url.clone(),
+        base_url: crate::text::urls::masked(&settings.base_url),
         served,
     })
 }

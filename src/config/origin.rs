@@ -46,7 +46,11 @@ fn model_values(out: &mut Values, settings: &Settings) {
     let model = &settings.model;
     out.put("provider", json!(model.provider.to_string()));
     out.put("model", json!(model.model));
-    out.put("base_url", json!(model.base_url));
+    // Shown by the one masking rule: a password or `?key=` in it is not shown.
+    out.put(
+        "base_url",
+        json!(crate::text::urls::masked(&model.base_url)),
+    );
     let timeouts = &model.timeouts;
     out.put("connect_timeout", json!(duration(timeouts.connect)));
     out.put("first_byte_timeout", json!(duration(timeouts.first_byte)));

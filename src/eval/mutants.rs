@@ -13,7 +13,16 @@
 //! result still parses with the same grammar (no error or missing node) and changes
 //! behaviour ([`crate::syntax::classify_change`]); the candidates come in a fixed order
 //! (by position, then kind, then replacement), so a seeded choice among them repeats.
+//!
+//! Cost: [`candidates`] is one depth-first walk of the tree with a cursor, carrying each
+//! node's ancestors (and their statement counts, counted once) on a stack, so it is linear
+//! in the tree's size and its memory in the tree's depth; `Node::parent` (a walk down
+//! from the root each time, quadratic on nested code) is never called (clippy.toml). An
+//! edit replaces at most [`MAX_EDIT_BYTES`] (a realistic bug is small; a minified line
+//! would otherwise make every candidate a copy of it), and a caller skips files past
+//! [`crate::eval::MAX_PARSED_BYTES`] before parsing them.
 
+use std::cell::Cell;
 use std::collections::BTreeSet;
 use std::fmt;
 
@@ -88,29 +97,92 @@ pub struct Edit {
     pub description: String,
 }
 
+/// Most bytes an edit replaces (a one-line operator swap is a few bytes; a whole
+/// minified line is no realistic bug).
+pub const MAX_EDIT_BYTES: usize = 1024;
+
 /// Every candidate edit of `text` lying on `lines` (1-based), in a fixed order; none
 /// when the text does not parse cleanly.
 pub fn candidates(lang: Lang, text: &str, lines: &BTreeSet<u32>) -> Vec<Edit> {
+    candidates_with_cost(lang, text, lines).0
+}
+
+/// What [`candidates`] walked: nodes visited, cursor moves, and children counted for
+/// statement counts. Each is linear in the tree's size.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct WalkCost {
+    /// Nodes the finder looked at (each once).
+    pub visits: usize,
+    /// Cursor moves (down, across, up).
+    pub moves: usize,
+    /// Children counted to know whether a statement is alone in its block.
+    pub counted: usize,
+    /// The deepest ancestor stack.
+    pub depth: usize,
+}
+
+/// [`candidates`] and what finding them cost.
+pub fn candidates_with_cost(
+    lang: Lang,
+    text: &str,
+    lines: &BTreeSet<u32>,
+) -> (Vec<Edit>, WalkCost) {
+    let mut cost = WalkCost::default();
     let Some(tree) = parse(lang, text) else {
-        return Vec::new();
+        return (Vec::new(), cost);
     };
     if tree.root_node().has_error() {
-        return Vec::new();
+        return (Vec::new(), cost);
     }
     let finder = Finder {
         source: text,
         lines,
+        counted: Cell::new(0),
     };
     let mut edits = Vec::new();
     let mut cursor = tree.walk();
-    let mut stack = vec![tree.root_node()];
-    while let Some(node) = stack.pop() {
-        finder.visit(&node, &mut edits);
-        stack.extend(node.children(&mut cursor));
+    let mut ancestors: Vec<Ancestor<'_>> = Vec::new();
+    'walk: loop {
+        let node = cursor.node();
+        cost.visits += 1;
+        finder.visit(&node, &ancestors, &mut edits);
+        cost.moves += 1;
+        if cursor.goto_first_child() {
+            ancestors.push(Ancestor::new(node));
+            cost.depth = cost.depth.max(ancestors.len());
+            continue;
+        }
+        loop {
+            cost.moves += 1;
+            if cursor.goto_next_sibling() {
+                break;
+            }
+            if !cursor.goto_parent() {
+                break 'walk;
+            }
+            ancestors.pop();
+        }
     }
+    cost.counted = finder.counted.get();
     edits.sort();
     edits.dedup_by(|a, b| a.start == b.start && a.end == b.end && a.replacement == b.replacement);
-    edits
+    (edits, cost)
+}
+
+/// A node on the way from the root to the one being visited.
+struct Ancestor<'t> {
+    node: Node<'t>,
+    /// Its named children that are not comments, counted when first asked.
+    statements: Cell<Option<usize>>,
+}
+
+impl<'t> Ancestor<'t> {
+    fn new(node: Node<'t>) -> Self {
+        Ancestor {
+            node,
+            statements: Cell::new(None),
+        }
+    }
 }
 
 /// `text` with `edit` made, when it still parses with `lang`'s grammar and behaves
@@ -128,7 +200,12 @@ pub fn apply(lang: Lang, path: &str, text: &str, edit: &Edit) -> Option<String> 
 struct Finder<'a> {
     source: &'a str,
     lines: &'a BTreeSet<u32>,
+    /// Children counted for statement counts (see [`WalkCost::counted`]).
+    counted: Cell<usize>,
 }
+
+/// The parent of the node being visited, and its parent.
+type Ancestors<'s, 't> = &'s [Ancestor<'t>];
 
 /// An operator and what it becomes, with the kind of the swap.
 const OPERATOR_SWAPS: &[(&str, &str, MutantKind)] = &[
@@ -170,10 +247,27 @@ impl Finder<'_> {
         u32::try_from(row + 1).unwrap_or(u32::MAX)
     }
 
-    /// Whether `node` sits on one given line.
+    /// Whether `node` sits on one given line and is small enough to edit.
     fn on_one_line(&self, node: &Node<'_>) -> bool {
         let (start, end) = (node.start_position().row, node.end_position().row);
-        start == end && self.lines.contains(&Self::line_of(start))
+        start == end && small(node) && self.lines.contains(&Self::line_of(start))
+    }
+
+    /// How many named children of `ancestor` are not comments, counted once per node.
+    fn statements(&self, ancestor: &Ancestor<'_>) -> usize {
+        if let Some(count) = ancestor.statements.get() {
+            return count;
+        }
+        let mut cursor = ancestor.node.walk();
+        let mut count = 0;
+        for child in ancestor.node.named_children(&mut cursor) {
+            self.counted.set(self.counted.get() + 1);
+            if !crate::syntax::is_comment(&child) {
+                count += 1;
+            }
+        }
+        ancestor.statements.set(Some(count));
+        count
     }
 
     fn edit(&self, node: &Node<'_>, kind: MutantKind, replacement: String, what: String) -> Edit {
@@ -188,34 +282,32 @@ impl Finder<'_> {
         }
     }
 
-    fn visit(&self, node: &Node<'_>, out: &mut Vec<Edit>) {
+    fn visit(&self, node: &Node<'_>, ancestors: Ancestors<'_, '_>, out: &mut Vec<Edit>) {
         if node.is_named() {
-            self.named(node, out);
+            self.named(node, ancestors, out);
         } else {
-            self.operator(node, out);
+            self.operator(node, ancestors, out);
         }
     }
 
-    fn named(&self, node: &Node<'_>, out: &mut Vec<Edit>) {
+    fn named(&self, node: &Node<'_>, ancestors: Ancestors<'_, '_>, out: &mut Vec<Edit>) {
         match node.kind() {
             "unary_expression" | "not_operator" => self.negation(node, out),
             "await_expression" | "await" => self.unwrap_only_child(node, MutantKind::Await, out),
             "expression_statement" => {
-                self.dropped_call(node, out);
+                self.dropped_call(node, ancestors, out);
                 self.ignored_result(node, out);
             }
             "let_declaration" | "assignment_statement" => self.ignored_result(node, out),
-            "argument_list" | "arguments" => self.swapped_arguments(node, out),
-            "if_statement" | "if_expression" => self.deleted_guard(node, out),
+            "argument_list" | "arguments" => self.swapped_arguments(node, ancestors, out),
+            "if_statement" | "if_expression" => self.deleted_guard(node, ancestors, out),
             "binary_expression" | "binary_operator" => self.dropped_increment(node, out),
             _ => {}
         }
     }
 
-    fn operator(&self, node: &Node<'_>, out: &mut Vec<Edit>) {
-        let parent_fits = node
-            .parent()
-            .is_some_and(|p| OPERATOR_PARENTS.contains(&p.kind()));
+    fn operator(&self, node: &Node<'_>, ancestors: Ancestors<'_, '_>, out: &mut Vec<Edit>) {
+        let parent_fits = parent(ancestors).is_some_and(|p| OPERATOR_PARENTS.contains(&p.kind()));
         if !parent_fits || !self.on_one_line(node) {
             return;
         }
@@ -267,7 +359,7 @@ impl Finder<'_> {
     }
 
     /// A statement that is only a call, alone on its line(s): the lines are deleted.
-    fn dropped_call(&self, node: &Node<'_>, out: &mut Vec<Edit>) {
+    fn dropped_call(&self, node: &Node<'_>, ancestors: Ancestors<'_, '_>, out: &mut Vec<Edit>) {
         let is_call = node.named_child_count() == 1
             && node
                 .named_child(0)
@@ -276,13 +368,19 @@ impl Finder<'_> {
             return;
         }
         let what = format!("call statement deleted: `{}`", self.text(node));
-        out.extend(self.delete_lines(node, MutantKind::DroppedCall, what));
+        out.extend(self.delete_lines(node, ancestors, MutantKind::DroppedCall, what));
     }
 
     /// The whole lines of `node` deleted, when nothing else is on them and all are given.
-    fn delete_lines(&self, node: &Node<'_>, kind: MutantKind, what: String) -> Option<Edit> {
+    fn delete_lines(
+        &self,
+        node: &Node<'_>,
+        ancestors: Ancestors<'_, '_>,
+        kind: MutantKind,
+        what: String,
+    ) -> Option<Edit> {
         let (first, last) = (node.start_position().row, node.end_position().row);
-        if !(first..=last).all(|row| self.lines.contains(&Self::line_of(row))) {
+        if !small(node) || !(first..=last).all(|row| self.lines.contains(&Self::line_of(row))) {
             return None;
         }
         let start = self
@@ -297,17 +395,16 @@ impl Finder<'_> {
         let tail = after.trim();
         let alone = before.trim().is_empty() && (tail.is_empty() || tail == ";");
         // Never the only statement of its block: some grammars accept an empty block.
-        let statement = match node.parent() {
-            Some(p) if p.kind() == "expression_statement" => p,
-            _ => *node,
+        // The block is the parent, or the grandparent past an `expression_statement`.
+        let above = match ancestors {
+            [.., grandparent, parent] if parent.node.kind() == "expression_statement" => {
+                Some(grandparent)
+            }
+            [.., parent] if parent.node.kind() == "expression_statement" => None,
+            [.., parent] => Some(parent),
+            [] => None,
         };
-        let siblings = statement.parent().map_or(0, |block| {
-            let mut cursor = block.walk();
-            block
-                .named_children(&mut cursor)
-                .filter(|c| !crate::syntax::is_comment(c))
-                .count()
-        });
+        let siblings = above.map_or(0, |block| self.statements(block));
         let alone = alone && siblings > 1;
         alone.then(|| Edit {
             start,
@@ -351,6 +448,10 @@ impl Finder<'_> {
         let (Some(target), Some(value)) = (single(target), single(value)) else {
             return;
         };
+        // Before any text is read: a long assignment nests others (quadratic to scan).
+        if !self.on_one_line(node) {
+            return;
+        }
         let name = self.text(&target);
         let uses_target = value
             .child_by_field_name("arguments")
@@ -377,10 +478,14 @@ impl Finder<'_> {
     }
 
     /// `f(a, b)` → `f(b, a)` for two plain, different arguments.
-    fn swapped_arguments(&self, node: &Node<'_>, out: &mut Vec<Edit>) {
-        let parent_is_call = node
-            .parent()
-            .is_some_and(|p| matches!(p.kind(), "call" | "call_expression"));
+    fn swapped_arguments(
+        &self,
+        node: &Node<'_>,
+        ancestors: Ancestors<'_, '_>,
+        out: &mut Vec<Edit>,
+    ) {
+        let parent_is_call =
+            parent(ancestors).is_some_and(|p| matches!(p.kind(), "call" | "call_expression"));
         if !parent_is_call || node.named_child_count() != 2 || !self.on_one_line(node) {
             return;
         }
@@ -420,8 +525,8 @@ impl Finder<'_> {
     }
 
     /// An `if` without `else` whose body only leaves (returns, raises, ...): deleted.
-    fn deleted_guard(&self, node: &Node<'_>, out: &mut Vec<Edit>) {
-        if node.child_by_field_name("alternative").is_some() {
+    fn deleted_guard(&self, node: &Node<'_>, ancestors: Ancestors<'_, '_>, out: &mut Vec<Edit>) {
+        if !small(node) || node.child_by_field_name("alternative").is_some() {
             return;
         }
         let Some(body) = node.child_by_field_name("consequence") else {
@@ -463,7 +568,7 @@ impl Finder<'_> {
                 .map(|c| self.text(&c).to_string())
                 .unwrap_or_default();
             let what = format!("guard deleted: `if {condition}` and its early exit");
-            out.extend(self.delete_lines(node, MutantKind::DeletedGuard, what));
+            out.extend(self.delete_lines(node, ancestors, MutantKind::DeletedGuard, what));
         }
     }
 
@@ -487,6 +592,16 @@ impl Finder<'_> {
             out.push(self.edit(node, MutantKind::OffByOne, replacement, what));
         }
     }
+}
+
+/// The parent of the node being visited.
+fn parent<'t>(ancestors: Ancestors<'_, 't>) -> Option<Node<'t>> {
+    ancestors.last().map(|a| a.node)
+}
+
+/// Whether `node` is small enough to be replaced ([`MAX_EDIT_BYTES`]).
+fn small(node: &Node<'_>) -> bool {
+    node.byte_range().len() <= MAX_EDIT_BYTES
 }
 
 /// The one expression of a Go expression list, or the node itself.

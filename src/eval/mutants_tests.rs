@@ -181,3 +181,73 @@ fn only_given_lines_are_mutated_and_every_mutant_parses() {
     // A text that does not parse has no candidates.
     assert!(candidates(lang, "def f(:\n", &all_lines("def f(:\n")).is_empty());
 }
+
+/// A Rust function of `levels` nested `if a == b {` blocks around one call.
+fn nested_rust(levels: usize) -> String {
+    format!(
+        "pub fn f(a: u8, b: u8) {{\n{}g(a, b);\n{}}}\n",
+        "if a == b {\n".repeat(levels),
+        "}\n".repeat(levels)
+    )
+}
+
+#[test]
+fn the_walk_is_linear_in_the_tree_on_deeply_nested_code() {
+    let mut costs = Vec::new();
+    for levels in [500, 2000] {
+        let text = nested_rust(levels);
+        let (edits, cost) = candidates_with_cost(Lang::Rust, &text, &all_lines(&text));
+        let comparisons = edits
+            .iter()
+            .filter(|e| e.kind == MutantKind::Comparison)
+            .count();
+        assert_eq!(comparisons, levels, "one `==` per level");
+        let tree = parse(Lang::Rust, &text).unwrap();
+        let nodes = tree.root_node().descendant_count();
+        // Each node visited once; each cursor move goes down, across or up once per node.
+        assert_eq!(cost.visits, nodes);
+        assert!(cost.moves <= 3 * nodes, "{cost:?} for {nodes} nodes");
+        assert!(cost.counted <= nodes, "{cost:?} for {nodes} nodes");
+        assert!(cost.depth > levels, "{cost:?}");
+        costs.push((nodes, cost.visits + cost.moves + cost.counted));
+    }
+    // Four times the levels: about four times the nodes and the work, not sixteen.
+    let (small, large) = (costs[0], costs[1]);
+    let work_ratio = large.1 as f64 / small.1 as f64;
+    let node_ratio = large.0 as f64 / small.0 as f64;
+    assert!(work_ratio <= node_ratio * 1.1, "{costs:?}");
+}
+
+#[test]
+fn statements_of_a_long_block_are_counted_once() {
+    // 3,000 call statements in one block: "not the only statement" is asked of each.
+    let body = "    log(a);\n".repeat(3000);
+    let text = format!("fn f(a: u8) {{\n{body}}}\n");
+    let (edits, cost) = candidates_with_cost(Lang::Rust, &text, &all_lines(&text));
+    let dropped = edits
+        .iter()
+        .filter(|e| e.kind == MutantKind::DroppedCall)
+        .count();
+    assert_eq!(dropped, 3000);
+    assert!(cost.counted <= 3000 + 10, "{cost:?}");
+}
+
+#[test]
+fn no_edit_replaces_more_than_the_limit_on_a_minified_line() {
+    // One line: every node is "on one line", nested negations of growing size.
+    let text = format!(
+        "function f(a) {{ return {}a{}; }}\n",
+        "!(".repeat(4000),
+        ")".repeat(4000)
+    );
+    let edits = candidates(Lang::JavaScript, &text, &all_lines(&text));
+    assert!(!edits.is_empty());
+    for edit in &edits {
+        assert!(
+            edit.end - edit.start <= MAX_EDIT_BYTES,
+            "{}",
+            edit.end - edit.start
+        );
+        assert!(edit.replacement.len() <= MAX_EDIT_BYTES);
+    }
+}

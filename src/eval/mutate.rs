@@ -26,9 +26,11 @@ use rand::seq::SliceRandom;
 use serde::Serialize;
 
 use super::EvalError;
+use super::MAX_PARSED_BYTES;
 use super::cases::{CASES_VERSION, Case, ExpectedRange};
 use super::mine::{REF_NAMESPACE, delta_path, diff_of, short};
 use super::mutants::{Edit, MutantKind, apply, candidates};
+use super::verdict::{blob_size, size_text};
 use crate::review::file_kind::{FileKind, classify};
 use crate::review::finding::Side;
 use crate::syntax::Lang;
@@ -71,12 +73,23 @@ pub struct Planted {
     pub mutants: Vec<Mutant>,
     /// Candidate edits found on the added lines.
     pub candidates: usize,
-    /// Added plus deleted lines of the change (all files).
+    /// Added plus deleted lines of the change (all files but those skipped as too large).
     pub changed_lines: usize,
+    /// Source files of the change not parsed, with why (too large to parse).
+    pub skipped: Vec<SkippedFile>,
     /// The base and head commits (full ids).
     pub base: String,
     /// The head commit.
     pub head: String,
+}
+
+/// A source file of the change that was not looked at for mutants.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct SkippedFile {
+    /// The file.
+    pub path: String,
+    /// Why, as a sentence.
+    pub reason: String,
 }
 
 /// One source file of the change: its head text and added lines.
@@ -93,27 +106,49 @@ fn commit_of<'r>(repo: &'r Repository, revision: &str) -> Result<Commit<'r>, Eva
         .map_err(|e| EvalError::Invalid(format!("{revision}: {}", e.message())))
 }
 
+/// The change's source files with a grammar: their added lines and the ones skipped.
+struct Change {
+    files: Vec<Added>,
+    skipped: Vec<SkippedFile>,
+    /// Added plus deleted lines of the change (all files).
+    changed: usize,
+}
+
 /// The added lines of the change's source files with a grammar, and its size.
 fn added_lines(
     repo: &Repository,
     base: &Commit<'_>,
     head: &Commit<'_>,
-) -> Result<(Vec<Added>, usize), EvalError> {
+) -> Result<Change, EvalError> {
     let diff = diff_of(repo, &base.tree()?, &head.tree()?)?;
-    let (mut files, mut changed) = (Vec::new(), 0usize);
+    let (mut files, mut skipped, mut changed) = (Vec::new(), Vec::new(), 0usize);
     for index in 0..diff.deltas().len() {
+        let Some(delta) = diff.get_delta(index) else {
+            continue;
+        };
+        // Before the patch is made: a file too large to parse is not even diffed.
+        let path = delta_path(&delta);
+        let parsed = Lang::of_path(&path).is_some()
+            && classify(&path) == FileKind::Source
+            && !delta.new_file().id().is_zero();
+        let bytes = blob_size(repo, delta.new_file().id())?;
+        if parsed && bytes > MAX_PARSED_BYTES {
+            let reason = format!(
+                "too large to parse: {} (at most {})",
+                size_text(bytes),
+                size_text(MAX_PARSED_BYTES)
+            );
+            skipped.push(SkippedFile { path, reason });
+            continue;
+        }
         let Some(patch) = Patch::from_diff(&diff, index)? else {
             continue;
         };
         let (_, added, deleted) = patch.line_stats()?;
         changed = changed.saturating_add(added + deleted);
-        let path = delta_path(&patch.delta());
-        let Some(lang) = Lang::of_path(&path) else {
+        let Some(lang) = Lang::of_path(&path).filter(|_| parsed) else {
             continue;
         };
-        if classify(&path) != FileKind::Source || patch.delta().new_file().id().is_zero() {
-            continue;
-        }
         let mut lines = BTreeSet::new();
         for hunk in 0..patch.num_hunks() {
             for line in 0..patch.num_lines_in_hunk(hunk)? {
@@ -136,14 +171,22 @@ fn added_lines(
             });
         }
     }
-    Ok((files, changed))
+    Ok(Change {
+        files,
+        skipped,
+        changed,
+    })
 }
 
 /// Finds and chooses the mutants of `base..head`; writes nothing.
 pub fn plant(repo: &Repository, options: &MutateOptions) -> Result<Planted, EvalError> {
     let base = commit_of(repo, &options.base)?;
     let head = commit_of(repo, &options.head)?;
-    let (files, changed_lines) = added_lines(repo, &base, &head)?;
+    let Change {
+        files,
+        skipped,
+        changed: changed_lines,
+    } = added_lines(repo, &base, &head)?;
     let mut pool: Vec<(usize, Edit)> = files
         .iter()
         .enumerate()
@@ -185,6 +228,7 @@ pub fn plant(repo: &Repository, options: &MutateOptions) -> Result<Planted, Eval
         mutants,
         candidates: total,
         changed_lines,
+        skipped,
         base: base.id().to_string(),
         head: head.id().to_string(),
     })
@@ -309,7 +353,7 @@ pub fn per_kind(mutants: &[Mutant]) -> Vec<(MutantKind, usize)> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     const BASE_PY: &str = "def keep(a):\n    return a\n";
@@ -318,22 +362,31 @@ mod tests {
 
     /// A repository whose second commit adds the Python and Rust code (and a test).
     fn change() -> (tempfile::TempDir, String, String) {
+        change_of(
+            vec![("src/pick.py", BASE_PY.to_string())],
+            vec![
+                ("src/pick.py", HEAD_PY.to_string()),
+                ("src/get.rs", HEAD_RS.to_string()),
+                (
+                    "tests/test_pick.py",
+                    "def test_pick():\n    assert pick([1], 1) == 1\n".to_string(),
+                ),
+            ],
+        )
+    }
+
+    /// A repository whose first commit writes `base` and whose second (`fix a crash`)
+    /// writes `head`: the directory, the two commit ids.
+    pub(crate) fn change_of(
+        base: Vec<(&str, String)>,
+        head: Vec<(&str, String)>,
+    ) -> (tempfile::TempDir, String, String) {
         let dir = tempfile::tempdir().expect("tempdir");
         let repo = Repository::init(dir.path()).expect("init");
         let signature = Signature::now("t", "t@example.invalid").expect("signature");
         let mut parent: Option<Oid> = None;
         let mut ids = Vec::new();
-        for files in [
-            vec![("src/pick.py", BASE_PY)],
-            vec![
-                ("src/pick.py", HEAD_PY),
-                ("src/get.rs", HEAD_RS),
-                (
-                    "tests/test_pick.py",
-                    "def test_pick():\n    assert pick([1], 1) == 1\n",
-                ),
-            ],
-        ] {
+        for files in [base, head] {
             let mut index = repo.index().expect("index");
             for (path, text) in files {
                 let blob = repo.blob(text.as_bytes()).expect("blob");
@@ -362,7 +415,14 @@ mod tests {
                 .collect();
             let refs: Vec<&Commit<'_>> = parents.iter().collect();
             let id = repo
-                .commit(Some("HEAD"), &signature, &signature, "change", &tree, &refs)
+                .commit(
+                    Some("HEAD"),
+                    &signature,
+                    &signature,
+                    "fix a crash",
+                    &tree,
+                    &refs,
+                )
                 .expect("commit");
             parent = Some(id);
             ids.push(id.to_string());
@@ -443,5 +503,35 @@ mod tests {
         // The same seed writes the same commits.
         let (_, again) = mutate(dir.path(), &options(&base, &head, 3, 1)).unwrap();
         assert_eq!(again, cases);
+    }
+
+    #[test]
+    fn a_file_too_large_to_parse_is_skipped_with_its_reason() {
+        let line = "if (a === b) { return; }\n";
+        let big = format!(
+            "function f(a, b) {{\n{}}}\n",
+            line.repeat(MAX_PARSED_BYTES / line.len() + 1)
+        );
+        let (dir, base, head) = change_of(
+            vec![("src/pick.py", BASE_PY.to_string())],
+            vec![("src/pick.py", HEAD_PY.to_string()), ("web/app.js", big)],
+        );
+        let repo = Repository::open(dir.path()).unwrap();
+        let planted = plant(&repo, &options(&base, &head, 3, 1)).unwrap();
+        assert_eq!(planted.skipped.len(), 1, "{:?}", planted.skipped);
+        assert_eq!(planted.skipped[0].path, "web/app.js");
+        let reason = &planted.skipped[0].reason;
+        assert!(
+            reason.starts_with("too large to parse: ") && reason.ends_with("(at most 512 KiB)"),
+            "{reason}"
+        );
+        // The other file is still mutated; the large one never is.
+        assert_eq!(planted.mutants.len(), 3);
+        assert!(planted.mutants.iter().all(|m| m.path == "src/pick.py"));
+        let summary = crate::eval::render::planted_summary(&planted);
+        assert!(
+            summary.contains("skipped web/app.js: too large to parse"),
+            "{summary}"
+        );
     }
 }

@@ -542,5 +542,14 @@ pub(crate) fn planted_summary(planted: &Planted) -> String {
         } else {
             kinds.join(", ")
         }
-    )
+    ) + &skipped_files(planted)
+}
+
+/// The files not looked at, each with its reason (`; skipped a.js: too large…`).
+fn skipped_files(planted: &Planted) -> String {
+    planted
+        .skipped
+        .iter()
+        .map(|file| format!("; skipped {}: {}", file.path, file.reason))
+        .collect()
 }

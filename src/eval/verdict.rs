@@ -30,6 +30,13 @@ pub enum Skip {
     },
     /// A source file is binary.
     Binary,
+    /// A source file is too large to parse ([`crate::eval::MAX_PARSED_BYTES`]).
+    LargeFile {
+        /// The file.
+        path: String,
+        /// Its size in bytes (the larger of before and after).
+        bytes: usize,
+    },
     /// The source files' text is the same (a mode change).
     Unchanged,
     /// Whitespace and line breaks only.
@@ -51,6 +58,7 @@ impl Skip {
             Skip::NoSource(_) => "no_source",
             Skip::TooLarge { .. } => "too_large",
             Skip::Binary => "binary",
+            Skip::LargeFile { .. } => "large_file",
             Skip::Unchanged => "unchanged",
             Skip::Formatting => "formatting",
             Skip::Comments => "comments",
@@ -82,6 +90,12 @@ impl fmt::Display for Skip {
                 ),
             },
             Skip::Binary => f.write_str("a binary source file"),
+            Skip::LargeFile { path, bytes } => write!(
+                f,
+                "{path} is too large to parse: {} (at most {})",
+                size_text(*bytes),
+                size_text(crate::eval::MAX_PARSED_BYTES)
+            ),
             Skip::Unchanged => f.write_str("source text unchanged"),
             Skip::Formatting => f.write_str("formatting only"),
             Skip::Comments => f.write_str("comments or docstrings only"),
@@ -183,6 +197,15 @@ fn source_skip(
         lines = lines.saturating_add(added + deleted);
         patches.push((path, patch));
     }
+    for (path, patch) in &patches {
+        let delta = patch.delta();
+        let bytes =
+            blob_size(repo, delta.old_file().id())?.max(blob_size(repo, delta.new_file().id())?);
+        if lines <= MAX_CHANGED_LINES && bytes > crate::eval::MAX_PARSED_BYTES {
+            let path = (*path).clone();
+            return Ok(Some(Skip::LargeFile { path, bytes }));
+        }
+    }
     let mut change = ChangeKind::None;
     if lines <= MAX_CHANGED_LINES {
         for (path, patch) in &patches {
@@ -214,6 +237,25 @@ fn source_skip(
         ChangeKind::Annotations => Some(Skip::Annotations),
         ChangeKind::Behaviour => None,
     })
+}
+
+/// A blob's size in bytes, read from its header (0 for the zero id: no file).
+pub(crate) fn blob_size(repo: &Repository, id: Oid) -> Result<usize, EvalError> {
+    if id.is_zero() {
+        return Ok(0);
+    }
+    let (size, _) = repo.odb()?.read_header(id)?;
+    Ok(size)
+}
+
+/// A size for people: bytes, KiB or MiB.
+pub(crate) fn size_text(bytes: usize) -> String {
+    const KIB: usize = 1024;
+    match bytes {
+        b if b < KIB => format!("{b} bytes"),
+        b if b < KIB * KIB => format!("{} KiB", b / KIB),
+        b => format!("{:.1} MiB", b as f64 / (KIB * KIB) as f64),
+    }
 }
 
 /// A blob's text (empty for the zero id: the file did not exist); `None` when it is
@@ -259,6 +301,13 @@ mod tests {
                 },
                 "too large: more than 40 files",
             ),
+            (
+                Skip::LargeFile {
+                    path: "web/app.min.js".into(),
+                    bytes: 2_000_000,
+                },
+                "web/app.min.js is too large to parse: 1.9 MiB (at most 512 KiB)",
+            ),
             (Skip::Formatting, "formatting only"),
             (Skip::Comments, "comments or docstrings only"),
             (Skip::NoTest, "no test change (--require-test)"),
@@ -266,5 +315,32 @@ mod tests {
         for (skip, text) in reasons {
             assert_eq!(skip.to_string(), text);
         }
+    }
+
+    #[test]
+    fn a_fix_in_a_file_too_large_to_parse_is_skipped_with_its_reason() {
+        let line = "value = compute(value) + 1\n";
+        let big = line.repeat(crate::eval::MAX_PARSED_BYTES / line.len() + 1);
+        let fixed = big.replacen("+ 1", "- 1", 1);
+        let (dir, _, head) = crate::eval::mutate::tests::change_of(
+            vec![("src/big.py", big)],
+            vec![("src/big.py", fixed)],
+        );
+        let repo = Repository::open(dir.path()).unwrap();
+        let commit = repo.find_commit(Oid::from_str(&head).unwrap()).unwrap();
+        let options = MineOptions {
+            limit: 5,
+            since: None,
+            clean: 0,
+            require_test: false,
+        };
+        let candidate = judge(&repo, &commit, &options).unwrap();
+        let skip = candidate.skip.expect("skipped");
+        assert_eq!(skip.code(), "large_file");
+        assert!(
+            skip.to_string()
+                .starts_with("src/big.py is too large to parse: "),
+            "{skip}"
+        );
     }
 }

@@ -220,7 +220,8 @@ pub(crate) fn describe_transport_error(err: &reqwest::Error, key: Option<&Secret
             .collect::<Vec<_>>()
             .join(": "),
     };
-    redact(key, &text)
+    // reqwest names the request's URL; a password or `?key=` in the endpoint stays hidden.
+    redact(key, &crate::text::urls::mask_all(&text))
 }
 
 /// `text` with the key scrubbed out, when there is a key.
