@@ -31,6 +31,7 @@ mod model_server_cache;
 mod moves;
 mod output_cli;
 mod packaging;
+mod planning;
 mod pr_flow;
 mod queue;
 mod review;

@@ -8,6 +8,7 @@
 //! first message, whatever the planner answered, so a model that never calls a
 //! tool still sees the whole change.
 
+use std::borrow::Cow;
 use std::collections::HashSet;
 
 use futures::stream::{self, StreamExt};
@@ -25,11 +26,66 @@ use crate::prompts::{PLANNER, TASK_FOCUS, fill};
 use crate::review::diff::ChangeSet;
 use crate::review::parse::Submission;
 
-/// Asks the model for a plan, then makes sure it covers every reviewable file.
-/// A planner that cannot produce a plan gets one task per top-level directory.
+/// The plan a review runs. A change whose diff fits one task conversation
+/// under shared packing gets one task without a planning call (the planner's
+/// grouping would run as that one conversation anyway, so the call is only
+/// overhead); any other asks the planner ([`make_plan`]).
+pub(crate) async fn plan_for(
+    ctx: &RunContext<'_>,
+    overview: &str,
+    packing: Packing,
+    stats: &mut Stats,
+) -> Result<Plan, AgentError> {
+    let conversations = conversations(ctx);
+    if packing == Packing::Shared && conversations <= 1 {
+        return Ok(whole_change_plan(ctx.reviewable));
+    }
+    make_plan(ctx, overview, conversations, stats).await
+}
+
+/// How many task conversations the change's diff fills: its sections cut as
+/// one group into slices of a task's room for the diff.
+pub(crate) fn conversations(ctx: &RunContext<'_>) -> usize {
+    let frame = task_frame(ctx);
+    let all: Vec<String> = ctx.shaped.sections.iter().map(|s| s.path.clone()).collect();
+    partition(
+        &[all],
+        &ctx.shaped.sections,
+        diff_room(ctx, &frame),
+        ctx.counter,
+        Packing::Shared,
+    )
+    .len()
+}
+
+/// The plan of a change reviewed as one task.
+fn whole_change_plan(changes: &ChangeSet) -> Plan {
+    let mut plan = Plan {
+        version: 1,
+        tasks: vec![PlanTask {
+            id: "t1".into(),
+            title: "The whole change".into(),
+            files: changes
+                .files
+                .iter()
+                .filter(|f| !f.binary)
+                .map(|f| f.path.clone())
+                .collect(),
+            focus: String::new(),
+        }],
+    };
+    plan.cover(changes);
+    plan
+}
+
+/// Asks the model for a plan (telling it how many conversations the diff
+/// fills and the room of each focus), merges tasks that ask for the same
+/// check, then makes sure it covers every reviewable file. A planner that
+/// cannot produce a plan gets one task per top-level directory.
 pub(crate) async fn make_plan(
     ctx: &RunContext<'_>,
     overview: &str,
+    conversations: usize,
     stats: &mut Stats,
 ) -> Result<Plan, AgentError> {
     let planner = ReactRun {
@@ -42,7 +98,11 @@ pub(crate) async fn make_plan(
     let overview = bounded_overview(overview, budget, ctx);
     let history = vec![
         Message::system(planner_system(ctx)),
-        Message::user(planner_message(&ctx.config.intent, &overview)),
+        Message::user(planner_message(
+            &ctx.config.intent,
+            &overview,
+            conversations,
+        )),
     ];
     let mut plan = match planner.run(history, stats).await {
         Ok(plan) => plan,
@@ -55,15 +115,28 @@ pub(crate) async fn make_plan(
     if plan.tasks.is_empty() {
         plan = plan_by_directory(ctx.reviewable);
     }
+    plan.merge_same_checks();
     plan.cover(ctx.reviewable);
     Ok(plan)
 }
 
-/// The planner's first message: what the author says the change does, then the files.
-fn planner_message(intent: &str, overview: &str) -> String {
+/// The planner's first message: the room it plans for, what the author says
+/// the change does, then the files.
+fn planner_message(intent: &str, overview: &str, conversations: usize) -> String {
+    let room = format!(
+        "The diff fills about {} of one task budget each; tasks small enough share one. \
+         Plan at most {conversations} task{}, and give each check to one task only. \
+         Each focus has room for {FOCUS_ROOM} characters; a longer one is shortened.",
+        crate::text::count(conversations, "review conversation", "review conversations"),
+        if conversations == 1 { "" } else { "s" },
+    );
     fill(
-        "Plan the review of this change.\n\n{intent}\n\n{overview}",
-        &[("{intent}", intent), ("{overview}", overview)],
+        "Plan the review of this change. {room}\n\n{intent}\n\n{overview}",
+        &[
+            ("{room}", &room),
+            ("{intent}", intent),
+            ("{overview}", overview),
+        ],
     )
 }
 
@@ -271,32 +344,10 @@ struct TaskFrame<'a> {
 /// message of at most the task budget (the room for the diff shrinks until every
 /// message fits, the planner's words included).
 fn task_runs(ctx: &RunContext<'_>, plan: &Plan, packing: Packing) -> Vec<TaskRun> {
-    let budget = task_budget(ctx);
-    let frame = TaskFrame {
-        intent: &ctx.config.intent,
-        shaped: ctx.shaped,
-        budget,
-        counter: ctx.counter,
-        instructions: ctx
-            .config
-            .instructions
-            .as_deref()
-            .map(|i| {
-                format!("Additional review instructions from the repository's maintainers:\n{i}")
-            })
-            .unwrap_or_default(),
-    };
-    let fixed = ctx.counter.count(&fill(
-        TASK_FOCUS,
-        &[
-            ("{intent}", frame.intent),
-            ("{overview}", ""),
-            ("{instructions}", &frame.instructions),
-        ],
-    )) + budget / other_files::SHARE
-        + OTHER_FILES_TAIL_TOKENS;
+    let frame = task_frame(ctx);
+    let budget = frame.budget;
     let groups: Vec<Vec<String>> = plan.tasks.iter().map(|t| t.files.clone()).collect();
-    let mut room = budget.saturating_sub(fixed + FILES_LINE_TOKENS);
+    let mut room = diff_room(ctx, &frame);
     loop {
         let slices = partition(&groups, &ctx.shaped.sections, room, ctx.counter, packing);
         let runs = name_runs(plan, slices, &frame);
@@ -310,6 +361,38 @@ fn task_runs(ctx: &RunContext<'_>, plan: &Plan, packing: Packing) -> Vec<TaskRun
         }
         room = room.saturating_sub(over + 64).max(MIN_ROOM);
     }
+}
+
+/// What every task message of `ctx`'s review shares.
+fn task_frame<'a>(ctx: &'a RunContext<'_>) -> TaskFrame<'a> {
+    TaskFrame {
+        intent: &ctx.config.intent,
+        shaped: ctx.shaped,
+        budget: task_budget(ctx),
+        counter: ctx.counter,
+        instructions: ctx
+            .config
+            .instructions
+            .as_deref()
+            .map(|i| {
+                format!("Additional review instructions from the repository's maintainers:\n{i}")
+            })
+            .unwrap_or_default(),
+    }
+}
+
+/// The room for the diff in a task's first message, before the planner's words.
+fn diff_room(ctx: &RunContext<'_>, frame: &TaskFrame<'_>) -> usize {
+    let fixed = ctx.counter.count(&fill(
+        TASK_FOCUS,
+        &[
+            ("{intent}", frame.intent),
+            ("{overview}", ""),
+            ("{instructions}", &frame.instructions),
+        ],
+    )) + frame.budget / other_files::SHARE
+        + OTHER_FILES_TAIL_TOKENS;
+    frame.budget.saturating_sub(fixed + FILES_LINE_TOKENS)
 }
 
 /// Tokens of the lines that may end the other-files list beyond its share.
@@ -392,7 +475,7 @@ fn slice_names(plan: &Plan, slices: &[Slice]) -> Vec<(String, String, String)> {
                 })
                 .collect();
             match shares.as_slice() {
-                [one] => (one.id(), one.label(), focus_of(one.task).to_string()),
+                [one] => (one.id(), one.label(), focus_of(one.task).into_owned()),
                 many => merged_names(many),
             }
         })
@@ -419,9 +502,9 @@ fn merged_names(shares: &[Share<'_>]) -> (String, String, String) {
     // Planned tasks that ask for the same checks are named together, and their
     // files are not repeated: the task's file line and its diffs name them (and
     // under shared packing a planned task's files may be spread over slices).
-    let mut by_focus: Vec<(&str, Vec<String>)> = Vec::new();
+    let mut by_focus: Vec<(Cow<'_, str>, Vec<String>)> = Vec::new();
     for (share, label) in shares.iter().zip(labels) {
-        let what = crate::text::prefix_at_char_boundary(focus_of(share.task), MERGED_FOCUS_BYTES);
+        let what = focus::fit(&share.task.focus, FOCUS_ROOM);
         match by_focus.iter_mut().find(|(focus, _)| *focus == what) {
             Some((_, titles)) => titles.push(label),
             None => by_focus.push((what, vec![label])),
@@ -437,10 +520,13 @@ fn merged_names(shares: &[Share<'_>]) -> (String, String, String) {
 /// Areas named in the title of a slice of several; the rest are counted.
 const MERGED_TITLES_NAMED: usize = 3;
 
-/// Focus kept of each planned task when several share a slice.
-const MERGED_FOCUS_BYTES: usize = 400;
+/// The room of each planned task's focus, in bytes: what a task keeps of it
+/// when several share a slice, and what the planner is told it has. A longer
+/// focus is shortened at a sentence ([`focus::fit`]).
+pub(crate) const FOCUS_ROOM: usize = 400;
 
-/// Longest task title and focus taken from a plan, in bytes.
+/// Longest task title and focus taken from a plan, in bytes (a task of its own
+/// keeps more of its focus than [`FOCUS_ROOM`], which a person's plan may use).
 const TITLE_BYTES: usize = 200;
 const FOCUS_BYTES: usize = 2_000;
 
@@ -448,8 +534,8 @@ fn title_of(task: &PlanTask) -> &str {
     crate::text::prefix_at_char_boundary(task.title.trim(), TITLE_BYTES)
 }
 
-fn focus_of(task: &PlanTask) -> &str {
-    crate::text::prefix_at_char_boundary(task.focus.trim(), FOCUS_BYTES)
+fn focus_of(task: &PlanTask) -> Cow<'_, str> {
+    focus::fit(&task.focus, FOCUS_BYTES)
 }
 
 /// The task for files no plan task named (never reached after `Plan::cover`).
@@ -515,5 +601,6 @@ fn bounded_overview(overview: &str, budget: usize, ctx: &RunContext<'_>) -> Stri
     )
 }
 
+mod focus;
 #[cfg(test)]
 mod tests;
