@@ -355,8 +355,7 @@ impl Orchestrator {
                         plan
                     }
                     None => {
-                        let plan =
-                            plan_execute::plan_for(&ctx, &overview, packing, stats).await?;
+                        let plan = plan_execute::plan_for(&ctx, &overview, packing, stats).await?;
                         self.events.emit(EventKind::Plan {
                             tasks: plan.tasks.clone(),
                         });

@@ -423,8 +423,14 @@ async fn a_renamed_seven_line_helper_moved_between_files_is_a_move_with_its_edit
         ),
         "{text}"
     );
-    assert!(text.contains("16 -    if port < 1 or port > 65535:\n"), "{text}");
-    assert!(text.contains("16 +    if port < 0 or port > 65535:\n"), "{text}");
+    assert!(
+        text.contains("16 -    if port < 1 or port > 65535:\n"),
+        "{text}"
+    );
+    assert!(
+        text.contains("16 +    if port < 0 or port > 65535:\n"),
+        "{text}"
+    );
     assert!(
         text.contains("[lines 11-17 of base moved to `pkg/net.py:11-17`]"),
         "{text}"

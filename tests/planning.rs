@@ -108,10 +108,15 @@ async fn the_planner_is_told_its_conversations_and_a_long_focus_ends_at_a_senten
         .unwrap_or_default();
     assert!(conversations >= 2, "{asked}");
     assert!(
-        asked.contains(&format!("Plan at most {conversations} tasks, and give each check to one task only.")),
+        asked.contains(&format!(
+            "Plan at most {conversations} tasks, and give each check to one task only."
+        )),
         "{asked}"
     );
-    assert!(asked.contains("Each focus has room for 400 characters"), "{asked}");
+    assert!(
+        asked.contains("Each focus has room for 400 characters"),
+        "{asked}"
+    );
     // Each task's focus: whole sentences, then the note; never a cut word.
     for task in requests.iter().filter(|r| !is_planner(r)) {
         let text = task.first_user_text();

@@ -1,5 +1,5 @@
 //! Plan-and-execute: one planning call groups the change's files into review
-//! tasks, the code cuts the stage-1 view of the change into task slices that
+//! tasks (none when the change fits one task conversation, see [`planning`]), the code cuts the stage-1 view of the change into task slices that
 //! each fit the task budget ([`crate::context::partition`]), each slice runs as
 //! its own bounded ReAct run (several at a time), and the findings of all runs
 //! are merged into one review.
@@ -15,164 +15,15 @@ use futures::stream::{self, StreamExt};
 
 use super::AgentError;
 use super::events::{Stats, TaskStat};
-use super::finish::{PlanFinisher, ReviewFinisher};
+use super::finish::ReviewFinisher;
 use super::other_files;
 use super::plan::{Plan, PlanTask};
 use super::react::{ReactRun, RunContext};
 use crate::context::{Packing, ShapedContext, Slice, partition, stage1_budget};
 use crate::llm::Message;
 use crate::llm::tokens::TokenCounter;
-use crate::prompts::{PLANNER, TASK_FOCUS, fill};
-use crate::review::diff::ChangeSet;
+use crate::prompts::{TASK_FOCUS, fill};
 use crate::review::parse::Submission;
-
-/// The plan a review runs. A change whose diff fits one task conversation
-/// under shared packing gets one task without a planning call (the planner's
-/// grouping would run as that one conversation anyway, so the call is only
-/// overhead); any other asks the planner ([`make_plan`]).
-pub(crate) async fn plan_for(
-    ctx: &RunContext<'_>,
-    overview: &str,
-    packing: Packing,
-    stats: &mut Stats,
-) -> Result<Plan, AgentError> {
-    let conversations = conversations(ctx);
-    if packing == Packing::Shared && conversations <= 1 {
-        return Ok(whole_change_plan(ctx.reviewable));
-    }
-    make_plan(ctx, overview, conversations, stats).await
-}
-
-/// How many task conversations the change's diff fills: its sections cut as
-/// one group into slices of a task's room for the diff.
-pub(crate) fn conversations(ctx: &RunContext<'_>) -> usize {
-    let frame = task_frame(ctx);
-    let all: Vec<String> = ctx.shaped.sections.iter().map(|s| s.path.clone()).collect();
-    partition(
-        &[all],
-        &ctx.shaped.sections,
-        diff_room(ctx, &frame),
-        ctx.counter,
-        Packing::Shared,
-    )
-    .len()
-}
-
-/// The plan of a change reviewed as one task.
-fn whole_change_plan(changes: &ChangeSet) -> Plan {
-    let mut plan = Plan {
-        version: 1,
-        tasks: vec![PlanTask {
-            id: "t1".into(),
-            title: "The whole change".into(),
-            files: changes
-                .files
-                .iter()
-                .filter(|f| !f.binary)
-                .map(|f| f.path.clone())
-                .collect(),
-            focus: String::new(),
-        }],
-    };
-    plan.cover(changes);
-    plan
-}
-
-/// Asks the model for a plan (telling it how many conversations the diff
-/// fills and the room of each focus), merges tasks that ask for the same
-/// check, then makes sure it covers every reviewable file. A planner that
-/// cannot produce a plan gets one task per top-level directory.
-pub(crate) async fn make_plan(
-    ctx: &RunContext<'_>,
-    overview: &str,
-    conversations: usize,
-    stats: &mut Stats,
-) -> Result<Plan, AgentError> {
-    let planner = ReactRun {
-        ctx,
-        finisher: &PlanFinisher,
-        use_tools: false,
-        max_steps: 1,
-    };
-    let budget = task_budget(ctx);
-    let overview = bounded_overview(overview, budget, ctx);
-    let history = vec![
-        Message::system(planner_system(ctx)),
-        Message::user(planner_message(
-            &ctx.config.intent,
-            &overview,
-            conversations,
-        )),
-    ];
-    let mut plan = match planner.run(history, stats).await {
-        Ok(plan) => plan,
-        Err(AgentError::Unparseable { .. }) => Plan {
-            version: 1,
-            tasks: Vec::new(),
-        },
-        Err(other) => return Err(other),
-    };
-    if plan.tasks.is_empty() {
-        plan = plan_by_directory(ctx.reviewable);
-    }
-    plan.merge_same_checks();
-    plan.cover(ctx.reviewable);
-    Ok(plan)
-}
-
-/// The planner's first message: the room it plans for, what the author says
-/// the change does, then the files.
-fn planner_message(intent: &str, overview: &str, conversations: usize) -> String {
-    let room = format!(
-        "The diff fills about {} of one task budget each; tasks small enough share one. \
-         Plan at most {conversations} task{}, and give each check to one task only. \
-         Each focus has room for {FOCUS_ROOM} characters; a longer one is shortened.",
-        crate::text::count(conversations, "review conversation", "review conversations"),
-        if conversations == 1 { "" } else { "s" },
-    );
-    fill(
-        "Plan the review of this change. {room}\n\n{intent}\n\n{overview}",
-        &[
-            ("{room}", &room),
-            ("{intent}", intent),
-            ("{overview}", overview),
-        ],
-    )
-}
-
-/// The planner's instructions, with the project guidelines' section (the one every review
-/// run's system prompt carries, within the same budget) so tasks can be grouped and
-/// focused by the repository's own rules.
-fn planner_system(ctx: &RunContext<'_>) -> String {
-    match &ctx.config.guidelines {
-        Some(section) => format!(
-            "{}\n\nWhere a project guideline below covers some of the files, say in the focus of \
-             their task which guideline to check them against (by its path).\n\n{section}",
-            PLANNER.trim_end()
-        ),
-        None => PLANNER.to_string(),
-    }
-}
-
-/// One task per top-level directory: the plan used when the planner fails.
-pub(crate) fn plan_by_directory(changes: &ChangeSet) -> Plan {
-    let mut tasks: Vec<PlanTask> = Vec::new();
-    for file in changes.files.iter().filter(|f| !f.binary) {
-        let dir = file.path.split_once('/').map(|(d, _)| d).unwrap_or(".");
-        match tasks.iter_mut().find(|t| t.title == dir) {
-            Some(task) => task.files.push(file.path.clone()),
-            None => tasks.push(PlanTask {
-                id: String::new(),
-                title: dir.to_string(),
-                files: vec![file.path.clone()],
-                focus: "Review these files for correctness, security and tests.".into(),
-            }),
-        }
-    }
-    let mut plan = Plan { version: 1, tasks };
-    plan.cover(changes);
-    plan
-}
 
 /// One review task as it runs: a slice of the change under one plan task.
 struct TaskRun {
@@ -588,19 +439,9 @@ fn task_message(
     )
 }
 
-/// The change's overview for the planner, within a quarter of the budget:
-/// every file named (or, for thousands, counted by directory), and no tool
-/// named, since the planner is offered only `submit_plan`.
-fn bounded_overview(overview: &str, budget: usize, ctx: &RunContext<'_>) -> String {
-    super::plan_overview::planner_overview(
-        overview,
-        &ctx.workspace.changes,
-        ctx.shaped,
-        budget / super::plan_overview::SHARE,
-        ctx.counter,
-    )
-}
-
 mod focus;
+mod planning;
+
+pub(crate) use planning::{conversations, make_plan, plan_for};
 #[cfg(test)]
 mod tests;

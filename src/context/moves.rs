@@ -46,8 +46,8 @@
 
 mod align;
 mod detect;
-pub(crate) mod render;
 mod rename;
+pub(crate) mod render;
 
 use std::collections::HashMap;
 
@@ -177,12 +177,16 @@ pub struct MoveSummary {
 /// sorted by its number: a move's plain lines are two range lookups, so the
 /// summary costs the changed lines once, however many blocks moved.
 struct PlainLines<'c> {
-    by_file: HashMap<&'c str, (Vec<(u32, &'c str)>, Vec<(u32, &'c str)>)>,
+    /// Per head path: its removed lines, then its added lines.
+    by_file: HashMap<&'c str, (Numbered<'c>, Numbered<'c>)>,
 }
+
+/// Lines with their numbers, sorted by number.
+type Numbered<'c> = Vec<(u32, &'c str)>;
 
 impl<'c> PlainLines<'c> {
     fn of(changes: &'c ChangeSet) -> Self {
-        let mut by_file: HashMap<&str, (Vec<(u32, &str)>, Vec<(u32, &str)>)> = HashMap::new();
+        let mut by_file: HashMap<&str, (Numbered<'c>, Numbered<'c>)> = HashMap::new();
         for file in &changes.files {
             let (removed, added) = by_file.entry(file.path.as_str()).or_default();
             for line in file.hunks.iter().flat_map(|h| &h.lines) {

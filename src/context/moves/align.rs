@@ -137,9 +137,9 @@ pub(super) fn align(
 /// and some line is equal only under it.
 fn renames_whole_block(renames: &Renames, ops: &[Op], added: &Run<'_>, removed: &Run<'_>) -> bool {
     let (a_span, r_span) = spans(ops);
-    let used = ops.iter().any(
-        |op| matches!(*op, Op::Same(i, j) if key(added.texts[i]) != key(removed.texts[j])),
-    );
+    let used = ops
+        .iter()
+        .any(|op| matches!(*op, Op::Same(i, j) if key(added.texts[i]) != key(removed.texts[j])));
     used && renames.clean(
         &removed.texts[r_span.0..=r_span.1],
         &added.texts[a_span.0..=a_span.1],

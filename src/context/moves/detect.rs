@@ -327,7 +327,6 @@ fn chains_of(a: usize, run: &Run<'_>, removed: &[Run<'_>], index: &Index<'_>) ->
     done
 }
 
-
 fn to_move(
     changes: &ChangeSet,
     (added, removed): (&Run<'_>, &Run<'_>),

@@ -11,8 +11,10 @@
 //!   identifier it keeps is neither renamed nor the target of a renaming.
 //!   A name also kept unrenamed in a line equal as it is drops the renaming.
 //! - **Deterministic and cheap**: evidence comes from lines the alignment
-//!   already pairs; pairs are counted in a sorted map; each comparison is one
-//!   pass over both lines' tokens.
+//!   already pairs, and from at most [`MAX_RENAMES`] + 1 lines above the block
+//!   when they reach a renamed definition (never from lines past its end,
+//!   often the next definition); pairs are counted in a sorted map; each
+//!   comparison is one pass over both lines' tokens.
 
 use std::collections::BTreeMap;
 
@@ -80,7 +82,9 @@ impl Renames {
     }
 
     fn renamed(&self, name: &str) -> bool {
-        self.pairs.iter().any(|(old, new)| old == name || new == name)
+        self.pairs
+            .iter()
+            .any(|(old, new)| old == name || new == name)
     }
 
     /// Whether `removed` becomes `added` under this renaming (both trimmed),
@@ -261,7 +265,9 @@ mod tests {
         // A variable changed is an edit, not a renaming.
         assert!(Renames::derive([("if x < lo:", "if x < hi:")], []).is_empty());
         // Two targets for one name.
-        assert!(Renames::derive([("a = f(x)", "a = g(x)"), ("b = f(y)", "b = h(y)")], []).is_empty());
+        assert!(
+            Renames::derive([("a = f(x)", "a = g(x)"), ("b = f(y)", "b = h(y)")], []).is_empty()
+        );
         // Three names.
         assert!(Renames::derive([("f(g(h(x)))", "p(q(r(x)))")], []).is_empty());
         // A name kept elsewhere as it is.

@@ -294,7 +294,8 @@ fn port_helper(name: &str, clean: &str, low: &str) -> Vec<String> {
 /// `net.py` gains it as `read_port` (head lines 21-27), calling `unquote`
 /// instead of `strip_quotes`, with `1` turned into `0`.
 fn renamed_helper(added_helper: Vec<String>) -> ChangeSet {
-    let mut removed: Vec<(char, String)> = (1..=10).map(|i| (' ', format!("A_{i} = {i}"))).collect();
+    let mut removed: Vec<(char, String)> =
+        (1..=10).map(|i| (' ', format!("A_{i} = {i}"))).collect();
     removed.extend(marked('-', &port_helper("parse_port", "strip_quotes", "1")));
     removed.push((' ', "B = 2".into()));
     let mut added: Vec<(char, String)> = (1..=20).map(|i| (' ', format!("C_{i} = {i}"))).collect();
@@ -344,7 +345,10 @@ fn a_renamed_short_helper_moved_to_another_file_is_a_move_with_its_one_edit() {
         ),
         "{out}"
     );
-    assert_eq!(span_of(out.lines().next().unwrap_or_default()), Some((22, 28)));
+    assert_eq!(
+        span_of(out.lines().next().unwrap_or_default()),
+        Some((22, 28))
+    );
     assert_eq!(Moves::detect(&changes), moves, "deterministic");
 }
 
@@ -361,7 +365,11 @@ fn renamings_stay_small_and_consistent() {
     kept[6] = "        raise ValueError(\"port out of range: %s\" % parse_port)".into();
     let moves = Moves::detect(&renamed_helper(kept));
     assert!(
-        moves.of_file("pkg/net.py").into.iter().all(|m| m.renames.is_empty()),
+        moves
+            .of_file("pkg/net.py")
+            .into
+            .iter()
+            .all(|m| m.renames.is_empty()),
         "{moves:?}"
     );
 }
@@ -381,8 +389,22 @@ fn unrelated_blocks_of_the_same_shape_never_pair() {
         .to_vec()
     };
     let changes = change(vec![
-        file("a.py", vec![hunk(1, 1, &marked('-', &shape("parse_port", "strip", "value")))]),
-        file("b.py", vec![hunk(0, 1, &marked('+', &shape("read_count", "clean", "amount")))]),
+        file(
+            "a.py",
+            vec![hunk(
+                1,
+                1,
+                &marked('-', &shape("parse_port", "strip", "value")),
+            )],
+        ),
+        file(
+            "b.py",
+            vec![hunk(
+                0,
+                1,
+                &marked('+', &shape("read_count", "clean", "amount")),
+            )],
+        ),
     ]);
     assert_eq!(Moves::detect(&changes).count(), 0);
 }
