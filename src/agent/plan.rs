@@ -180,23 +180,38 @@ impl Plan {
     /// tasks checking one thing report the same finding twice. Tasks without a
     /// focus are left apart.
     pub(crate) fn merge_same_checks(&mut self) {
-        let mut merged: Vec<PlanTask> = Vec::with_capacity(self.tasks.len());
+        let mut merged: Vec<(PlanTask, Vec<String>)> = Vec::with_capacity(self.tasks.len());
         let mut first_with: BTreeMap<String, usize> = BTreeMap::new();
         for task in self.tasks.drain(..) {
             let check = normalised_check(&task.focus);
             match first_with.get(&check).filter(|_| !check.is_empty()) {
                 Some(&at) => {
-                    let into = &mut merged[at];
-                    into.title = format!("{}; {}", into.title, task.title);
+                    let (into, titles) = &mut merged[at];
+                    titles.push(task.title);
                     into.files.extend(task.files);
                 }
                 None => {
                     first_with.insert(check, merged.len());
-                    merged.push(task);
+                    let titles = vec![task.title.clone()];
+                    merged.push((task, titles));
                 }
             }
         }
-        self.tasks = merged;
+        // Every slice of a task repeats its title: a few areas are named, the rest counted.
+        self.tasks = merged
+            .into_iter()
+            .map(|(mut task, titles)| {
+                task.title = match titles.len() {
+                    n if n <= MERGED_TITLES => titles.join("; "),
+                    n => format!(
+                        "{} and {}",
+                        titles[..MERGED_TITLES].join("; "),
+                        crate::text::count(n - MERGED_TITLES, "more area", "more areas")
+                    ),
+                };
+                task
+            })
+            .collect();
     }
 
     /// The plan for people.
@@ -222,6 +237,9 @@ impl Plan {
         serde_json::to_string_pretty(self).unwrap_or_default()
     }
 }
+
+/// Titles named in the title of tasks merged for one check.
+const MERGED_TITLES: usize = 3;
 
 /// A focus as compared for [`Plan::merge_same_checks`].
 fn normalised_check(focus: &str) -> String {
