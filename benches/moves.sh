@@ -17,7 +17,56 @@
 # Example: git clone shared/eval-repos/marshmallow.bundle /tmp/marshmallow
 #          benches/moves.sh /tmp/marshmallow 55932fa..349213c 349213c..31828bf
 # Numbers, not a test: no figure fails it. Needs python3.
+#
+# Scaling: AFTER=/path/to/redline benches/moves.sh --scaling [SMALL LARGE]
+#   builds two repositories of SMALL and LARGE moved lines (default 40000 and 160000):
+#   8-line functions half moved to another module and half kept, in a shuffled order.
+#   Times `redline context` on each side by side and prints the moves found, the
+#   seconds and the ratios of lines and of time: linear shaping keeps the time ratio
+#   near the lines ratio (a quadratic step shows as the square of it).
 set -euo pipefail
+
+if [[ "${1:-}" == "--scaling" ]]; then
+  after="${AFTER:?set AFTER to a redline binary}"
+  small="${2:-40000}"
+  large="${3:-160000}"
+  work="$(mktemp -d)"
+  trap 'rm -rf "$work"' EXIT
+  make_repo() {
+    python3 - "$1" "$2" <<'PY'
+import os, random, subprocess, sys
+lines, where = int(sys.argv[1]), sys.argv[2]
+os.makedirs(where)
+def git(*args):
+    subprocess.run(["git", "-c", "user.name=bench", "-c", "user.email=bench@example.com", *args],
+                   cwd=where, check=True, stdout=subprocess.DEVNULL)
+blocks = [[f"def helper_{b}(value, other):"]
+          + [f"    result_{b}_{k} = compute_{k}(value, other, {b * 31 + k})" for k in range(6)]
+          + ["    return result"] for b in range(lines // 8)]
+git("init", "-q", "-b", "main")
+open(f"{where}/a.py", "w").write("".join(l + "\n" for b in blocks for l in b))
+git("add", "-A"); git("commit", "-qm", "base")
+random.Random(7).shuffle(blocks)
+half = len(blocks) // 2
+open(f"{where}/a.py", "w").write("".join(l + "\n" for b in blocks[:half] for l in b))
+open(f"{where}/b.py", "w").write("".join(l + "\n" for b in blocks[half:] for l in b))
+git("add", "-A"); git("commit", "-qm", "shuffle and move")
+PY
+  }
+  printf '%-8s %8s %10s\n' lines moves seconds
+  declare -A secs
+  for n in "$small" "$large"; do
+    make_repo "$n" "$work/r$n"
+    start=$(date +%s.%N)
+    blocks=$("$after" context --repo "$work/r$n" --base HEAD~1 --head HEAD --model gpt-4o --format json |
+      python3 -c 'import json, sys; print((json.load(sys.stdin).get("moves") or {}).get("blocks", 0))')
+    end=$(date +%s.%N)
+    secs[$n]=$(python3 -c "print(f'{$end - $start:.2f}')")
+    printf '%-8s %8s %10s\n' "$n" "$blocks" "${secs[$n]}"
+  done
+  python3 -c "print(f'ratio: lines x{$large / $small:.1f}, time x{${secs[$large]} / max(${secs[$small]}, 0.01):.1f}')"
+  exit 0
+fi
 
 repo="$1"
 shift

@@ -192,7 +192,10 @@ impl Orchestrator {
     pub async fn plan(&self) -> Result<(Plan, Stats), AgentError> {
         self.budget.start();
         let mut stats = Stats::default();
-        let plan = plan_execute::make_plan(&self.context(), &self.overview(), &mut stats).await?;
+        let ctx = self.context();
+        let conversations = plan_execute::conversations(&ctx);
+        let plan =
+            plan_execute::make_plan(&ctx, &self.overview(), conversations, &mut stats).await?;
         self.events.emit(EventKind::Plan {
             tasks: plan.tasks.clone(),
         });
@@ -352,7 +355,7 @@ impl Orchestrator {
                         plan
                     }
                     None => {
-                        let plan = plan_execute::make_plan(&ctx, &overview, stats).await?;
+                        let plan = plan_execute::plan_for(&ctx, &overview, packing, stats).await?;
                         self.events.emit(EventKind::Plan {
                             tasks: plan.tasks.clone(),
                         });

@@ -33,6 +33,7 @@ mod moves;
 mod output_cli;
 mod packaging;
 mod posted_text;
+mod planning;
 mod pr_flow;
 mod queue;
 mod redirects;

@@ -190,8 +190,8 @@ async fn an_interrupted_plan_keeps_what_finished_in_its_cancelled_record() {
                 "p",
                 "submit_plan",
                 json!({"tasks": [
-                    {"title": "A", "files": ["src/a.rs"], "focus": "arithmetic"},
-                    {"title": "B", "files": ["lib/b.rs"], "focus": "arithmetic"}
+                    {"title": "A", "files": ["src/a.rs"], "focus": "arithmetic of a"},
+                    {"title": "B", "files": ["lib/b.rs"], "focus": "arithmetic of b"}
                 ]}),
             )
         } else if req.first_user_text().contains("+++ b/src/a.rs") {

@@ -134,8 +134,8 @@ fn a_submits_b_never_stops(req: &RecordedRequest, index: usize) -> Reply {
             "p",
             "submit_plan",
             json!({"tasks": [
-                {"title": "A", "files": ["src/a.rs"], "focus": "arithmetic"},
-                {"title": "B", "files": ["lib/b.rs"], "focus": "arithmetic"}
+                {"title": "A", "files": ["src/a.rs"], "focus": "arithmetic of a"},
+                {"title": "B", "files": ["lib/b.rs"], "focus": "arithmetic of b"}
             ]}),
         );
     }

@@ -424,3 +424,72 @@ async fn read_file_returns_a_moved_blocks_head_lines_and_points_only_at_printed_
         "{results:?}"
     );
 }
+
+/// A seven-line helper: `name` is its own name, `clean` the helper it calls,
+/// `low` the lowest port it accepts.
+fn port_helper(name: &str, clean: &str, low: &str) -> String {
+    format!(
+        "def {name}(text, default):\n    value = {clean}(text)\n    if not value:\n        \
+         return default\n    port = int(value, 10)\n    if port < {low} or port > 65535:\n        \
+         raise ValueError(\"port out of range: %s\" % value)\n"
+    )
+}
+
+#[tokio::test]
+async fn a_renamed_seven_line_helper_moved_between_files_is_a_move_with_its_edit() {
+    let repo = TempRepo::new();
+    repo.write(
+        "pkg/util.py",
+        format!(
+            "{}{}{}",
+            filler("u", 10),
+            port_helper("parse_port", "strip_quotes", "1"),
+            filler("w", 10)
+        ),
+    );
+    repo.write("pkg/net.py", filler("n", 10));
+    repo.commit("base");
+    repo.checkout_new_branch("feature");
+    repo.write(
+        "pkg/util.py",
+        format!("{}{}", filler("u", 10), filler("w", 10)),
+    );
+    repo.write(
+        "pkg/net.py",
+        format!(
+            "{}{}",
+            filler("n", 10),
+            port_helper("read_port", "unquote", "0")
+        ),
+    );
+    repo.commit("move and rename the port helper");
+    let out = cli::redline_command()
+        .args(["context", "--repo"])
+        .arg(repo.path())
+        .args(["--base", "main", "--model", "gpt-4o", "--show"])
+        .output()
+        .await
+        .expect("run");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains(
+            "11-17 ~ moved from `pkg/util.py:11-17`, renamed `parse_port` to `read_port` and \
+             `strip_quotes` to `unquote`, edited (- original, + now):\n"
+        ),
+        "{text}"
+    );
+    assert!(
+        text.contains("16 -    if port < 1 or port > 65535:\n"),
+        "{text}"
+    );
+    assert!(
+        text.contains("16 +    if port < 0 or port > 65535:\n"),
+        "{text}"
+    );
+    assert!(
+        text.contains("[lines 11-17 of base moved to `pkg/net.py:11-17`]"),
+        "{text}"
+    );
+    assert!(!text.contains("+def read_port"), "{text}");
+    assert!(!text.contains("parse_port(text, default):\n"), "{text}");
+}

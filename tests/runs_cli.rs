@@ -426,8 +426,8 @@ async fn a_plan_run_with_parallel_tasks_replays_identically() {
                 "submit_plan",
                 json!({"tasks": [
                     {"title": "a", "files": ["src/a.rs"], "focus": "x"},
-                    {"title": "b", "files": ["src/b.rs"], "focus": "x"},
-                    {"title": "c", "files": ["lib/c.rs"], "focus": "x"}
+                    {"title": "b", "files": ["src/b.rs"], "focus": "y"},
+                    {"title": "c", "files": ["lib/c.rs"], "focus": "z"}
                 ]}),
             );
         }

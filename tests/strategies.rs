@@ -159,8 +159,8 @@ async fn task_arrivals(parallel: &str) -> Vec<String> {
                 "submit_plan",
                 json!({"tasks": [
                     {"title": "a", "files": ["src/api.rs"], "focus": "x"},
-                    {"title": "b", "files": ["src/db.rs"], "focus": "x"},
-                    {"title": "c", "files": ["tests/api_test.rs"], "focus": "x"}
+                    {"title": "b", "files": ["src/db.rs"], "focus": "y"},
+                    {"title": "c", "files": ["tests/api_test.rs"], "focus": "z"}
                 ]}),
             );
         }

@@ -175,6 +175,45 @@ impl Plan {
         forgotten
     }
 
+    /// Merges tasks that ask for the same check (their focus equal once case,
+    /// spacing and a final full stop are ignored) into the first of them: two
+    /// tasks checking one thing report the same finding twice. Tasks without a
+    /// focus are left apart.
+    pub(crate) fn merge_same_checks(&mut self) {
+        let mut merged: Vec<(PlanTask, Vec<String>)> = Vec::with_capacity(self.tasks.len());
+        let mut first_with: BTreeMap<String, usize> = BTreeMap::new();
+        for task in self.tasks.drain(..) {
+            let check = normalised_check(&task.focus);
+            match first_with.get(&check).filter(|_| !check.is_empty()) {
+                Some(&at) => {
+                    let (into, titles) = &mut merged[at];
+                    titles.push(task.title);
+                    into.files.extend(task.files);
+                }
+                None => {
+                    first_with.insert(check, merged.len());
+                    let titles = vec![task.title.clone()];
+                    merged.push((task, titles));
+                }
+            }
+        }
+        // Every slice of a task repeats its title: a few areas are named, the rest counted.
+        self.tasks = merged
+            .into_iter()
+            .map(|(mut task, titles)| {
+                task.title = match titles.len() {
+                    n if n <= MERGED_TITLES => titles.join("; "),
+                    n => format!(
+                        "{} and {}",
+                        titles[..MERGED_TITLES].join("; "),
+                        crate::text::count(n - MERGED_TITLES, "more area", "more areas")
+                    ),
+                };
+                task
+            })
+            .collect();
+    }
+
     /// The plan for people.
     pub fn render_text(&self) -> String {
         let mut out = format!(
@@ -197,6 +236,19 @@ impl Plan {
     pub fn to_json(&self) -> String {
         serde_json::to_string_pretty(self).unwrap_or_default()
     }
+}
+
+/// Titles named in the title of tasks merged for one check.
+const MERGED_TITLES: usize = 3;
+
+/// A focus as compared for [`Plan::merge_same_checks`].
+fn normalised_check(focus: &str) -> String {
+    focus
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ")
+        .trim_end_matches(['.', '!', ';'])
+        .to_lowercase()
 }
 
 /// Keeps the better claim on `file`: the lower (rank, task).
@@ -300,6 +352,22 @@ mod tests {
         all.sort();
         all.dedup();
         assert_eq!(all.len(), count, "no file in two tasks");
+    }
+
+    #[test]
+    fn tasks_with_the_same_check_are_merged_and_others_kept() {
+        let args = serde_json::json!({"tasks": [
+            {"title": "API", "files": ["src/api.rs"], "focus": "Check the TLS defaults."},
+            {"title": "DB", "files": ["src/db.rs"], "focus": "Check error handling"},
+            {"title": "Config", "files": ["src/config.rs"], "focus": "  check the TLS\n defaults"},
+            {"title": "Docs", "files": ["README.md"]},
+            {"title": "Tests", "files": ["tests/t.rs"]}
+        ]});
+        let mut plan = Plan::from_submission(&args).unwrap();
+        plan.merge_same_checks();
+        let titles: Vec<&str> = plan.tasks.iter().map(|t| t.title.as_str()).collect();
+        assert_eq!(titles, ["API; Config", "DB", "Docs", "Tests"]);
+        assert_eq!(plan.tasks[0].files, ["src/api.rs", "src/config.rs"]);
     }
 
     #[test]

@@ -1,5 +1,5 @@
 //! Plan-and-execute: one planning call groups the change's files into review
-//! tasks, the code cuts the stage-1 view of the change into task slices that
+//! tasks (none when the change fits one task conversation, see [`planning`]), the code cuts the stage-1 view of the change into task slices that
 //! each fit the task budget ([`crate::context::partition`]), each slice runs as
 //! its own bounded ReAct run (several at a time), and the findings of all runs
 //! are merged into one review.
@@ -8,98 +8,22 @@
 //! first message, whatever the planner answered, so a model that never calls a
 //! tool still sees the whole change.
 
+use std::borrow::Cow;
 use std::collections::HashSet;
 
 use futures::stream::{self, StreamExt};
 
 use super::AgentError;
 use super::events::{Stats, TaskStat};
-use super::finish::{PlanFinisher, ReviewFinisher};
+use super::finish::ReviewFinisher;
 use super::other_files;
 use super::plan::{Plan, PlanTask};
 use super::react::{ReactRun, RunContext};
 use crate::context::{Packing, ShapedContext, Slice, partition, stage1_budget};
 use crate::llm::Message;
 use crate::llm::tokens::TokenCounter;
-use crate::prompts::{PLANNER, TASK_FOCUS, fill};
-use crate::review::diff::ChangeSet;
+use crate::prompts::{TASK_FOCUS, fill};
 use crate::review::parse::Submission;
-
-/// Asks the model for a plan, then makes sure it covers every reviewable file.
-/// A planner that cannot produce a plan gets one task per top-level directory.
-pub(crate) async fn make_plan(
-    ctx: &RunContext<'_>,
-    overview: &str,
-    stats: &mut Stats,
-) -> Result<Plan, AgentError> {
-    let planner = ReactRun {
-        ctx,
-        finisher: &PlanFinisher,
-        use_tools: false,
-        max_steps: 1,
-    };
-    let budget = task_budget(ctx);
-    let overview = bounded_overview(overview, budget, ctx);
-    let history = vec![
-        Message::system(planner_system(ctx)),
-        Message::user(planner_message(&ctx.config.intent, &overview)),
-    ];
-    let mut plan = match planner.run(history, stats).await {
-        Ok(plan) => plan,
-        Err(AgentError::Unparseable { .. }) => Plan {
-            version: 1,
-            tasks: Vec::new(),
-        },
-        Err(other) => return Err(other),
-    };
-    if plan.tasks.is_empty() {
-        plan = plan_by_directory(ctx.reviewable);
-    }
-    plan.cover(ctx.reviewable);
-    Ok(plan)
-}
-
-/// The planner's first message: what the author says the change does, then the files.
-fn planner_message(intent: &str, overview: &str) -> String {
-    fill(
-        "Plan the review of this change.\n\n{intent}\n\n{overview}",
-        &[("{intent}", intent), ("{overview}", overview)],
-    )
-}
-
-/// The planner's instructions, with the project guidelines' section (the one every review
-/// run's system prompt carries, within the same budget) so tasks can be grouped and
-/// focused by the repository's own rules.
-fn planner_system(ctx: &RunContext<'_>) -> String {
-    match &ctx.config.guidelines {
-        Some(section) => format!(
-            "{}\n\nWhere a project guideline below covers some of the files, say in the focus of \
-             their task which guideline to check them against (by its path).\n\n{section}",
-            PLANNER.trim_end()
-        ),
-        None => PLANNER.to_string(),
-    }
-}
-
-/// One task per top-level directory: the plan used when the planner fails.
-pub(crate) fn plan_by_directory(changes: &ChangeSet) -> Plan {
-    let mut tasks: Vec<PlanTask> = Vec::new();
-    for file in changes.files.iter().filter(|f| !f.binary) {
-        let dir = file.path.split_once('/').map(|(d, _)| d).unwrap_or(".");
-        match tasks.iter_mut().find(|t| t.title == dir) {
-            Some(task) => task.files.push(file.path.clone()),
-            None => tasks.push(PlanTask {
-                id: String::new(),
-                title: dir.to_string(),
-                files: vec![file.path.clone()],
-                focus: "Review these files for correctness, security and tests.".into(),
-            }),
-        }
-    }
-    let mut plan = Plan { version: 1, tasks };
-    plan.cover(changes);
-    plan
-}
 
 /// One review task as it runs: a slice of the change under one plan task.
 struct TaskRun {
@@ -271,32 +195,10 @@ struct TaskFrame<'a> {
 /// message of at most the task budget (the room for the diff shrinks until every
 /// message fits, the planner's words included).
 fn task_runs(ctx: &RunContext<'_>, plan: &Plan, packing: Packing) -> Vec<TaskRun> {
-    let budget = task_budget(ctx);
-    let frame = TaskFrame {
-        intent: &ctx.config.intent,
-        shaped: ctx.shaped,
-        budget,
-        counter: ctx.counter,
-        instructions: ctx
-            .config
-            .instructions
-            .as_deref()
-            .map(|i| {
-                format!("Additional review instructions from the repository's maintainers:\n{i}")
-            })
-            .unwrap_or_default(),
-    };
-    let fixed = ctx.counter.count(&fill(
-        TASK_FOCUS,
-        &[
-            ("{intent}", frame.intent),
-            ("{overview}", ""),
-            ("{instructions}", &frame.instructions),
-        ],
-    )) + budget / other_files::SHARE
-        + OTHER_FILES_TAIL_TOKENS;
+    let frame = task_frame(ctx);
+    let budget = frame.budget;
     let groups: Vec<Vec<String>> = plan.tasks.iter().map(|t| t.files.clone()).collect();
-    let mut room = budget.saturating_sub(fixed + FILES_LINE_TOKENS);
+    let mut room = diff_room(ctx, &frame);
     loop {
         let slices = partition(&groups, &ctx.shaped.sections, room, ctx.counter, packing);
         let runs = name_runs(plan, slices, &frame);
@@ -310,6 +212,38 @@ fn task_runs(ctx: &RunContext<'_>, plan: &Plan, packing: Packing) -> Vec<TaskRun
         }
         room = room.saturating_sub(over + 64).max(MIN_ROOM);
     }
+}
+
+/// What every task message of `ctx`'s review shares.
+fn task_frame<'a>(ctx: &'a RunContext<'_>) -> TaskFrame<'a> {
+    TaskFrame {
+        intent: &ctx.config.intent,
+        shaped: ctx.shaped,
+        budget: task_budget(ctx),
+        counter: ctx.counter,
+        instructions: ctx
+            .config
+            .instructions
+            .as_deref()
+            .map(|i| {
+                format!("Additional review instructions from the repository's maintainers:\n{i}")
+            })
+            .unwrap_or_default(),
+    }
+}
+
+/// The room for the diff in a task's first message, before the planner's words.
+fn diff_room(ctx: &RunContext<'_>, frame: &TaskFrame<'_>) -> usize {
+    let fixed = ctx.counter.count(&fill(
+        TASK_FOCUS,
+        &[
+            ("{intent}", frame.intent),
+            ("{overview}", ""),
+            ("{instructions}", &frame.instructions),
+        ],
+    )) + frame.budget / other_files::SHARE
+        + OTHER_FILES_TAIL_TOKENS;
+    frame.budget.saturating_sub(fixed + FILES_LINE_TOKENS)
 }
 
 /// Tokens of the lines that may end the other-files list beyond its share.
@@ -392,7 +326,7 @@ fn slice_names(plan: &Plan, slices: &[Slice]) -> Vec<(String, String, String)> {
                 })
                 .collect();
             match shares.as_slice() {
-                [one] => (one.id(), one.label(), focus_of(one.task).to_string()),
+                [one] => (one.id(), one.label(), focus_of(one.task).into_owned()),
                 many => merged_names(many),
             }
         })
@@ -419,9 +353,9 @@ fn merged_names(shares: &[Share<'_>]) -> (String, String, String) {
     // Planned tasks that ask for the same checks are named together, and their
     // files are not repeated: the task's file line and its diffs name them (and
     // under shared packing a planned task's files may be spread over slices).
-    let mut by_focus: Vec<(&str, Vec<String>)> = Vec::new();
+    let mut by_focus: Vec<(Cow<'_, str>, Vec<String>)> = Vec::new();
     for (share, label) in shares.iter().zip(labels) {
-        let what = crate::text::prefix_at_char_boundary(focus_of(share.task), MERGED_FOCUS_BYTES);
+        let what = focus::fit(&share.task.focus, FOCUS_ROOM);
         match by_focus.iter_mut().find(|(focus, _)| *focus == what) {
             Some((_, titles)) => titles.push(label),
             None => by_focus.push((what, vec![label])),
@@ -437,10 +371,13 @@ fn merged_names(shares: &[Share<'_>]) -> (String, String, String) {
 /// Areas named in the title of a slice of several; the rest are counted.
 const MERGED_TITLES_NAMED: usize = 3;
 
-/// Focus kept of each planned task when several share a slice.
-const MERGED_FOCUS_BYTES: usize = 400;
+/// The room of each planned task's focus, in bytes: what a task keeps of it
+/// when several share a slice, and what the planner is told it has. A longer
+/// focus is shortened at a sentence ([`focus::fit`]).
+pub(crate) const FOCUS_ROOM: usize = 400;
 
-/// Longest task title and focus taken from a plan, in bytes.
+/// Longest task title and focus taken from a plan, in bytes (a task of its own
+/// keeps more of its focus than [`FOCUS_ROOM`], which a person's plan may use).
 const TITLE_BYTES: usize = 200;
 const FOCUS_BYTES: usize = 2_000;
 
@@ -448,8 +385,8 @@ fn title_of(task: &PlanTask) -> &str {
     crate::text::prefix_at_char_boundary(task.title.trim(), TITLE_BYTES)
 }
 
-fn focus_of(task: &PlanTask) -> &str {
-    crate::text::prefix_at_char_boundary(task.focus.trim(), FOCUS_BYTES)
+fn focus_of(task: &PlanTask) -> Cow<'_, str> {
+    focus::fit(&task.focus, FOCUS_BYTES)
 }
 
 /// The task for files no plan task named (never reached after `Plan::cover`).
@@ -502,18 +439,9 @@ fn task_message(
     )
 }
 
-/// The change's overview for the planner, within a quarter of the budget:
-/// every file named (or, for thousands, counted by directory), and no tool
-/// named, since the planner is offered only `submit_plan`.
-fn bounded_overview(overview: &str, budget: usize, ctx: &RunContext<'_>) -> String {
-    super::plan_overview::planner_overview(
-        overview,
-        &ctx.workspace.changes,
-        ctx.shaped,
-        budget / super::plan_overview::SHARE,
-        ctx.counter,
-    )
-}
+mod focus;
+mod planning;
 
+pub(crate) use planning::{conversations, make_plan, plan_for};
 #[cfg(test)]
 mod tests;

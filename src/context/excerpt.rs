@@ -199,6 +199,12 @@ pub(crate) fn render_file(
         added: &added,
         runs: &runs,
         moves,
+        removed_before: std::iter::once(0)
+            .chain(runs.iter().scan(0, |sum, run| {
+                *sum += run.lines.len();
+                Some(*sum)
+            }))
+            .collect(),
     };
     for window in &windows {
         shown_changed += render_window(window, &lines, &numbers, context.layout, &mut out);
@@ -372,18 +378,16 @@ struct Numbering<'a> {
     runs: &'a [RemovedRun<'a>],
     /// The file's moves.
     moves: &'a FileMoves<'a>,
+    /// Removed lines in the first k runs, for every k (one lookup per window).
+    removed_before: Vec<usize>,
 }
 
 impl Numbering<'_> {
     /// The base line number of whatever comes first at head position `n`.
     fn base_position(&self, n: u32) -> u32 {
         let added_before = self.added.partition_point(|&a| a < n) as u32;
-        let removed_before: usize = self
-            .runs
-            .iter()
-            .take_while(|r| r.anchor < n)
-            .map(|r| r.lines.len())
-            .sum();
+        let runs_before = self.runs.partition_point(|r| r.anchor < n);
+        let removed_before = self.removed_before[runs_before];
         (n + removed_before as u32).saturating_sub(added_before)
     }
 

@@ -30,20 +30,29 @@
 //!   same place of one file are an edit, not a move.
 //! - **Each line once**: an added line is the destination of at most one move,
 //!   a removed line the source of at most one.
+//! - **Renamed identifiers**: a line also counts as equal when it is the
+//!   original's once one consistent renaming is applied (at most
+//!   [`rename::MAX_RENAMES`] names of definitions or calls, a bijection over the
+//!   block, see [`rename`]); the move line names it (`renamed `old` to `new``).
+//!   Anchors stay exact lines, so blocks of the same shape and other names
+//!   never pair.
 //! - **Nothing hidden**: every line of a move's head span is either equal to
-//!   the line of the original it is aligned with or printed as an edit (`+`),
-//!   and every line of the original is either equal to a head line or printed
-//!   as an edit (`-`, with its base number). So the move line stands for the
+//!   the line of the original it is aligned with (under the renaming the move
+//!   line names) or printed as an edit (`+`), and every line of the original
+//!   is either equal to a head line or printed as an edit (`-`, with its base
+//!   number). So the move line stands for the
 //!   unchanged lines, which is why coverage counts the whole head span shown
 //!   by it ([`span_of`] reads it back).
 
+mod align;
 mod detect;
+mod rename;
 pub(crate) mod render;
 
 use std::collections::HashMap;
 
 use crate::llm::tokens::TokenCounter;
-use crate::review::diff::{ChangeSet, DiffLine, LineKind};
+use crate::review::diff::{ChangeSet, LineKind};
 
 /// One moved block.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -58,6 +67,9 @@ pub(crate) struct Move {
     pub to_file: String,
     /// First and last head line of the block.
     pub to: (u32, u32),
+    /// Identifiers renamed in the block, `(original, now)`: its lines are
+    /// compared with the original's once these are applied ([`rename`]).
+    pub renames: Vec<(String, String)>,
     /// What differs inside, in order: original lines not kept and head lines not in the original.
     pub edits: Vec<Edit>,
 }
@@ -116,7 +128,8 @@ impl Moves {
                 shown
             })
             .collect();
-        let plain: Vec<String> = self.list.iter().map(|m| plain_lines(changes, m)).collect();
+        let lines = PlainLines::of(changes);
+        let plain: Vec<String> = self.list.iter().map(|m| lines.of_move(m)).collect();
         let count = |texts: &[String]| -> usize {
             let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
             super::count_parallel(counter, &refs).into_iter().sum()
@@ -160,32 +173,56 @@ pub struct MoveSummary {
     pub raw_tokens: usize,
 }
 
-/// Every diff line of the changed file at `path`. (A scan of the files: the
-/// summary is made once per review, after the message, and files are few
-/// next to their lines.)
-fn lines_of<'c>(changes: &'c ChangeSet, path: &'c str) -> impl Iterator<Item = &'c DiffLine> + 'c {
-    changes
-        .files
-        .iter()
-        .filter(move |f| f.path == path)
-        .flat_map(|f| &f.hunks)
-        .flat_map(|h| &h.lines)
+/// The numbered `-` and `+` lines of every changed file, by head path, each
+/// sorted by its number: a move's plain lines are two range lookups, so the
+/// summary costs the changed lines once, however many blocks moved.
+struct PlainLines<'c> {
+    /// Per head path: its removed lines, then its added lines.
+    by_file: HashMap<&'c str, (Numbered<'c>, Numbered<'c>)>,
 }
 
-/// A move's added and removed lines as a numbered plain diff prints them.
-fn plain_lines(changes: &ChangeSet, m: &Move) -> String {
-    let mut out = String::new();
-    for line in lines_of(changes, &m.from_file).filter(|l| l.kind == LineKind::Removed) {
-        if let Some(n) = line.old_line.filter(|n| m.from.0 <= *n && *n <= m.from.1) {
-            out.push_str(&format!("{n:>5} -{}\n", line.text));
+/// Lines with their numbers, sorted by number.
+type Numbered<'c> = Vec<(u32, &'c str)>;
+
+impl<'c> PlainLines<'c> {
+    fn of(changes: &'c ChangeSet) -> Self {
+        let mut by_file: HashMap<&str, (Numbered<'c>, Numbered<'c>)> = HashMap::new();
+        for file in &changes.files {
+            let (removed, added) = by_file.entry(file.path.as_str()).or_default();
+            for line in file.hunks.iter().flat_map(|h| &h.lines) {
+                match (line.kind, line.old_line, line.new_line) {
+                    (LineKind::Removed, Some(n), _) => removed.push((n, line.text.as_str())),
+                    (LineKind::Added, _, Some(n)) => added.push((n, line.text.as_str())),
+                    _ => {}
+                }
+            }
         }
-    }
-    for line in lines_of(changes, &m.to_file).filter(|l| l.kind == LineKind::Added) {
-        if let Some(n) = line.new_line.filter(|n| m.to.0 <= *n && *n <= m.to.1) {
-            out.push_str(&format!("{n:>5} +{}\n", line.text));
+        for (removed, added) in by_file.values_mut() {
+            removed.sort_by_key(|(n, _)| *n);
+            added.sort_by_key(|(n, _)| *n);
         }
+        PlainLines { by_file }
     }
-    out
+
+    /// A move's added and removed lines as a numbered plain diff prints them.
+    fn of_move(&self, m: &Move) -> String {
+        let within = |lines: &[(u32, &'c str)], (first, last): (u32, u32)| -> Vec<(u32, &'c str)> {
+            let start = lines.partition_point(|(n, _)| *n < first);
+            let end = lines.partition_point(|(n, _)| *n <= last);
+            lines[start..end.max(start)].to_vec()
+        };
+        let empty = (Vec::new(), Vec::new());
+        let (removed, _) = self.by_file.get(m.from_file.as_str()).unwrap_or(&empty);
+        let (_, added) = self.by_file.get(m.to_file.as_str()).unwrap_or(&empty);
+        let mut out = String::new();
+        for (n, text) in within(removed, m.from) {
+            out.push_str(&format!("{n:>5} -{text}\n"));
+        }
+        for (n, text) in within(added, m.to) {
+            out.push_str(&format!("{n:>5} +{text}\n"));
+        }
+        out
+    }
 }
 
 /// One file's moves.

@@ -22,8 +22,8 @@ fn two_tasks_one_problem(request: &RecordedRequest, _: usize) -> Reply {
             "p",
             "submit_plan",
             json!({"tasks": [
-                {"title": "A", "files": ["src/a.rs"], "focus": "arithmetic"},
-                {"title": "B", "files": ["lib/b.rs"], "focus": "arithmetic"}
+                {"title": "A", "files": ["src/a.rs"], "focus": "arithmetic of a"},
+                {"title": "B", "files": ["lib/b.rs"], "focus": "arithmetic of b"}
             ]}),
         );
     }

@@ -26,7 +26,8 @@ impl Numbers {
     }
 }
 
-/// The move line, then the edits: `40-46 ~ moved from `pkg/util.py:154-160`, edited (- original, + now):`.
+/// The move line, then the edits: `40-46 ~ moved from `pkg/util.py:154-160`, edited (- original, + now):`
+/// (with `renamed `old` to `new`, ` before `edited` when the block renames identifiers).
 pub(crate) fn move_block(m: &Move, numbers: Numbers, out: &mut String) {
     let (from, to) = (m.from, m.to);
     let what = match m.edits.len() {
@@ -38,11 +39,12 @@ pub(crate) fn move_block(m: &Move, numbers: Numbers, out: &mut String) {
         out,
         &span,
         &format!(
-            "{}{}:{}-{}`, {what}",
+            "{}{}:{}-{}`, {}{what}",
             &MOVE_MARK[1..],
             m.from_path,
             from.0,
-            from.1
+            from.1,
+            renamed(m)
         ),
     );
     for edit in &m.edits {
@@ -55,6 +57,19 @@ pub(crate) fn move_block(m: &Move, numbers: Numbers, out: &mut String) {
             }
         }
     }
+}
+
+/// `renamed `parse_port` to `read_port`, ` when the block renames identifiers.
+fn renamed(m: &Move) -> String {
+    if m.renames.is_empty() {
+        return String::new();
+    }
+    let pairs: Vec<String> = m
+        .renames
+        .iter()
+        .map(|(old, new)| format!("`{old}` to `{new}`"))
+        .collect();
+    format!("renamed {}, ", pairs.join(" and "))
 }
 
 /// The line standing for a moved original: `[lines 154-160 of base moved to `pkg/new.py:40-46`]`.

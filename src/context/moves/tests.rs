@@ -274,3 +274,169 @@ fn the_diff_tool_layout_shows_the_move_and_its_one_edit() {
     );
     assert!(!util.contains("-def scale_total"), "{util}");
 }
+
+/// A seven-line helper: `name` is its own name, `clean` the helper it calls,
+/// `low` the lowest port it accepts.
+fn port_helper(name: &str, clean: &str, low: &str) -> Vec<String> {
+    [
+        format!("def {name}(text, default):"),
+        format!("    value = {clean}(text)"),
+        "    if not value:".into(),
+        "        return default".into(),
+        "    port = int(value, 10)".into(),
+        format!("    if port < {low} or port > 65535:"),
+        "        raise ValueError(\"port out of range: %s\" % value)".into(),
+    ]
+    .to_vec()
+}
+
+/// `util.py` loses `parse_port` (base lines 11-17) between other code;
+/// `net.py` gains it as `read_port` (head lines 21-27), calling `unquote`
+/// instead of `strip_quotes`, with `1` turned into `0`.
+fn renamed_helper(added_helper: Vec<String>) -> ChangeSet {
+    let mut removed: Vec<(char, String)> =
+        (1..=10).map(|i| (' ', format!("A_{i} = {i}"))).collect();
+    removed.extend(marked('-', &port_helper("parse_port", "strip_quotes", "1")));
+    removed.push((' ', "B = 2".into()));
+    let mut added: Vec<(char, String)> = (1..=20).map(|i| (' ', format!("C_{i} = {i}"))).collect();
+    added.push(('+', "LIMIT = 10".into()));
+    added.extend(marked('+', &added_helper));
+    added.push(('+', "DEFAULT_TIMEOUT = 30".into()));
+    added.push((' ', "D = 4".into()));
+    change(vec![
+        file("pkg/net.py", vec![hunk(1, 1, &added)]),
+        file("pkg/util.py", vec![hunk(1, 1, &removed)]),
+    ])
+}
+
+#[test]
+fn a_renamed_short_helper_moved_to_another_file_is_a_move_with_its_one_edit() {
+    let changes = renamed_helper(port_helper("read_port", "unquote", "0"));
+    let moves = Moves::detect(&changes);
+    assert_eq!(moves.count(), 1, "{moves:?}");
+    let m = moves.of_file("pkg/net.py").into[0];
+    assert_eq!((m.from, m.to), ((11, 17), (22, 28)), "{m:?}");
+    assert_eq!(
+        m.renames,
+        vec![
+            ("parse_port".to_string(), "read_port".to_string()),
+            ("strip_quotes".to_string(), "unquote".to_string())
+        ]
+    );
+    assert_eq!(
+        m.edits,
+        vec![
+            Edit::Removed {
+                line: 16,
+                text: "    if port < 1 or port > 65535:".into()
+            },
+            Edit::Added {
+                line: 27,
+                text: "    if port < 0 or port > 65535:".into()
+            },
+        ]
+    );
+    let mut out = String::new();
+    render::move_block(m, render::Numbers::Aligned, &mut out);
+    assert!(
+        out.starts_with(
+            "22-28 ~ moved from `pkg/util.py:11-17`, renamed `parse_port` to `read_port` and \
+             `strip_quotes` to `unquote`, edited (- original, + now):\n"
+        ),
+        "{out}"
+    );
+    assert_eq!(
+        span_of(out.lines().next().unwrap_or_default()),
+        Some((22, 28))
+    );
+    assert_eq!(Moves::detect(&changes), moves, "deterministic");
+}
+
+#[test]
+fn renamings_stay_small_and_consistent() {
+    // Three names changed: no renaming explains the block, and the lines left
+    // equal are too few for a move.
+    let mut three = port_helper("read_port", "unquote", "1");
+    three[4] = "    port = to_int(value, 10)".into();
+    three[3] = "        return fallback(default)".into();
+    assert_eq!(Moves::detect(&renamed_helper(three)).count(), 0);
+    // The old name kept in a line equal as it is: not a renaming, an edit.
+    let mut kept = port_helper("read_port", "strip_quotes", "1");
+    kept[6] = "        raise ValueError(\"port out of range: %s\" % parse_port)".into();
+    let moves = Moves::detect(&renamed_helper(kept));
+    assert!(
+        moves
+            .of_file("pkg/net.py")
+            .into
+            .iter()
+            .all(|m| m.renames.is_empty()),
+        "{moves:?}"
+    );
+}
+
+#[test]
+fn unrelated_blocks_of_the_same_shape_never_pair() {
+    let shape = |name: &str, clean: &str, word: &str| -> Vec<String> {
+        [
+            format!("def {name}(text, default):"),
+            format!("    {word} = {clean}(text)"),
+            format!("    if not {word}:"),
+            "        return default".into(),
+            format!("    {word}_number = int({word}, 10)"),
+            format!("    if {word}_number < 1 or {word}_number > 65535:"),
+            format!("        raise ValueError(\"{word} out of range: %s\" % {word})"),
+        ]
+        .to_vec()
+    };
+    let changes = change(vec![
+        file(
+            "a.py",
+            vec![hunk(
+                1,
+                1,
+                &marked('-', &shape("parse_port", "strip", "value")),
+            )],
+        ),
+        file(
+            "b.py",
+            vec![hunk(
+                0,
+                1,
+                &marked('+', &shape("read_count", "clean", "amount")),
+            )],
+        ),
+    ]);
+    assert_eq!(Moves::detect(&changes).count(), 0);
+}
+
+/// `blocks` eight-line functions removed from `a.py` and added to `b.py` in a
+/// shuffled order (a fixed permutation), like a large module split and reordered.
+fn shuffled_moves(blocks: usize) -> ChangeSet {
+    let block = |b: usize| -> Vec<String> {
+        let mut lines = vec![format!("def step_{b}(source):")];
+        lines.extend((0..6).map(|k| format!("    value_{b}_{k} = compute_{k}(source, {b})")));
+        lines.push(format!("    return value_{b}_5"));
+        lines
+    };
+    let removed: Vec<String> = (0..blocks).flat_map(block).collect();
+    // 7919 is prime and no size below shares a factor with it: a permutation.
+    let added: Vec<String> = (0..blocks).flat_map(|b| block(b * 7919 % blocks)).collect();
+    change(vec![
+        file("a.py", vec![hunk(1, 0, &marked('-', &removed))]),
+        file("b.py", vec![hunk(0, 1, &marked('+', &added))]),
+    ])
+}
+
+#[test]
+fn detection_work_grows_linearly_with_the_moved_lines() {
+    let (small, small_work) = detect::work_of(|| Moves::detect(&shuffled_moves(1_000)));
+    let (large, large_work) = detect::work_of(|| Moves::detect(&shuffled_moves(4_000)));
+    assert_eq!((small.count(), large.count()), (1_000, 4_000));
+    // Four times the lines, four times the work (within a tenth): no step
+    // costs more per line when there are more lines.
+    assert!(
+        large_work * 10 <= small_work * 44,
+        "{small_work} units for 8,000 lines, {large_work} for 32,000"
+    );
+    assert!(small_work > 8_000, "{small_work}");
+}
