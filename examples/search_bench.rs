@@ -8,27 +8,29 @@ use std::io::{BufWriter, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use anyhow::{Context, anyhow};
+
 use redline::repo::search::{SearchOptions, search_dir};
 
 fn main() -> ExitCode {
     match run() {
         Ok(()) => ExitCode::SUCCESS,
         Err(message) => {
-            eprintln!("search_bench: {message}");
+            eprintln!("search_bench: {message:#}");
             ExitCode::FAILURE
         }
     }
 }
 
-fn run() -> Result<(), String> {
+fn run() -> anyhow::Result<()> {
     let (options, dir) = parse_args(std::env::args().skip(1))?;
-    let output = search_dir(&dir, &options).map_err(|e| e.to_string())?;
+    let output = search_dir(&dir, &options).context("search")?;
     let stdout = std::io::stdout().lock();
     let mut out = BufWriter::with_capacity(64 * 1024, stdout);
     for found in &output.matches {
-        writeln!(out, "{}:{}:{}", found.path, found.line, found.text).map_err(|e| e.to_string())?;
+        writeln!(out, "{}:{}:{}", found.path, found.line, found.text)?;
     }
-    out.flush().map_err(|e| e.to_string())?;
+    out.flush()?;
     if output.is_truncated() {
         eprintln!(
             "kept {} of {} matching lines",
@@ -39,7 +41,7 @@ fn run() -> Result<(), String> {
     Ok(())
 }
 
-fn parse_args(args: impl Iterator<Item = String>) -> Result<(SearchOptions, PathBuf), String> {
+fn parse_args(args: impl Iterator<Item = String>) -> anyhow::Result<(SearchOptions, PathBuf)> {
     let mut options = SearchOptions {
         max_results: usize::MAX,
         max_line_chars: usize::MAX,
@@ -52,8 +54,8 @@ fn parse_args(args: impl Iterator<Item = String>) -> Result<(SearchOptions, Path
             "--fixed" => options.fixed_string = true,
             "--ignore-case" => options.case_insensitive = true,
             "--max" => {
-                let n = args.next().ok_or("--max needs a number")?;
-                options.max_results = n.parse().map_err(|_| format!("bad --max `{n}`"))?;
+                let n = args.next().context("--max needs a number")?;
+                options.max_results = n.parse().map_err(|_| anyhow!("bad --max `{n}`"))?;
             }
             _ => positional.push(arg),
         }
@@ -63,6 +65,8 @@ fn parse_args(args: impl Iterator<Item = String>) -> Result<(SearchOptions, Path
             options.pattern = pattern;
             Ok((options, PathBuf::from(dir)))
         }
-        Err(_) => Err("usage: search_bench [--fixed] [--ignore-case] [--max N] PATTERN DIR".into()),
+        Err(_) => Err(anyhow!(
+            "usage: search_bench [--fixed] [--ignore-case] [--max N] PATTERN DIR"
+        )),
     }
 }

@@ -3,7 +3,7 @@
 //! flags > env > repository file > user file > defaults.
 //!
 //! Invariants: secrets never come from a file (API keys are read from the environment
-//! only), and nothing that decides where keys are sent ([`USER_ONLY_KEYS`]: `provider`,
+//! only), and nothing that decides where keys are sent ([`USER_ONLY_KEYS`](sources::USER_ONLY_KEYS): `provider`,
 //! `base_url`) is ever taken from a repository's file (see [`sources`]), so a
 //! repository cannot redirect or capture them.
 

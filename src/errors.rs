@@ -6,9 +6,36 @@
 //! the message before it already contains (errors that show their cause are not
 //! repeated); every URL in it is masked by the one rule of [`crate::text::urls`] (a
 //! database URL's password or a `?key=` in a model endpoint never leaves in an error).
+//!
+//! Also [`ModelReplyError`], the one error whose text is written for the model rather than
+//! for a person: what is wrong with a call or reply it made, sent back to it to fix.
 
 use std::error::Error;
 use std::fmt;
+
+/// What the model wrote (a tool call's arguments, a finishing call, a text-mode step) cannot
+/// be used. The text says what to fix and is sent back to the model as the call's result, as
+/// codex-rs does with `FunctionCallError::RespondToModel`; it names no secret and no path
+/// outside the repository, only what the model itself wrote.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ModelReplyError {
+    /// The text the model reads.
+    #[error("{0}")]
+    RespondToModel(String),
+}
+
+impl ModelReplyError {
+    /// An answer to the model saying what to fix.
+    pub(crate) fn respond(text: impl Into<String>) -> ModelReplyError {
+        ModelReplyError::RespondToModel(text.into())
+    }
+
+    /// This error with `context` around its text (`{}` stands for the text).
+    pub(crate) fn within(self, context: impl FnOnce(&str) -> String) -> ModelReplyError {
+        let ModelReplyError::RespondToModel(text) = self;
+        ModelReplyError::RespondToModel(context(&text))
+    }
+}
 
 /// `error`'s message, then each cause's, joined by `: `.
 pub(crate) fn chain(error: &(dyn Error + 'static)) -> String {

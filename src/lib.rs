@@ -40,6 +40,8 @@ pub mod tools;
 
 /// The `redline` command line: parse a [`Cli`], then [`run`] it for the exit code.
 pub use cli::{Cli, end_quietly_on_closed_stdout, parse, run};
+/// What the model wrote cannot be used; the text tells it what to fix.
+pub use errors::ModelReplyError;
 
 /// The Tokio runtime every entry point runs on: Tokio's multi-thread runtime (a worker thread
 /// per core the process may use), and on a single core a current-thread runtime. On one core

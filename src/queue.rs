@@ -19,6 +19,7 @@
 
 mod checkpoint;
 mod checks;
+mod clock;
 mod db;
 mod error;
 mod intake;
@@ -34,6 +35,7 @@ mod worker;
 
 pub use crate::forge::ForgeKind;
 pub use checks::{CheckSlot, STALE_CREATION, ShownCheck, UnsettledCheck};
+pub use clock::Clock;
 pub use error::QueueError;
 pub use store::Queue;
 pub use types::{

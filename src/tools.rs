@@ -196,15 +196,23 @@ fn error_observation(message: String) -> Observation {
     }
 }
 
+/// Why a tool call's raw arguments are not a JSON object; the model reads it.
+#[derive(Debug, thiserror::Error)]
+enum RawArgsError {
+    #[error("expected a JSON object, got `{0}`")]
+    NotAnObject(serde_json::Value),
+    #[error(transparent)]
+    Json(#[from] serde_json::Error),
+}
+
 /// Empty arguments mean `{}`; anything else must be a JSON object.
-fn parse_raw_args(raw: &str) -> Result<serde_json::Value, String> {
+fn parse_raw_args(raw: &str) -> Result<serde_json::Value, RawArgsError> {
     if raw.trim().is_empty() {
         return Ok(serde_json::Value::Object(Default::default()));
     }
-    match serde_json::from_str::<serde_json::Value>(raw) {
-        Ok(v @ serde_json::Value::Object(_)) => Ok(v),
-        Ok(other) => Err(format!("expected a JSON object, got `{other}`")),
-        Err(e) => Err(e.to_string()),
+    match serde_json::from_str::<serde_json::Value>(raw)? {
+        v @ serde_json::Value::Object(_) => Ok(v),
+        other => Err(RawArgsError::NotAnObject(other)),
     }
 }
 

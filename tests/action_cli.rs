@@ -514,12 +514,9 @@ impl GitDaemon {
             .stderr(std::process::Stdio::null())
             .spawn()
             .expect("git daemon");
-        for _ in 0..100 {
-            if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
-                break;
-            }
-            std::thread::sleep(std::time::Duration::from_millis(50));
-        }
+        crate::common::wait_until_blocking(|| {
+            std::net::TcpStream::connect(("127.0.0.1", port)).is_ok()
+        });
         GitDaemon {
             child,
             url: format!("git://127.0.0.1:{port}/{name}"),

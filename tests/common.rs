@@ -7,6 +7,9 @@ pub mod git_http;
 pub mod github_mock;
 pub mod gitlab_mock;
 pub mod model_server;
+pub mod wait;
+
+pub use wait::{wait_until, wait_until_async, wait_until_blocking};
 
 /// Says that `test` is skipped because `missing` is; on CI (`CI` set, as `.ci/run` runs)
 /// a missing backend or tool is a failure instead, so a skip never passes silently there.

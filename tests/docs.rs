@@ -325,7 +325,15 @@ fn getting_started_says_what_the_cargo_build_needs() {
         .nth(1)
         .and_then(|rest| rest.split("\n## ").next())
         .expect("an Install section");
-    for needed in ["Rust 1.85", "C compiler", "no OpenSSL", "pkg-config"] {
+    // The version the manifest declares (`rust-version = "1.94"` gives `Rust 1.94`).
+    let manifest = read(&root().join("Cargo.toml"));
+    let rust_version = manifest
+        .lines()
+        .find_map(|line| line.strip_prefix("rust-version = "))
+        .map(|value| value.trim_matches('"'))
+        .expect("a rust-version in Cargo.toml");
+    let rust = format!("Rust {rust_version}");
+    for needed in [rust.as_str(), "C compiler", "no OpenSSL", "pkg-config"] {
         assert!(
             install.contains(needed),
             "the Install section omits {needed}"

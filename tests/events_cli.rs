@@ -1,6 +1,7 @@
 //! `--events` end to end: events reach the file while the review runs, and SIGINT /
 //! SIGTERM end the file with a cancelled `run_finished` record and exit 130 / 143.
 
+use crate::common::wait::{DEADLINE, wait_until};
 use std::path::Path;
 use std::process::Stdio;
 use std::time::Duration;
@@ -32,15 +33,12 @@ fn events_in(path: &Path) -> Vec<Value> {
         .collect()
 }
 
-/// Polls `check` every 50 ms for at most 20 s.
-async fn eventually(what: &str, mut check: impl FnMut() -> bool) {
-    for _ in 0..400 {
-        if check() {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    panic!("{what} did not happen within 20 s");
+/// Waits until `check` holds ([`wait_until`]); fails the test if it never does.
+async fn eventually(what: &str, check: impl FnMut() -> bool) {
+    assert!(
+        wait_until(check).await,
+        "{what} did not happen within {DEADLINE:?}"
+    );
 }
 
 /// Sends `signal` (`INT`, `TERM`) to `child` and waits at most 20 s for it to exit.

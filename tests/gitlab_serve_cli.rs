@@ -7,8 +7,9 @@ use serde_json::{Value, json};
 use crate::common::cli;
 use crate::common::gitlab_mock::{BOT, DiffLineSpec, GitLabMock, MergeRequestSpec};
 use crate::common::model_server::ModelServer;
+use crate::common::wait_until;
 use crate::gitlab_webhook::gitlab_fixture;
-use crate::serve_cli::{Server, wait_until};
+use crate::serve_cli::Server;
 use crate::settings::support::pull_request_repo;
 use crate::threads::support::{ANSWER_TEXT, FIRST, is_chat, model};
 
@@ -74,7 +75,7 @@ impl GitLabServer {
     }
 
     pub(crate) async fn wait_for_log(&self, text: &str, times: usize) {
-        wait_until(|| self.log().matches(text).count() >= times, 300, 50).await;
+        wait_until(|| self.log().matches(text).count() >= times).await;
         assert!(
             self.log().matches(text).count() >= times,
             "{text:?} not logged {times} time(s): {}",
@@ -114,7 +115,7 @@ pub(crate) async fn reviewed(
         .deliver("Merge Request Hook", "mr-1", &hook_token(), open)
         .await;
     assert_eq!(status, 202, "{answer}");
-    wait_until(|| !gl.notes(PROJECT, IID).is_empty(), 600, 100).await;
+    wait_until(|| !gl.notes(PROJECT, IID).is_empty()).await;
     let discussion = gl
         .diff_discussions(PROJECT, IID)
         .into_iter()
@@ -173,7 +174,7 @@ async fn with_gitlab_settings_only_a_merge_request_is_reviewed_once() {
         .deliver("Merge Request Hook", "mr-1", &hook_token(), &open)
         .await;
     assert_eq!(status, 202, "{answer}: {}", server.log());
-    wait_until(|| !gl.notes(PROJECT, IID).is_empty(), 600, 100).await;
+    wait_until(|| !gl.notes(PROJECT, IID).is_empty()).await;
     let discussions = gl.diff_discussions(PROJECT, IID);
     assert_eq!(discussions.len(), 2, "{discussions:?}\n{}", server.log());
     let (status, answer) = server
@@ -206,7 +207,7 @@ async fn a_merge_request_s_commit_status_follows_its_review() {
             .last()
             .is_some_and(|s| s["status"] != "pending" && s["status"] != "running")
     };
-    wait_until(finished, 600, 100).await;
+    wait_until(finished).await;
     let statuses = gl.statuses(PROJECT, &head);
     let states: Vec<&str> = statuses
         .iter()
@@ -253,7 +254,7 @@ async fn a_reply_in_redline_s_discussion_gets_one_answer_within_the_caps() {
         assert_eq!(status, 202, "{answer}");
     }
     let answers = || replies(&gl, &discussion_id);
-    wait_until(|| !answers().is_empty(), 600, 100).await;
+    wait_until(|| !answers().is_empty()).await;
     server.wait_for_log("note not answered", 1).await;
     let posted = answers();
     assert_eq!(posted.len(), 1, "{posted:?}");
@@ -372,7 +373,7 @@ async fn a_redline_review_note_runs_for_a_developer_only() {
         status == 202 && answer.contains("queued"),
         "{status} {answer}"
     );
-    wait_until(|| !gl.notes(PROJECT, IID).is_empty(), 600, 100).await;
+    wait_until(|| !gl.notes(PROJECT, IID).is_empty()).await;
     assert_eq!(
         gl.diff_discussions(PROJECT, IID).len(),
         2,
@@ -394,7 +395,7 @@ async fn a_review_note_on_a_reviewed_head_is_answered_and_force_reviews_again() 
         .deliver("Merge Request Hook", "mr-1", &hook_token(), &open)
         .await;
     assert_eq!(status, 202, "{answer}");
-    wait_until(|| !gl.notes(PROJECT, IID).is_empty(), 600, 100).await;
+    wait_until(|| !gl.notes(PROJECT, IID).is_empty()).await;
     assert_eq!(model_calls(&model, false), 1);
     let notes = gl.notes(PROJECT, IID).len();
     let command = |body: &str| {
@@ -426,7 +427,7 @@ async fn a_review_note_on_a_reviewed_head_is_answered_and_force_reviews_again() 
             })
             .count()
     };
-    wait_until(|| answered(&gl.notes(PROJECT, IID)) == 1, 600, 100).await;
+    wait_until(|| answered(&gl.notes(PROJECT, IID)) == 1).await;
     server.wait_for_log("job finished", 3).await;
     let all = gl.notes(PROJECT, IID);
     assert_eq!(answered(&all), 1, "once per head: {all:?}");
@@ -456,7 +457,7 @@ async fn a_review_note_on_a_reviewed_head_is_answered_and_force_reviews_again() 
         )
         .await;
     assert_eq!(status, 202, "{answer}");
-    wait_until(|| model_calls(&model, false) == 2, 600, 100).await;
+    wait_until(|| model_calls(&model, false) == 2).await;
     assert_eq!(
         model_calls(&model, false),
         2,
@@ -479,7 +480,7 @@ async fn redline_ignore_dismisses_for_a_developer_and_not_for_a_reporter() {
             .deliver("Note Hook", &format!("i-{n}"), &hook_token(), &event)
             .await;
         assert_eq!(status, 202, "{answer}");
-        wait_until(|| replies().len() > n, 300, 50).await;
+        wait_until(|| replies().len() > n).await;
     }
     let replies = replies();
     assert_eq!(replies.len(), 2, "{replies:?}\n{}", server.log());

@@ -11,7 +11,7 @@ use crate::gitlab_serve_cli::{
     note_event as note, replies, reviewed,
 };
 use crate::gitlab_webhook::gitlab_fixture;
-use crate::serve_cli::wait_until;
+use crate::common::wait_until;
 use crate::threads::support::model;
 
 #[tokio::test]
@@ -76,7 +76,7 @@ async fn a_note_is_acted_on_as_gitlab_has_it_and_a_forged_note_id_is_ignored() {
         .deliver("Note Hook", "n-2", &hook_token(), &claimed)
         .await;
     assert_eq!(status, 202);
-    wait_until(|| !replies(&gl, &discussion).is_empty(), 300, 50).await;
+    wait_until(|| !replies(&gl, &discussion).is_empty()).await;
     let posted = replies(&gl, &discussion);
     assert_eq!(posted.len(), 1, "{posted:?}\n{}", server.log());
     assert!(posted[0].contains("it stays"), "{}", posted[0]);

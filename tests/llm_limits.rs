@@ -369,11 +369,7 @@ async fn a_stream_past_max_tokens_is_cut_by_the_client() {
         );
         assert!(retries.lock().unwrap().is_empty());
         // The client hung up: the server's writes fail long before its stream ends.
-        let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
-        while !server.closed_early.load(Ordering::SeqCst) && tokio::time::Instant::now() < deadline
-        {
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
+        crate::common::wait_until(|| server.closed_early.load(Ordering::SeqCst)).await;
         assert!(
             server.closed_early.load(Ordering::SeqCst),
             "{wire:?}: the client kept the stream open"

@@ -1,6 +1,7 @@
 //! Run transcripts end to end: a review writes one, `redline replay` re-runs it
 //! offline, `redline review --resume` continues a run killed mid-review.
 
+use crate::common::wait_until;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -240,13 +241,8 @@ async fn a_killed_review_resumes_with_fewer_model_calls_and_the_same_findings() 
         .spawn()
         .expect("start redline");
     // Kill -9 while the second model call waits for its reply.
-    let waited = tokio::time::timeout(Duration::from_secs(30), async {
-        while server.requests().len() < 2 {
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-    })
-    .await;
-    assert!(waited.is_ok(), "the review never made its second call");
+    let waited = wait_until(|| server.requests().len() >= 2).await;
+    assert!(waited, "the review never made its second call");
     child.kill().await.expect("kill -9");
     let before = server.requests().len();
 
@@ -308,13 +304,8 @@ async fn a_second_resume_of_a_running_run_is_refused_naming_its_process() {
         .stderr(std::process::Stdio::null())
         .spawn()
         .expect("start redline");
-    let waited = tokio::time::timeout(Duration::from_secs(30), async {
-        while slow.requests().is_empty() {
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-    })
-    .await;
-    assert!(waited.is_ok(), "the first resume never called the model");
+    let waited = wait_until(|| !slow.requests().is_empty()).await;
+    assert!(waited, "the first resume never called the model");
     let second = review(repo.path(), &slow, runs.path(), &["--resume", &id]).await;
     let pid = child.id().expect("running");
     child.kill().await.expect("kill");

@@ -10,8 +10,10 @@ use serde_json::{Value, json};
 
 use crate::common::github_mock::{GitHubMock, PullSpec};
 use crate::common::model_server::{ModelServer, Reply, Wire};
-use crate::serve_cli::{Server, pull_request_payload, wait_until};
+use crate::common::{wait_until, wait_until_async};
+use crate::serve_cli::{Server, pull_request_payload};
 use crate::settings::support::pull_request_repo;
+use redline::queue::{JobId, Queue};
 
 /// Runs each named `async fn(Option<&str>)` (the database URL; `None`: SQLite) as a test on
 /// SQLite and on PostgreSQL.
@@ -89,7 +91,7 @@ fn completed_on(gh: &GitHubMock, head: &str) -> Vec<Value> {
 }
 
 async fn wait_for_completed(gh: &GitHubMock, head: &str, count: usize) -> Vec<Value> {
-    wait_until(|| completed_on(gh, head).len() >= count, 600, 100).await;
+    wait_until(|| completed_on(gh, head).len() >= count).await;
     let runs = completed_on(gh, head);
     assert!(
         runs.len() >= count,
@@ -315,7 +317,7 @@ async fn superseded_reviews_are_cancelled_naming_the_newer_commit(database: Opti
         async move { server.deliver_signed("pull_request", id, &body).await.0 }
     };
     assert_eq!(deliver("push-1", head1.clone()).await, 202);
-    wait_until(|| !model.requests().is_empty(), 300, 50).await;
+    wait_until(|| !model.requests().is_empty()).await;
     assert_eq!(model.requests().len(), 1, "the first review is running");
     add_pull(&gh, repo.path(), &base, &head3);
     // The second push is replaced by the third before it runs.
@@ -366,22 +368,39 @@ async fn a_check_left_in_progress_by_a_killed_server_is_queued_again_and_complet
     let flags = ["--heartbeat-secs", "1", "--lease-secs", "2"];
     let mut first = Server::start_on(dir.clone(), database, &gh, &model, &flags).await;
     let body = pull_request_payload(&base, &head);
-    assert_eq!(
-        first.deliver_signed("pull_request", "k-1", &body).await.0,
-        202
-    );
-    wait_until(|| !model.requests().is_empty(), 300, 50).await;
+    let (status, answer) = first.deliver_signed("pull_request", "k-1", &body).await;
+    assert_eq!(status, 202);
+    let job = JobId(job_id(&answer).parse().expect("a job id"));
+    wait_until(|| !model.requests().is_empty()).await;
     let in_progress = |gh: &GitHubMock| {
         gh.check_run_writes()
             .iter()
             .any(|w| w["status"] == "in_progress")
     };
-    wait_until(|| in_progress(&gh), 100, 50).await;
+    wait_until(|| in_progress(&gh)).await;
     assert!(in_progress(&gh), "{:#?}", gh.check_run_writes());
     first.child.start_kill().expect("kill");
     let _ = first.child.wait().await;
-    // The dead worker's lease runs out before the restart.
-    tokio::time::sleep(Duration::from_secs(3)).await;
+    // The dead worker's lease runs out before the restart (read from the database, so the
+    // wait ends when it has).
+    let url = database.map_or_else(
+        || format!("sqlite://{}", dir.path().join("redline.db").display()),
+        str::to_string,
+    );
+    let queue = Queue::connect(&url).await.expect("the server's queue");
+    let lease_over = wait_until_async(|| async {
+        let leased = queue
+            .job(job)
+            .await
+            .expect("read the job")
+            .expect("the job");
+        leased
+            .lease_until
+            .is_some_and(|until| until < chrono::Utc::now())
+    })
+    .await;
+    assert!(lease_over, "the killed server's lease never ran out");
+    queue.close().await;
     let restarted = Server::start_on(dir, database, &gh, &model, &flags).await;
     let runs = wait_for_completed(&gh, &head, 1).await;
     assert_eq!(gh.check_runs().len(), 1, "{:#?}", gh.check_runs());
@@ -426,7 +445,7 @@ async fn without_the_checks_permission_the_review_posts_and_one_notice_says_so(
         .deliver_signed("pull_request", "p-1", &pull_request_payload(&base, &head))
         .await;
     assert_eq!(status, 202);
-    wait_until(|| !gh.reviews().is_empty() && notices(&gh) > 0, 600, 100).await;
+    wait_until(|| !gh.reviews().is_empty() && notices(&gh) > 0).await;
     assert_eq!(gh.reviews().len(), 1, "the review still posts");
     assert_eq!(notices(&gh), 1);
     assert!(gh.check_runs().is_empty());
@@ -444,7 +463,7 @@ async fn without_the_checks_permission_the_review_posts_and_one_notice_says_so(
         .deliver_signed("pull_request", "p-2", &pull_request_payload(&base, &head2))
         .await;
     assert_eq!(status, 202);
-    wait_until(|| gh.reviews().len() >= 2, 600, 100).await;
+    wait_until(|| gh.reviews().len() >= 2).await;
     server.wait_for_finished_jobs(2).await;
     assert_eq!(gh.reviews().len(), 2);
     assert_eq!(notices(&gh), 1, "the missing permission is noticed once");

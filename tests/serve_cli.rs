@@ -12,6 +12,7 @@ use crate::common::cli::{self, KEY};
 use crate::common::git::TempRepo;
 use crate::common::github_mock::{GitHubMock, PullSpec};
 use crate::common::model_server::{ModelServer, Reply, Wire};
+use crate::common::{wait_until, wait_until_async};
 use redline::llm::Secret;
 
 pub(crate) const SECRET: &str = "webhook-secret-for-tests";
@@ -139,17 +140,11 @@ impl Server {
         }
         let url = format!("http://127.0.0.1:{port}");
         let client = reqwest::Client::new();
-        for _ in 0..200 {
-            if client
-                .get(format!("{url}/healthz"))
-                .send()
-                .await
-                .is_ok_and(|r| r.status().is_success())
-            {
-                break;
-            }
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
+        wait_until_async(|| {
+            let health = client.get(format!("{url}/healthz")).send();
+            async move { health.await.is_ok_and(|r| r.status().is_success()) }
+        })
+        .await;
         Server {
             child,
             url,
@@ -181,13 +176,9 @@ impl Server {
     /// Waits (a bounded number of polls) until `count` job runs have finished: after
     /// that, a run can no longer publish anything.
     pub(crate) async fn wait_for_finished_jobs(&self, count: u64) {
-        for _ in 0..600 {
-            if self.finished_jobs().await >= count {
-                return;
-            }
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
-        panic!("fewer than {count} job runs finished");
+        let finished =
+            wait_until_async(|| async move { self.finished_jobs().await >= count }).await;
+        assert!(finished, "fewer than {count} job runs finished");
     }
 
     /// Delivers `body` signed with the webhook secret, as GitHub does.
@@ -302,7 +293,7 @@ async fn signed_webhook_becomes_one_review(one_core: bool) {
 
     let (status, answer) = server.deliver_signed("pull_request", "d-1", &body).await;
     assert_eq!(status, 202, "{answer}");
-    wait_until(|| !gh.reviews().is_empty(), 600, 100).await;
+    wait_until(|| !gh.reviews().is_empty()).await;
     let reviews = gh.reviews();
     assert_eq!(
         reviews.len(),
@@ -397,7 +388,7 @@ async fn the_cost_ceiling_bounds_a_review_and_metrics_count_its_cost() {
         )
         .await;
     assert_eq!(status, 202, "{answer}");
-    wait_until(|| !gh.issue_comments().is_empty(), 600, 100).await;
+    wait_until(|| !gh.issue_comments().is_empty()).await;
     let requests = model.requests();
     assert_eq!(requests.len(), 1);
     let allowance = requests[0].body["max_tokens"].as_u64().unwrap_or(0);
@@ -484,14 +475,14 @@ async fn a_review_that_fails_for_good_leaves_a_notice_when_configured() {
     );
     let (status, answer) = server.deliver_signed("pull_request", "d-404", &body).await;
     assert_eq!(status, 202, "{answer}");
-    wait_until(|| !gh.issue_comments().is_empty(), 600, 100).await;
+    wait_until(|| !gh.issue_comments().is_empty()).await;
     let comments = gh.issue_comments();
     assert_eq!(comments.len(), 1);
     let text = comments[0]["body"].as_str().unwrap_or_default();
     assert!(text.contains("could not review"), "{text}");
     assert!(!text.contains(KEY) && !text.contains("ghs_"), "{text}");
     assert!(model.requests().is_empty() && gh.reviews().is_empty());
-    wait_until(|| server.log().contains("giving up"), 100, 100).await;
+    wait_until(|| server.log().contains("giving up")).await;
     let log = server.log();
     assert!(
         log.contains("job failed for good; giving up"),
@@ -556,7 +547,7 @@ fn finding_at(line: u32) -> Reply {
 }
 
 async fn wait_for_reviews(gh: &GitHubMock, count: usize) {
-    wait_until(|| gh.reviews().len() >= count, 600, 100).await;
+    wait_until(|| gh.reviews().len() >= count).await;
 }
 
 #[tokio::test]
@@ -592,7 +583,7 @@ async fn a_new_push_cancels_the_running_review_and_only_the_new_head_is_reviewed
             .0,
         202
     );
-    wait_until(|| !model.requests().is_empty(), 300, 50).await;
+    wait_until(|| !model.requests().is_empty()).await;
     assert_eq!(model.requests().len(), 1, "the first review is running");
     gh.add_pull(
         "octo",
@@ -645,7 +636,7 @@ async fn a_killed_server_finishes_the_job_after_restart_exactly_once() {
             .0,
         202
     );
-    wait_until(|| !model.requests().is_empty(), 300, 50).await;
+    wait_until(|| !model.requests().is_empty()).await;
     assert_eq!(model.requests().len(), 1, "the job is in flight");
     server.child.start_kill().expect("kill");
     let _ = server.child.wait().await;
@@ -700,7 +691,7 @@ async fn a_job_taken_over_after_its_lease_continues_from_its_transcript() {
             .0,
         202
     );
-    wait_until(|| model.requests().len() >= 2, 300, 50).await;
+    wait_until(|| model.requests().len() >= 2).await;
     assert_eq!(model.requests().len(), 2, "the second call is in flight");
     server.child.start_kill().expect("kill");
     let _ = server.child.wait().await;
@@ -718,31 +709,17 @@ async fn a_job_taken_over_after_its_lease_continues_from_its_transcript() {
         1,
         "the answered first call came from the transcript"
     );
-    wait_until(
-        || {
-            std::fs::read_dir(server.dir.path().join("cache/.runs"))
-                .map(|d| d.count() == 0)
-                .unwrap_or(true)
-        },
-        100,
-        50,
-    )
+    wait_until(|| {
+        std::fs::read_dir(server.dir.path().join("cache/.runs"))
+            .map(|d| d.count() == 0)
+            .unwrap_or(true)
+    })
     .await;
     let left = std::fs::read_dir(server.dir.path().join("cache/.runs"))
         .map(|d| d.count())
         .unwrap_or(0);
     assert_eq!(left, 0, "the transcript is removed once the job is done");
     drop(restarted);
-}
-
-/// Polls `done` up to `tries` times, `pause_ms` apart (bounded; asserts come after).
-pub(crate) async fn wait_until(done: impl Fn() -> bool, tries: u32, pause_ms: u64) {
-    for _ in 0..tries {
-        if done() {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(pause_ms)).await;
-    }
 }
 
 /// compose.yaml passes every optional setting as `${VAR:-}`: empty variables are unset, so
@@ -786,26 +763,22 @@ async fn empty_variables_as_compose_passes_them_count_as_unset() {
         .spawn()
         .expect("start redline serve");
     let client = reqwest::Client::new();
-    let mut healthy = false;
-    for _ in 0..200 {
-        if let Ok(Some(status)) = child.try_wait() {
-            let mut stderr = String::new();
-            if let Some(mut pipe) = child.stderr.take() {
-                use tokio::io::AsyncReadExt;
-                pipe.read_to_string(&mut stderr).await.expect("stderr");
-            }
-            panic!("serve exited ({status}): {stderr}");
-        }
-        if client
+    // Stops at once when serve exits instead of answering.
+    let healthy = wait_until_async(|| {
+        let exited = matches!(child.try_wait(), Ok(Some(_)));
+        let health = client
             .get(format!("http://127.0.0.1:{port}/healthz"))
-            .send()
-            .await
-            .is_ok_and(|r| r.status().is_success())
-        {
-            healthy = true;
-            break;
+            .send();
+        async move { exited || health.await.is_ok_and(|r| r.status().is_success()) }
+    })
+    .await;
+    if let Ok(Some(status)) = child.try_wait() {
+        let mut stderr = String::new();
+        if let Some(mut pipe) = child.stderr.take() {
+            use tokio::io::AsyncReadExt;
+            pipe.read_to_string(&mut stderr).await.expect("stderr");
         }
-        tokio::time::sleep(Duration::from_millis(50)).await;
+        panic!("serve exited ({status}): {stderr}");
     }
     assert!(healthy, "serve never answered /healthz");
     child.kill().await.expect("stop serve");

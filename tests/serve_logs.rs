@@ -1,5 +1,6 @@
 //! What the worker pool logs when a job fails: the queue's decision, not the runner's wish.
 
+use crate::common::wait_until_async;
 use std::io::Write;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -70,12 +71,8 @@ async fn a_retryable_error_on_the_last_attempt_is_logged_as_a_final_failure() {
         },
         Arc::new(Metrics::new()),
     );
-    for _ in 0..500 {
-        if queue.job(id).await.unwrap().unwrap().state == JobState::Failed {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    wait_until_async(|| async { queue.job(id).await.unwrap().unwrap().state == JobState::Failed })
+        .await;
     pool.shutdown().await;
     assert_eq!(
         queue.job(id).await.unwrap().unwrap().state,

@@ -10,7 +10,8 @@ use redline::server::signature::sign;
 
 use crate::common::github_mock::GitHubMock;
 use crate::common::model_server::{ModelServer, Wire};
-use crate::serve_cli::{Server, wait_until};
+use crate::common::wait_until;
+use crate::serve_cli::Server;
 
 const MIB: u64 = 1024 * 1024;
 /// The budget of unverified bytes the server runs with in this test.
@@ -92,7 +93,7 @@ async fn a_burst_of_unsigned_uploads_stays_within_the_unverified_budget() {
     );
 
     let settled = || memory_of(pid).0 <= before + SETTLED_MIB * MIB;
-    wait_until(settled, 100, 100).await;
+    wait_until(settled).await;
     let (after, _) = memory_of(pid);
     eprintln!("burst: RSS after {} MiB", after / MIB);
     assert!(

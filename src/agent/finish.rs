@@ -1,6 +1,7 @@
 //! How a run ends: the tool the model calls to hand in its result, and how that
 //! result is read from the call or, leniently, from plain text.
 
+use crate::errors::ModelReplyError;
 use crate::llm::ToolSpec;
 use crate::review::parse::{Submission, parse_submission, parse_text_reply, submit_review_schema};
 
@@ -14,7 +15,7 @@ pub(crate) trait Finisher: Send + Sync {
     /// The finishing tool.
     fn spec(&self) -> ToolSpec;
     /// Reads the finishing tool's arguments; the error tells the model what to fix.
-    fn parse_args(&self, args: &serde_json::Value) -> Result<Self::Output, String>;
+    fn parse_args(&self, args: &serde_json::Value) -> Result<Self::Output, ModelReplyError>;
     /// Reads a result from a reply without tool calls, if there is one.
     fn parse_text(&self, text: &str) -> Option<Self::Output>;
 
@@ -26,13 +27,17 @@ pub(crate) trait Finisher: Send + Sync {
     }
 
     /// Reads the finishing tool's raw arguments.
-    fn parse_call(&self, raw: &str) -> Result<Self::Output, String> {
+    fn parse_call(&self, raw: &str) -> Result<Self::Output, ModelReplyError> {
         let name = self.spec().name;
         let args: serde_json::Value = serde_json::from_str(raw).map_err(|e| {
-            format!("the arguments of `{name}` are not valid JSON ({e}); call it again with a JSON object")
+            ModelReplyError::respond(format!(
+                "the arguments of `{name}` are not valid JSON ({e}); call it again with a JSON object"
+            ))
         })?;
         self.parse_args(&args).map_err(|e| {
-            format!("could not read `{name}`: {e}; call it again following its schema")
+            e.within(|text| {
+                format!("could not read `{name}`: {text}; call it again following its schema")
+            })
         })
     }
 }
@@ -72,7 +77,7 @@ impl Finisher for ReviewFinisher {
         }
     }
 
-    fn parse_args(&self, args: &serde_json::Value) -> Result<Submission, String> {
+    fn parse_args(&self, args: &serde_json::Value) -> Result<Submission, ModelReplyError> {
         parse_submission(args)
     }
 
@@ -91,7 +96,7 @@ impl Finisher for PlanFinisher {
         submit_plan_spec()
     }
 
-    fn parse_args(&self, args: &serde_json::Value) -> Result<Plan, String> {
+    fn parse_args(&self, args: &serde_json::Value) -> Result<Plan, ModelReplyError> {
         Plan::from_submission(args)
     }
 
@@ -110,7 +115,7 @@ impl Finisher for EvaluationFinisher {
         submit_evaluation_spec()
     }
 
-    fn parse_args(&self, args: &serde_json::Value) -> Result<Evaluation, String> {
+    fn parse_args(&self, args: &serde_json::Value) -> Result<Evaluation, ModelReplyError> {
         Evaluation::from_submission(args)
     }
 

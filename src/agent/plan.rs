@@ -5,6 +5,7 @@
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
 
+use crate::errors::ModelReplyError;
 use crate::llm::ToolSpec;
 use crate::review::diff::ChangeSet;
 
@@ -56,11 +57,11 @@ impl Plan {
     }
 
     /// Reads the planner's `submit_plan` arguments leniently.
-    pub(crate) fn from_submission(args: &serde_json::Value) -> Result<Plan, String> {
+    pub(crate) fn from_submission(args: &serde_json::Value) -> Result<Plan, ModelReplyError> {
         let tasks = args
             .get("tasks")
             .and_then(|t| t.as_array())
-            .ok_or("`tasks` must be a list of tasks")?;
+            .ok_or_else(|| ModelReplyError::respond("`tasks` must be a list of tasks"))?;
         let mut plan = Plan {
             version: 1,
             tasks: Vec::new(),
@@ -92,7 +93,7 @@ impl Plan {
             });
         }
         if plan.tasks.is_empty() {
-            return Err("the plan has no tasks".into());
+            return Err(ModelReplyError::respond("the plan has no tasks"));
         }
         Ok(plan)
     }

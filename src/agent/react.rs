@@ -19,6 +19,7 @@ use crate::context::{
     DEFAULT_MAX_OBSERVATION_TOKENS, FirstMessageIndex, Pruner, ReadTracker, compact,
     drop_oldest_turns, needs_summary, prune_threshold_tokens, summary_request,
 };
+use crate::errors::ModelReplyError;
 use crate::llm::tokens::TokenCounter;
 use crate::llm::{ChatModel, ChatRequest, ChatResponse, LlmError, Message, ToolCall, ToolSpec};
 use crate::review::diff::ChangeSet;
@@ -382,7 +383,10 @@ impl<F: Finisher> ReactRun<'_, F> {
         let observations = self.run_tools(&calls, history, stats).await?;
         for call in &reply.tool_calls {
             if call.name == finish_name {
-                let message = finish_error.clone().unwrap_or_default();
+                let message = finish_error
+                    .as_ref()
+                    .map(ToString::to_string)
+                    .unwrap_or_default();
                 history.push(tool_message(call, &format!("ERROR: {message}"), true));
             } else if let Some((_, observation)) =
                 observations.iter().find(|(id, _)| *id == call.id)
@@ -542,14 +546,18 @@ impl<F: Finisher> ReactRun<'_, F> {
         &self,
         reply: &ChatResponse,
         stats: &mut Stats,
-    ) -> Option<Result<F::Output, String>> {
+    ) -> Option<Result<F::Output, ModelReplyError>> {
         let name = self.finisher.spec().name;
         let call = reply.tool_calls.iter().find(|c| c.name == name)?;
         Some(self.finishing_call_of(call, stats))
     }
 
     /// Reads a finishing call, counting it and emitting its events.
-    fn finishing_call_of(&self, call: &ToolCall, stats: &mut Stats) -> Result<F::Output, String> {
+    fn finishing_call_of(
+        &self,
+        call: &ToolCall,
+        stats: &mut Stats,
+    ) -> Result<F::Output, ModelReplyError> {
         stats.tool_calls += 1;
         let step = stats.steps;
         self.ctx.events.emit(EventKind::ToolCall {

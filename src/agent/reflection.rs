@@ -8,6 +8,7 @@ use super::AgentError;
 use super::events::{EventKind, Scores, Stats};
 use super::finish::{EvaluationFinisher, ReviewFinisher};
 use super::react::{ReactRun, RunContext};
+use crate::errors::ModelReplyError;
 use crate::llm::{Message, ToolSpec};
 use crate::review::anchor::check_findings;
 use crate::review::finding::Finding;
@@ -76,7 +77,7 @@ pub struct Evaluation {
 
 impl Evaluation {
     /// Reads `submit_evaluation` arguments leniently (numbers may come as strings; scores are clamped to 0..=10).
-    pub(crate) fn from_submission(args: &serde_json::Value) -> Result<Evaluation, String> {
+    pub(crate) fn from_submission(args: &serde_json::Value) -> Result<Evaluation, ModelReplyError> {
         let number = |v: Option<&serde_json::Value>| -> Option<f64> {
             let v = v?;
             v.as_f64()
@@ -84,7 +85,9 @@ impl Evaluation {
                 .map(|n| n.clamp(0.0, 10.0))
         };
         let overall = number(args.get("overall_score").or_else(|| args.get("overall")))
-            .ok_or("`overall_score` must be a number from 0 to 10")?;
+            .ok_or_else(|| {
+                ModelReplyError::respond("`overall_score` must be a number from 0 to 10")
+            })?;
         let mut per_finding = Vec::new();
         for item in args
             .get("findings")

@@ -110,7 +110,7 @@ pub struct EvalArgs {
     /// An earlier JSON report: show the change of every figure and the cases newly caught or lost.
     #[arg(long, value_name = "FILE")]
     pub baseline: Option<PathBuf>,
-    /// Where each review's JSON Lines events go (default: $XDG_STATE_HOME/redline/eval/<time>).
+    /// Where each review's JSON Lines events go (default: `$XDG_STATE_HOME/redline/eval/<time>`).
     #[arg(long, value_name = "DIR")]
     pub events_dir: Option<PathBuf>,
     /// Model turns of each review.

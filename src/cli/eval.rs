@@ -28,7 +28,7 @@ use crate::eval::render::{
     ReportFormat, listing_summary, planted_summary, render_listing, render_mutants, render_report,
 };
 use crate::eval::report::{Report, build_report, compare, parse_report};
-use crate::eval::run::{CaseReviewer, CaseRun, PairLabel, Reviewed, run_all};
+use crate::eval::run::{CaseError, CaseReviewer, CaseRun, PairLabel, Reviewed, run_all};
 use crate::eval::score::{distinct, overlaps};
 use crate::flow::local::{
     ChangeSelection, Description, IntentSources, LocalRequest, OutputWants, Overrides, PlanChoice,
@@ -397,7 +397,7 @@ impl CaseReviewer for EngineReviewer {
     async fn review(&self, case: &Case, pair: usize) -> CaseRun {
         let Some(pair) = self.pairs.get(pair) else {
             return CaseRun {
-                result: Err(format!("no pair {pair}")),
+                result: Err(CaseError::NoPair(pair)),
                 events: None,
                 judged: None,
                 graded: None,
@@ -407,7 +407,7 @@ impl CaseReviewer for EngineReviewer {
         let result = self
             .review_case(case, pair, &events)
             .await
-            .map_err(|e| error_message(&e));
+            .map_err(|e| CaseError::Review(error_message(&e)));
         let (judged, graded) = match (&self.judge, &result) {
             (Some(judge), Ok(reviewed)) => judge.judge(case, &reviewed.findings).await,
             _ => (None, None),

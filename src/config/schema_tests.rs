@@ -127,15 +127,24 @@ fn the_schema_is_draft_2020_12_with_descriptions_types_enums_ranges_and_defaults
     );
 }
 
+/// Why a config that sets one key was refused, with the refusal's text.
+#[derive(Debug, PartialEq, thiserror::Error)]
+enum Refused {
+    #[error("does not parse: {0}")]
+    Parse(String),
+    #[error("does not resolve: {0}")]
+    Resolve(String),
+}
+
 /// The resolution of a config that sets `key` to `value` (as TOML).
-fn resolves(key: &str, value: &str) -> Result<(), String> {
+fn resolves(key: &str, value: &str) -> Result<(), Refused> {
     let (table, leaf) = match key.split_once('.') {
         Some((table, leaf)) => (format!("[{table}]\n"), leaf),
         None => (String::new(), key),
     };
     let text = format!("{table}{leaf} = {value}\n");
     let source = crate::config::ConfigSource::parse(&text, "t", crate::config::Owner::User)
-        .map_err(|e| e.to_string())?;
+        .map_err(|e| Refused::Parse(e.to_string()))?;
     let env = |_: &str| None;
     super::super::settings::resolve(super::super::settings::SettingsInput {
         flags: Default::default(),
@@ -146,7 +155,7 @@ fn resolves(key: &str, value: &str) -> Result<(), String> {
         scope: super::super::settings::Scope::Offline,
     })
     .map(|_| ())
-    .map_err(|e| e.to_string())
+    .map_err(|e| Refused::Resolve(e.to_string()))
 }
 
 /// Every range and enum the schema states is the one the code enforces: the bounds and

@@ -207,10 +207,9 @@ fn scalar_fits(value: &DeValue<'_>, schema: &Value) -> bool {
     if let (Some(pattern), Some(text)) = (
         schema.get("pattern").and_then(Value::as_str),
         value.as_str(),
-    ) {
-        if !regex::Regex::new(pattern).is_ok_and(|re| re.is_match(text)) {
-            return false;
-        }
+    ) && !regex::Regex::new(pattern).is_ok_and(|re| re.is_match(text))
+    {
+        return false;
     }
     let Some(number) = number(value) else {
         return true;

@@ -5,7 +5,7 @@
 //! Candidates are the non-merge commits whose message has one of the words of
 //! [`is_fix_message`]. A candidate is kept unless (the reason is recorded, see
 //! [`Skip`] and [`super::verdict`]): it changes no source file (only tests, docs, changelogs, lockfiles, CI
-//! or packaging, see [`super::files`]); it changes more than [`MAX_SOURCE_FILES`]
+//! or packaging, see [`crate::review::file_kind`]); it changes more than [`MAX_SOURCE_FILES`]
 //! source files or [`MAX_CHANGED_LINES`] source lines, or a binary source file; its
 //! source change is formatting, comments or docstrings, or type annotations only (told
 //! by the tree-sitter grammars of [`crate::syntax`]); or, with `require_test`, it

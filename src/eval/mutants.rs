@@ -326,20 +326,22 @@ impl Finder<'_> {
             return;
         };
         let negates = matches!(first.kind(), "!" | "not");
-        if negates && node.named_child_count() == 1 && self.on_one_line(node) {
-            if let Some(argument) = node.named_child(0) {
-                let what = format!(
-                    "negation dropped: `{}` became `{}`",
-                    self.text(node),
-                    self.text(&argument)
-                );
-                out.push(self.edit(
-                    node,
-                    MutantKind::Negation,
-                    self.text(&argument).to_string(),
-                    what,
-                ));
-            }
+        if negates
+            && node.named_child_count() == 1
+            && self.on_one_line(node)
+            && let Some(argument) = node.named_child(0)
+        {
+            let what = format!(
+                "negation dropped: `{}` became `{}`",
+                self.text(node),
+                self.text(&argument)
+            );
+            out.push(self.edit(
+                node,
+                MutantKind::Negation,
+                self.text(&argument).to_string(),
+                what,
+            ));
         }
     }
 

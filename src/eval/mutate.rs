@@ -2,7 +2,7 @@
 //! one bug ([`super::mutants`]) on one of its added source lines, per case.
 //!
 //! Choice: every candidate edit of the change's added source lines (files classified
-//! source by [`super::files`], with a grammar) in a fixed order is shuffled by a
+//! source by [`crate::review::file_kind`], with a grammar) in a fixed order is shuffled by a
 //! `StdRng` seeded with the seed, then picked greedily, each pick the first whose kind
 //! and then file have been picked least so far and whose line is not yet used; a pick
 //! whose mutant does not parse is skipped. So the same seed gives the same mutants, and

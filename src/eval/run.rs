@@ -40,11 +40,23 @@ pub(crate) struct Reviewed {
     pub stats: Stats,
 }
 
+/// Why a case's review left nothing to score.
+#[derive(Debug, Clone, thiserror::Error)]
+pub(crate) enum CaseError {
+    /// The run named a pair of configurations that does not exist.
+    #[error("no pair {0}")]
+    NoPair(usize),
+    /// The review failed: its error and causes as text ([`crate::errors::chain`]), kept as
+    /// text since a run is cloned into the report.
+    #[error("{0}")]
+    Review(String),
+}
+
 /// What one review left: what it reported, or why it failed.
 #[derive(Debug, Clone)]
 pub(crate) struct CaseRun {
     /// What the review reported, or the error.
-    pub result: Result<Reviewed, String>,
+    pub result: Result<Reviewed, CaseError>,
     /// The review's events file, when one was written.
     pub events: Option<String>,
     /// What the judge said of the findings near the bugs (`--judge`), when it was asked.
@@ -228,7 +240,7 @@ pub(crate) fn row_of(case: &Case, pair: &PairLabel, run: CaseRun, took: Duration
             row.grades = run.graded;
             row.screening = Screening::of(case, &findings, dropped, merged, &stats);
         }
-        Err(error) => row.error = Some(error),
+        Err(error) => row.error = Some(error.to_string()),
     }
     row
 }

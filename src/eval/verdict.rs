@@ -1,6 +1,6 @@
 //! The verdict on one candidate fix: kept, or skipped with the reason.
 //!
-//! A fix is judged by what it changes: the kinds of its files ([`super::files`]), the
+//! A fix is judged by what it changes: the kinds of its files ([`crate::review::file_kind`]), the
 //! size of its source change, and what its source change does ([`crate::syntax`]):
 //! formatting, comments and docstrings, or type annotations only are no behaviour fix.
 //! Invariant: judging reads objects only; it never writes to the repository.

@@ -114,11 +114,11 @@ fn findings_parser() {
             let out = format!("{submission:?}").len();
             assert_bounded("findings from text", text.len(), out, 64, 4_096);
         }
-        if let Ok(value) = serde_json::from_slice::<Value>(input) {
-            if let Ok(submission) = parse_submission(&value) {
-                let out = format!("{submission:?}").len();
-                assert_bounded("findings from JSON", input.len(), out, 64, 4_096);
-            }
+        if let Ok(value) = serde_json::from_slice::<Value>(input)
+            && let Ok(submission) = parse_submission(&value)
+        {
+            let out = format!("{submission:?}").len();
+            assert_bounded("findings from JSON", input.len(), out, 64, 4_096);
         }
     });
     assert!(tried >= MIN_CASES, "{tried}");

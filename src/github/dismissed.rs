@@ -1,5 +1,5 @@
 //! Findings a pull request's people turned down: dismissal keys (fingerprints and concern
-//! keys, see [`super::fingerprint`]), their hidden marker in the summary comment (the
+//! keys, see [`super::fingerprint`](mod@super::fingerprint)), their hidden marker in the summary comment (the
 //! Action's store), and the review threads GitHub reports resolved (GraphQL).
 //!
 //! Invariants: a key is 1 to 64 characters of `[0-9a-z-]`, so a marker can never close

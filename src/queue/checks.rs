@@ -15,7 +15,7 @@ use sqlx::Row;
 use super::db::{job_columns, job_from_row, with_pool};
 use super::error::QueueError;
 use super::lease::millis_after;
-use super::store::{Queue, now_millis};
+use super::store::Queue;
 use super::types::{Job, JobId};
 
 /// How old a creation claim must be before another process may take it over (its holder
@@ -61,7 +61,7 @@ impl Queue {
     /// Claims the creation of job `id`'s check when it has none (or a stale claim), else
     /// says what it has.
     pub async fn begin_check(&self, id: JobId) -> Result<CheckSlot, QueueError> {
-        let now = now_millis();
+        let now = self.now_millis();
         let stale_before = now.saturating_sub(millis_after(0, STALE_CREATION));
         let _turn = self.write_turn().await;
         let claimed = with_pool!(&self.db, pool => {
@@ -129,7 +129,7 @@ impl Queue {
             .bind(state)
             .bind(check_id)
             .bind(head)
-            .bind(now_millis())
+            .bind(self.now_millis())
             .execute(pool)
             .await?;
         });
@@ -162,7 +162,7 @@ impl Queue {
                  WHERE id = $1 AND check_state = 'open' RETURNING check_id, check_sha",
             )
             .bind(id.0)
-            .bind(now_millis())
+            .bind(self.now_millis())
             .fetch_optional(pool)
             .await?
             {
@@ -195,7 +195,7 @@ impl Queue {
     /// Jobs whose check is left unsettled, oldest first, at most `limit`: open on a job
     /// that finished or whose worker's lease expired, or whose creation claim went stale.
     pub async fn unsettled_checks(&self, limit: u32) -> Result<Vec<UnsettledCheck>, QueueError> {
-        let now = now_millis();
+        let now = self.now_millis();
         let stale_before = now.saturating_sub(millis_after(0, STALE_CREATION));
         with_pool!(&self.db, pool => {
             sqlx::query(concat!(

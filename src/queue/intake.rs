@@ -36,6 +36,7 @@ use tokio::sync::{Mutex, Notify, mpsc, oneshot};
 use tracing::warn;
 
 use super::checkpoint::Checkpointer;
+use super::clock::Clock;
 use super::db::Db;
 use super::error::QueueError;
 use super::intake_db::{Entry, Outcomes, Store, Work};
@@ -81,6 +82,8 @@ pub(super) struct CommitterParts {
     pub writer: Option<Arc<Mutex<()>>>,
     pub wakeup: Arc<Notify>,
     pub reaper: Reaper,
+    /// The queue's clock, for the time each group is stored at.
+    pub clock: Clock,
 }
 
 impl Intake {
@@ -215,7 +218,7 @@ async fn run_committer(
     mut receiver: mpsc::Receiver<Member>,
     counters: Arc<Counters>,
 ) {
-    let mut store = Store::new(parts.db.clone(), &parts.url);
+    let mut store = Store::new(parts.db.clone(), &parts.url, parts.clock.clone());
     let mut members = Vec::with_capacity(MAX_GROUP);
     while receiver.recv_many(&mut members, MAX_GROUP).await > 0 {
         gather_ready(&mut receiver, &mut members).await;

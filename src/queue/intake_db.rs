@@ -8,12 +8,13 @@ use sqlx::Connection;
 use sqlx::postgres::PgPool;
 use sqlx::sqlite::{SqliteConnectOptions, SqliteConnection};
 
+use super::clock::Clock;
 use super::db::{Db, is_in_memory};
 use super::error::QueueError;
 use super::intake_postgres::store_postgres;
 use super::intake_sqlite::store_sqlite;
 use super::lease::{ClaimRequest, FinishRequest, LeaseDb, Reaper};
-use super::store::{now_millis, to_db_int};
+use super::store::to_db_int;
 use super::types::{Accepted, Job, NewDelivery, NewJob, QueueOptions};
 use crate::forge::ForgeKind;
 
@@ -156,11 +157,13 @@ pub(super) struct Store {
     /// The options of the committer's own connection (SQLite files only).
     own: Option<SqliteConnectOptions>,
     conn: Option<SqliteConnection>,
+    /// The queue's clock: each group is stored at its time.
+    clock: Clock,
 }
 
 impl Store {
     /// `url` is the queue's, to tell an in-memory SQLite database.
-    pub(super) fn new(db: Db, url: &str) -> Store {
+    pub(super) fn new(db: Db, url: &str, clock: Clock) -> Store {
         let own = match &db {
             Db::Sqlite(pool) if !is_in_memory(url) => Some((*pool.connect_options()).clone()),
             _ => None,
@@ -169,6 +172,7 @@ impl Store {
             db,
             own,
             conn: None,
+            clock,
         }
     }
 
@@ -179,8 +183,9 @@ impl Store {
         work: &Work<'_>,
         reaper: &Reaper,
     ) -> Result<Outcomes, QueueError> {
+        let now = self.clock.now_millis();
         let pool = match &self.db {
-            Db::Postgres(pool) => return store_postgres_work(pool, work, reaper).await,
+            Db::Postgres(pool) => return store_postgres_work(pool, work, reaper, now).await,
             Db::Sqlite(pool) => pool,
         };
         if pool.is_closed() {
@@ -189,7 +194,7 @@ impl Store {
         }
         let Some(options) = &self.own else {
             let mut conn = pool.acquire().await?;
-            return store_sqlite(&mut conn, work, reaper).await;
+            return store_sqlite(&mut conn, work, reaper, now).await;
         };
         let conn = match &mut self.conn {
             Some(conn) => conn,
@@ -197,7 +202,7 @@ impl Store {
                 .conn
                 .insert(SqliteConnection::connect_with(options).await?),
         };
-        let stored = store_sqlite(conn, work, reaper).await;
+        let stored = store_sqlite(conn, work, reaper, now).await;
         if matches!(stored, Err(QueueError::Database(_))) {
             // The connection may be what failed: the next group opens a fresh one.
             self.conn = None;
@@ -212,13 +217,13 @@ async fn store_postgres_work(
     pool: &PgPool,
     work: &Work<'_>,
     reaper: &Reaper,
+    now: i64,
 ) -> Result<Outcomes, QueueError> {
     let mut outcomes = Outcomes::default();
     if !work.deliveries.is_empty() {
-        let accepted = store_postgres(pool, work.deliveries).await?;
+        let accepted = store_postgres(pool, work.deliveries, now).await?;
         outcomes.deliveries = accepted.into_iter().map(Ok).collect();
     }
-    let now = now_millis();
     for request in work.finishes {
         outcomes
             .finishes

@@ -19,7 +19,6 @@ use super::db::{state_from_row, to_millis};
 use super::error::QueueError;
 use super::intake_db::{Entry, Outcomes, StoredJob, Work};
 use super::lease::{LeaseDb, Reaper};
-use super::store::now_millis;
 use super::supersede::{GroupPlan, JobIds, Pr, Replaced, count_replaced, first_in_group};
 use super::types::{Accepted, JobId, JobState};
 use crate::forge::ForgeKind;
@@ -113,8 +112,8 @@ pub(super) async fn store_sqlite(
     conn: &mut SqliteConnection,
     work: &Work<'_>,
     reaper: &Reaper,
+    now: i64,
 ) -> Result<Outcomes, QueueError> {
-    let now = now_millis();
     let mut tx = conn.begin().await?;
     match store_work(&mut tx, work, reaper, now).await {
         Ok(outcomes) => {

@@ -67,6 +67,7 @@ impl Queue {
             writer: sqlite_writer.clone(),
             wakeup: Arc::clone(&wakeup),
             reaper: reaper.clone(),
+            clock: options.clock.clone(),
         });
         Ok(Queue {
             db,
@@ -81,6 +82,11 @@ impl Queue {
     /// The options in force.
     pub fn options(&self) -> &QueueOptions {
         &self.options
+    }
+
+    /// The current time by the queue's clock, in the database's milliseconds.
+    pub(super) fn now_millis(&self) -> i64 {
+        self.options.clock.now_millis()
     }
 
     /// `"sqlite"` or `"postgres"`.
@@ -117,7 +123,7 @@ impl Queue {
             Db::Sqlite(_) => self.intake.claim(request).await,
             Db::Postgres(pool) => {
                 LeaseDb::Postgres(pool)
-                    .claim(&request, &self.reaper, now_millis())
+                    .claim(&request, &self.reaper, self.now_millis())
                     .await
             }
         }
@@ -131,7 +137,7 @@ impl Queue {
         lease: Duration,
     ) -> Result<bool, QueueError> {
         let _turn = self.write_turn().await;
-        let now = now_millis();
+        let now = self.now_millis();
         let lease_until = millis_after(now, lease);
         let cancel: Option<bool> = with_pool!(&self.db, pool => {
             sqlx::query(
@@ -176,7 +182,11 @@ impl Queue {
         };
         match &self.db {
             Db::Sqlite(_) => self.intake.finish(request).await,
-            Db::Postgres(pool) => LeaseDb::Postgres(pool).finish(&request, now_millis()).await,
+            Db::Postgres(pool) => {
+                LeaseDb::Postgres(pool)
+                    .finish(&request, self.now_millis())
+                    .await
+            }
         }
     }
 
@@ -207,7 +217,7 @@ impl Queue {
             .options
             .backoff(u32::try_from(attempts).unwrap_or(u32::MAX));
         let _turn = self.write_turn().await;
-        let now = now_millis();
+        let now = self.now_millis();
         let run_at = millis_after(now, backoff);
         let state = with_pool!(&self.db, pool => {
             sqlx::query(
@@ -365,10 +375,6 @@ pub(super) fn to_db_int(value: u64, field: &'static str) -> Result<i64, QueueErr
     i64::try_from(value).map_err(|_| QueueError::InvalidJob {
         reason: format!("{field} {value} is out of range"),
     })
-}
-
-pub(super) fn now_millis() -> i64 {
-    to_millis(Utc::now())
 }
 
 fn from_millis(millis: i64) -> DateTime<Utc> {

@@ -68,10 +68,10 @@ impl<'a> GroupPlan<'a> {
         let mut last_of_pr: HashMap<Pr<'a>, usize> = HashMap::new();
         let mut replacing = Vec::new();
         for &index in &new_jobs {
-            if let Some(pr) = replacing_pr(&entries[index]) {
-                if last_of_pr.insert(pr, index).is_none() {
-                    replacing.push(pr);
-                }
+            if let Some(pr) = replacing_pr(&entries[index])
+                && last_of_pr.insert(pr, index).is_none()
+            {
+                replacing.push(pr);
             }
         }
         let jobs = new_jobs

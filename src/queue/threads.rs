@@ -10,7 +10,7 @@ use sqlx::Row;
 
 use super::db::with_pool;
 use super::error::QueueError;
-use super::store::{Queue, now_millis, to_db_int};
+use super::store::{Queue, to_db_int};
 
 impl Queue {
     /// Claims review comment `comment_id` of `repo_full_name` for an answer: `true` the
@@ -29,7 +29,7 @@ impl Queue {
             )
             .bind(repo_full_name)
             .bind(comment_id)
-            .bind(now_millis())
+            .bind(self.now_millis())
             .execute(pool)
             .await?
             .rows_affected()
@@ -64,7 +64,7 @@ impl Queue {
             .bind(repo_full_name)
             .bind(root_id)
             .bind(posted + 1)
-            .bind(now_millis())
+            .bind(self.now_millis())
             .bind(i64::from(max))
             .execute(pool)
             .await?
@@ -82,7 +82,7 @@ impl Queue {
     ) -> Result<(), QueueError> {
         let pr_number = to_db_int(pr_number, "pr_number")?;
         let _turn = self.write_turn().await;
-        let now = now_millis();
+        let now = self.now_millis();
         for key in keys {
             with_pool!(&self.db, pool => {
                 sqlx::query(

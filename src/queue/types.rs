@@ -7,6 +7,7 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
+use super::clock::Clock;
 use crate::forge::ForgeKind;
 
 /// The database id of a job.
@@ -337,6 +338,8 @@ pub struct QueueOptions {
     pub max_connections: u32,
     /// SQLite only: how long a writer waits for the database lock (default 5 s).
     pub sqlite_busy_timeout: Duration,
+    /// Where the queue reads the time (default: the system's clock; tests set their own).
+    pub clock: Clock,
 }
 
 impl Default for QueueOptions {
@@ -347,6 +350,7 @@ impl Default for QueueOptions {
             retry_cap: Duration::from_secs(600),
             max_connections: 8,
             sqlite_busy_timeout: Duration::from_secs(5),
+            clock: Clock::system(),
         }
     }
 }

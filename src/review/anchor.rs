@@ -140,7 +140,7 @@ fn anchor(mut finding: Finding, changes: &ChangeSet) -> Outcome {
     fix_side(&mut finding, file);
     let original = finding.range();
     if let Err(reason) = fit_into_hunk(&mut finding, file) {
-        return noted(finding, reason);
+        return noted(finding, reason.to_string());
     }
     if finding.side == Side::Left {
         demote_suggestion(
@@ -222,8 +222,26 @@ fn fix_side(finding: &mut Finding, file: &FileChange) {
     }
 }
 
+/// Why a finding cannot be moved into a hunk of its file (the note on the finding).
+#[derive(Debug, thiserror::Error)]
+enum Unfit {
+    #[error("the change shows no {side} lines of this file")]
+    NoLines { side: &'static str },
+    #[error(
+        "{lines} {verb} {distance} lines from the nearest changed hunk (lines {start}-{end}{base})"
+    )]
+    FarFromHunk {
+        lines: String,
+        verb: &'static str,
+        distance: u32,
+        start: u32,
+        end: u32,
+        base: &'static str,
+    },
+}
+
 /// Clamps the finding's range into the nearest hunk on its side, or says why it cannot.
-fn fit_into_hunk(finding: &mut Finding, file: &FileChange) -> Result<(), String> {
+fn fit_into_hunk(finding: &mut Finding, file: &FileChange) -> Result<(), Unfit> {
     let side = finding.side;
     let range = finding.range();
     let line = finding.line;
@@ -233,10 +251,9 @@ fn fit_into_hunk(finding: &mut Finding, file: &FileChange) -> Result<(), String>
         .filter_map(|hunk| hunk.range(side))
         .min_by_key(|hunk| (gap(&range, hunk), gap(&(line..=line), hunk)));
     let Some(hunk) = nearest else {
-        return Err(format!(
-            "the change shows no {} lines of this file",
-            side_name(side)
-        ));
+        return Err(Unfit::NoLines {
+            side: side_name(side),
+        });
     };
     let distance = gap(&range, &hunk);
     if distance > MOVE_TOLERANCE {
@@ -245,17 +262,18 @@ fn fit_into_hunk(finding: &mut Finding, file: &FileChange) -> Result<(), String>
         } else {
             "are"
         };
-        return Err(format!(
-            "{} {verb} {distance} lines from the nearest changed hunk (lines {}-{}{})",
-            describe_lines(&range),
-            hunk.start(),
-            hunk.end(),
-            if side == Side::Left {
+        return Err(Unfit::FarFromHunk {
+            lines: describe_lines(&range),
+            verb,
+            distance,
+            start: *hunk.start(),
+            end: *hunk.end(),
+            base: if side == Side::Left {
                 ", base side"
             } else {
                 ""
-            }
-        ));
+            },
+        });
     }
     finding.start_line = (*range.start()).clamp(*hunk.start(), *hunk.end());
     finding.line = line.clamp(*hunk.start(), *hunk.end());

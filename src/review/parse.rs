@@ -21,6 +21,7 @@ use serde_json::{Map, Value, json};
 
 use super::finding::Finding;
 use super::walkthrough::Area;
+use crate::errors::ModelReplyError;
 
 pub use text::parse_text_reply;
 
@@ -143,24 +144,23 @@ fn finding_schema() -> Value {
 ///
 /// Accepts the arguments object, the same object encoded as a JSON string, or a bare array
 /// of findings. Fails only when there is neither a findings list nor a summary.
-pub fn parse_submission(args: &Value) -> Result<Submission, String> {
+pub fn parse_submission(args: &Value) -> Result<Submission, ModelReplyError> {
     let decoded = decode_json_string(args);
     let args = decoded.as_ref().unwrap_or(args);
     let (items, summary) = match args {
         Value::Array(items) => (Some(items.clone()), None),
         Value::Object(map) => (findings_of(map), summary_of(map)),
         other => {
-            return Err(format!(
+            return Err(ModelReplyError::respond(format!(
                 "expected an object {{\"findings\": [...], \"summary\": \"...\"}}, got {}",
                 json_kind(other)
-            ));
+            )));
         }
     };
     if items.is_none() && summary.is_none() {
-        return Err(
-            "no `findings` list and no `summary`: submit {\"findings\": [...], \"summary\": \"...\"}"
-                .into(),
-        );
+        return Err(ModelReplyError::respond(
+            "no `findings` list and no `summary`: submit {\"findings\": [...], \"summary\": \"...\"}",
+        ));
     }
     let walkthrough = match args {
         Value::Object(map) => field(map, walkthrough::WALKTHROUGH_KEYS)

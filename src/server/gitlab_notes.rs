@@ -1,6 +1,6 @@
 //! Answers in merge request discussions for `redline serve`: the hook GitLab notes are
 //! handed to, as [`super::thread_runner`] is for GitHub's review comments, with the same
-//! rules ([`crate::thread_flow`]): cheap checks before any checkout, a claim in the
+//! rules ([`crate::flow::thread`]): cheap checks before any checkout, a claim in the
 //! database before anything is posted, `chat_max_replies` counted in the database before
 //! the model is asked, and `/redline ignore` in Redline's own discussions only.
 //!

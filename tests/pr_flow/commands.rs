@@ -2,9 +2,10 @@
 //! from the App alike (the same grammar), and no review.
 
 use std::path::Path;
-use std::time::Duration;
 
 use serde_json::{Value, json};
+
+use crate::common::wait_until;
 
 use crate::common::cli::{self, KEY};
 use crate::common::github_mock::GitHubMock;
@@ -38,16 +39,6 @@ fn usage_replies(gh: &GitHubMock) -> Vec<String> {
         .filter_map(|c| c["body"].as_str().map(str::to_string))
         .filter(|body| body.contains(USAGE) && body.contains("--now"))
         .collect()
-}
-
-/// Waits (bounded) until `done`.
-async fn wait_for(done: impl Fn() -> bool) {
-    for _ in 0..300 {
-        if done() {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
 }
 
 #[tokio::test]
@@ -88,14 +79,14 @@ async fn the_app_replies_with_the_usage_once() {
     let body = comment_event(true).to_string().into_bytes();
     let (status, answer) = server.deliver_signed("issue_comment", "c-1", &body).await;
     assert_eq!(status, 202, "{answer}");
-    wait_for(|| !usage_replies(&gh).is_empty()).await;
+    wait_until(|| !usage_replies(&gh).is_empty()).await;
     assert_eq!(usage_replies(&gh).len(), 1);
 
     // The same comment delivered again (a new delivery id) is answered by the same reply: not posted again.
     let lists_before = comment_lists(&gh);
     let (status, _) = server.deliver_signed("issue_comment", "c-2", &body).await;
     assert_eq!(status, 202);
-    wait_for(|| comment_lists(&gh) > lists_before).await;
+    wait_until(|| comment_lists(&gh) > lists_before).await;
     assert!(
         comment_lists(&gh) > lists_before,
         "the reply was considered"

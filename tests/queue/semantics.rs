@@ -7,14 +7,16 @@ use redline::queue::{
     ReviewTrigger,
 };
 
-use super::support::{TestDb, delivery, enqueue, requested_job, review_job, test_options};
+use super::support::{
+    TestClock, TestDb, delivery, enqueue, requested_job, review_job, test_options,
+};
 
 const LONG: Duration = Duration::from_secs(60);
 const TINY: Duration = Duration::from_millis(5);
 
-/// Longer than [`TINY`], so a lease taken with it has expired.
-async fn let_tiny_lease_expire() {
-    tokio::time::sleep(Duration::from_millis(30)).await;
+/// Moves the queue's clock past [`TINY`], so a lease taken with it has expired.
+fn let_tiny_lease_expire(clock: &TestClock) {
+    clock.advance(Duration::from_millis(30));
 }
 
 crate::backend_tests!(
@@ -139,10 +141,15 @@ async fn live_lease_is_not_reclaimed(db: &TestDb) {
 }
 
 async fn expired_lease_is_reclaimed_and_the_old_worker_is_fenced_off(db: &TestDb) {
-    let queue = db.queue().await;
+    let clock = TestClock::new();
+    let queue = db.queue_with(clock.options()).await;
     let id = enqueue(&queue, 1).await;
     let first = queue.claim("old", TINY).await.unwrap().expect("claimed");
-    let_tiny_lease_expire().await;
+    assert!(
+        queue.claim("new", LONG).await.unwrap().is_none(),
+        "the lease holds until the clock passes it"
+    );
+    let_tiny_lease_expire(&clock);
     let second = queue.claim("new", LONG).await.unwrap().expect("re-claimed");
     assert_eq!((first.id, second.id), (id, id));
     assert_eq!(second.attempts, 2);
@@ -294,11 +301,12 @@ async fn one_running_job_per_pr(db: &TestDb) {
 }
 
 async fn expired_job_that_was_asked_to_stop_is_not_rerun(db: &TestDb) {
-    let queue = db.queue().await;
+    let clock = TestClock::new();
+    let queue = db.queue_with(clock.options()).await;
     let stale = enqueue(&queue, 1).await;
     queue.claim("dead", TINY).await.unwrap().expect("claimed");
     let newer = enqueue(&queue, 1).await;
-    let_tiny_lease_expire().await;
+    let_tiny_lease_expire(&clock);
     assert_eq!(queue.claim("w", LONG).await.unwrap().unwrap().id, newer);
     assert_eq!(
         queue.job(stale).await.unwrap().unwrap().state,
@@ -307,15 +315,13 @@ async fn expired_job_that_was_asked_to_stop_is_not_rerun(db: &TestDb) {
 }
 
 async fn retries_with_backoff_then_fails(db: &TestDb) {
-    let queue = db.queue().await;
+    let clock = TestClock::new();
+    let queue = db.queue_with(clock.options()).await;
     let id = enqueue(&queue, 1).await;
     for attempt in 1..=3u32 {
-        let job = loop {
-            if let Some(job) = queue.claim("w", LONG).await.unwrap() {
-                break job;
-            }
-            tokio::time::sleep(Duration::from_millis(2)).await;
-        };
+        // Past the longest backoff (`retry_cap`), so the retry is due.
+        clock.advance(test_options().retry_cap);
+        let job = queue.claim("w", LONG).await.unwrap().expect("due");
         assert_eq!((job.id, job.attempts), (id, attempt));
         let outcome = queue
             .fail(id, "w", &format!("boom {attempt}"), RetryDecision::Retry)
@@ -343,11 +349,12 @@ async fn retries_with_backoff_then_fails(db: &TestDb) {
 }
 
 async fn backoff_delays_the_retry(db: &TestDb) {
+    let clock = TestClock::new();
     let queue = db
         .queue_with(QueueOptions {
             retry_base: Duration::from_secs(3600),
             retry_cap: Duration::from_secs(7200),
-            ..test_options()
+            ..clock.options()
         })
         .await;
     let id = enqueue(&queue, 1).await;
@@ -366,6 +373,13 @@ async fn backoff_delays_the_retry(db: &TestDb) {
         "not due yet"
     );
     assert_eq!(queue.depth().await.unwrap(), 1);
+    clock.advance(Duration::from_secs(3600));
+    let retried = queue
+        .claim("w", LONG)
+        .await
+        .unwrap()
+        .expect("due an hour later");
+    assert_eq!((retried.id, retried.attempts), (id, 2));
 }
 
 async fn permanent_failure_is_not_retried(db: &TestDb) {

@@ -4,17 +4,21 @@ use std::borrow::Cow;
 use std::future::Future;
 use std::str::FromStr;
 use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use chrono::Utc;
+use chrono::{DateTime, Utc};
 use redline::queue::{
-    Accepted, ForgeKind, JobId, JobKind, NewDelivery, NewJob, Queue, QueueOptions, ReviewTrigger,
+    Accepted, Clock, ForgeKind, JobId, JobKind, NewDelivery, NewJob, Queue, QueueOptions,
+    ReviewTrigger,
 };
 use sqlx::migrate::{Migration, MigrationType, Migrator};
 use sqlx::postgres::PgPool;
 use sqlx::sqlite::{SqliteConnectOptions, SqlitePool};
 use sqlx::{Executor, SqlSafeStr};
 use tempfile::TempDir;
+
+use crate::common::wait_until_async;
 
 /// Where the optional PostgreSQL tests connect.
 pub const POSTGRES_URL_VAR: &str = "REDLINE_TEST_POSTGRES_URL";
@@ -175,6 +179,36 @@ impl TestDb {
     }
 }
 
+/// The queue's time in a test: it starts at the real time and moves only when the test moves
+/// it, so a lease runs out or a retry falls due without a sleep.
+#[derive(Clone)]
+pub struct TestClock(Arc<Mutex<DateTime<Utc>>>);
+
+impl TestClock {
+    pub fn new() -> TestClock {
+        TestClock(Arc::new(Mutex::new(Utc::now())))
+    }
+
+    /// The queue's view of this time.
+    pub fn clock(&self) -> Clock {
+        let now = Arc::clone(&self.0);
+        Clock::from_fn(move || *now.lock().unwrap())
+    }
+
+    /// Moves the time forward by `by`.
+    pub fn advance(&self, by: Duration) {
+        *self.0.lock().unwrap() += chrono::Duration::from_std(by).unwrap();
+    }
+
+    /// [`test_options`] on this clock.
+    pub fn options(&self) -> QueueOptions {
+        QueueOptions {
+            clock: self.clock(),
+            ..test_options()
+        }
+    }
+}
+
 /// Millisecond retries, few connections.
 pub fn test_options() -> QueueOptions {
     QueueOptions {
@@ -248,20 +282,13 @@ pub async fn enqueue(queue: &Queue, pr: u64) -> JobId {
     }
 }
 
-/// Waits (polling every few milliseconds, at most 20 s) until `check` holds.
-pub async fn eventually<F, Fut>(what: &str, mut check: F)
+/// Waits until `check` holds ([`wait_until_async`]); fails the test if it never does.
+pub async fn eventually<F, Fut>(what: &str, check: F)
 where
     F: FnMut() -> Fut,
     Fut: Future<Output = bool>,
 {
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
-    while !check().await {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "gave up waiting: {what}"
-        );
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
+    assert!(wait_until_async(check).await, "gave up waiting: {what}");
 }
 
 /// Runs each named `async fn(&TestDb)` as a test on SQLite and on PostgreSQL.

@@ -208,7 +208,9 @@ fn encoded_arguments_bare_arrays_and_missing_parts() {
         parse_submission(&json!({"findings": "[{\"path\":\"a.rs\",\"line\":2,\"title\":\"t\",}]"}))
             .unwrap();
     assert_eq!(findings_as_text.findings.len(), 1);
-    let err = parse_submission(&json!({"verdict": "fine"})).unwrap_err();
+    let err = parse_submission(&json!({"verdict": "fine"}))
+        .unwrap_err()
+        .to_string();
     assert!(err.contains("findings") && err.contains("summary"), "{err}");
 }
 

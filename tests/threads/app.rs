@@ -1,9 +1,8 @@
 //! `redline serve` answers replies in its review threads: once, only to people who may
 //! read the repository, never to a bot, at most `chat_max_replies` times per thread.
 
-use super::support::{
-    ANSWER_TEXT, FIRST, PR_BODY, PR_TITLE, Reviewed, is_chat, model_with, wait_for,
-};
+use super::support::{ANSWER_TEXT, FIRST, PR_BODY, PR_TITLE, Reviewed, is_chat, model_with};
+use crate::common::wait_until;
 
 const NOT_ANSWERED: &str = "review comment not answered";
 
@@ -33,7 +32,7 @@ async fn a_reply_in_redline_s_thread_gets_one_answer_under_a_storm_and_redeliver
     for (status, answer) in futures::future::join_all(deliveries).await {
         assert_eq!(status, 202, "{answer}");
     }
-    wait_for(|| !reviewed.answers(root).is_empty()).await;
+    wait_until(|| !reviewed.answers(root).is_empty()).await;
     reviewed.wait_for_log(NOT_ANSWERED, 4).await;
     // GitHub's redelivery keeps the delivery id; a later one of the same comment is new.
     let (status, answer) = reviewed.redeliver(id, root, question, "storm-0").await;
@@ -126,7 +125,7 @@ async fn answers_per_thread_stop_at_chat_max_replies() {
     reviewed
         .reply(root, "alice", "User", "Why is this a bug?", "q-1")
         .await;
-    wait_for(|| reviewed.answers(root).len() == 1).await;
+    wait_until(|| reviewed.answers(root).len() == 1).await;
     reviewed
         .reply(root, "alice", "User", "And how would you fix it?", "q-2")
         .await;
@@ -152,7 +151,7 @@ async fn concurrent_replies_in_one_thread_get_at_most_chat_max_replies_answers()
         .map(|(body, delivery)| reviewed.reply(root, "alice", "User", body, delivery));
     futures::future::join_all(replies).await;
     reviewed.wait_for_log("chat_max_replies reached", 4).await;
-    wait_for(|| reviewed.answers(root).len() >= 2).await;
+    wait_until(|| reviewed.answers(root).len() >= 2).await;
     assert_eq!(reviewed.answers(root).len(), 2);
     assert_eq!(chat_requests(&reviewed), 2, "no model call past the cap");
 }

@@ -4,14 +4,15 @@
 //! outdated threads that the new review did not raise again. A refused or malformed
 //! command is answered once per thread, however often it is repeated.
 
-use super::support::{FIRST, Reviewed, SECOND, wait_for};
+use super::support::{FIRST, Reviewed, SECOND};
+use crate::common::wait_until;
 
 /// Replies `body` in the first finding's thread, waits for the answer, then pushes.
 async fn reply_then_push(body: &str) -> Reviewed {
     let reviewed = Reviewed::start(None, false).await;
     let root = reviewed.root(FIRST);
     reviewed.reply(root, "alice", "User", body, "d-1").await;
-    wait_for(|| !reviewed.answers(root).is_empty()).await;
+    wait_until(|| !reviewed.answers(root).is_empty()).await;
     assert_eq!(reviewed.answers(root).len(), 1, "{}", reviewed.server.log());
     reviewed.push().await;
     reviewed
@@ -66,7 +67,7 @@ async fn only_the_author_or_a_writer_dismisses() {
     reviewed
         .reply(root, "bob", "User", "/redline ignore", "b-1")
         .await;
-    wait_for(|| !reviewed.answers(root).is_empty()).await;
+    wait_until(|| !reviewed.answers(root).is_empty()).await;
     let reply = reviewed.answers(root)[0]["body"].to_string();
     assert!(reply.contains("Only the pull request's author"), "{reply}");
     reviewed.push().await;
@@ -82,13 +83,13 @@ async fn a_storm_of_refused_or_bad_commands_gets_one_reply_each_kind() {
         reviewed
             .reply(root, "bob", "User", "/redline ignore", &format!("i-{n}"))
             .await;
-        wait_for(|| reviewed.answers(root).len() == 1).await;
+        wait_until(|| reviewed.answers(root).len() == 1).await;
     }
     for n in 0..3 {
         reviewed
             .reply(root, "bob", "User", "/redline bogus", &format!("u-{n}"))
             .await;
-        wait_for(|| reviewed.answers(root).len() == 2).await;
+        wait_until(|| reviewed.answers(root).len() == 2).await;
     }
     reviewed
         .wait_for_log("the same reply is already in the thread", 4)

@@ -1,7 +1,7 @@
 //! A pull request reviewed by the App, its threads, and the events that reply in them.
 
+use crate::common::wait_until;
 use std::path::Path;
-use std::time::Duration;
 
 use serde_json::{Value, json};
 
@@ -137,7 +137,7 @@ impl Reviewed {
             .await;
         assert_eq!(status, 202, "{answer}");
         let gh = &self.gh;
-        wait_for(|| summaries(gh).iter().any(|s| s.contains(head))).await;
+        wait_until(|| summaries(gh).iter().any(|s| s.contains(head))).await;
         assert!(
             summaries(gh).iter().any(|s| s.contains(head)),
             "no review of {head}: {}",
@@ -238,7 +238,7 @@ impl Reviewed {
     /// Waits until the server logged `text` at least `times` times.
     pub async fn wait_for_log(&self, text: &str, times: usize) {
         let server = &self.server;
-        wait_for(|| server.log().matches(text).count() >= times).await;
+        wait_until(|| server.log().matches(text).count() >= times).await;
         assert!(
             server.log().matches(text).count() >= times,
             "{text:?} not logged {times} time(s): {}",
@@ -297,14 +297,4 @@ pub fn event_of(
     event["repository"]["owner"]["login"] = json!("octo");
     event["installation"]["id"] = json!(9);
     event.to_string().into_bytes()
-}
-
-/// Waits (bounded, 15 s) until `done`.
-pub async fn wait_for(done: impl Fn() -> bool) {
-    for _ in 0..300 {
-        if done() {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
 }

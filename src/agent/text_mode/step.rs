@@ -19,6 +19,7 @@ use serde_json::Value;
 use super::TextStep;
 use super::json_repair::{RepairError, balanced_len, kind_of, repair_object};
 use super::labels::{Label, Section, Sections};
+use crate::errors::ModelReplyError;
 
 /// Action names that mean "no tool" (compared in lower case).
 const NO_TOOL: &[&str] = &[
@@ -51,18 +52,18 @@ const INPUT_EXAMPLE: &str = r#"{"path": "src/lib.rs"}"#;
 pub(super) fn decide(split: &Sections<'_>) -> TextStep {
     let thought = thought_of(split);
     let sections = &split.sections;
-    if let Some(index) = chosen_action(sections) {
-        if let Some(step) = action_step(sections, index, &thought) {
-            return step;
-        }
+    if let Some(index) = chosen_action(sections)
+        && let Some(step) = action_step(sections, index, &thought)
+    {
+        return step;
     }
     if let Some(answer) = sections.iter().find(|s| s.label == Label::FinalAnswer) {
         return final_step(answer.value, thought);
     }
-    if sections.is_empty() {
-        if let Some(step) = blob_step(split.preamble, &thought) {
-            return step;
-        }
+    if sections.is_empty()
+        && let Some(step) = blob_step(split.preamble, &thought)
+    {
+        return step;
     }
     unparseable(missing_label_reason(split))
 }
@@ -103,15 +104,15 @@ fn action_step(
         .take_while(|s| s.label != Label::Action)
         .find(|s| s.label == Label::ActionInput)
         .map(|s| s.value);
-    if input.is_none() {
-        if let Some(step) = blob_step(value, thought) {
-            return Some(step);
-        }
+    if input.is_none()
+        && let Some(step) = blob_step(value, thought)
+    {
+        return Some(step);
     }
     let named = match parse_action(value) {
         Ok(Some(named)) => named,
         Ok(None) => return no_tool_step(sections, value, input, thought),
-        Err(reason) => return Some(unparseable(reason)),
+        Err(reason) => return Some(unparseable(reason.to_string())),
     };
     let raw_input = input.or(named.inline_args.as_deref()).unwrap_or("");
     Some(match normalise_input(raw_input) {
@@ -161,7 +162,7 @@ struct NamedAction {
 }
 
 /// Reads the value of `Action:`; `Ok(None)` when it names no tool.
-fn parse_action(value: &str) -> Result<Option<NamedAction>, String> {
+fn parse_action(value: &str) -> Result<Option<NamedAction>, ModelReplyError> {
     let value = value.trim();
     let first_line = value.lines().next().unwrap_or_default();
     let plain = first_line
@@ -182,10 +183,10 @@ fn parse_action(value: &str) -> Result<Option<NamedAction>, String> {
     let mut inline_args = None;
     if rest.starts_with('(') {
         let len = balanced_len(rest).ok_or_else(|| {
-            format!(
+            ModelReplyError::respond(format!(
                 "the parenthesis in `Action: {}` never closes",
                 shorten(first_line)
-            )
+            ))
         })?;
         inline_args = Some(call_arguments(
             tool_name(text, name_len),
@@ -196,10 +197,10 @@ fn parse_action(value: &str) -> Result<Option<NamedAction>, String> {
     let rest = rest.trim_start_matches([' ', '\t', '.', ';', ':']);
     let rest_of_line = rest.lines().next().unwrap_or_default().trim();
     if tool.is_empty() || !(rest_of_line.is_empty() || looks_like_json(rest_of_line)) {
-        return Err(format!(
+        return Err(ModelReplyError::respond(format!(
             "`Action:` must be followed by just the name of one tool (e.g. `Action: read_file`), but it reads `{}`. Put the arguments on an `Action Input:` line",
             shorten(first_line)
-        ));
+        )));
     }
     if inline_args.is_none() {
         let rest = rest.trim();
@@ -217,7 +218,7 @@ fn tool_name(text: &str, name_len: usize) -> &str {
 
 /// The arguments of `tool(...)`: an object as written, or keyword arguments
 /// (`path="a", start_line=3`) as one; positional arguments cannot be named, so they are refused.
-fn call_arguments(tool: &str, inner: &str) -> Result<String, String> {
+fn call_arguments(tool: &str, inner: &str) -> Result<String, ModelReplyError> {
     let inner = inner.trim();
     if inner.is_empty() || inner.starts_with('{') {
         return Ok(inner.to_string());
@@ -230,18 +231,37 @@ fn call_arguments(tool: &str, inner: &str) -> Result<String, String> {
     if key_len > 0 && (after_key.starts_with('=') || after_key.starts_with(':')) {
         return Ok(format!("{{{inner}}}"));
     }
-    Err(format!(
+    Err(ModelReplyError::respond(format!(
         "`{tool}({})` passes arguments without names. Write `Action: {tool}` and then the named arguments as one JSON object on an `Action Input:` line, e.g. {INPUT_EXAMPLE}",
         shorten(inner)
-    ))
+    )))
 }
 
 fn looks_like_json(text: &str) -> bool {
     text.starts_with('{') || text.starts_with("```") || text.starts_with("`{")
 }
 
+/// What is wrong with the arguments of a text-mode action; each reads as the end of a sentence
+/// that names them ("the Action Input for `read_file` is plain text ..."), which the model
+/// reads.
+#[derive(Debug, thiserror::Error)]
+enum InputProblem {
+    /// Valid JSON of another kind than an object.
+    #[error("is {0}")]
+    Kind(&'static str),
+    /// Valid JSON of another kind than an object, with an excerpt of it.
+    #[error("is {kind} (`{excerpt}`)")]
+    KindShown { kind: &'static str, excerpt: String },
+    /// An object that does not parse, even after repair.
+    #[error("is not valid JSON ({0})")]
+    InvalidJson(String),
+    /// Not JSON at all.
+    #[error("is plain text (`{0}`), not a JSON object")]
+    PlainText(String),
+}
+
 /// The normalised JSON object text of an `Action Input:`, or what is wrong with it.
-fn normalise_input(raw: &str) -> Result<String, String> {
+fn normalise_input(raw: &str) -> Result<String, InputProblem> {
     let body = strip_code(raw.trim());
     if body.is_empty() || matches!(body, "null" | "None" | "none") {
         return Ok("{}".to_string());
@@ -254,15 +274,15 @@ fn normalise_input(raw: &str) -> Result<String, String> {
     match repair_object(json) {
         Ok(map) => Ok(Value::Object(map).to_string()),
         Err(RepairError::NotAnObject(kind)) => {
-            double_encoded_object(json).ok_or_else(|| format!("is {kind} (`{}`)", shorten(json)))
+            double_encoded_object(json).ok_or_else(|| InputProblem::KindShown {
+                kind,
+                excerpt: shorten(json),
+            })
         }
         Err(RepairError::Invalid(message)) if json.starts_with('{') => {
-            Err(format!("is not valid JSON ({message})"))
+            Err(InputProblem::InvalidJson(message))
         }
-        Err(_) => Err(format!(
-            "is plain text (`{}`), not a JSON object",
-            shorten(json)
-        )),
+        Err(_) => Err(InputProblem::PlainText(shorten(json))),
     }
 }
 
@@ -328,7 +348,7 @@ fn blob_step(text: &str, thought: &Option<String>) -> Option<TextStep> {
         None | Some(Value::Null) => Ok("{}".to_string()),
         Some(object @ Value::Object(_)) => Ok(object.to_string()),
         Some(Value::String(text)) => normalise_input(text),
-        Some(other) => Err(format!("is {}", kind_of(other))),
+        Some(other) => Err(InputProblem::Kind(kind_of(other))),
     };
     Some(match input {
         Ok(input) => TextStep::Action {

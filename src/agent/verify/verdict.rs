@@ -22,6 +22,7 @@ use regex::Regex;
 use serde_json::{Value, json};
 
 use crate::agent::finish::Finisher;
+use crate::errors::ModelReplyError;
 use crate::llm::ToolSpec;
 
 /// The tool the verifier hands its verdicts in with.
@@ -257,13 +258,13 @@ impl Finisher for VerdictFinisher {
         }
     }
 
-    fn parse_args(&self, args: &Value) -> Result<Verdicts, String> {
+    fn parse_args(&self, args: &Value) -> Result<Verdicts, ModelReplyError> {
         let verdicts = parse_verdict_args(args, self.count);
         if verdicts.is_empty() {
-            return Err(format!(
+            return Err(ModelReplyError::respond(format!(
                 "no verdict could be read; give one per finding id F1 to F{}, each with `verdict` `keep` or `drop` and a one-line `reason`",
                 self.count
-            ));
+            )));
         }
         Ok(verdicts)
     }
@@ -372,7 +373,8 @@ mod tests {
         assert_eq!(decision(&verdicts, 3), Some((Decision::Keep, "shown")));
         let error = finisher
             .parse_args(&json!({"verdicts": "all good"}))
-            .unwrap_err();
+            .unwrap_err()
+            .to_string();
         assert!(error.contains("F1 to F3"), "{error}");
         assert!(finisher.parse_args(&json!([1, 2])).is_err());
     }

@@ -3,6 +3,7 @@
 use serde_json::{Map, Value};
 
 use super::field;
+use crate::errors::ModelReplyError;
 use crate::review::finding::{Category, Finding, Severity, Side};
 
 const PATH_KEYS: &[&str] = &["path", "file", "filename", "filepath"];
@@ -48,12 +49,12 @@ const CATEGORY_KEYS: &[&str] = &["category", "type", "kind"];
 const MAX_DERIVED_TITLE: usize = 100;
 
 /// Parses one item, or says why it cannot be used.
-pub(super) fn parse_finding(value: &Value) -> Result<Finding, String> {
+pub(super) fn parse_finding(value: &Value) -> Result<Finding, ModelReplyError> {
     let Value::Object(map) = value else {
-        return Err(format!(
+        return Err(ModelReplyError::respond(format!(
             "expected an object, got {}",
             super::json_kind(value)
-        ));
+        )));
     };
     let body = text_field(map, BODY_KEYS).unwrap_or_default();
     let title = match text_field(map, TITLE_KEYS) {
@@ -66,18 +67,23 @@ pub(super) fn parse_finding(value: &Value) -> Result<Finding, String> {
         format!(" (\"{title}\")")
     };
     if title.is_empty() {
-        return Err("no title and no body".into());
+        return Err(ModelReplyError::respond("no title and no body"));
     }
-    let raw_path = text_field(map, PATH_KEYS).ok_or_else(|| format!("no `path`{label}"))?;
+    let raw_path = text_field(map, PATH_KEYS)
+        .ok_or_else(|| ModelReplyError::respond(format!("no `path`{label}")))?;
     let (path, line_in_path) = split_line_from_path(&raw_path);
     let (range_start, line) = match field(map, LINE_KEYS) {
-        Some(value) => {
-            line_spec(value).ok_or_else(|| format!("`line` {value} is not a line number{label}"))?
+        Some(value) => line_spec(value).ok_or_else(|| {
+            ModelReplyError::respond(format!("`line` {value} is not a line number{label}"))
+        })?,
+        None => {
+            line_in_path.ok_or_else(|| ModelReplyError::respond(format!("no `line`{label}")))?
         }
-        None => line_in_path.ok_or_else(|| format!("no `line`{label}"))?,
     };
     if line == 0 {
-        return Err(format!("`line` must be 1 or more{label}"));
+        return Err(ModelReplyError::respond(format!(
+            "`line` must be 1 or more{label}"
+        )));
     }
     let start_line = field(map, START_KEYS)
         .and_then(line_spec)

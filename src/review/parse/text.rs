@@ -69,7 +69,7 @@ const HEDGES: &[&str] = &[
 /// unlabelled), then bare in the text. JSON may have trailing commas and `//` comments.
 /// The first value that is an object with a findings array (also when wrapped as a tool
 /// call under `arguments`, `parameters` or `input`), or a non-empty array of finding
-/// objects, is parsed with [`parse_submission`](super::parse_submission). When it has no summary, the prose
+/// objects, is parsed with [`parse_submission`]. When it has no summary, the prose
 /// around it becomes the summary.
 ///
 /// A reply without JSON counts as an explicit "no issues" answer only under a narrow rule,
