@@ -6,12 +6,12 @@
 use serde_json::json;
 
 use crate::common::gitlab_mock::BOT;
+use crate::common::wait_until;
 use crate::gitlab_serve_cli::{
     GitLabServer, IID, PATH, PROJECT, SECRET, hook_token, merge_request, model_calls,
     note_event as note, replies, reviewed,
 };
 use crate::gitlab_webhook::gitlab_fixture;
-use crate::common::wait_until;
 use crate::threads::support::model;
 
 #[tokio::test]

@@ -293,7 +293,7 @@ fn extend(equal: &Equal<'_, '_>, ops: &[Op]) -> Vec<Op> {
 }
 
 /// The alignment of the lines between two anchors: a longest common
-/// subsequence (the gaps are at most [`MAX_GAP`] lines on each side).
+/// subsequence (the gaps are at most [`MAX_GAP`](super::detect::MAX_GAP) lines on each side).
 fn gap_ops(
     equal: &Equal<'_, '_>,
     added: std::ops::Range<usize>,

@@ -26,7 +26,7 @@ pub(crate) const MIN_ANCHOR_CHARS: usize = 6;
 pub(crate) const MIN_SIMILARITY_PERCENT: usize = 60;
 
 /// Share of a line's characters kept at its ends for it to count as the same
-/// line edited ([`Equal::near`]) at the edge of a move.
+/// line edited (`Equal::near` in `align`) at the edge of a move.
 pub(crate) const NEAR_PERCENT: usize = 70;
 
 /// Most edit lines (`-` and `+`) a move may print, in percent of its head
@@ -44,7 +44,7 @@ thread_local! {
 
 /// Counts `units` of detection work: a line indexed or looked up, an open
 /// chain or a candidate's taken spans consulted, a pair of lines compared. The
-/// scaling test reads it ([`work_of`]); other builds count nothing.
+/// scaling test reads it (`work_of`); other builds count nothing.
 #[inline]
 pub(super) fn work(units: usize) {
     #[cfg(test)]
