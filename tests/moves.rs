@@ -493,3 +493,31 @@ async fn a_renamed_seven_line_helper_moved_between_files_is_a_move_with_its_edit
     assert!(!text.contains("+def read_port"), "{text}");
     assert!(!text.contains("parse_port(text, default):\n"), "{text}");
 }
+
+#[tokio::test]
+async fn a_finding_on_a_moved_line_the_first_message_did_not_print_is_anchored_there() {
+    let repo = moved_repo("");
+    // Line 25 of pkg/core.py is inside the moved block (12-35): only its move line and
+    // the edit at 20-21 were printed, yet it is part of the change.
+    let finding = json!({"path": "pkg/core.py", "line": 25, "severity": "major",
+        "category": "bug", "title": "Moved line", "body": "A problem on a moved line."});
+    let server = ModelServer::start(Wire::OpenAi, vec![submit(vec![finding], "one")]).await;
+    let run = cli::review(
+        repo.path(),
+        &server.base_url(),
+        "openai",
+        &["--format", "json", "--strategy", "react"],
+    )
+    .await;
+    let out = run.success_json();
+    let first = server.requests()[0].first_user_text();
+    assert_shows_the_moves(&first);
+    assert!(
+        first.contains("a finding may point at any of them"),
+        "{first}"
+    );
+    let findings = out["findings"].as_array().cloned().unwrap_or_default();
+    assert_eq!(findings.len(), 1, "{out}");
+    assert_eq!(findings[0]["path"], "pkg/core.py", "{out}");
+    assert_eq!(findings[0]["line"], 25, "{out}");
+}

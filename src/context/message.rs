@@ -146,4 +146,4 @@ fn no_content_note(file: &FileChange) -> String {
 }
 
 /// How moved code is shown, said once when the change moves any.
-const MOVES_NOTE: &str = "Moved code is one line, `FIRST-LAST ~ moved from `PATH:A-B``, standing for those head lines, followed only by its edits against the original (`-` lines carry the original's base numbers), after any renaming it names (`renamed `OLD` to `NEW``). Read any base lines with `read_file` and `\"revision\": \"base\"`.\n";
+const MOVES_NOTE: &str = "Moved code is one line, `FIRST-LAST ~ moved from `PATH:A-B``, standing for those head lines, followed only by its edits against the original (`-` lines carry the original's base numbers), after any renaming it names (`renamed `OLD` to `NEW``). Its head lines are part of the change: `read_file` shows them and a finding may point at any of them. Read any base lines with `read_file` and `\"revision\": \"base\"`.\n";
