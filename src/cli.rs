@@ -15,18 +15,18 @@ mod files;
 mod gitlab;
 mod gitlab_hook_token;
 pub(crate) mod init;
-mod intent;
+mod intent_args;
 mod list_runs;
 mod output;
 mod pipe;
 mod progress;
 mod replay;
 mod review;
-mod runs;
 mod serve;
 mod serve_forges;
 mod signals;
 mod steps;
+mod transcripts;
 
 use clap::{Parser, Subcommand};
 

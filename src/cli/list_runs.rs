@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{anyhow, bail};
 use serde::Serialize;
 
-use super::runs::{latest_transcript, runs_dir_or, transcript_paths};
+use super::transcripts::{latest_transcript, runs_dir_or, transcript_paths};
 use super::{EXIT_ERROR, EXIT_OK, RunsListArgs};
 use crate::agent::transcript::{EndStatus, Transcript, is_run_id};
 

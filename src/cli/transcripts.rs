@@ -492,5 +492,5 @@ pub(crate) fn prune(dir: &Path, args: &RunsArgs, keep: &Path) -> usize {
 }
 
 #[cfg(test)]
-#[path = "runs_tests.rs"]
+#[path = "transcripts_tests.rs"]
 mod tests;
