@@ -47,7 +47,7 @@ impl ChatModel for Offline {
 
 async fn replay(args: ReplayArgs) -> anyhow::Result<i32> {
     let format: Format = args.format.parse().context("--format")?;
-    let path = super::list_runs::transcript_for_replay(
+    let path = super::runs::transcript_for_replay(
         &args.file,
         args.runs_dir.as_ref(),
         args.repo.as_deref(),
