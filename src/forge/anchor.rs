@@ -125,7 +125,7 @@ pub(crate) fn fence_for(text: &str) -> String {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::review::diff::{DiffLine, FileChange, FileStatus, Hunk};
     use crate::review::finding::{Category, Severity};
@@ -172,7 +172,9 @@ mod tests {
         }
     }
 
-    fn finding(start_line: u32, line: u32, side: Side) -> Finding {
+    /// A major finding on `src/a.rs` with a suggestion (also used by GitHub's review comment
+    /// tests).
+    pub(crate) fn finding(start_line: u32, line: u32, side: Side) -> Finding {
         Finding {
             path: "src/a.rs".into(),
             line,

@@ -33,23 +33,8 @@ fn side_name(side: Side) -> &'static str {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::review::finding::{Category, Severity};
+    use crate::forge::anchor::tests::finding;
 
-    fn finding(start_line: u32, line: u32, side: Side) -> Finding {
-        Finding {
-            path: "src/a.rs".into(),
-            line,
-            start_line,
-            side,
-            severity: Severity::Major,
-            category: Category::Bug,
-            title: "Wrong call".into(),
-            body: "Explain.".into(),
-            suggestion: Some("    fixed();\n".into()),
-            rule: None,
-            unverified: false,
-        }
-    }
     #[test]
     fn comment_json_has_range_fields_and_no_position() {
         let c = review_comment(&finding(1, 3, Side::Right), "abcd");
