@@ -16,12 +16,13 @@ use crate::config::settings::{SettingFlags, Settings};
 use crate::config::{CONFIG_FILE, ConfigError, ConfigSource};
 use crate::flow;
 use crate::flow::pull::{CommitSource, PullCommits, PullTarget, load_commits, short};
+use crate::forge::Forge;
+use crate::forge::command::already_reviewed;
+use crate::forge::dismissed::Dismissals;
 use crate::forge::publish::last_reviewed_sha;
-use crate::forge::{Forge, GitHubPull};
-use crate::github::command::already_reviewed;
-use crate::github::dismissed::Dismissals;
+use crate::forge::{PublishConfig, PublishError};
 use crate::github::{
-    GitHubClient, PublishConfig, PublishError, PullText, Trigger, TriggerOptions, api_url_from_env,
+    GitHubClient, GitHubPull, PullText, Trigger, TriggerOptions, api_url_from_env,
     check_action_event, fetch_pull, parse_action_event, post_notice_once,
 };
 use crate::llm::Secret;

@@ -37,9 +37,9 @@ use crate::flow;
 use crate::flow::pull::{PullCommits, PullTarget, short};
 use crate::forge::publish::last_reviewed_sha;
 use crate::forge::{Forge, ForgeKind};
-use crate::github::command::already_reviewed;
-use crate::github::dismissed::Dismissals;
-use crate::github::{PublishConfig, PublishError};
+use crate::forge::command::already_reviewed;
+use crate::forge::dismissed::Dismissals;
+use crate::forge::{PublishConfig, PublishError};
 use crate::llm::ChatModel;
 use crate::queue::{Job, JobError, JobRunner, Queue, ReviewTrigger, RunOutcome};
 use crate::review::report::ReviewReport;
@@ -101,7 +101,7 @@ pub(crate) enum Since {
     /// The head is reviewed and a push asked again: nothing to do, nothing to say.
     NothingNew,
     /// The head is reviewed and a `/redline review` comment (without `--force`) asked
-    /// again: the person asking is answered ([`crate::github::command::already_reviewed`]).
+    /// again: the person asking is answered ([`crate::forge::command::already_reviewed`]).
     AlreadyReviewed,
 }
 

@@ -12,9 +12,9 @@ use async_trait::async_trait;
 
 use super::pipeline::{JobSteps, MirrorSource, Pipeline};
 use crate::flow::pull::PullTarget;
-use crate::forge::{Forge, ForgeKind, GitHubPull};
+use crate::forge::{Forge, ForgeKind, PublishConfig};
 use crate::github::{
-    AppAuth, GitHubClient, GitHubError, PublishConfig, PullInfo, PullText, fetch_pull,
+    AppAuth, GitHubClient, GitHubError, GitHubPull, PullInfo, PullText, fetch_pull,
     has_write_access, path_segment, post_notice_once,
 };
 use crate::queue::{Job, JobError, ReviewTrigger};

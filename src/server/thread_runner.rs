@@ -13,8 +13,8 @@ use super::pipeline::answer::{AnswerError, AnswerSteps, AnswerWords, answer_hook
 use super::review_runner::{GitHubChange, GitHubSteps, ReviewRunner};
 use crate::flow;
 use crate::flow::thread::Gate;
-use crate::forge::{Forge, ForgeKind, GitHubPull};
-use crate::github::GitHubClient;
+use crate::forge::{Forge, ForgeKind};
+use crate::github::{GitHubClient, GitHubPull};
 use crate::github::thread::ThreadComment;
 use crate::queue::{JobError, Queue};
 

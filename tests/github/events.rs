@@ -121,7 +121,7 @@ fn issue_comment_and_other_events() {
         panic!("a malformed command gets the usage");
     };
     assert_eq!((pr_number, requested_by.as_str()), (1, "Codertocat"));
-    assert!(reply.contains("--bogus") && reply.contains(redline::github::USAGE));
+    assert!(reply.contains("--bogus") && reply.contains(redline::forge::USAGE));
     let plain_issue = parse_action_event(
         "issue_comment",
         &fixture("issue_comment/created.payload.json"),

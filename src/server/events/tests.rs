@@ -132,7 +132,7 @@ fn a_malformed_command_gets_the_usage() {
     };
     assert_eq!((reply.installation_id, reply.pr_number), (9, 3));
     assert_eq!(reply.commenter, "alice");
-    assert!(reply.text.contains("--bogus") && reply.text.contains(crate::github::USAGE));
+    assert!(reply.text.contains("--bogus") && reply.text.contains(crate::forge::USAGE));
 }
 
 #[test]

@@ -30,8 +30,9 @@ use crate::flow;
 use crate::flow::pull::pull_intent;
 use crate::flow::thread::{Answered, Gate};
 use crate::forge::{Forge, ForgeKind};
-use crate::github::PublishError;
-use crate::github::thread::{Thread, ThreadComment, answer_body};
+use crate::forge::PublishError;
+use crate::forge::thread::{Thread, answer_body};
+use crate::github::thread::ThreadComment;
 use crate::queue::{JobError, Queue, QueueError};
 use crate::server::answer_pool::AnswerPool;
 
