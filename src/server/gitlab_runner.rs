@@ -17,9 +17,9 @@ use async_trait::async_trait;
 
 use super::pipeline::{JobSteps, MirrorSource, Pipeline, publish_error};
 use crate::flow::pull::PullTarget;
-use crate::forge::{Forge, ForgeKind};
 use crate::forge::PublishConfig;
 use crate::forge::command::{Command, parse_command};
+use crate::forge::{Forge, ForgeKind};
 use crate::github::path_segment;
 use crate::gitlab::discussion::clone_url;
 use crate::gitlab::merge_request::{

@@ -14,8 +14,8 @@ use super::review_runner::{GitHubChange, GitHubSteps, ReviewRunner};
 use crate::flow;
 use crate::flow::thread::Gate;
 use crate::forge::{Forge, ForgeKind};
-use crate::github::{GitHubClient, GitHubPull};
 use crate::github::thread::ThreadComment;
+use crate::github::{GitHubClient, GitHubPull};
 use crate::queue::{JobError, Queue};
 
 /// The hook that answers review comments with `runner`'s checkout, model and settings,
