@@ -11,6 +11,7 @@ use axum::http::header::{ACCEPT, AUTHORIZATION};
 use axum::http::{HeaderMap, HeaderValue, Method, Request};
 use octocrab::Octocrab;
 use octocrab::service::middleware::retry::RetryConfig;
+use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, utf8_percent_encode};
 use serde_json::Value;
 
 use super::auth::AppAuth;
@@ -31,18 +32,17 @@ pub(crate) fn api_url_from_env() -> String {
         .unwrap_or_else(|| DEFAULT_API_URL.to_string())
 }
 
+/// What stays as it is in a path segment: RFC 3986's unreserved characters.
+const SEGMENT: &AsciiSet = &NON_ALPHANUMERIC
+    .remove(b'-')
+    .remove(b'_')
+    .remove(b'.')
+    .remove(b'~');
+
 /// `value` made safe as one URL path segment (owner, repository or user names
 /// come from event payloads and are not trusted to be well-formed).
 pub(crate) fn path_segment(value: &str) -> String {
-    let mut out = String::with_capacity(value.len());
-    for byte in value.bytes() {
-        if byte.is_ascii_alphanumeric() || matches!(byte, b'-' | b'_' | b'.' | b'~') {
-            out.push(char::from(byte));
-        } else {
-            out.push_str(&format!("%{byte:02X}"));
-        }
-    }
-    out
+    utf8_percent_encode(value, SEGMENT).to_string()
 }
 
 /// An answer from GitHub, whatever its status.

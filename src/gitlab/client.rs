@@ -11,12 +11,14 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, utf8_percent_encode};
 use reqwest::header::HeaderMap;
 use reqwest::{Method, StatusCode};
 use serde_json::Value;
 
 use super::own_user::OwnUser;
 use crate::forge::ratelimit::{ForgeAnswer, Limited, RateLimitPolicy, RequestLabel, WriteGate};
+use crate::forge::{ApiFailure, ForgeApiError, PublishError};
 use crate::llm::Secret;
 
 /// Pages followed at most when listing (100 items each).
@@ -30,6 +32,19 @@ pub(crate) fn api_url_from_env() -> Option<String> {
             .map(|url| url.trim().to_string())
             .filter(|url| !url.is_empty())
     })
+}
+
+/// What stays as it is in a path segment: RFC 3986's unreserved characters.
+const SEGMENT: &AsciiSet = &NON_ALPHANUMERIC
+    .remove(b'-')
+    .remove(b'_')
+    .remove(b'.')
+    .remove(b'~');
+
+/// `value` made safe as one URL path segment (a project's full path becomes one
+/// segment, `group%2Fapp`; names from webhooks are not trusted to be well-formed).
+pub(crate) fn path_segment(value: &str) -> String {
+    utf8_percent_encode(value, SEGMENT).to_string()
 }
 
 /// Why a GitLab request failed. Messages never contain the token.
@@ -79,6 +94,32 @@ impl GitLabError {
             GitLabError::Api { status, .. } => Some(*status),
             _ => None,
         }
+    }
+}
+
+/// What GitLab's statuses mean to the core: 401 and 403 are a missing permission (or
+/// role); 400, 404 and 422 refuse the request itself; a rate limit that did not lift says
+/// how long was waited.
+impl From<GitLabError> for ForgeApiError {
+    fn from(error: GitLabError) -> Self {
+        let failure = match &error {
+            GitLabError::Api {
+                status: 401 | 403, ..
+            } => ApiFailure::Denied,
+            GitLabError::Api {
+                status: 400 | 404 | 422,
+                ..
+            } => ApiFailure::Refused,
+            GitLabError::RateLimited { waited, .. } => ApiFailure::RateLimited { waited: *waited },
+            _ => ApiFailure::Other,
+        };
+        ForgeApiError::new(error.status(), failure, error.to_string())
+    }
+}
+
+impl From<GitLabError> for PublishError {
+    fn from(error: GitLabError) -> Self {
+        PublishError::Api(error.into())
     }
 }
 

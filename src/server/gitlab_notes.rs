@@ -20,7 +20,7 @@ use super::pipeline::answer::{AnswerError, AnswerSteps, AnswerWords, answer_hook
 use crate::flow;
 use crate::flow::thread::{Gate, GateWords};
 use crate::forge::thread::{Thread, thread_comment_ask};
-use crate::forge::{Ask, Forge, ForgeKind, PublishError, ThreadNote};
+use crate::forge::{Ask, Forge, ForgeKind, ThreadNote};
 use crate::github::thread::ThreadComment;
 use crate::gitlab::GitLabMergeRequest;
 use crate::gitlab::discussion::load_discussion;
@@ -226,5 +226,5 @@ async fn as_gitlab_has_it(
 
 /// A failure to read the discussion or the commenter's role.
 fn thread_error(error: crate::gitlab::GitLabError) -> AnswerError {
-    AnswerError::Thread(PublishError::GitLab(error))
+    AnswerError::Thread(error.into())
 }

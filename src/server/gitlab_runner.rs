@@ -20,12 +20,11 @@ use crate::flow::pull::PullTarget;
 use crate::forge::PublishConfig;
 use crate::forge::command::{Command, parse_command};
 use crate::forge::{Forge, ForgeKind};
-use crate::github::path_segment;
 use crate::gitlab::discussion::clone_url;
 use crate::gitlab::merge_request::{
     DiffRefs, MergeRequest, fetch_merge_request, merge_request_path,
 };
-use crate::gitlab::{GitLabClient, GitLabError, GitLabMergeRequest};
+use crate::gitlab::{GitLabClient, GitLabError, GitLabMergeRequest, path_segment};
 use crate::llm::Secret;
 use crate::queue::{Job, JobError, ReviewTrigger};
 

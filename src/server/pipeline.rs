@@ -344,8 +344,8 @@ pub(crate) fn publish_error(e: PublishError) -> JobError {
         PublishError::Forbidden { message } => {
             JobError::Permanent(format!("GitHub refused the review: {message}").into())
         }
-        PublishError::GitHub(e) => super::review_runner::github_error(e),
-        PublishError::GitLab(e) => super::gitlab_runner::gitlab_error(e),
+        PublishError::Api(e) if e.is_permanent() => JobError::Permanent(e.into()),
+        PublishError::Api(e) => JobError::Retryable(e.into()),
     }
 }
 
