@@ -25,6 +25,7 @@ pub(crate) mod event;
 pub mod fingerprint;
 mod kind;
 pub mod notice;
+mod path_segment;
 pub(crate) mod publish;
 pub(crate) mod ratelimit;
 pub mod status;
@@ -35,6 +36,7 @@ pub use api_error::{ApiFailure, ForgeApiError};
 pub use command::{Command, USAGE};
 pub use fingerprint::{fingerprint, marker, parse_markers};
 pub use kind::{ForgeKind, UnknownForge};
+pub(crate) use path_segment::path_segment;
 pub use publish::{PublishConfig, PublishError, PublishOutcome, PublishRequest};
 pub use ratelimit::{RateLimitPolicy, Sleeper};
 

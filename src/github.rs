@@ -21,6 +21,7 @@ pub mod publish;
 pub mod pull;
 mod pull_intent;
 mod pull_notice;
+mod review_comment;
 pub(crate) mod review_threads;
 pub mod thread;
 

@@ -11,11 +11,11 @@ use axum::http::header::{ACCEPT, AUTHORIZATION};
 use axum::http::{HeaderMap, HeaderValue, Method, Request};
 use octocrab::Octocrab;
 use octocrab::service::middleware::retry::RetryConfig;
-use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, utf8_percent_encode};
 use serde_json::Value;
 
 use super::auth::AppAuth;
 use super::error::{GitHubError, github_message};
+pub(crate) use crate::forge::path_segment;
 use crate::forge::ratelimit::{ForgeAnswer, Limited, RateLimitPolicy, RequestLabel, WriteGate};
 use crate::llm::Secret;
 
@@ -30,19 +30,6 @@ pub(crate) fn api_url_from_env() -> String {
     crate::config::env_var("GITHUB_API_URL")
         .map(|url| url.trim().to_string())
         .unwrap_or_else(|| DEFAULT_API_URL.to_string())
-}
-
-/// What stays as it is in a path segment: RFC 3986's unreserved characters.
-const SEGMENT: &AsciiSet = &NON_ALPHANUMERIC
-    .remove(b'-')
-    .remove(b'_')
-    .remove(b'.')
-    .remove(b'~');
-
-/// `value` made safe as one URL path segment (owner, repository or user names
-/// come from event payloads and are not trusted to be well-formed).
-pub(crate) fn path_segment(value: &str) -> String {
-    utf8_percent_encode(value, SEGMENT).to_string()
 }
 
 /// An answer from GitHub, whatever its status.

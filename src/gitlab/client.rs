@@ -11,12 +11,12 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, utf8_percent_encode};
 use reqwest::header::HeaderMap;
 use reqwest::{Method, StatusCode};
 use serde_json::Value;
 
 use super::own_user::OwnUser;
+pub(crate) use crate::forge::path_segment;
 use crate::forge::ratelimit::{ForgeAnswer, Limited, RateLimitPolicy, RequestLabel, WriteGate};
 use crate::forge::{ApiFailure, ForgeApiError, PublishError};
 use crate::llm::Secret;
@@ -32,19 +32,6 @@ pub(crate) fn api_url_from_env() -> Option<String> {
             .map(|url| url.trim().to_string())
             .filter(|url| !url.is_empty())
     })
-}
-
-/// What stays as it is in a path segment: RFC 3986's unreserved characters.
-const SEGMENT: &AsciiSet = &NON_ALPHANUMERIC
-    .remove(b'-')
-    .remove(b'_')
-    .remove(b'.')
-    .remove(b'~');
-
-/// `value` made safe as one URL path segment (a project's full path becomes one
-/// segment, `group%2Fapp`; names from webhooks are not trusted to be well-formed).
-pub(crate) fn path_segment(value: &str) -> String {
-    utf8_percent_encode(value, SEGMENT).to_string()
 }
 
 /// Why a GitLab request failed. Messages never contain the token.
