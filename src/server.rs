@@ -31,6 +31,7 @@ pub(crate) mod limits;
 mod listen;
 pub(crate) mod memory;
 pub mod metrics;
+pub mod pipeline;
 pub mod retention;
 pub mod review_runner;
 pub mod signature;

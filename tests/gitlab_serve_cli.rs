@@ -190,6 +190,30 @@ async fn with_gitlab_settings_only_a_merge_request_is_reviewed_once() {
 }
 
 #[tokio::test]
+async fn a_merge_request_s_review_counts_its_tokens_under_the_gitlab_label() {
+    let (_repo, gl, open) = merge_request(None).await;
+    let model = model(false).await;
+    let server = GitLabServer::start(&gl, &model).await;
+    reviewed(&gl, &server, &open).await;
+    let metrics = reqwest::get(format!("{}/metrics", server.0.url))
+        .await
+        .expect("metrics")
+        .text()
+        .await
+        .unwrap_or_default();
+    let tokens = |forge: &str| -> u64 {
+        let prefix = format!("redline_model_tokens_total{{forge=\"{forge}\",kind=\"input\"}} ");
+        metrics
+            .lines()
+            .find_map(|l| l.strip_prefix(prefix.as_str()))
+            .and_then(|v| v.trim().parse().ok())
+            .unwrap_or_else(|| panic!("no {forge} tokens: {metrics}"))
+    };
+    assert!(tokens("gitlab") > 0, "{metrics}");
+    assert_eq!(tokens("github"), 0, "{metrics}");
+}
+
+#[tokio::test]
 async fn a_merge_request_s_commit_status_follows_its_review() {
     let (_repo, gl, open) = merge_request(Some("fail_on = \"major\"\n")).await;
     let head = open["object_attributes"]["last_commit"]["id"]

@@ -404,7 +404,11 @@ async fn the_cost_ceiling_bounds_a_review_and_metrics_count_its_cost() {
         .unwrap_or_default();
     let cost: f64 = metrics
         .lines()
-        .find_map(|l| l.strip_prefix("redline_review_cost_usd_total{repository=\"octo/demo\"} "))
+        .find_map(|l| {
+            l.strip_prefix(
+                "redline_review_cost_usd_total{forge=\"github\",repository=\"octo/demo\"} ",
+            )
+        })
         .and_then(|v| v.parse().ok())
         .unwrap_or_else(|| panic!("no cost for octo/demo: {metrics}"));
     assert!(cost > 0.0 && cost <= 0.01, "{cost}");

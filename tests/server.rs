@@ -546,7 +546,9 @@ async fn metrics_count_deliveries_and_show_the_queue() {
         .await;
     h.post(Some("pull_request"), Some("x"), None, b"{}".to_vec())
         .await;
-    h.state.metrics.add_model_tokens(1200, 300);
+    h.state
+        .metrics
+        .add_model_tokens(redline::forge::ForgeKind::GitHub, 1200, 300);
     let (status, text, content_type) = h.get("/metrics").await;
     assert_eq!(status, StatusCode::OK);
     assert!(
@@ -564,8 +566,9 @@ async fn metrics_count_deliveries_and_show_the_queue() {
         "redline_jobs{state=\"queued\"} 1",
         "# TYPE redline_review_duration_seconds histogram",
         "redline_review_duration_seconds_count 0",
-        "redline_model_tokens_total{kind=\"input\"} 1200",
-        "redline_model_tokens_total{kind=\"output\"} 300",
+        "redline_model_tokens_total{forge=\"github\",kind=\"input\"} 1200",
+        "redline_model_tokens_total{forge=\"github\",kind=\"output\"} 300",
+        "redline_model_tokens_total{forge=\"gitlab\",kind=\"input\"} 0",
     ] {
         assert!(
             text.lines().any(|l| l == line),

@@ -23,12 +23,13 @@ use crate::llm::Secret;
 use crate::llm::pricing::builtin_price;
 use crate::queue::{Queue, WorkerConfig, WorkerPool};
 use crate::server::check_status::{Checks, START_SWEEP_TIMEOUT, SWEEP_INTERVAL};
-use crate::server::gitlab_runner::{ForgeRunner, GitLabRunner, RunnerSettings};
+use crate::server::gitlab_runner::{GitLabRunner, GitLabSteps};
 use crate::server::limits::{
     descriptor_warning, parse_count, parse_duration, parse_rate, parse_size,
 };
+use crate::server::pipeline::{ForgeRunner, ModelFactory, Pipeline, RunnerSettings};
 use crate::server::retention::{PRUNE_INTERVAL, spawn_pruner};
-use crate::server::review_runner::{ModelFactory, ReviewRunner, command_reply_hook};
+use crate::server::review_runner::{GitHubSteps, ReviewRunner, command_reply_hook};
 use crate::server::thread_runner::thread_comment_hook;
 use crate::server::{
     AppState, ConnectionLimits, GitLabHooks, Metrics, RequestLimits, gitlab_note_hook, memory,
@@ -127,13 +128,22 @@ async fn serve_app(args: ServeArgs) -> anyhow::Result<()> {
     let mut shared = runner_settings(&args, settings, ceilings, &metrics, &queue);
     shared.checks = Some(checks.clone());
     let github = forges.github.map(|forge| {
-        let runner = Arc::new(review_runner(forge.auth.clone(), &shared));
+        let steps = GitHubSteps {
+            auth: forge.auth.clone(),
+        };
+        let runner = Arc::new(Pipeline {
+            steps,
+            shared: shared.clone(),
+        });
         (forge, runner)
     });
     let gitlab = forges.gitlab.map(|forge| {
-        let runner = Arc::new(GitLabRunner {
+        let steps = GitLabSteps {
             client: forge.client.clone(),
             token: forge.token.clone(),
+        };
+        let runner = Arc::new(Pipeline {
+            steps,
             shared: shared.clone(),
         });
         (forge, runner)
@@ -256,23 +266,6 @@ fn runner_settings(
         failure_notice: args.failure_notice,
         dismissals: Some(queue.clone()),
         checks: None,
-    }
-}
-
-/// The GitHub App's review runner, with `shared` settings.
-fn review_runner(auth: AppAuth, shared: &RunnerSettings) -> ReviewRunner {
-    ReviewRunner {
-        auth,
-        cache_dir: shared.cache_dir.clone(),
-        model: shared.model.clone(),
-        settings: shared.settings.clone(),
-        publish: shared.publish.clone(),
-        metrics: shared.metrics.clone(),
-        cache_budget_bytes: shared.cache_budget_bytes,
-        failure_notice: shared.failure_notice,
-        ceilings: shared.ceilings,
-        dismissals: shared.dismissals.clone(),
-        checks: shared.checks.clone(),
     }
 }
 

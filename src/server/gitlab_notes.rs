@@ -1,38 +1,31 @@
-//! Answers in merge request discussions for `redline serve`: the hook GitLab notes are
-//! handed to, as [`super::thread_runner`] is for GitHub's review comments, with the same
-//! rules ([`crate::flow::thread`]): cheap checks before any checkout, a claim in the
-//! database before anything is posted, `chat_max_replies` counted in the database before
-//! the model is asked, and `/redline ignore` in Redline's own discussions only.
+//! GitLab's steps of the thread-answer pipeline ([`super::pipeline::answer`]): a note in
+//! a merge request's discussion, with the same rules as GitHub's review comments
+//! ([`crate::flow::thread`]): cheap checks before any checkout, and `/redline ignore` in
+//! Redline's own discussions only.
 //!
 //! Invariants: what a note says and who wrote it are read from GitLab (the note, by its id,
 //! in the discussion Redline loads anyway), never taken from the delivery: a note id not in
 //! the discussion is ignored, a note by the token's user is never answered (and while that
 //! user is unknown, no note is), and the merge request's author is GitLab's. Only a
-//! Reporter or above (who can read the code) gets an answer; only the
-//! merge request's author or a Developer or above dismisses a finding; a note is answered
-//! at most once whoever delivers it again; claims, counts and dismissals are kept under
-//! [`gitlab_key`]; answers run in the background, a few at once, and a burst beyond
-//! [`MAX_WAITING`](super::answer_pool::MAX_WAITING) waiting answers is dropped with a warning rather than held.
+//! Reporter or above (who can read the code) gets an answer; only the merge request's
+//! author or a Developer or above dismisses a finding; claims, counts and dismissals are
+//! kept under [`gitlab_key`].
 
-use std::sync::Arc;
+use async_trait::async_trait;
 
 use super::GitLabNoteHook;
-use super::answer_pool::AnswerPool;
-use super::gitlab_runner::{GitLabRunner, gitlab_key};
-use super::review_runner::{repository_settings, send};
-use crate::errors::Chain;
+use super::gitlab_runner::{GitLabChange, GitLabRunner, GitLabSteps, gitlab_key};
+use super::pipeline::MirrorSource;
+use super::pipeline::answer::{AnswerError, AnswerSteps, AnswerWords, answer_hook, may_dismiss};
 use crate::flow;
-use crate::flow::pull::pull_intent;
-use crate::flow::thread::{Answered, Gate, GateWords};
-use crate::forge::Ask;
-use crate::forge::PublishError;
-use crate::forge::thread::{Thread, answer_body, thread_comment_ask};
-use crate::forge::{Forge, ThreadNote};
+use crate::flow::thread::{Gate, GateWords};
+use crate::forge::thread::{Thread, thread_comment_ask};
+use crate::forge::{Ask, Forge, ForgeKind, ThreadNote};
 use crate::github::thread::ThreadComment;
+use crate::gitlab::GitLabMergeRequest;
 use crate::gitlab::discussion::load_discussion;
-use crate::gitlab::merge_request::fetch_merge_request;
-use crate::gitlab::{GitLabError, GitLabMergeRequest};
-use crate::queue::{JobError, Queue, QueueError};
+use crate::gitlab::merge_request::DiffRefs;
+use crate::queue::{JobError, Queue};
 use crate::text::logged;
 
 /// What `/redline ignore` is answered with (GitHub's words, in GitLab's terms).
@@ -40,32 +33,6 @@ const DISMISSED_REPLY: &str =
     "Understood: Redline will not raise this finding again on this merge request.";
 /// What `/redline ignore` is answered with when the commenter may not dismiss.
 const NOT_DISMISSED_REPLY: &str = "Only the merge request's author or someone with the Developer role or above can dismiss a finding; it stays.";
-
-/// Why a note got no answer it should have had.
-#[derive(Debug, thiserror::Error)]
-pub(crate) enum NoteError {
-    /// GitLab did not answer as needed.
-    #[error(transparent)]
-    GitLab(#[from] GitLabError),
-    /// Posting the answer failed.
-    #[error(transparent)]
-    Publish(#[from] PublishError),
-    /// The database failed.
-    #[error(transparent)]
-    Queue(#[from] QueueError),
-    /// The checkout failed.
-    #[error(transparent)]
-    Checkout(#[from] JobError),
-    /// The project's settings are broken.
-    #[error(transparent)]
-    Config(#[from] crate::config::ConfigError),
-    /// The model run failed.
-    #[error(transparent)]
-    Agent(#[from] crate::agent::AgentError),
-    /// GitLab has no diff of the merge request yet.
-    #[error("GitLab has no diff of the merge request yet")]
-    NoDiff,
-}
 
 /// A note in a discussion of a merge request.
 struct MergeRequestNote {
@@ -108,83 +75,80 @@ impl MergeRequestNote {
 
 /// The hook that answers notes with `runner`'s checkout, model and settings, recording
 /// claims and dismissals in `queue`.
-pub(crate) fn gitlab_note_hook(runner: Arc<GitLabRunner>, queue: Queue) -> GitLabNoteHook {
-    let pool = AnswerPool::new();
-    Arc::new(move |note: ThreadNote| {
-        let Some(note) = MergeRequestNote::of(note) else {
-            return;
-        };
-        let id = note.comment.comment_id;
-        let (runner, queue) = (runner.clone(), queue.clone());
-        let spawned = pool.spawn(async move {
-            // The one boxing point: it proves the whole answer `Send` for the spawn.
-            if let Err(error) = send(handle(&runner, &queue, note)).await {
-                let error = Chain(&error);
-                tracing::warn!(note = id, %error, "could not answer a note");
-            }
-        });
-        if !spawned {
-            tracing::warn!(note = id, "too many notes waiting; not answered");
-        }
-    })
+pub(crate) fn gitlab_note_hook(
+    runner: std::sync::Arc<GitLabRunner>,
+    queue: Queue,
+) -> GitLabNoteHook {
+    answer_hook(runner, queue)
 }
 
-/// Checks, claims, answers and records one note.
-async fn handle(
-    runner: &GitLabRunner,
-    queue: &Queue,
-    mut note: MergeRequestNote,
-) -> Result<(), NoteError> {
-    let project = note.project();
-    let iid = note.comment.pr_number;
-    let mr = fetch_merge_request(&runner.client, &project, iid).await?;
-    let forge = GitLabMergeRequest {
-        client: &runner.client,
-        project: &project,
-        iid,
-        title: &mr.title,
-        description: &mr.description,
-        diff_refs: mr.diff_refs.as_ref(),
+/// A note and its merge request as GitLab has it.
+pub(crate) struct GitLabNote {
+    /// The note.
+    note: MergeRequestNote,
+    /// Its merge request.
+    change: GitLabChange,
+}
+
+#[async_trait]
+impl AnswerSteps for GitLabSteps {
+    type Delivered = ThreadNote;
+    type Note = GitLabNote;
+    type Change = DiffRefs;
+
+    const FORGE: ForgeKind = ForgeKind::GitLab;
+    const WORDS: AnswerWords = AnswerWords {
+        comment: "note",
+        thread: "discussion",
     };
-    // The delivery's word for who opened the merge request counts for nothing.
-    note.comment.pr_author = mr.author.clone();
-    let gate = gate(&forge, &mut note).await?;
-    let key = gitlab_key(&project);
-    let comment = &note.comment;
-    let claim = || queue.claim_comment(&key, comment.comment_id);
-    match gate {
-        Gate::Skip(reason) => {
-            tracing::info!(note = comment.comment_id, %reason, "note not answered");
-            Ok(())
-        }
-        Gate::Reply { text, dismiss } => {
-            if !claim().await? {
-                already_claimed(comment);
-                return Ok(());
-            }
-            if !dismiss.is_empty() {
-                queue.dismiss(&key, iid, &dismiss).await?;
-            }
-            let body = answer_body(&text, comment.comment_id);
-            Ok(forge.reply(&note.discussion_id, &body).await?)
-        }
-        Gate::Answer(thread) => {
-            if !claim().await? {
-                already_claimed(comment);
-                return Ok(());
-            }
-            answer(runner, queue, &forge, &note, &thread).await
-        }
-    }
-}
 
-/// Logs that another delivery of `comment` claimed it first.
-fn already_claimed(comment: &ThreadComment) {
-    tracing::info!(
-        note = comment.comment_id,
-        reason = "claimed by another delivery",
-        "note not answered"
-    );
+    fn delivered_id(delivered: &ThreadNote) -> u64 {
+        delivered.comment.id
+    }
+
+    async fn open(&self, delivered: ThreadNote) -> Result<Option<GitLabNote>, AnswerError> {
+        let Some(mut note) = MergeRequestNote::of(delivered) else {
+            return Ok(None);
+        };
+        let read = self.read(&note.project(), note.comment.pr_number).await;
+        let change = read.map_err(|e| AnswerError::Thread(e.into()))?;
+        // The delivery's word for who opened the merge request counts for nothing.
+        note.comment.pr_author = change.mr.author.clone();
+        Ok(Some(GitLabNote { note, change }))
+    }
+
+    fn comment(note: &GitLabNote) -> &ThreadComment {
+        &note.note.comment
+    }
+
+    fn key(note: &GitLabNote) -> String {
+        gitlab_key(&note.change.project)
+    }
+
+    fn thread_id(note: &GitLabNote) -> String {
+        note.note.discussion_id.clone()
+    }
+
+    async fn gate(&self, note: &mut GitLabNote) -> Result<Gate, AnswerError> {
+        let forge = note.change.seam(&self.client);
+        gate(&forge, &mut note.note).await
+    }
+
+    async fn change(&self, note: &GitLabNote) -> Result<DiffRefs, AnswerError> {
+        note.change.refs().map_err(AnswerError::Checkout)
+    }
+
+    fn seam<'a>(&'a self, note: &'a GitLabNote, _: Option<&'a DiffRefs>) -> Box<dyn Forge + 'a> {
+        Box::new(note.change.seam(&self.client))
+    }
+
+    async fn mirror(&self, note: &GitLabNote, _: &DiffRefs) -> Result<MirrorSource, JobError> {
+        self.mirror_of(&note.change.project).await
+    }
+
+    fn revisions(refs: &DiffRefs) -> (&str, &str) {
+        (&refs.base_sha, &refs.head_sha)
+    }
 }
 
 /// The cheap checks, as [`flow::thread::gate`] makes them on GitHub, on the note as GitLab
@@ -192,19 +156,23 @@ fn already_claimed(comment: &ThreadComment) {
 async fn gate(
     forge: &GitLabMergeRequest<'_>,
     note: &mut MergeRequestNote,
-) -> Result<Gate, NoteError> {
+) -> Result<Gate, AnswerError> {
     if matches!(note.comment.ask, Ask::Review { .. }) {
         return Ok(Gate::Skip("a review request, not a conversation".into()));
     }
     let thread = load_discussion(forge.client, forge.project, forge.iid, &note.discussion_id);
-    let Some(thread) = thread.await? else {
+    let Some(thread) = thread.await.map_err(thread_error)? else {
         return Ok(Gate::Skip("the discussion is gone".into()));
     };
     if let Err(reason) = as_gitlab_has_it(forge, note, &thread).await? {
         return Ok(Gate::Skip(reason));
     }
     let comment = &note.comment;
-    if !forge.may_read(&comment.author).await? {
+    if !forge
+        .may_read(&comment.author)
+        .await
+        .map_err(thread_error)?
+    {
         return Ok(Gate::Skip(format!(
             "{} cannot read the project",
             logged(&comment.author)
@@ -220,7 +188,7 @@ async fn gate(
     };
     let comment = &note.comment;
     let gate = flow::thread::in_thread(thread, comment, &words, || may_dismiss(forge, comment));
-    Ok(gate.await?)
+    gate.await.map_err(AnswerError::Thread)
 }
 
 /// The note's author, text and ask as GitLab has them (the note by its id in `thread`),
@@ -230,13 +198,13 @@ async fn as_gitlab_has_it(
     forge: &GitLabMergeRequest<'_>,
     note: &mut MergeRequestNote,
     thread: &Thread,
-) -> Result<Result<(), String>, NoteError> {
+) -> Result<Result<(), String>, AnswerError> {
     let id = note.comment.comment_id;
     let Some(posted) = thread.posts.iter().find(|post| post.id == id) else {
         return Ok(Err("the note is not in the discussion".into()));
     };
     // Known: the discussion was read with it.
-    let own = forge.client.own_username().await?;
+    let own = forge.client.own_username().await.map_err(thread_error)?;
     if posted.by_bot || posted.author == own {
         return Ok(Err("Redline's own note".into()));
     }
@@ -256,70 +224,7 @@ async fn as_gitlab_has_it(
     Ok(Ok(()))
 }
 
-/// The merge request's author, or a Developer or above.
-async fn may_dismiss(
-    forge: &GitLabMergeRequest<'_>,
-    comment: &ThreadComment,
-) -> Result<bool, PublishError> {
-    if comment.pr_author.as_deref() == Some(comment.author.as_str()) {
-        return Ok(true);
-    }
-    forge.may_write(&comment.author).await
-}
-
-/// The model's answer from a checkout of the merge request, posted; its dismissal recorded.
-async fn answer(
-    runner: &GitLabRunner,
-    queue: &Queue,
-    forge: &GitLabMergeRequest<'_>,
-    note: &MergeRequestNote,
-    thread: &Thread,
-) -> Result<(), NoteError> {
-    let comment = &note.comment;
-    let refs = forge.diff_refs.ok_or(NoteError::NoDiff)?;
-    let commits = runner.checkout(forge.project, refs, None).await?;
-    let label = format!("note {}", comment.comment_id);
-    let shared = &runner.shared;
-    let settings = repository_settings(&shared.settings, shared.ceilings, &label, None, &commits)?;
-    let key = gitlab_key(forge.project);
-    let max = settings.threads.chat_max_replies;
-    if !queue
-        .reserve_answer(&key, comment.root_id, max, thread.answers())
-        .await?
-    {
-        tracing::info!(
-            note = comment.comment_id,
-            reason = "chat_max_replies reached in the discussion",
-            "note not answered"
-        );
-        return Ok(());
-    }
-    let model = (shared.model)(&settings.model);
-    let intent = pull_intent(forge, &commits).await;
-    let answered =
-        flow::thread::answer(model, &settings, &commits, comment, thread, &intent).await?;
-    let answered = match answered {
-        Answered::Answer(answered) => answered,
-        Answered::Skipped(reason) => {
-            tracing::info!(note = comment.comment_id, %reason, "note not answered");
-            return Ok(());
-        }
-    };
-    shared.metrics.add_model_tokens(
-        answered.usage.prompt_tokens,
-        answered.usage.completion_tokens,
-    );
-    if let Some(price) = settings.agent.price {
-        shared
-            .metrics
-            .add_review_cost(forge.project, price.cost(&answered.usage));
-    }
-    if answered.dismiss && may_dismiss(forge, comment).await? {
-        let keys = thread.dismissal_keys();
-        if !keys.is_empty() {
-            queue.dismiss(&key, comment.pr_number, &keys).await?;
-        }
-    }
-    let body = answer_body(&answered.body, comment.comment_id);
-    Ok(forge.reply(&note.discussion_id, &body).await?)
+/// A failure to read the discussion or the commenter's role.
+fn thread_error(error: crate::gitlab::GitLabError) -> AnswerError {
+    AnswerError::Thread(error.into())
 }

@@ -6,6 +6,7 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
+use crate::forge::ForgeKind;
 use crate::queue::{JobObserver, JobOutcome, JobState};
 
 /// Upper bounds (seconds) of the review duration histogram buckets.
@@ -86,10 +87,11 @@ pub struct Metrics {
     deliveries: Mutex<BTreeMap<(&'static str, DeliveryOutcome), u64>>,
     jobs: Mutex<BTreeMap<JobOutcome, u64>>,
     durations: Histogram,
-    input_tokens: AtomicU64,
-    output_tokens: AtomicU64,
-    /// USD per repository (`owner/name`), for reviews whose model has a price.
-    costs: Mutex<BTreeMap<String, f64>>,
+    /// Input and output tokens per forge (in [`ForgeKind::ALL`]'s order).
+    tokens: [(AtomicU64, AtomicU64); ForgeKind::ALL.len()],
+    /// USD per forge and repository (`owner/name`, GitLab's project path), for reviews
+    /// whose model has a price.
+    costs: Mutex<BTreeMap<(ForgeKind, String), f64>>,
 }
 
 /// Queue figures read at scrape time.
@@ -125,17 +127,18 @@ impl Metrics {
         self.durations.observe(duration);
     }
 
-    /// Adds model tokens spent by a review (the runner calls this).
-    pub fn add_model_tokens(&self, input: u64, output: u64) {
-        self.input_tokens.fetch_add(input, Ordering::Relaxed);
-        self.output_tokens.fetch_add(output, Ordering::Relaxed);
+    /// Adds model tokens spent by a review or an answer on `forge` (the pipelines call this).
+    pub fn add_model_tokens(&self, forge: ForgeKind, input: u64, output: u64) {
+        let (input_tokens, output_tokens) = &self.tokens[forge as usize];
+        input_tokens.fetch_add(input, Ordering::Relaxed);
+        output_tokens.fetch_add(output, Ordering::Relaxed);
     }
 
-    /// Adds the cost of a review of `repository` (`owner/name`; the runner calls this
-    /// when the model's price is known).
-    pub(crate) fn add_review_cost(&self, repository: &str, usd: f64) {
+    /// Adds the cost of a review of `repository` on `forge` (`owner/name`, GitLab's
+    /// project path; the pipelines call this when the model's price is known).
+    pub(crate) fn add_review_cost(&self, forge: ForgeKind, repository: &str, usd: f64) {
         let mut costs = self.costs.lock().unwrap_or_else(|e| e.into_inner());
-        *costs.entry(repository.to_string()).or_default() += usd;
+        *costs.entry((forge, repository.to_string())).or_default() += usd;
     }
 
     /// The metrics in the Prometheus text exposition format (version 0.0.4).
@@ -155,12 +158,14 @@ impl Metrics {
             "counter",
             "Model tokens spent by reviews.",
         );
-        for (kind, counter) in [
-            ("input", &self.input_tokens),
-            ("output", &self.output_tokens),
-        ] {
-            let value = counter.load(Ordering::Relaxed);
-            let _ = writeln!(out, "redline_model_tokens_total{{kind=\"{kind}\"}} {value}");
+        for (forge, (input, output)) in ForgeKind::ALL.iter().zip(&self.tokens) {
+            for (kind, counter) in [("input", input), ("output", output)] {
+                let value = counter.load(Ordering::Relaxed);
+                let _ = writeln!(
+                    out,
+                    "redline_model_tokens_total{{forge=\"{forge}\",kind=\"{kind}\"}} {value}"
+                );
+            }
         }
         self.render_costs(&mut out);
         out
@@ -171,13 +176,13 @@ impl Metrics {
             out,
             "redline_review_cost_usd_total",
             "counter",
-            "Model cost of reviews in USD at the price table, by repository.",
+            "Model cost of reviews in USD at the price table, by forge and repository.",
         );
         let costs = self.costs.lock().unwrap_or_else(|e| e.into_inner());
-        for (repository, usd) in costs.iter() {
+        for ((forge, repository), usd) in costs.iter() {
             let _ = writeln!(
                 out,
-                "redline_review_cost_usd_total{{repository=\"{}\"}} {usd}",
+                "redline_review_cost_usd_total{{forge=\"{forge}\",repository=\"{}\"}} {usd}",
                 escape_label(repository)
             );
         }
@@ -314,29 +319,39 @@ mod tests {
     #[test]
     fn tokens_and_queue_gauges_render() {
         let metrics = Metrics::new();
-        metrics.add_model_tokens(100, 7);
-        metrics.add_model_tokens(1, 1);
+        metrics.add_model_tokens(ForgeKind::GitHub, 100, 7);
+        metrics.add_model_tokens(ForgeKind::GitHub, 1, 1);
+        metrics.add_model_tokens(ForgeKind::GitLab, 5, 2);
         let snapshot = QueueSnapshot {
             depth: 4,
             by_state: [(JobState::Queued, 4), (JobState::Running, 1)].into(),
         };
         let text = metrics.render(Some(&snapshot));
-        assert!(text.contains("redline_model_tokens_total{kind=\"input\"} 101"));
-        assert!(text.contains("redline_model_tokens_total{kind=\"output\"} 8"));
+        assert!(text.contains("redline_model_tokens_total{forge=\"github\",kind=\"input\"} 101"));
+        assert!(text.contains("redline_model_tokens_total{forge=\"github\",kind=\"output\"} 8"));
+        assert!(text.contains("redline_model_tokens_total{forge=\"gitlab\",kind=\"input\"} 5"));
+        assert!(text.contains("redline_model_tokens_total{forge=\"gitlab\",kind=\"output\"} 2"));
         assert!(text.contains("redline_queue_depth 4"));
         assert!(text.contains("redline_jobs{state=\"running\"} 1"));
     }
 
     #[test]
-    fn cost_is_counted_per_repository() {
+    fn cost_is_counted_per_forge_and_repository() {
         let metrics = Metrics::new();
-        metrics.add_review_cost("acme/api", 0.25);
-        metrics.add_review_cost("acme/api", 0.5);
-        metrics.add_review_cost("acme/web", 0.125);
+        metrics.add_review_cost(ForgeKind::GitHub, "acme/api", 0.25);
+        metrics.add_review_cost(ForgeKind::GitHub, "acme/api", 0.5);
+        metrics.add_review_cost(ForgeKind::GitHub, "acme/web", 0.125);
+        metrics.add_review_cost(ForgeKind::GitLab, "acme/api", 2.0);
         let text = metrics.render(None);
         assert!(text.contains("# TYPE redline_review_cost_usd_total counter"));
-        assert!(text.contains("redline_review_cost_usd_total{repository=\"acme/api\"} 0.75"));
-        assert!(text.contains("redline_review_cost_usd_total{repository=\"acme/web\"} 0.125"));
+        let github = "redline_review_cost_usd_total{forge=\"github\",repository=";
+        assert!(text.contains(&format!("{github}\"acme/api\"}} 0.75")));
+        assert!(text.contains(&format!("{github}\"acme/web\"}} 0.125")));
+        assert!(
+            text.contains(
+                "redline_review_cost_usd_total{forge=\"gitlab\",repository=\"acme/api\"} 2"
+            )
+        );
     }
 
     #[test]

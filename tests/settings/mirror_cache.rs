@@ -23,7 +23,7 @@ async fn a_job_trims_the_mirror_cache_to_its_budget_and_keeps_its_own_mirror() {
     std::fs::create_dir_all(&stale).expect("stale mirror");
     std::fs::write(stale.join("pack"), vec![0u8; 4096]).expect("stale pack");
     let mut runner = runner(&gh, &model, cache.path());
-    runner.cache_budget_bytes = 1;
+    runner.shared.cache_budget_bytes = 1;
     let _ = runner.run(&job(7), CancellationToken::new()).await;
     assert!(!stale.exists(), "the stale mirror outside the budget stays");
     assert!(

@@ -17,7 +17,8 @@ use redline::github::AppAuth;
 use redline::llm::{ProviderSettings, Secret, build_client};
 use redline::queue::{Job, JobId, JobKind, JobRunner, JobState, ReviewTrigger};
 use redline::server::Metrics;
-use redline::server::review_runner::{ModelFactory, ReviewRunner};
+use redline::server::pipeline::{ModelFactory, Pipeline, RunnerSettings};
+use redline::server::review_runner::{GitHubSteps, ReviewRunner};
 
 /// The server's model: it has a built-in price, so cost limits can be kept.
 pub const SERVER_MODEL: &str = "gpt-4.1-mini";
@@ -148,8 +149,10 @@ pub fn runner(gh: &GitHubMock, model: &ModelServer, cache: &Path) -> ReviewRunne
             None,
         )
     });
-    ReviewRunner {
+    let steps = GitHubSteps {
         auth: AppAuth::new(&gh.url(), 12345, Secret::new(key)).expect("auth"),
+    };
+    let shared = RunnerSettings {
         cache_dir: cache.to_path_buf(),
         model: factory,
         settings,
@@ -163,7 +166,8 @@ pub fn runner(gh: &GitHubMock, model: &ModelServer, cache: &Path) -> ReviewRunne
         ceilings: LimitCeilings::default(),
         dismissals: None,
         checks: None,
-    }
+    };
+    Pipeline { steps, shared }
 }
 
 /// Reviews the pull request with `config` at its base through the App's runner

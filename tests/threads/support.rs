@@ -216,7 +216,7 @@ impl Reviewed {
             .await
     }
 
-    /// The server's `redline_model_tokens_total{kind="input"}`, from `/metrics`.
+    /// The server's `redline_model_tokens_total{forge="github",kind="input"}`, from `/metrics`.
     pub async fn input_tokens(&self) -> u64 {
         let text = reqwest::get(format!("{}/metrics", self.server.url))
             .await
@@ -225,7 +225,9 @@ impl Reviewed {
             .await
             .expect("metrics text");
         text.lines()
-            .find_map(|l| l.strip_prefix("redline_model_tokens_total{kind=\"input\"} "))
+            .find_map(|l| {
+                l.strip_prefix("redline_model_tokens_total{forge=\"github\",kind=\"input\"} ")
+            })
             .and_then(|v| v.trim().parse().ok())
             .unwrap_or(0)
     }

@@ -33,79 +33,49 @@ pub(crate) enum JobForge {
 }
 
 impl JobForge {
-    pub(super) async fn show(
-        &self,
-        target: &StatusTarget<'_>,
-        status: &ReviewStatus,
-    ) -> Result<Option<u64>, StatusError> {
+    /// The change through the forge seam, and the notice it gets when its statuses are
+    /// refused: the one place the forges are told apart.
+    fn seam(&self) -> (Box<dyn Forge + '_>, &'static str) {
         match self {
             JobForge::GitHub {
                 client,
                 owner,
                 repo,
                 number,
-            } => {
-                let pull = GitHubPull::at(client, owner, repo, *number);
-                pull.show_status(target, status).await
-            }
+            } => (
+                Box::new(GitHubPull::at(client, owner, repo, *number)),
+                GITHUB_DENIED,
+            ),
             JobForge::GitLab {
                 client,
                 project,
                 iid,
-            } => {
-                let mr = GitLabMergeRequest::at(client, project, *iid);
-                mr.show_status(target, status).await
-            }
+            } => (
+                Box::new(GitLabMergeRequest::at(client, project, *iid)),
+                GITLAB_DENIED,
+            ),
         }
+    }
+
+    pub(super) async fn show(
+        &self,
+        target: &StatusTarget<'_>,
+        status: &ReviewStatus,
+    ) -> Result<Option<u64>, StatusError> {
+        self.seam().0.show_status(target, status).await
     }
 
     pub(super) async fn shown_conclusion(
         &self,
         head: &str,
     ) -> Result<Option<Conclusion>, StatusError> {
-        match self {
-            JobForge::GitHub {
-                client,
-                owner,
-                repo,
-                number,
-            } => {
-                let pull = GitHubPull::at(client, owner, repo, *number);
-                pull.shown_conclusion(head).await
-            }
-            JobForge::GitLab {
-                client,
-                project,
-                iid,
-            } => {
-                let mr = GitLabMergeRequest::at(client, project, *iid);
-                mr.shown_conclusion(head).await
-            }
-        }
+        self.seam().0.shown_conclusion(head).await
     }
 
     /// Tells the change, once, that its statuses cannot be shown.
     pub(super) async fn denied_notice(&self) {
-        let posted = match self {
-            JobForge::GitHub {
-                client,
-                owner,
-                repo,
-                number,
-            } => {
-                let pull = GitHubPull::at(client, owner, repo, *number);
-                pull.notice_once(GITHUB_DENIED).await
-            }
-            JobForge::GitLab {
-                client,
-                project,
-                iid,
-            } => {
-                let mr = GitLabMergeRequest::at(client, project, *iid);
-                mr.notice_once(GITLAB_DENIED).await
-            }
-        };
-        if let Err(error) = posted {
+        let (forge, notice) = self.seam();
+        if let Err(error) = forge.notice_once(notice).await {
             tracing::warn!(%error, "could not post the notice of the missing permission");
         }
     }

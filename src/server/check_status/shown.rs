@@ -11,7 +11,7 @@ use crate::review::report::ReviewReport;
 
 /// What a job that found the change at `head` shows when it needs no review: a re-run
 /// of an older commit, or a commit reviewed already (`reviewed_before`: the queue's
-/// [`Since`](crate::server::review_runner::Since) rule found nothing to review). Records
+/// [`Since`](crate::server::pipeline::Since) rule found nothing to review). Records
 /// `head` as the commit of the job's check.
 pub(crate) async fn no_review_needed(
     job: &Job,
