@@ -27,12 +27,13 @@ pub(crate) mod summary;
 pub mod thread;
 
 pub(crate) use action_event::check_action_event;
-pub use action_event::{Trigger, TriggerOptions, parse_action_event};
+pub use action_event::parse_action_event;
 pub use auth::AppAuth;
 pub use client::GitHubClient;
 pub(crate) use client::{api_url_from_env, path_segment};
 pub use command::{Command, USAGE};
 pub use error::GitHubError;
+pub use event::PayloadError;
 pub use fingerprint::{fingerprint, marker, parse_markers};
 pub use intent::{PullText, pull_intent};
 pub(crate) use notice::post_notice_once;
