@@ -1,7 +1,7 @@
 //! The one exponential backoff formula: `base * 2^exponent`, capped. Model-call retries
 //! (with jitter on top, [`crate::llm::RetryPolicy`]), the queue's job retries
 //! ([`crate::queue::QueueOptions`]) and the forges' rate-limit waits
-//! ([`crate::github::RateLimitPolicy`]) all grow their waits with it.
+//! ([`crate::forge::RateLimitPolicy`]) all grow their waits with it.
 //!
 //! Invariant: never panics and never overflows; any exponent, base and cap give a
 //! wait of at most `cap`.

@@ -12,29 +12,37 @@
 //! The review's state beside the change (GitHub: the check run `Redline`; GitLab: the
 //! commit status `redline`) is defined once in [`status`], with the conclusion it has
 //! under `fail_on`; each forge only shows it ([`Forge::show_status`]).
-//! Layering: used by `flow` and `cli`; implemented here for GitHub
-//! (over `github`) and in `gitlab`. [`ForgeKind`] (which forge) is a leaf the queue stores;
+//! Layering: used by `flow` and `cli`; implemented in `github` ([`crate::github`]'s
+//! `GitHubPull`) and in `gitlab`. [`ForgeKind`] (which forge) is a leaf the queue stores;
 //! [`event`] (what a delivery asks for) is a leaf too: each forge's classifier produces
 //! it, the server and the Action consume it.
 
+pub(crate) mod anchor;
+pub mod command;
+pub mod dismissed;
 pub(crate) mod event;
+pub mod fingerprint;
 mod kind;
+pub mod notice;
 pub(crate) mod publish;
+pub(crate) mod ratelimit;
 pub mod status;
+pub(crate) mod summary;
+pub mod thread;
 
+pub use command::{Command, USAGE};
+pub use fingerprint::{fingerprint, marker, parse_markers};
 pub use kind::{ForgeKind, UnknownForge};
+pub use publish::{PublishConfig, PublishError, PublishOutcome, PublishRequest};
+pub use ratelimit::{RateLimitPolicy, Sleeper};
 
 use std::collections::HashSet;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use serde_json::json;
 
-use crate::github::dismissed::ReviewThread;
-use crate::github::{
-    GitHubClient, PublishError, PublishOutcome, PublishRequest, PullText, path_segment,
-};
 use crate::intent::{CommitMessage, Intent};
+use dismissed::ReviewThread;
 use publish::Plan;
 use status::{Conclusion, ReviewStatus, StatusError, StatusTarget};
 
@@ -124,117 +132,6 @@ pub(crate) trait Forge: Send + Sync {
     async fn shown_conclusion(&self, head: &str) -> Result<Option<Conclusion>, StatusError>;
 
     /// Posts `text` on the change unless the same notice is there already (see
-    /// [`crate::github::notice`]); `Ok(true)` when it was posted.
+    /// [`notice`]); `Ok(true)` when it was posted.
     async fn notice_once(&self, text: &str) -> Result<bool, PublishError>;
-}
-
-/// A GitHub pull request, through [`GitHubClient`]: today's behaviour.
-pub(crate) struct GitHubPull<'a> {
-    /// The client.
-    pub(crate) client: &'a GitHubClient,
-    /// The pull request and what its author wrote on it.
-    pub(crate) text: PullText<'a>,
-    /// Its number.
-    pub(crate) number: u64,
-}
-
-impl<'a> GitHubPull<'a> {
-    /// Pull request `owner/repo#number`, its title and description not read (for
-    /// publishing, replies and access checks; [`Forge::intent`] then has no title or
-    /// description).
-    pub(crate) fn at(client: &'a GitHubClient, owner: &'a str, repo: &'a str, number: u64) -> Self {
-        let text = PullText {
-            owner,
-            repo,
-            title: "",
-            body: "",
-        };
-        GitHubPull {
-            client,
-            text,
-            number,
-        }
-    }
-
-    /// `/repos/{owner}/{repo}`.
-    pub(crate) fn repo_path(&self) -> String {
-        format!(
-            "/repos/{}/{}",
-            path_segment(self.text.owner),
-            path_segment(self.text.repo)
-        )
-    }
-}
-
-#[async_trait]
-impl Forge for GitHubPull<'_> {
-    async fn intent(&self, commits: Vec<CommitMessage>) -> Intent {
-        crate::github::pull_intent(self.client, self.text, commits).await
-    }
-
-    async fn summary(&self) -> Result<Option<SummaryComment>, PublishError> {
-        crate::github::publish::find_summary(self).await
-    }
-
-    async fn earlier(&self) -> Result<Earlier, PublishError> {
-        crate::github::publish::earlier(self).await
-    }
-
-    async fn post_review<'f>(
-        &self,
-        req: &PublishRequest<'f>,
-        plan: &mut Plan<'f>,
-        summary_url: Option<&str>,
-        outcome: &mut PublishOutcome,
-    ) -> Result<(), PublishError> {
-        crate::github::publish::post_review(self, req, plan, summary_url, outcome).await
-    }
-
-    async fn write_summary(
-        &self,
-        existing: Option<&SummaryComment>,
-        body: &str,
-        interval: Duration,
-    ) -> Result<Option<String>, PublishError> {
-        crate::github::publish::write_summary(self, existing, body, interval).await
-    }
-
-    async fn resolve(&self, thread: &str) -> Result<(), PublishError> {
-        Ok(crate::github::dismissed::resolve_thread(self.client, thread).await?)
-    }
-
-    async fn reply(&self, thread: &str, body: &str) -> Result<(), PublishError> {
-        let path = format!(
-            "{}/pulls/{}/comments/{}/replies",
-            self.repo_path(),
-            self.number,
-            path_segment(thread)
-        );
-        self.client
-            .post_json(&path, &json!({ "body": body }))
-            .await?;
-        Ok(())
-    }
-
-    async fn may_write(&self, user: &str) -> Result<bool, PublishError> {
-        let (owner, repo) = (self.text.owner, self.text.repo);
-        Ok(crate::github::has_write_access(self.client, owner, repo, user).await?)
-    }
-
-    async fn show_status(
-        &self,
-        target: &StatusTarget<'_>,
-        status: &ReviewStatus,
-    ) -> Result<Option<u64>, StatusError> {
-        Ok(crate::github::check_run::show(self, target, status).await?)
-    }
-
-    async fn shown_conclusion(&self, head: &str) -> Result<Option<Conclusion>, StatusError> {
-        Ok(crate::github::check_run::shown_conclusion(self, head).await?)
-    }
-
-    async fn notice_once(&self, text: &str) -> Result<bool, PublishError> {
-        let (owner, repo) = (self.text.owner, self.text.repo);
-        Ok(crate::github::post_notice_once(self.client, owner, repo, self.number, text).await?)
-    }
 }

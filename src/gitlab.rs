@@ -28,11 +28,12 @@ use serde_json::json;
 
 use std::time::Duration;
 
+use crate::forge::notice::Notice;
 use crate::forge::publish::Plan;
 use crate::forge::status::{Conclusion, ReviewStatus, StatusError, StatusTarget};
 use crate::forge::{Earlier, Forge, SummaryComment};
-use crate::github::notice::Notice;
-use crate::github::{PublishConfig, PublishError, PublishOutcome, PublishRequest, path_segment};
+use crate::forge::{PublishConfig, PublishError, PublishOutcome, PublishRequest};
+use crate::github::path_segment;
 use crate::intent::{CommitMessage, Intent};
 
 /// A merge request, to review and publish on.

@@ -4,14 +4,15 @@
 mod app;
 mod events;
 
-use redline::github::dismissed::Dismissals;
+use redline::forge::dismissed::Dismissals;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use redline::github::{
-    GitHubClient, GitHubError, PublishConfig, PublishError, PublishOutcome, PublishRequest,
-    RateLimitPolicy, Sleeper, last_reviewed_sha, parse_markers, publish_review,
+use redline::forge::{
+    PublishConfig, PublishError, PublishOutcome, PublishRequest, RateLimitPolicy, Sleeper,
+    parse_markers,
 };
+use redline::github::{GitHubClient, GitHubError, last_reviewed_sha, publish_review};
 use redline::llm::Secret;
 use redline::review::diff::{ChangeSet, DiffLine, FileChange, FileStatus, Hunk, LineKind};
 use redline::review::finding::{Category, Finding, Severity, Side};

@@ -122,7 +122,7 @@ pub(crate) fn merge_request(gl: &GitLabMock, base: &str, head: &str, new_lines: 
 }
 
 fn markers(body: &str) -> Vec<String> {
-    redline::github::parse_markers(body)
+    redline::forge::parse_markers(body)
 }
 
 fn finding_reply(findings: Vec<Value>) -> Vec<Reply> {

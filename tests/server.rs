@@ -319,7 +319,7 @@ async fn a_malformed_command_is_answered_with_the_usage_and_not_queued() {
         (replies[0].pr_number, replies[0].commenter.as_str()),
         (1, "Codertocat")
     );
-    assert!(replies[0].text.contains("--now") && replies[0].text.contains(redline::github::USAGE));
+    assert!(replies[0].text.contains("--now") && replies[0].text.contains(redline::forge::USAGE));
 }
 
 #[tokio::test]

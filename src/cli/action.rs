@@ -16,14 +16,15 @@ use crate::config::settings::{SettingFlags, Settings};
 use crate::config::{CONFIG_FILE, ConfigError, ConfigSource};
 use crate::flow;
 use crate::flow::pull::{CommitSource, PullCommits, PullTarget, load_commits, short};
+use crate::forge::Forge;
+use crate::forge::command::already_reviewed;
+use crate::forge::dismissed::Dismissals;
 use crate::forge::publish::last_reviewed_sha;
-use crate::forge::{Forge, ForgeEvent, GitHubPull, IgnoreReason};
-use crate::github::command::already_reviewed;
-use crate::github::dismissed::Dismissals;
+use crate::forge::{ForgeEvent, IgnoreReason, PublishConfig, PublishError};
 use crate::github::thread::ThreadComment;
 use crate::github::{
-    GitHubClient, PublishConfig, PublishError, PullText, api_url_from_env, check_action_event,
-    fetch_pull, parse_action_event, post_notice_once,
+    GitHubClient, GitHubPull, PullText, api_url_from_env, check_action_event, fetch_pull,
+    parse_action_event, post_notice_once,
 };
 use crate::llm::Secret;
 use crate::review::finding::{Finding, Severity};

@@ -10,9 +10,9 @@ use crate::agent::events::EventSink;
 use crate::flow;
 use crate::flow::pull::pull_intent;
 use crate::flow::thread::{Answered, Gate};
-use crate::forge::GitHubPull;
-use crate::github::thread::{Thread, ThreadComment};
-use crate::github::{GitHubClient, PullText, fetch_pull, record_dismissed};
+use crate::forge::thread::Thread;
+use crate::github::thread::ThreadComment;
+use crate::github::{GitHubClient, GitHubPull, PullText, fetch_pull, record_dismissed};
 use crate::llm::Secret;
 
 /// Answers `comment` in its thread when the checks let it; the step's exit code.

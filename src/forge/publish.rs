@@ -12,14 +12,136 @@
 //! most severe first.
 
 use std::collections::HashSet;
+use std::time::Duration;
 
+use serde::Serialize;
+
+use super::anchor::{anchor_line_text, anchor_problem};
+use super::dismissed::{Dismissals, ReviewThread, parse_dismissed, resolved_keys, with_dismissed};
+use super::fingerprint::{concern_key, fingerprint, parse_markers};
+use super::summary::{SummaryEntry, SummaryInput, parse_last_sha, render_summary};
 use super::{Earlier, Forge};
-use crate::github::anchor::{anchor_line_text, anchor_problem};
-use crate::github::dismissed::{ReviewThread, parse_dismissed, resolved_keys, with_dismissed};
-use crate::github::fingerprint::{concern_key, fingerprint, parse_markers};
-use crate::github::summary::{SummaryEntry, SummaryInput, parse_last_sha, render_summary};
-use crate::github::{PublishError, PublishOutcome, PublishRequest};
-use crate::review::finding::Finding;
+use crate::github::GitHubError;
+use crate::review::diff::ChangeSet;
+use crate::review::finding::{Finding, Severity};
+use crate::review::stats::Stats;
+use crate::review::walkthrough::Area;
+
+/// How a review is published.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PublishConfig {
+    /// Most inline comments per run; the rest go in the summary (default 25).
+    pub max_comments: usize,
+    /// Request changes when a new finding is at least this severe (default: never).
+    pub request_changes_at: Option<Severity>,
+    /// The least severe finding posted inline; less severe ones are listed, collapsed, in
+    /// the summary (default minor: nits are not inline comments).
+    pub inline_at: Severity,
+    /// Least time between two of this run's writes (default one second).
+    pub min_write_interval: Duration,
+}
+
+impl Default for PublishConfig {
+    fn default() -> Self {
+        PublishConfig {
+            max_comments: 25,
+            request_changes_at: None,
+            inline_at: Severity::Minor,
+            min_write_interval: Duration::from_secs(1),
+        }
+    }
+}
+
+/// One run's review, to publish on pull request `owner/repo#pr_number`.
+pub struct PublishRequest<'a> {
+    /// Repository owner.
+    pub owner: &'a str,
+    /// Repository name.
+    pub repo: &'a str,
+    /// Pull request number.
+    pub pr_number: u64,
+    /// The head commit the findings were made on.
+    pub head_sha: &'a str,
+    /// The findings, in any order.
+    pub findings: &'a [Finding],
+    /// The review engine's summary (Markdown).
+    pub summary: &'a str,
+    /// What the change does, per area: opens the summary comment (empty: no section).
+    pub walkthrough: &'a [Area],
+    /// The run's counters (cost, tokens, a limit reached), shown in the summary comment.
+    pub stats: Option<&'a Stats>,
+    /// The pull request's diff (base..head), to validate anchors.
+    pub changes: &'a ChangeSet,
+    /// The text of line `n` of `path` at head, for fingerprints.
+    pub head_line_text: &'a (dyn Fn(&str, u32) -> Option<String> + Sync),
+    /// Limits and thresholds.
+    pub config: &'a PublishConfig,
+    /// `(from_sha, to_sha)` when only the changes since an earlier review were reviewed.
+    pub reviewed_range: Option<(String, String)>,
+    /// Dismissal keys known from elsewhere (the App's database).
+    pub dismissed: &'a Dismissals,
+    /// Resolve Redline's outdated threads whose finding this run did not raise again.
+    pub resolve_outdated: bool,
+}
+
+/// What a run posted.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct PublishOutcome {
+    /// The review's page, when a review was posted.
+    pub review_url: Option<String>,
+    /// Inline comments posted.
+    pub inline_posted: usize,
+    /// Findings not posted because an earlier run already did.
+    pub skipped_duplicates: usize,
+    /// Findings not posted because they were dismissed (or their thread resolved).
+    pub skipped_dismissed: usize,
+    /// Redline's outdated threads resolved by this run.
+    pub threads_resolved: usize,
+    /// This run's findings listed in the summary comment instead of inline.
+    pub in_summary: usize,
+    /// GitHub refused the inline comments, so everything went to the summary.
+    pub fell_back_to_summary_only: bool,
+    /// The summary comment's page, when the forge gave one (an earlier run's summary).
+    pub summary_url: Option<String>,
+    /// Which of the request's findings (their indices) were dismissed, not raised.
+    #[serde(skip)]
+    pub dismissed_findings: Vec<usize>,
+    /// Which of the request's findings (their indices) this run listed in the summary
+    /// comment instead of posting them inline.
+    #[serde(skip)]
+    pub summary_findings: Vec<usize>,
+}
+
+/// Why a review could not be published.
+#[derive(Debug, thiserror::Error)]
+pub enum PublishError {
+    /// The token may not comment (fork pull request, read-only token): fall back
+    /// to the job summary and annotations.
+    #[error("GitHub does not let this token comment on the pull request: {message}")]
+    Forbidden {
+        /// GitHub's answer, with the request that got it.
+        message: String,
+    },
+    /// Any other GitHub failure.
+    #[error(transparent)]
+    GitHub(#[from] GitHubError),
+    /// Any other GitLab failure.
+    #[error(transparent)]
+    GitLab(#[from] crate::gitlab::GitLabError),
+}
+
+impl PublishError {
+    /// GitHub's `error` as a publishing error: a refusal (403) is [`PublishError::Forbidden`].
+    pub(crate) fn from_github(error: GitHubError) -> Self {
+        if error.status() == Some(403) {
+            PublishError::Forbidden {
+                message: error.to_string(),
+            }
+        } else {
+            PublishError::GitHub(error)
+        }
+    }
+}
 
 /// This run's new findings, split between inline comments and the summary.
 pub(crate) struct Plan<'f> {
@@ -163,7 +285,7 @@ async fn resolve_outdated(
 pub(crate) fn plan<'f>(
     req: &PublishRequest<'f>,
     known: &HashSet<String>,
-    dismissed: &crate::github::dismissed::Dismissals,
+    dismissed: &Dismissals,
 ) -> Plan<'f> {
     let mut seen = known.clone();
     let mut fresh: Vec<(&'f Finding, String)> = Vec::new();

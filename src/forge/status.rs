@@ -16,7 +16,8 @@
 
 mod text;
 
-use crate::github::{GitHubError, PublishOutcome};
+use super::PublishOutcome;
+use crate::github::GitHubError;
 use crate::gitlab::GitLabError;
 use crate::review::finding::{Finding, Severity};
 use crate::review::report::{FailOn, ReviewReport};

@@ -14,7 +14,7 @@ use serde_json::{Value, json};
 
 use super::client::{GitHubClient, Pacing, Transport, decode};
 use super::error::{GitHubError, github_message};
-use super::ratelimit::RateLimitPolicy;
+use crate::forge::ratelimit::RateLimitPolicy;
 use crate::llm::Secret;
 
 /// How far in the past the JWT's `iat` is set, for clock drift.

@@ -14,9 +14,9 @@ use std::time::Duration;
 use axum::http::Method;
 use serde_json::{Value, json};
 
+use super::GitHubPull;
 use super::client::path_segment;
 use super::error::GitHubError;
-use crate::forge::GitHubPull;
 use crate::forge::status::{CHECK_NAME, Conclusion, ReviewStatus, StatusTarget};
 use crate::review::finding::{Finding, Severity, Side};
 use crate::review::report::FailOn;

@@ -15,7 +15,7 @@ use serde_json::Value;
 
 use super::auth::AppAuth;
 use super::error::{GitHubError, github_message};
-use super::ratelimit::{ForgeAnswer, Limited, RateLimitPolicy, RequestLabel, WriteGate};
+use crate::forge::ratelimit::{ForgeAnswer, Limited, RateLimitPolicy, RequestLabel, WriteGate};
 use crate::llm::Secret;
 
 /// GitHub.com's API, used when `GITHUB_API_URL` is not set.

@@ -26,9 +26,9 @@ use serde::Deserialize;
 use serde::de::{DeserializeOwned, IgnoredAny};
 use serde_json::Value;
 
-use super::command::{Command, REVIEW_ACTIONS, parse_command};
 use super::pull::{ApiPull, PullInfo};
 use super::thread::ReviewCommentEvent;
+use crate::forge::command::{Command, REVIEW_ACTIONS, parse_command};
 use crate::forge::status::CHECK_NAME;
 use crate::forge::{
     AccessChange, Ask, ChangeRef, CommandRequest, CommentRef, ForgeEvent, ForgeIds, IgnoreReason,

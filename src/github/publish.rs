@@ -2,10 +2,10 @@
 //! summary comment edited in place, nothing posted twice. What is posted is decided by
 //! [`crate::forge::publish`] (shared with GitLab); this module is GitHub's side of it.
 //!
-//! A run posts (each write paced by [`PublishConfig::min_write_interval`]):
+//! A run posts (each write paced by [`crate::forge::publish::PublishConfig::min_write_interval`]):
 //! 1. one review (`POST .../pulls/{n}/reviews`, `commit_id` = head) holding the
 //!    new findings whose anchors lie within one diff hunk, most severe first, at
-//!    most [`PublishConfig::max_comments`]; no review when there is no inline
+//!    most [`crate::forge::publish::PublishConfig::max_comments`]; no review when there is no inline
 //!    comment and no change request;
 //! 2. the summary issue comment, created once and then edited in place, holding
 //!    the run's walkthrough of the change and the engine's summary, the last reviewed head SHA and every finding not
@@ -30,136 +30,20 @@ use std::collections::HashSet;
 use std::time::Duration;
 
 use axum::http::Method;
-use serde::Serialize;
 use serde_json::{Value, json};
 
-use super::anchor::{describe_anchor, review_comment};
+use super::GitHubPull;
 use super::client::GitHubClient;
-use super::dismissed::{Dismissals, ReviewThread, parse_dismissed, review_threads, with_dismissed};
 use super::error::GitHubError;
-use super::fingerprint::parse_markers;
-use super::summary::{SUMMARY_MARKER, SummaryEntry, is_summary, parse_last_sha, review_body};
-use crate::forge::publish::Plan;
-use crate::forge::{Earlier, GitHubPull, SummaryComment};
-use crate::review::diff::ChangeSet;
-use crate::review::finding::{Finding, Severity};
-use crate::review::stats::Stats;
-use crate::review::walkthrough::Area;
-
-/// How a review is published.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PublishConfig {
-    /// Most inline comments per run; the rest go in the summary (default 25).
-    pub max_comments: usize,
-    /// Request changes when a new finding is at least this severe (default: never).
-    pub request_changes_at: Option<Severity>,
-    /// The least severe finding posted inline; less severe ones are listed, collapsed, in
-    /// the summary (default minor: nits are not inline comments).
-    pub inline_at: Severity,
-    /// Least time between two of this run's writes (default one second).
-    pub min_write_interval: Duration,
-}
-
-impl Default for PublishConfig {
-    fn default() -> Self {
-        PublishConfig {
-            max_comments: 25,
-            request_changes_at: None,
-            inline_at: Severity::Minor,
-            min_write_interval: Duration::from_secs(1),
-        }
-    }
-}
-
-/// One run's review, to publish on pull request `owner/repo#pr_number`.
-pub struct PublishRequest<'a> {
-    /// Repository owner.
-    pub owner: &'a str,
-    /// Repository name.
-    pub repo: &'a str,
-    /// Pull request number.
-    pub pr_number: u64,
-    /// The head commit the findings were made on.
-    pub head_sha: &'a str,
-    /// The findings, in any order.
-    pub findings: &'a [Finding],
-    /// The review engine's summary (Markdown).
-    pub summary: &'a str,
-    /// What the change does, per area: opens the summary comment (empty: no section).
-    pub walkthrough: &'a [Area],
-    /// The run's counters (cost, tokens, a limit reached), shown in the summary comment.
-    pub stats: Option<&'a Stats>,
-    /// The pull request's diff (base..head), to validate anchors.
-    pub changes: &'a ChangeSet,
-    /// The text of line `n` of `path` at head, for fingerprints.
-    pub head_line_text: &'a (dyn Fn(&str, u32) -> Option<String> + Sync),
-    /// Limits and thresholds.
-    pub config: &'a PublishConfig,
-    /// `(from_sha, to_sha)` when only the changes since an earlier review were reviewed.
-    pub reviewed_range: Option<(String, String)>,
-    /// Dismissal keys known from elsewhere (the App's database).
-    pub dismissed: &'a Dismissals,
-    /// Resolve Redline's outdated threads whose finding this run did not raise again.
-    pub resolve_outdated: bool,
-}
-
-/// What a run posted.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
-pub struct PublishOutcome {
-    /// The review's page, when a review was posted.
-    pub review_url: Option<String>,
-    /// Inline comments posted.
-    pub inline_posted: usize,
-    /// Findings not posted because an earlier run already did.
-    pub skipped_duplicates: usize,
-    /// Findings not posted because they were dismissed (or their thread resolved).
-    pub skipped_dismissed: usize,
-    /// Redline's outdated threads resolved by this run.
-    pub threads_resolved: usize,
-    /// This run's findings listed in the summary comment instead of inline.
-    pub in_summary: usize,
-    /// GitHub refused the inline comments, so everything went to the summary.
-    pub fell_back_to_summary_only: bool,
-    /// The summary comment's page, when the forge gave one (an earlier run's summary).
-    pub summary_url: Option<String>,
-    /// Which of the request's findings (their indices) were dismissed, not raised.
-    #[serde(skip)]
-    pub dismissed_findings: Vec<usize>,
-    /// Which of the request's findings (their indices) this run listed in the summary
-    /// comment instead of posting them inline.
-    #[serde(skip)]
-    pub summary_findings: Vec<usize>,
-}
-
-/// Why a review could not be published.
-#[derive(Debug, thiserror::Error)]
-pub enum PublishError {
-    /// The token may not comment (fork pull request, read-only token): fall back
-    /// to the job summary and annotations.
-    #[error("GitHub does not let this token comment on the pull request: {message}")]
-    Forbidden {
-        /// GitHub's answer, with the request that got it.
-        message: String,
-    },
-    /// Any other GitHub failure.
-    #[error(transparent)]
-    GitHub(#[from] GitHubError),
-    /// Any other GitLab failure.
-    #[error(transparent)]
-    GitLab(#[from] crate::gitlab::GitLabError),
-}
-
-impl PublishError {
-    fn from_github(error: GitHubError) -> Self {
-        if error.status() == Some(403) {
-            PublishError::Forbidden {
-                message: error.to_string(),
-            }
-        } else {
-            PublishError::GitHub(error)
-        }
-    }
-}
+use super::review_threads::review_threads;
+use crate::forge::anchor::{describe_anchor, review_comment};
+use crate::forge::dismissed::{ReviewThread, parse_dismissed, with_dismissed};
+use crate::forge::fingerprint::parse_markers;
+use crate::forge::publish::{Plan, PublishError, PublishOutcome, PublishRequest};
+use crate::forge::summary::{
+    SUMMARY_MARKER, SummaryEntry, is_summary, parse_last_sha, review_body,
+};
+use crate::forge::{Earlier, SummaryComment};
 
 /// Publishes one run's review. See the module documentation for what is posted.
 pub async fn publish_review(

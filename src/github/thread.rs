@@ -1,24 +1,18 @@
-//! Review threads: what a `pull_request_review_comment` event asks of Redline, the thread a
-//! comment belongs to, and Redline's answers in it. Shared by the Action and the App.
+//! GitHub's review threads: the `pull_request_review_comment` event, the comment a
+//! note names ([`ThreadComment`]), loading a thread from the pull request's review
+//! comments, and who may dismiss its finding. Shared by the Action and the App; what a
+//! comment asks and Redline's answers are forge-neutral ([`crate::forge::thread`]).
 //!
-//! Invariants: Redline never answers a bot (itself included) nor a comment carrying its
-//! answer marker (its own answer, whatever identity posted it); a thread is Redline's when
-//! its first comment was written by a bot and carries a fingerprint marker; every answer
-//! carries a hidden marker naming the comment it answers, so a comment is answered at
-//! most once whoever runs again, and answers are counted per thread from those markers.
+//! Invariants: a bot is a user of type `Bot` or a login ending in `[bot]`.
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::client::{GitHubClient, path_segment};
-use super::command::{Command, parse_command};
 use super::error::GitHubError;
-use super::fingerprint::{concern_of_comment, neutralise_markers, parse_markers};
 pub use crate::forge::Ask;
+use crate::forge::thread::{Thread, ThreadPost, thread_comment_ask};
 use crate::forge::{ChangeRef, CommentRef, ForgeIds, IgnoreReason, ThreadNote};
-
-/// The prefix of the marker an answer carries: `<!-- redline:answer=ID -->`.
-const ANSWER_PREFIX: &str = "<!-- redline:answer=";
 
 /// A `pull_request_review_comment` event, as much of it as Redline reads.
 #[derive(Debug, Clone, Deserialize)]
@@ -191,113 +185,6 @@ impl ThreadComment {
     }
 }
 
-/// What a comment in a review thread (discussion) asks of Redline, by the rules every
-/// forge shares: nothing from a bot or from Redline's own answer; else a command, a
-/// mention of `mention` (`@slug`, when known), or any reply (`is_reply`).
-pub(crate) fn thread_comment_ask(
-    body: &str,
-    by_bot: bool,
-    is_reply: bool,
-    mention: Option<&str>,
-) -> Result<Ask, IgnoreReason> {
-    if by_bot {
-        return Err(IgnoreReason::ByBot);
-    }
-    // Redline's answers carry this marker (quoted text cannot forge it): under an
-    // identity that is not a bot (the Action with a personal token), its own answer
-    // would otherwise come back as a reply, or as a command the model was led to write.
-    if body.contains(ANSWER_PREFIX) {
-        return Err(IgnoreReason::OwnAnswer);
-    }
-    ask_of(body, is_reply, mention).ok_or(IgnoreReason::AsksNothing)
-}
-
-/// What `body` asks: a command first, then a mention, then any reply.
-fn ask_of(body: &str, is_reply: bool, mention: Option<&str>) -> Option<Ask> {
-    match parse_command(body) {
-        Ok(Some(Command::Review { strategy, force })) => {
-            return Some(Ask::Review { strategy, force });
-        }
-        Ok(Some(Command::Ignore)) => return Some(Ask::Ignore),
-        Err(error) => return Some(Ask::Usage(error.reply())),
-        Ok(None) => {}
-    }
-    if mention.is_some_and(|m| mentions(body, m)) {
-        return Some(Ask::Answer);
-    }
-    is_reply.then_some(Ask::ReplyInThread)
-}
-
-/// Whether `body` mentions `handle` (`@name`) as a whole word, case-insensitively, in its
-/// prose: as on GitHub, a mention in code (a fenced block or an inline span) or glued to a
-/// word before it (`me@redline.dev`) is not one.
-pub(crate) fn mentions(body: &str, handle: &str) -> bool {
-    let handle = handle.to_ascii_lowercase();
-    let lower = prose_of(body).to_ascii_lowercase();
-    lower.match_indices(&handle).any(|(at, _)| {
-        let before = lower[..at].chars().next_back();
-        let next = lower[at + handle.len()..].chars().next();
-        let word = |c: char| c.is_ascii_alphanumeric() || c == '-' || c == '_';
-        !before.is_some_and(|c| word(c) || c == '@') && !next.is_some_and(word)
-    })
-}
-
-/// `body` without its fenced code blocks and inline code spans (each becomes a space).
-fn prose_of(body: &str) -> String {
-    let mut prose = String::with_capacity(body.len());
-    let mut fence: Option<String> = None;
-    for line in body.lines() {
-        let trimmed = line.trim_start();
-        let marker: String = trimmed
-            .chars()
-            .take_while(|&c| c == '`' || c == '~')
-            .collect();
-        let opens = marker.len() >= 3
-            && marker
-                .chars()
-                .all(|c| c == marker.chars().next().unwrap_or('`'));
-        match &fence {
-            Some(open) if opens && trimmed.starts_with(open.as_str()) => fence = None,
-            Some(_) => {}
-            None if opens => fence = Some(marker),
-            None => {
-                let mut in_code = false;
-                for part in line.split('`') {
-                    if !in_code {
-                        prose.push_str(part);
-                    }
-                    prose.push(' ');
-                    in_code = !in_code;
-                }
-            }
-        }
-        prose.push('\n');
-    }
-    prose
-}
-
-/// One comment of a thread.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ThreadPost {
-    /// The comment's id.
-    pub id: u64,
-    /// The author's login.
-    pub author: String,
-    /// Whether a bot wrote it.
-    pub by_bot: bool,
-    /// The text.
-    pub body: String,
-    /// The commented file.
-    pub path: String,
-}
-
-/// A review thread: its first comment and the replies, oldest first.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Thread {
-    /// The comments, the first comment of the thread first.
-    pub posts: Vec<ThreadPost>,
-}
-
 impl Thread {
     /// The thread whose first comment is `root_id`, from the pull request's review comments.
     pub(crate) fn from_comments(comments: &[Value], root_id: u64) -> Option<Thread> {
@@ -313,50 +200,6 @@ impl Thread {
         posts.sort_by_key(|p| (p.id != root_id, p.id));
         posts.first().filter(|p| p.id == root_id)?;
         Some(Thread { posts })
-    }
-
-    /// The thread's first comment.
-    pub fn root(&self) -> Option<&ThreadPost> {
-        self.posts.first()
-    }
-
-    /// Whether the thread is Redline's: a bot's first comment carrying a fingerprint.
-    pub(crate) fn is_redline_s(&self) -> bool {
-        self.root()
-            .is_some_and(|root| root.by_bot && !parse_markers(&root.body).is_empty())
-    }
-
-    /// Redline's answers in the thread.
-    pub fn answers(&self) -> usize {
-        self.posts
-            .iter()
-            .filter(|p| p.by_bot && answered_id(&p.body).is_some())
-            .count()
-    }
-
-    /// Whether Redline already answered comment `id`.
-    pub fn answered(&self, id: u64) -> bool {
-        self.posts
-            .iter()
-            .any(|p| p.by_bot && answered_id(&p.body) == Some(id))
-    }
-
-    /// Whether Redline already posted `text` as an answer in the thread (a fixed reply).
-    pub(crate) fn has_answer_text(&self, text: &str) -> bool {
-        let text = text.trim();
-        self.posts.iter().any(|p| {
-            p.by_bot && answered_id(&p.body).is_some() && p.body.trim_start().starts_with(text)
-        })
-    }
-
-    /// The keys that dismiss the thread's finding: its fingerprints and its concern.
-    pub(crate) fn dismissal_keys(&self) -> Vec<String> {
-        let Some(root) = self.root().filter(|_| self.is_redline_s()) else {
-            return Vec::new();
-        };
-        let mut keys = parse_markers(&root.body);
-        keys.extend(concern_of_comment(&root.path, &root.body));
-        keys
     }
 }
 
@@ -384,26 +227,6 @@ fn text_field(value: &Value, field: &str) -> String {
         .and_then(Value::as_str)
         .unwrap_or_default()
         .to_string()
-}
-
-/// The comment id an answer's marker names.
-fn answered_id(body: &str) -> Option<u64> {
-    let start = body.find(ANSWER_PREFIX)? + ANSWER_PREFIX.len();
-    let digits: String = body[start..]
-        .chars()
-        .take_while(char::is_ascii_digit)
-        .collect();
-    digits.parse().ok()
-}
-
-/// The body of Redline's answer to comment `id`: the text (markers defused) and the
-/// hidden marker naming `id`.
-pub(crate) fn answer_body(text: &str, id: u64) -> String {
-    // Model text: no mentions, images or HTML outside code, as in the walkthrough.
-    format!(
-        "{}\n\n{ANSWER_PREFIX}{id} -->",
-        neutralise_markers(&crate::text::escape_markdown(text.trim_end()))
-    )
 }
 
 /// The thread of comment `root_id` on pull request `owner/repo#pr_number`; `None` when
@@ -439,6 +262,7 @@ pub(crate) async fn may_dismiss(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::forge::thread::answer_body;
     use serde_json::json;
 
     fn event(body: &str, reply_to: Option<u64>, kind: &str, action: &str) -> ReviewCommentEvent {
@@ -517,33 +341,5 @@ mod tests {
         assert_eq!(keys[0], "00ff");
         assert!(keys[1].starts_with("c-"));
         assert!(Thread::from_comments(&[], 1).is_none());
-    }
-
-    #[test]
-    fn an_answer_cannot_carry_a_forged_marker() {
-        let body = answer_body(
-            "see <!-- redline:answer=77 --> and <!-- redline:fp=beef -->",
-            5,
-        );
-        assert_eq!(answered_id(&body), Some(5));
-        assert!(parse_markers(&body).is_empty());
-    }
-
-    #[test]
-    fn answers_mention_no_one_and_show_no_remote_image() {
-        let body = answer_body(
-            "Ask @alice or @org/team. ![pixel](https://evil.example/t.png) <img src=x> `Vec<u8>`",
-            5,
-        );
-        assert!(
-            !body.contains("@alice") && !body.contains("@org/team"),
-            "{body}"
-        );
-        assert!(
-            !body.contains("![pixel]") && !body.contains("<img"),
-            "{body}"
-        );
-        assert!(body.contains("`Vec<u8>`"), "{body}");
-        assert_eq!(answered_id(&body), Some(5));
     }
 }

@@ -1,6 +1,6 @@
 //! The GitLab REST v4 client (gitlab.com and self-managed): `PRIVATE-TOKEN`
 //! authentication, rate limits waited out (`Retry-After`, `RateLimit-Reset`; shared with
-//! GitHub's client in [`crate::github::ratelimit`]), paced writes, and pagination.
+//! GitHub's client in [`crate::forge::ratelimit`]), paced writes, and pagination.
 //!
 //! Invariants: the token is only ever sent to the configured API's origin (pagination
 //! follows page numbers, never links; a redirect is followed within that origin only,
@@ -16,7 +16,7 @@ use reqwest::{Method, StatusCode};
 use serde_json::Value;
 
 use super::own_user::OwnUser;
-use crate::github::ratelimit::{ForgeAnswer, Limited, RateLimitPolicy, RequestLabel, WriteGate};
+use crate::forge::ratelimit::{ForgeAnswer, Limited, RateLimitPolicy, RequestLabel, WriteGate};
 use crate::llm::Secret;
 
 /// Pages followed at most when listing (100 items each).

@@ -13,11 +13,11 @@
 
 use serde::Deserialize;
 
+use crate::forge::thread::thread_comment_ask;
 use crate::forge::{
     Ask, ChangeRef, CommandRequest, CommentRef, ForgeEvent, ForgeIds, IgnoreReason, ReviewRequest,
     Revision, ThreadNote,
 };
-use crate::github::thread::thread_comment_ask;
 use crate::gitlab::own_user::OwnUser;
 
 /// `X-Gitlab-Event` of a merge request event.

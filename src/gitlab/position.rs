@@ -1,7 +1,7 @@
 //! Where a finding sits in a merge request's diff, as GitLab's discussion `position`
 //! (`position_type: text`) names it, and the inline body with GitLab's suggestion syntax.
 //!
-//! Invariants: only findings whose anchor is valid ([`crate::github::anchor::anchor_problem`])
+//! Invariants: only findings whose anchor is valid ([`crate::forge::anchor::anchor_problem`])
 //! get a position; an added line is named by `new_line`, a removed one by `old_line`, an
 //! unchanged one by both (as GitLab requires); a multi-line finding gets a `line_range`
 //! whose line codes are GitLab's (`sha1(path)_old_new`, counting the hunk's lines).
@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 use sha1::{Digest, Sha1};
 
 use super::merge_request::DiffRefs;
-use crate::github::anchor::inline_body;
+use crate::forge::anchor::inline_body;
 use crate::review::diff::{ChangeSet, FileChange, LineKind};
 use crate::review::finding::{Finding, Side};
 use crate::text::posted::has_quick_action_line;

@@ -15,12 +15,13 @@ use serde_json::{Value, json};
 use super::GitLabMergeRequest;
 use super::merge_request::merge_request_path;
 use super::position::{discussion_body, position};
+use crate::forge::dismissed::ReviewThread;
+use crate::forge::fingerprint::{concern_of_comment, parse_markers};
 use crate::forge::publish::Plan;
+use crate::forge::summary::{SummaryEntry, is_summary};
 use crate::forge::{Earlier, SummaryComment};
-use crate::github::dismissed::ReviewThread;
-use crate::github::fingerprint::{concern_of_comment, parse_markers};
-use crate::github::summary::{SummaryEntry, is_summary};
-use crate::github::{PublishError, PublishOutcome, PublishRequest, path_segment};
+use crate::forge::{PublishError, PublishOutcome, PublishRequest};
+use crate::github::path_segment;
 
 /// Redline's discussions and summary note on the merge request (one listing).
 pub(crate) async fn earlier(mr: &GitLabMergeRequest<'_>) -> Result<Earlier, PublishError> {
@@ -152,7 +153,7 @@ pub(crate) async fn resolve(mr: &GitLabMergeRequest<'_>, id: &str) -> Result<(),
         merge_request_path(mr.project, mr.iid),
         path_segment(id)
     );
-    let interval = crate::github::PublishConfig::default().min_write_interval;
+    let interval = crate::forge::PublishConfig::default().min_write_interval;
     mr.client
         .write_json(Method::PUT, &path, &json!({}), interval)
         .await?;

@@ -30,11 +30,12 @@ use crate::config::limits::LimitCeilings;
 use crate::config::settings::Settings;
 use crate::flow;
 use crate::flow::pull::{PullCommits, PullTarget, short};
+use crate::forge::command::{Command, already_reviewed, parse_command};
+use crate::forge::dismissed::Dismissals;
 use crate::forge::publish::last_reviewed_sha;
 use crate::forge::{Forge, ForgeKind};
-use crate::github::command::{Command, already_reviewed, parse_command};
-use crate::github::dismissed::Dismissals;
-use crate::github::{PublishConfig, PublishError, path_segment};
+use crate::forge::{PublishConfig, PublishError};
+use crate::github::path_segment;
 use crate::gitlab::discussion::clone_url;
 use crate::gitlab::merge_request::{
     DiffRefs, MergeRequest, fetch_merge_request, merge_request_path,

@@ -21,12 +21,12 @@ use crate::config::settings::{self, Scope, SettingFlags, Settings, SettingsInput
 use crate::config::{CONFIG_FILE, ConfigError, ConfigSource, ModelSettings};
 use crate::flow;
 use crate::flow::pull::{CommitSource, FlowError, PullCommits, PullTarget, short};
-use crate::forge::GitHubPull;
-use crate::github::command::already_reviewed;
-use crate::github::dismissed::Dismissals;
+use crate::forge::command::already_reviewed;
+use crate::forge::dismissed::Dismissals;
+use crate::forge::{PublishConfig, PublishError};
 use crate::github::{
-    AppAuth, GitHubClient, GitHubError, PublishConfig, PublishError, PullInfo, PullText,
-    fetch_pull, has_write_access, last_reviewed_sha, path_segment, post_notice_once,
+    AppAuth, GitHubClient, GitHubError, GitHubPull, PullInfo, PullText, fetch_pull,
+    has_write_access, last_reviewed_sha, path_segment, post_notice_once,
 };
 use crate::llm::ChatModel;
 use crate::queue::{ForgeKind, Job, JobError, JobRunner, Queue, ReviewTrigger, RunOutcome};
@@ -41,7 +41,7 @@ pub(crate) enum Since {
     /// The head is reviewed and a push asked again: nothing to do, nothing to say.
     NothingNew,
     /// The head is reviewed and a `/redline review` comment (without `--force`) asked
-    /// again: the person asking is answered ([`crate::github::command::already_reviewed`]).
+    /// again: the person asking is answered ([`crate::forge::command::already_reviewed`]).
     AlreadyReviewed,
 }
 

@@ -23,9 +23,9 @@ use crate::errors::Chain;
 use crate::flow;
 use crate::flow::pull::pull_intent;
 use crate::flow::thread::{Answered, Gate};
-use crate::forge::GitHubPull;
+use crate::forge::PublishError;
 use crate::github::thread::ThreadComment;
-use crate::github::{GitHubClient, GitHubError, PublishError, PullText, fetch_pull};
+use crate::github::{GitHubClient, GitHubError, GitHubPull, PullText, fetch_pull};
 use crate::llm::Usage;
 use crate::queue::{JobError, Queue, QueueError};
 
@@ -153,7 +153,7 @@ async fn answer(
     queue: &Queue,
     client: &GitHubClient,
     comment: &ThreadComment,
-    thread: &crate::github::thread::Thread,
+    thread: &crate::forge::thread::Thread,
 ) -> Result<(), AnswerError> {
     let (owner, repo) = (comment.owner.as_str(), comment.repo.as_str());
     let pull = fetch_pull(client, owner, repo, comment.pr_number)
@@ -226,7 +226,7 @@ async fn answer(
 async fn reserve_answer(
     queue: &Queue,
     comment: &ThreadComment,
-    thread: &crate::github::thread::Thread,
+    thread: &crate::forge::thread::Thread,
     max: u32,
 ) -> Result<bool, AnswerError> {
     let repository = format!("{}/{}", comment.owner, comment.repo);

@@ -110,7 +110,7 @@ fn issue_comment_and_other_events() {
         (usage.change.number, usage.comment.author.as_str()),
         (1, "Codertocat")
     );
-    assert!(usage.text.contains("--bogus") && usage.text.contains(redline::github::USAGE));
+    assert!(usage.text.contains("--bogus") && usage.text.contains(redline::forge::USAGE));
     let plain_issue = parse(
         "issue_comment",
         &fixture("issue_comment/created.payload.json"),

@@ -11,7 +11,7 @@ use crate::common::cli::{self, KEY};
 use crate::common::github_mock::GitHubMock;
 use crate::common::model_server::{ModelServer, Wire};
 use crate::serve_cli::Server;
-use redline::github::USAGE;
+use redline::forge::USAGE;
 
 const BOGUS: &str = "/redline review --strategy plan --now";
 

@@ -1,9 +1,10 @@
 //! The change request a job's status is shown on, owned (the forge seam borrows), and
 //! what it is told when its forge refuses Redline's statuses.
 
+use crate::forge::Forge;
 use crate::forge::status::{Conclusion, ReviewStatus, StatusError, StatusTarget};
-use crate::forge::{Forge, GitHubPull};
 use crate::github::GitHubClient;
+use crate::github::GitHubPull;
 use crate::gitlab::{GitLabClient, GitLabMergeRequest};
 
 /// The notice a pull request gets when the App may not write checks.

@@ -4,8 +4,8 @@
 use super::JobStatus;
 use crate::config::settings::Settings;
 use crate::flow::pull::PullCommits;
+use crate::forge::PublishOutcome;
 use crate::forge::status::{ReviewStatus, SkipReason, limits_text};
-use crate::github::PublishOutcome;
 use crate::queue::{Job, ReviewTrigger};
 use crate::review::report::ReviewReport;
 

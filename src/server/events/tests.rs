@@ -143,7 +143,7 @@ fn a_malformed_command_gets_the_usage() {
         (Some(9), 3)
     );
     assert_eq!(reply.comment.author, "alice");
-    assert!(reply.text.contains("--bogus") && reply.text.contains(crate::github::USAGE));
+    assert!(reply.text.contains("--bogus") && reply.text.contains(crate::forge::USAGE));
 }
 
 #[test]

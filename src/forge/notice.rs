@@ -1,13 +1,10 @@
-//! One-off notices on a pull request (e.g. "the repository's config is broken"), posted
+//! One-off notices on a change request (e.g. "the repository's config is broken"), posted
 //! at most once per text: each carries a hidden marker with a hash of its text, and a
-//! notice whose marker is already on the pull request is not posted again (redeliveries
+//! notice whose marker is already on the change is not posted again (redeliveries
 //! and retried jobs stay quiet).
 
-use serde_json::Value;
 use sha2::{Digest, Sha256};
 
-use super::client::{GitHubClient, path_segment};
-use super::error::GitHubError;
 use super::fingerprint::neutralise_markers;
 
 /// The prefix of a notice marker.
@@ -43,34 +40,6 @@ impl Notice {
     pub(crate) fn is_among<'a>(&self, mut bodies: impl Iterator<Item = &'a str>) -> bool {
         bodies.any(|body| body.contains(&self.marker))
     }
-}
-
-/// Posts `text` as a comment on pull request `owner/repo#number` unless the same notice
-/// is there already; `Ok(true)` when it was posted. `text` may quote repository content:
-/// anything in it that reads as a Redline marker is defused.
-pub(crate) async fn post_notice_once(
-    client: &GitHubClient,
-    owner: &str,
-    repo: &str,
-    number: u64,
-    text: &str,
-) -> Result<bool, GitHubError> {
-    let notice = Notice::of(text);
-    let path = format!(
-        "/repos/{}/{}/issues/{number}/comments",
-        path_segment(owner),
-        path_segment(repo)
-    );
-    let comments = client.get_all_pages(&path).await?;
-    let bodies = comments
-        .iter()
-        .filter_map(|c| c.get("body").and_then(Value::as_str));
-    if notice.is_among(bodies) {
-        return Ok(false);
-    }
-    let body = serde_json::json!({"body": notice.body});
-    client.post_json(&path, &body).await?;
-    Ok(true)
 }
 
 #[cfg(test)]

@@ -1,18 +1,11 @@
-//! Findings a pull request's people turned down: dismissal keys (fingerprints and concern
+//! Findings a change's people turned down: dismissal keys (fingerprints and concern
 //! keys, see [`super::fingerprint`](mod@super::fingerprint)), their hidden marker in the summary comment (the
-//! Action's store), and the review threads GitHub reports resolved (GraphQL).
+//! Action's store), and the keys of the review threads a forge reports resolved.
 //!
 //! Invariants: a key is 1 to 64 characters of `[0-9a-z-]`, so a marker can never close
-//! early or carry other markup; GraphQL failures never fail a review (resolved threads
-//! are then simply not known).
+//! early or carry other markup.
 
 use std::collections::BTreeSet;
-
-use serde_json::{Value, json};
-
-use super::client::GitHubClient;
-use super::error::GitHubError;
-use super::fingerprint::{concern_of_comment, parse_markers};
 
 /// The prefix of the summary comment's dismissal marker.
 const DISMISSED_PREFIX: &str = "<!-- redline:dismissed=";
@@ -20,8 +13,6 @@ const DISMISSED_PREFIX: &str = "<!-- redline:dismissed=";
 const COMMENT_END: &str = "-->";
 /// Keys kept in the summary marker at most (the oldest go first).
 const MAX_MARKED_KEYS: usize = 500;
-/// Review threads read at most (GraphQL pages of 100).
-const MAX_THREAD_PAGES: usize = 10;
 
 /// The dismissal keys of one pull request.
 pub type Dismissals = BTreeSet<String>;
@@ -83,77 +74,17 @@ pub(crate) fn with_dismissed(body: &str, keys: &Dismissals) -> String {
     format!("{}\n{marker}", body.trim_end())
 }
 
-/// A review thread as GraphQL reports it.
+/// A review thread (GitHub) or discussion (GitLab) as the forge reports it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct ReviewThread {
-    /// The thread's node id (for `resolveReviewThread`).
+    /// The thread's id on the forge (GitHub: its node id, for `resolveReviewThread`).
     pub id: String,
-    /// Resolved on GitHub.
+    /// Resolved on the forge.
     pub is_resolved: bool,
     /// Its lines changed since it was written.
     pub is_outdated: bool,
     /// The keys of Redline's finding in its first comment (empty when not Redline's).
     pub keys: Vec<String>,
-}
-
-const THREADS_QUERY: &str = "query($owner: String!, $repo: String!, $number: Int!, $after: String) {
-  repository(owner: $owner, name: $repo) {
-    pullRequest(number: $number) {
-      reviewThreads(first: 100, after: $after) {
-        pageInfo { hasNextPage endCursor }
-        nodes { id isResolved isOutdated path comments(first: 1) { nodes { body author { __typename login } } } }
-      }
-    }
-  }
-}";
-
-const RESOLVE_MUTATION: &str = "mutation($thread: ID!) {
-  resolveReviewThread(input: {threadId: $thread}) { thread { id isResolved } }
-}";
-
-/// The review threads of pull request `owner/repo#number` (at most 1,000).
-pub(crate) async fn review_threads(
-    client: &GitHubClient,
-    owner: &str,
-    repo: &str,
-    number: u64,
-) -> Result<Vec<ReviewThread>, GitHubError> {
-    let mut threads = Vec::new();
-    let mut after: Option<String> = None;
-    for _ in 0..MAX_THREAD_PAGES {
-        let variables = json!({"owner": owner, "repo": repo, "number": number, "after": after});
-        let data = client.graphql(THREADS_QUERY, &variables).await?;
-        let page = &data["repository"]["pullRequest"]["reviewThreads"];
-        let nodes = page["nodes"].as_array().cloned().unwrap_or_default();
-        threads.extend(nodes.iter().filter_map(thread_of));
-        after = page["pageInfo"]["endCursor"].as_str().map(str::to_string);
-        if page["pageInfo"]["hasNextPage"] != json!(true) || after.is_none() {
-            break;
-        }
-    }
-    Ok(threads)
-}
-
-fn thread_of(node: &Value) -> Option<ReviewThread> {
-    let path = node["path"].as_str().unwrap_or_default();
-    let first = &node["comments"]["nodes"][0];
-    let body = first["body"].as_str().unwrap_or_default();
-    // GraphQL names a bot without its `[bot]` suffix; its type tells it apart.
-    let by_bot = first["author"]["__typename"] == json!("Bot");
-    let mut keys = if by_bot {
-        parse_markers(body)
-    } else {
-        Vec::new()
-    };
-    if !keys.is_empty() {
-        keys.extend(concern_of_comment(path, body));
-    }
-    Some(ReviewThread {
-        id: node["id"].as_str()?.to_string(),
-        is_resolved: node["isResolved"] == json!(true),
-        is_outdated: node["isOutdated"] == json!(true),
-        keys,
-    })
 }
 
 /// The dismissal keys of the resolved threads among `threads`.
@@ -163,14 +94,6 @@ pub(crate) fn resolved_keys(threads: &[ReviewThread]) -> Dismissals {
         .filter(|t| t.is_resolved)
         .flat_map(|t| t.keys.iter().cloned())
         .collect()
-}
-
-/// Resolves review thread `id`.
-pub async fn resolve_thread(client: &GitHubClient, id: &str) -> Result<(), GitHubError> {
-    client
-        .graphql(RESOLVE_MUTATION, &json!({ "thread": id }))
-        .await
-        .map(|_| ())
 }
 
 #[cfg(test)]
@@ -208,25 +131,5 @@ mod tests {
         let keys: Vec<String> = parse_dismissed(body).into_iter().collect();
         assert_eq!(keys, ["00ff", "ok-1"]);
         assert!(parse_dismissed("<!-- redline:dismissed=00ff").is_empty());
-    }
-
-    #[test]
-    fn resolved_threads_give_their_finding_s_keys() {
-        let node = |resolved: bool, body: &str| {
-            json!({"id": "T1", "isResolved": resolved, "isOutdated": false, "path": "a.rs",
-                "comments": {"nodes": [{"body": body, "author": {"__typename": "Bot", "login": "redline"}}]}})
-        };
-        let redline = "**[major · bug] Division**\n\n<!-- redline:fp=00ff -->";
-        let threads: Vec<ReviewThread> = [
-            node(true, redline),
-            node(false, redline),
-            node(true, "mine"),
-        ]
-        .iter()
-        .filter_map(thread_of)
-        .collect();
-        let keys = resolved_keys(&threads);
-        assert!(keys.contains("00ff"));
-        assert_eq!(keys.len(), 2, "{keys:?}");
     }
 }

@@ -275,7 +275,7 @@ fn short(sha: &str) -> &str {
 
 /// The review's body: the walkthrough of what this run reviewed (when the model wrote
 /// one), then where the overview and the other findings are.
-pub(super) fn review_body(
+pub(crate) fn review_body(
     inline: usize,
     summary_url: Option<&str>,
     fell_back: bool,
