@@ -25,8 +25,8 @@ use tracing::{info, warn};
 use super::AppState;
 use super::body::CheckedByCaller;
 use super::intake::{
-    Answer, Headers, WebhookForge, bad_request, event_label, ignored_answer, receive as intake,
-    reply,
+    Answer, Headers, Refused, WebhookForge, bad_request, event_label, ignored_answer,
+    receive as intake, reply,
 };
 use super::metrics::DeliveryOutcome;
 use crate::forge::{ForgeEvent, ForgeKind, ThreadNote, UsageReply};
@@ -159,10 +159,10 @@ impl WebhookForge for GitLab {
         state: &AppState,
         headers: &HeaderMap,
         event: &str,
-    ) -> Result<CheckedByCaller, Response> {
+    ) -> Result<CheckedByCaller, Refused> {
         match headers.get(TOKEN_HEADER) {
             Some(_) => Ok(CheckedByCaller),
-            None => Err(unauthorized(state, event)),
+            None => Err(Box::new(unauthorized(state, event))),
         }
     }
 
@@ -172,20 +172,20 @@ impl WebhookForge for GitLab {
         headers: &HeaderMap,
         body: &[u8],
         event: &str,
-    ) -> Result<(), Response> {
+    ) -> Result<(), Refused> {
         let project = match project_id(body) {
             Ok(Some(project)) => project,
-            Ok(None) => return Err(unauthorized(state, event)),
+            Ok(None) => return Err(Box::new(unauthorized(state, event))),
             Err(err) => {
                 let (outcome, status, value) = bad_request(err.to_string());
                 state.metrics.record_delivery(event, outcome);
-                return Err(reply(status, value));
+                return Err(Box::new(reply(status, value)));
             }
         };
         let token = headers.get(TOKEN_HEADER).map(|value| value.as_bytes());
         match token {
             Some(token) if is_project_token(&self.0.secret, project, token) => Ok(()),
-            _ => Err(unauthorized(state, event)),
+            _ => Err(Box::new(unauthorized(state, event))),
         }
     }
 

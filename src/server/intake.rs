@@ -63,7 +63,7 @@ pub(super) trait WebhookForge: Sync {
         state: &AppState,
         headers: &HeaderMap,
         event: &str,
-    ) -> Result<Self::Check, Response>;
+    ) -> Result<Self::Check, Refused>;
 
     /// Once the body is read and its check passed: the forge's own check of the body
     /// (GitLab: the token is the project's), or the answer that refuses it.
@@ -73,7 +73,7 @@ pub(super) trait WebhookForge: Sync {
         headers: &HeaderMap,
         body: &[u8],
         event: &str,
-    ) -> Result<(), Response>;
+    ) -> Result<(), Refused>;
 
     /// The payload's action (for the delivery record) and what the authenticated `body` of
     /// `event` asks for; the message for the sender when it cannot be read.
@@ -100,6 +100,9 @@ pub(super) trait WebhookForge: Sync {
     fn hand_usage(&self, state: &AppState, usage: UsageReply) -> Answer;
 }
 
+/// The answer that refuses a request before it is classified (boxed: a response is large).
+pub(super) type Refused = Box<Response>;
+
 /// An answer: its outcome (for the metrics), its status and its JSON body.
 pub(super) type Answer = (DeliveryOutcome, StatusCode, Value);
 
@@ -115,7 +118,7 @@ pub(super) async fn receive<F: WebhookForge>(
     let label = event.as_ref().ok().copied().unwrap_or("unknown");
     let check = match forge.begin(state, headers, label) {
         Ok(check) => check,
-        Err(refused) => return refused,
+        Err(refused) => return *refused,
     };
     let declared = declared_length(headers);
     let read = read_verified(body, declared, &state.limits, &state.unverified, check).await;
@@ -124,7 +127,7 @@ pub(super) async fn receive<F: WebhookForge>(
         Err(err) => return refuse_body(state, label, err),
     };
     if let Err(refused) = forge.verify(state, headers, &body, label) {
-        return refused;
+        return *refused;
     }
     let delivery_id = header(headers, F::HEADERS.delivery);
     let (outcome, status, value) = match accept(state, forge, event, delivery_id, &body).await {

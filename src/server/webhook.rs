@@ -16,7 +16,7 @@ use super::AppState;
 use super::body::BodyError;
 use super::events::{Classified, CommandReply, classify};
 use super::intake::{
-    Answer, Headers, WebhookForge, ignored_answer, receive as intake, refuse_body,
+    Answer, Headers, Refused, WebhookForge, ignored_answer, receive as intake, refuse_body,
 };
 use super::metrics::DeliveryOutcome;
 use super::signature::SignatureCheck;
@@ -50,15 +50,15 @@ impl WebhookForge for GitHub {
         state: &AppState,
         headers: &HeaderMap,
         event: &str,
-    ) -> Result<SignatureCheck, Response> {
+    ) -> Result<SignatureCheck, Refused> {
         let signature = headers
             .get(SIGNATURE_HEADER)
             .map(|value| value.to_str().unwrap_or_default());
         SignatureCheck::begin(&state.webhook_secret, signature)
-            .map_err(|err| refuse_body(state, event, BodyError::Signature(err)))
+            .map_err(|err| Box::new(refuse_body(state, event, BodyError::Signature(err))))
     }
 
-    fn verify(&self, _: &AppState, _: &HeaderMap, _: &[u8], _: &str) -> Result<(), Response> {
+    fn verify(&self, _: &AppState, _: &HeaderMap, _: &[u8], _: &str) -> Result<(), Refused> {
         // The signature was checked as the body streamed in.
         Ok(())
     }
