@@ -15,8 +15,7 @@ mod files;
 mod gitlab;
 mod gitlab_hook_token;
 pub(crate) mod init;
-mod intent;
-mod list_runs;
+mod intent_args;
 mod output;
 mod pipe;
 mod progress;
@@ -27,6 +26,7 @@ mod serve;
 mod serve_forges;
 mod signals;
 mod steps;
+mod transcripts;
 
 use clap::{Parser, Subcommand};
 
@@ -112,7 +112,7 @@ pub async fn run(cli: Cli) -> i32 {
         Command::GitlabHookToken(args) => gitlab_hook_token::run(&args),
         Command::Serve(args) => serve::run(args).await,
         Command::Replay(args) => replay::run(args).await,
-        Command::Runs(args) => list_runs::run(args),
+        Command::Runs(args) => runs::run(args),
         Command::Init(args) => init::run(args),
         Command::Check(args) => check::run(args).await,
         Command::Eval(args) => eval::run(args).await,

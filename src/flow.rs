@@ -7,7 +7,8 @@
 //! Invariants: a request is plain data (no command-line parser type: the command line
 //! converts its arguments once into one); the same request resolves to the same settings,
 //! change and model requests whichever entry point made it.
-//! Layering: used by `cli` and `server`; uses `agent`, `config`, `forge`, `github`,
+//! Layering: used by `cli` and `server`; uses `agent`, `config`, `forge` (publishing and
+//! thread answers on any forge), `github` (checkouts and GitHub's review threads),
 //! `guidelines`, `intent`, `repo`, `review` and `tools`; never `cli` or `server`.
 
 pub mod local;

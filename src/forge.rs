@@ -12,27 +12,31 @@
 //! The review's state beside the change (GitHub: the check run `Redline`; GitLab: the
 //! commit status `redline`) is defined once in [`status`], with the conclusion it has
 //! under `fail_on`; each forge only shows it ([`Forge::show_status`]).
-//! Layering: used by `flow` and `cli`; implemented in `github` ([`crate::github`]'s
-//! `GitHubPull`) and in `gitlab`. [`ForgeKind`] (which forge) is a leaf the queue stores;
+//! Layering: used by `flow`, `cli` and `server`; implemented in `github` (`GitHubPull`)
+//! and in `gitlab` (`GitLabMergeRequest`); never imports either. [`ForgeKind`] (which forge) is a leaf the queue stores;
 //! [`event`] (what a delivery asks for) is a leaf too: each forge's classifier produces
 //! it, the server and the Action consume it.
 
 pub(crate) mod anchor;
+mod api_error;
 pub mod command;
 pub mod dismissed;
 pub(crate) mod event;
 pub mod fingerprint;
 mod kind;
 pub mod notice;
+mod path_segment;
 pub(crate) mod publish;
 pub(crate) mod ratelimit;
 pub mod status;
 pub(crate) mod summary;
 pub mod thread;
 
+pub use api_error::{ApiFailure, ForgeApiError};
 pub use command::{Command, USAGE};
 pub use fingerprint::{fingerprint, marker, parse_markers};
 pub use kind::{ForgeKind, UnknownForge};
+pub(crate) use path_segment::path_segment;
 pub use publish::{PublishConfig, PublishError, PublishOutcome, PublishRequest};
 pub use ratelimit::{RateLimitPolicy, Sleeper};
 

@@ -1,10 +1,12 @@
-//! GitHub integration: an authenticated REST client (token or GitHub App),
-//! publishing a review on a pull request, and classifying webhook and Actions events
-//! ([`event`], one set of rules for the App and the Action).
+//! GitHub integration: an authenticated REST client (token or GitHub App), GitHub's side
+//! of the forge seam ([`GitHubPull`], implementing [`crate::forge::Forge`]: reviews, the
+//! summary comment, review threads over GraphQL, the check run), and classifying webhook
+//! and Actions events ([`event`], one set of rules for the App and the Action).
 //!
-//! Both the GitHub Action step and the GitHub App server publish through
-//! [`publish_review`] (GitHub's side of [`crate::forge`]); see [`publish`] for what it
-//! posts and how reruns stay idempotent.
+//! What is posted is decided in [`crate::forge::publish`]; [`publish`] is how GitHub
+//! posts it (see there for how reruns stay idempotent).
+//! Layering: uses `forge` (the forge-neutral core: anchors, fingerprints, summary,
+//! dismissals, commands, notices, rate limits) and `intent`; never `gitlab`.
 
 pub(crate) mod action_event;
 pub mod auth;
@@ -14,11 +16,12 @@ pub mod client;
 pub mod error;
 pub(crate) mod event;
 mod forge;
-mod intent;
 mod permission;
 pub mod publish;
 pub mod pull;
+mod pull_intent;
 mod pull_notice;
+mod review_comment;
 pub(crate) mod review_threads;
 pub mod thread;
 
@@ -30,11 +33,11 @@ pub(crate) use client::{api_url_from_env, path_segment};
 pub use error::GitHubError;
 pub use event::PayloadError;
 pub(crate) use forge::GitHubPull;
-pub use intent::{PullText, pull_intent};
 pub(crate) use permission::has_read_access;
 pub use permission::has_write_access;
 pub(crate) use publish::record_dismissed;
 pub use publish::{last_reviewed_sha, publish_review};
 pub(crate) use pull::PullInfo;
 pub use pull::fetch_pull;
+pub use pull_intent::{PullText, pull_intent};
 pub(crate) use pull_notice::post_notice_once;

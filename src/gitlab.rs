@@ -2,6 +2,7 @@
 //! request and its intent, publishing a review as discussions and one summary note, and
 //! the Code Quality report. [`GitLabMergeRequest`] is GitLab's side of the forge seam
 //! ([`crate::forge::Forge`]); [`hook`] reads the webhooks `redline serve` takes.
+//! Layering: uses `forge` (the forge-neutral core) and `intent`; never `github`.
 
 mod access;
 mod client;
@@ -19,7 +20,7 @@ mod publish;
 use async_trait::async_trait;
 
 pub use client::GitLabError;
-pub(crate) use client::{GitLabClient, api_url_from_env};
+pub(crate) use client::{GitLabClient, api_url_from_env, path_segment};
 pub(crate) use hook_token::is_project_token;
 pub use hook_token::project_hook_token;
 use merge_request::{DiffRefs, closed_issues, merge_request_path};
@@ -28,12 +29,11 @@ use serde_json::json;
 
 use std::time::Duration;
 
-use crate::forge::notice::Notice;
+use crate::forge::notice::MarkedNotice;
 use crate::forge::publish::Plan;
 use crate::forge::status::{Conclusion, ReviewStatus, StatusError, StatusTarget};
 use crate::forge::{Earlier, Forge, SummaryComment};
 use crate::forge::{PublishConfig, PublishError, PublishOutcome, PublishRequest};
-use crate::github::path_segment;
 use crate::intent::{CommitMessage, Intent};
 
 /// A merge request, to review and publish on.
@@ -124,7 +124,7 @@ impl Forge for GitLabMergeRequest<'_> {
     }
 
     async fn notice_once(&self, text: &str) -> Result<bool, PublishError> {
-        let notice = Notice::of(text);
+        let notice = MarkedNotice::of(text);
         let merge_request = merge_request_path(self.project, self.iid);
         let discussions = self
             .client

@@ -9,10 +9,10 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use redline::forge::{
-    PublishConfig, PublishError, PublishOutcome, PublishRequest, RateLimitPolicy, Sleeper,
-    parse_markers,
+    ApiFailure, PublishConfig, PublishError, PublishOutcome, PublishRequest, RateLimitPolicy,
+    Sleeper, parse_markers,
 };
-use redline::github::{GitHubClient, GitHubError, last_reviewed_sha, publish_review};
+use redline::github::{GitHubClient, last_reviewed_sha, publish_review};
 use redline::llm::Secret;
 use redline::review::diff::{ChangeSet, DiffLine, FileChange, FileStatus, Hunk, LineKind};
 use redline::review::finding::{Category, Finding, Severity, Side};
@@ -112,10 +112,10 @@ async fn publish(
     let changes = changes();
     publish_review(
         client,
+        OWNER,
+        REPO,
+        PR,
         PublishRequest {
-            owner: OWNER,
-            repo: REPO,
-            pr_number: PR,
             head_sha: head,
             findings,
             summary: "Overall fine.",
@@ -413,7 +413,7 @@ async fn rate_limit_beyond_the_allowed_wait_gives_up() {
         .await
         .unwrap_err();
     assert!(
-        matches!(error, PublishError::GitHub(GitHubError::RateLimited { .. })),
+        matches!(&error, PublishError::Api(e) if matches!(e.failure(), ApiFailure::RateLimited { .. })),
         "{error:?}"
     );
     assert!(
@@ -448,10 +448,7 @@ async fn other_errors_carry_message_and_path_but_no_token() {
         .await
         .unwrap_err();
     let text = error.to_string();
-    assert!(matches!(
-        error,
-        PublishError::GitHub(GitHubError::Api { status: 400, .. })
-    ));
+    assert!(matches!(&error, PublishError::Api(e) if e.status() == Some(400)));
     assert!(text.contains("Problems parsing JSON"), "{text}");
     assert!(
         text.contains("GET /repos/octo/demo/pulls/7/comments"),
@@ -581,10 +578,10 @@ async fn publishing_can_run_on_spawned_tasks() {
     let dismissed = Dismissals::new();
     let future = publish_review(
         &client,
+        OWNER,
+        REPO,
+        PR,
         PublishRequest {
-            owner: OWNER,
-            repo: REPO,
-            pr_number: PR,
             head_sha: HEAD_A,
             findings: &[],
             summary: "",

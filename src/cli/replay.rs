@@ -13,7 +13,7 @@ use async_trait::async_trait;
 use clap::Parser;
 
 use super::review::{local_request, notices_on_stderr};
-use super::runs::header_for;
+use super::transcripts::header_for;
 use super::{Cli, Command, EXIT_ERROR, EXIT_FINDINGS, EXIT_OK, ReplayArgs};
 use crate::agent::transcript::{DecodedCall, Recorder, RecordingModel, Transcript};
 use crate::flow::local::{LocalOutcome, PlanChoice};
@@ -47,7 +47,7 @@ impl ChatModel for Offline {
 
 async fn replay(args: ReplayArgs) -> anyhow::Result<i32> {
     let format: Format = args.format.parse().context("--format")?;
-    let path = super::list_runs::transcript_for_replay(
+    let path = super::runs::transcript_for_replay(
         &args.file,
         args.runs_dir.as_ref(),
         args.repo.as_deref(),

@@ -15,7 +15,7 @@
 //! Layering: used by `cli`; uses `agent`, `config`, `guidelines`, `intent`, `repo`,
 //! `review` and `tools`.
 
-mod intent;
+mod intent_sources;
 #[cfg(test)]
 mod tests;
 
@@ -35,7 +35,7 @@ use crate::review::render::Format;
 use crate::review::report::ReviewReport;
 use crate::tools::Workspace;
 
-pub use intent::MAX_DESCRIPTION_BYTES;
+pub use intent_sources::MAX_DESCRIPTION_BYTES;
 
 /// A review (or the shaping) of a change in a local repository, as plain data.
 #[derive(Debug, Clone)]
@@ -289,7 +289,7 @@ impl LocalRequest {
         let repository =
             repository_config(&root, config_file, change.uncommitted, &range.base, notices)?;
         let mut settings = self.resolve_settings(repository, notices)?;
-        let intent = intent::read(&self.intent, &root, &range)?;
+        let intent = intent_sources::read(&self.intent, &root, &range)?;
         settings.agent.set_intent(&intent);
 
         let (view, mut changes) = crate::repo::load_change(&root, &range, change.uncommitted)?;

@@ -9,7 +9,8 @@
 //! an ancestor of the new one (after a force-push the whole pull request is reviewed);
 //! both entry points label and filter the change the same way, so the same pull request
 //! gets the same model requests and the same published review.
-//! Layering: used by `cli` and `server`; uses `agent`, `config`, `github`, `repo`.
+//! Layering: used by `cli` and `server`; uses `agent`, `config`, `forge` (publishing),
+//! `github` (checkouts), `repo`.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -284,9 +285,6 @@ pub(crate) async fn publish(
     };
     let head_line_text = head_line_reader(commits);
     let request = PublishRequest {
-        owner: target.owner,
-        repo: target.repo,
-        pr_number: target.number,
         head_sha: target.head_sha,
         findings: &report.findings,
         summary: &report.summary,

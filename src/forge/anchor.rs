@@ -1,7 +1,6 @@
-//! Where a finding can be anchored in the pull request's diff, and the inline
-//! review comment that anchors it.
-
-use serde_json::{Value, json};
+//! Where a finding can be anchored in a change's diff, and the body of the inline
+//! comment that anchors it (each forge wraps it in its own request: GitHub's review
+//! comment, GitLab's discussion position).
 
 use super::fingerprint::{marker, neutralise_markers};
 use crate::review::diff::{ChangeSet, LineKind};
@@ -65,29 +64,6 @@ pub(crate) fn describe_anchor(finding: &Finding) -> String {
     match finding.side {
         Side::Right => finding.location(),
         Side::Left => format!("{} (base side)", finding.location()),
-    }
-}
-
-/// The `comments[]` entry of a review for a finding with a valid anchor.
-pub(crate) fn review_comment(finding: &Finding, fp: &str) -> Value {
-    let side = side_name(finding.side);
-    let mut comment = json!({
-        "path": finding.path,
-        "line": finding.line,
-        "side": side,
-        "body": inline_body(finding, fp, "suggestion"),
-    });
-    if finding.start_line < finding.line {
-        comment["start_line"] = json!(finding.start_line);
-        comment["start_side"] = json!(side);
-    }
-    comment
-}
-
-fn side_name(side: Side) -> &'static str {
-    match side {
-        Side::Right => "RIGHT",
-        Side::Left => "LEFT",
     }
 }
 
@@ -233,32 +209,6 @@ mod tests {
             ..finding(1, 1, Side::Right)
         };
         assert!(anchor_problem(&elsewhere, &c).is_some());
-    }
-
-    #[test]
-    fn comment_json_has_range_fields_and_no_position() {
-        let c = review_comment(&finding(1, 3, Side::Right), "abcd");
-        assert_eq!(c["path"], "src/a.rs");
-        assert_eq!(c["line"], 3);
-        assert_eq!(c["side"], "RIGHT");
-        assert_eq!(c["start_line"], 1);
-        assert_eq!(c["start_side"], "RIGHT");
-        assert!(c.get("position").is_none());
-        let body = c["body"].as_str().unwrap();
-        assert!(
-            body.contains("```suggestion\n    fixed();\n```\n"),
-            "{body}"
-        );
-        assert!(body.ends_with("<!-- redline:fp=abcd -->"));
-        let single = review_comment(&finding(2, 2, Side::Right), "abcd");
-        assert!(single.get("start_line").is_none());
-    }
-
-    #[test]
-    fn no_suggestion_on_the_base_side() {
-        let c = review_comment(&finding(2, 2, Side::Left), "abcd");
-        assert_eq!(c["side"], "LEFT");
-        assert!(!c["body"].as_str().unwrap().contains("suggestion"));
     }
 
     #[test]

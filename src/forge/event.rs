@@ -1,6 +1,6 @@
 //! What one forge delivery (a GitHub webhook or Actions event, a GitLab hook) asks of
 //! Redline, in terms every forge shares. Each forge classifies its own payloads into a
-//! [`ForgeEvent`] (GitHub: [`crate::github::event`]); the server maps it to a queued job
+//! [`ForgeEvent`] (GitHub: `github::event`); the server maps it to a queued job
 //! or a hook, the Action to its run.
 //!
 //! Invariants: the rules (which actions start a review, drafts, bots, `created` comments

@@ -18,19 +18,19 @@ fn notice_marker(text: &str) -> String {
 
 /// A notice ready to post: its text with any Redline marker defused (it may quote
 /// repository content), and the hidden marker that tells it is there already.
-pub(crate) struct Notice {
+pub(crate) struct MarkedNotice {
     /// What to post: the text, then the marker.
     pub body: String,
     /// The marker to look for among the comments already posted.
     pub marker: String,
 }
 
-impl Notice {
+impl MarkedNotice {
     /// The notice of `text`.
-    pub(crate) fn of(text: &str) -> Notice {
+    pub(crate) fn of(text: &str) -> MarkedNotice {
         let text = neutralise_markers(text);
         let marker = notice_marker(&text);
-        Notice {
+        MarkedNotice {
             body: format!("{text}\n\n{marker}"),
             marker,
         }

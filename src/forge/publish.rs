@@ -17,11 +17,11 @@ use std::time::Duration;
 use serde::Serialize;
 
 use super::anchor::{anchor_line_text, anchor_problem};
+use super::api_error::ForgeApiError;
 use super::dismissed::{Dismissals, ReviewThread, parse_dismissed, resolved_keys, with_dismissed};
 use super::fingerprint::{concern_key, fingerprint, parse_markers};
 use super::summary::{SummaryEntry, SummaryInput, parse_last_sha, render_summary};
 use super::{Earlier, Forge};
-use crate::github::GitHubError;
 use crate::review::diff::ChangeSet;
 use crate::review::finding::{Finding, Severity};
 use crate::review::stats::Stats;
@@ -52,14 +52,8 @@ impl Default for PublishConfig {
     }
 }
 
-/// One run's review, to publish on pull request `owner/repo#pr_number`.
+/// One run's review, to publish on the change request the forge ([`Forge`]) names.
 pub struct PublishRequest<'a> {
-    /// Repository owner.
-    pub owner: &'a str,
-    /// Repository name.
-    pub repo: &'a str,
-    /// Pull request number.
-    pub pr_number: u64,
     /// The head commit the findings were made on.
     pub head_sha: &'a str,
     /// The findings, in any order.
@@ -122,25 +116,9 @@ pub enum PublishError {
         /// GitHub's answer, with the request that got it.
         message: String,
     },
-    /// Any other GitHub failure.
+    /// Any other failure of the forge's API.
     #[error(transparent)]
-    GitHub(#[from] GitHubError),
-    /// Any other GitLab failure.
-    #[error(transparent)]
-    GitLab(#[from] crate::gitlab::GitLabError),
-}
-
-impl PublishError {
-    /// GitHub's `error` as a publishing error: a refusal (403) is [`PublishError::Forbidden`].
-    pub(crate) fn from_github(error: GitHubError) -> Self {
-        if error.status() == Some(403) {
-            PublishError::Forbidden {
-                message: error.to_string(),
-            }
-        } else {
-            PublishError::GitHub(error)
-        }
-    }
+    Api(#[from] ForgeApiError),
 }
 
 /// This run's new findings, split between inline comments and the summary.

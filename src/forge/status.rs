@@ -17,8 +17,7 @@
 mod text;
 
 use super::PublishOutcome;
-use crate::github::GitHubError;
-use crate::gitlab::GitLabError;
+use super::api_error::ForgeApiError;
 use crate::review::finding::{Finding, Severity};
 use crate::review::report::{FailOn, ReviewReport};
 use crate::review::stats::LimitKind;
@@ -277,27 +276,10 @@ pub(crate) fn limits_text(limits: &crate::agent::budget::ReviewLimits) -> String
     parts.join(" · ")
 }
 
-/// Why a status could not be shown.
-#[derive(Debug, thiserror::Error)]
-pub(crate) enum StatusError {
-    /// GitHub refused or failed.
-    #[error(transparent)]
-    GitHub(#[from] GitHubError),
-    /// GitLab refused or failed.
-    #[error(transparent)]
-    GitLab(#[from] GitLabError),
-}
-
-impl StatusError {
-    /// Whether the forge refused for want of a permission (GitHub: `checks: write`;
-    /// GitLab: a role that may set commit statuses): no retry mends it.
-    pub(crate) fn is_denied(&self) -> bool {
-        match self {
-            StatusError::GitHub(error) => error.status() == Some(403),
-            StatusError::GitLab(error) => matches!(error.status(), Some(401 | 403)),
-        }
-    }
-}
+/// Why a status could not be shown: the forge refused or failed. Its
+/// [`ForgeApiError::is_denied`] says the forge refused for want of a permission (GitHub:
+/// `checks: write`; GitLab: a role that may set commit statuses): no retry mends it.
+pub(crate) type StatusError = ForgeApiError;
 
 /// Where a status is shown: the commit, the job that shows it (GitHub's `external_id`)
 /// and the forge's id of what was shown before, if any.

@@ -15,6 +15,7 @@ use serde_json::Value;
 
 use super::auth::AppAuth;
 use super::error::{GitHubError, github_message};
+pub(crate) use crate::forge::path_segment;
 use crate::forge::ratelimit::{ForgeAnswer, Limited, RateLimitPolicy, RequestLabel, WriteGate};
 use crate::llm::Secret;
 
@@ -29,20 +30,6 @@ pub(crate) fn api_url_from_env() -> String {
     crate::config::env_var("GITHUB_API_URL")
         .map(|url| url.trim().to_string())
         .unwrap_or_else(|| DEFAULT_API_URL.to_string())
-}
-
-/// `value` made safe as one URL path segment (owner, repository or user names
-/// come from event payloads and are not trusted to be well-formed).
-pub(crate) fn path_segment(value: &str) -> String {
-    let mut out = String::with_capacity(value.len());
-    for byte in value.bytes() {
-        if byte.is_ascii_alphanumeric() || matches!(byte, b'-' | b'_' | b'.' | b'~') {
-            out.push(char::from(byte));
-        } else {
-            out.push_str(&format!("%{byte:02X}"));
-        }
-    }
-    out
 }
 
 /// An answer from GitHub, whatever its status.

@@ -5,6 +5,8 @@ use std::time::Duration;
 
 use serde_json::Value;
 
+use crate::forge::{ApiFailure, ForgeApiError, PublishError};
+
 /// A failed GitHub API call.
 #[derive(Debug, thiserror::Error)]
 pub enum GitHubError {
@@ -77,6 +79,41 @@ impl GitHubError {
             GitHubError::Api { message, .. } => Some(message),
             _ => None,
         }
+    }
+}
+
+/// What GitHub's statuses mean to the core: 403 is a missing permission; 401, 404 and 422
+/// refuse the request itself; a rate limit that did not lift says how long was waited.
+impl From<GitHubError> for ForgeApiError {
+    fn from(error: GitHubError) -> Self {
+        let failure = match &error {
+            GitHubError::Api { status: 403, .. } => ApiFailure::Denied,
+            GitHubError::Api {
+                status: 401 | 404 | 422,
+                ..
+            } => ApiFailure::Refused,
+            GitHubError::RateLimited { waited, .. } => ApiFailure::RateLimited { waited: *waited },
+            _ => ApiFailure::Other,
+        };
+        ForgeApiError::new(error.status(), failure, error.to_string())
+    }
+}
+
+impl From<GitHubError> for PublishError {
+    fn from(error: GitHubError) -> Self {
+        PublishError::Api(error.into())
+    }
+}
+
+/// GitHub's `error` as a publishing error, a refusal (403) as
+/// [`PublishError::Forbidden`] (the token may not comment).
+pub(crate) fn publish_error(error: GitHubError) -> PublishError {
+    if error.status() == Some(403) {
+        PublishError::Forbidden {
+            message: error.to_string(),
+        }
+    } else {
+        error.into()
     }
 }
 

@@ -34,9 +34,10 @@ use serde_json::{Value, json};
 
 use super::GitHubPull;
 use super::client::GitHubClient;
-use super::error::GitHubError;
+use super::error::{GitHubError, publish_error};
+use super::review_comment::review_comment;
 use super::review_threads::review_threads;
-use crate::forge::anchor::{describe_anchor, review_comment};
+use crate::forge::anchor::describe_anchor;
 use crate::forge::dismissed::{ReviewThread, parse_dismissed, with_dismissed};
 use crate::forge::fingerprint::parse_markers;
 use crate::forge::publish::{Plan, PublishError, PublishOutcome, PublishRequest};
@@ -45,12 +46,16 @@ use crate::forge::summary::{
 };
 use crate::forge::{Earlier, SummaryComment};
 
-/// Publishes one run's review. See the module documentation for what is posted.
+/// Publishes one run's review on pull request `owner/repo#number`. See the module
+/// documentation for what is posted.
 pub async fn publish_review(
     client: &GitHubClient,
+    owner: &str,
+    repo: &str,
+    number: u64,
     req: PublishRequest<'_>,
 ) -> Result<PublishOutcome, PublishError> {
-    let pull = GitHubPull::at(client, req.owner, req.repo, req.pr_number);
+    let pull = GitHubPull::at(client, owner, repo, number);
     crate::forge::publish::publish(&pull, req).await
 }
 
@@ -102,9 +107,7 @@ pub(crate) async fn record_dismissed(
 /// Redline's review comments' fingerprints, its summary comment and the review threads
 /// (GraphQL; none when it fails), read in that order.
 pub(crate) async fn earlier(pull: &GitHubPull<'_>) -> Result<Earlier, PublishError> {
-    let known = review_comment_markers(pull)
-        .await
-        .map_err(PublishError::from_github)?;
+    let known = review_comment_markers(pull).await.map_err(publish_error)?;
     let summary = find_summary(pull).await?;
     let threads = threads_or_none(pull).await;
     Ok(Earlier {
@@ -118,9 +121,7 @@ pub(crate) async fn earlier(pull: &GitHubPull<'_>) -> Result<Earlier, PublishErr
 pub(crate) async fn find_summary(
     pull: &GitHubPull<'_>,
 ) -> Result<Option<SummaryComment>, PublishError> {
-    summary_comment(pull)
-        .await
-        .map_err(PublishError::from_github)
+    summary_comment(pull).await.map_err(publish_error)
 }
 
 /// The review threads, when `GraphQL` answers (they are optional knowledge).
@@ -145,7 +146,7 @@ pub(crate) async fn post_review<'f>(
     outcome: &mut PublishOutcome,
 ) -> Result<(), PublishError> {
     let client = pull.client;
-    let path = format!("{}/pulls/{}/reviews", pull.repo_path(), req.pr_number);
+    let path = format!("{}/pulls/{}/reviews", pull.repo_path(), pull.number);
     let interval = req.config.min_write_interval;
     let mut event = if plan.request_changes {
         "REQUEST_CHANGES"
@@ -197,7 +198,7 @@ pub(crate) async fn post_review<'f>(
             tracing::warn!(error = %error, "GitHub refused the review; the summary carries the findings");
             return Ok(());
         }
-        Err(error) => return Err(PublishError::from_github(error)),
+        Err(error) => return Err(publish_error(error)),
     }
 
     post_summary_only(client, req, &path, plan, summary_url, event, outcome).await
@@ -241,7 +242,7 @@ async fn post_summary_only<'f>(
         Err(error) if error.status() == Some(422) => {
             tracing::warn!(error = %error, "GitHub refused the summary-only review too");
         }
-        Err(error) => return Err(PublishError::from_github(error)),
+        Err(error) => return Err(publish_error(error)),
     }
     Ok(())
 }
@@ -276,7 +277,7 @@ pub(crate) async fn write_summary(
     };
     written
         .map(|comment| html_url(&comment))
-        .map_err(PublishError::from_github)
+        .map_err(publish_error)
 }
 
 /// Fingerprints in the pull request's review comments.

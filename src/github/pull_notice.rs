@@ -5,7 +5,7 @@ use serde_json::Value;
 
 use super::client::{GitHubClient, path_segment};
 use super::error::GitHubError;
-use crate::forge::notice::Notice;
+use crate::forge::notice::MarkedNotice;
 
 /// Posts `text` as a comment on pull request `owner/repo#number` unless the same notice
 /// is there already; `Ok(true)` when it was posted. `text` may quote repository content:
@@ -17,7 +17,7 @@ pub(crate) async fn post_notice_once(
     number: u64,
     text: &str,
 ) -> Result<bool, GitHubError> {
-    let notice = Notice::of(text);
+    let notice = MarkedNotice::of(text);
     let path = format!(
         "/repos/{}/{}/issues/{number}/comments",
         path_segment(owner),

@@ -9,7 +9,7 @@
 use serde_json::Value;
 
 use super::client::{GitLabClient, GitLabError};
-use crate::github::path_segment;
+use super::path_segment;
 
 /// GitLab's Developer access level.
 const DEVELOPER: u64 = 30;

@@ -16,7 +16,9 @@ use reqwest::{Method, StatusCode};
 use serde_json::Value;
 
 use super::own_user::OwnUser;
+pub(crate) use crate::forge::path_segment;
 use crate::forge::ratelimit::{ForgeAnswer, Limited, RateLimitPolicy, RequestLabel, WriteGate};
+use crate::forge::{ApiFailure, ForgeApiError, PublishError};
 use crate::llm::Secret;
 
 /// Pages followed at most when listing (100 items each).
@@ -79,6 +81,32 @@ impl GitLabError {
             GitLabError::Api { status, .. } => Some(*status),
             _ => None,
         }
+    }
+}
+
+/// What GitLab's statuses mean to the core: 401 and 403 are a missing permission (or
+/// role); 400, 404 and 422 refuse the request itself; a rate limit that did not lift says
+/// how long was waited.
+impl From<GitLabError> for ForgeApiError {
+    fn from(error: GitLabError) -> Self {
+        let failure = match &error {
+            GitLabError::Api {
+                status: 401 | 403, ..
+            } => ApiFailure::Denied,
+            GitLabError::Api {
+                status: 400 | 404 | 422,
+                ..
+            } => ApiFailure::Refused,
+            GitLabError::RateLimited { waited, .. } => ApiFailure::RateLimited { waited: *waited },
+            _ => ApiFailure::Other,
+        };
+        ForgeApiError::new(error.status(), failure, error.to_string())
+    }
+}
+
+impl From<GitLabError> for PublishError {
+    fn from(error: GitLabError) -> Self {
+        PublishError::Api(error.into())
     }
 }
 

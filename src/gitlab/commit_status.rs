@@ -14,8 +14,8 @@ use serde_json::json;
 
 use super::GitLabMergeRequest;
 use super::client::GitLabError;
+use super::path_segment;
 use crate::forge::status::{Conclusion, ReviewStatus};
-use crate::github::path_segment;
 
 /// The name of Redline's commit status.
 pub const STATUS_NAME: &str = "redline";

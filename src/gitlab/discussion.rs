@@ -9,8 +9,8 @@ use serde_json::Value;
 
 use super::client::{GitLabClient, GitLabError};
 use super::merge_request::merge_request_path;
+use super::path_segment;
 use crate::forge::thread::{Thread, ThreadPost};
-use crate::github::path_segment;
 
 /// Discussion `discussion_id` of merge request `iid`, its notes oldest first; `None` when
 /// it is gone.

@@ -8,7 +8,7 @@
 use serde_json::Value;
 
 use super::client::{GitLabClient, GitLabError};
-use crate::github::path_segment;
+use super::path_segment;
 use crate::intent::{LinkedIssue, MAX_ISSUES};
 
 /// The SHAs GitLab's diff of a merge request is computed from.

@@ -14,6 +14,7 @@ use serde_json::{Value, json};
 
 use super::GitLabMergeRequest;
 use super::merge_request::merge_request_path;
+use super::path_segment;
 use super::position::{discussion_body, position};
 use crate::forge::dismissed::ReviewThread;
 use crate::forge::fingerprint::{concern_of_comment, parse_markers};
@@ -21,7 +22,6 @@ use crate::forge::publish::Plan;
 use crate::forge::summary::{SummaryEntry, is_summary};
 use crate::forge::{Earlier, SummaryComment};
 use crate::forge::{PublishError, PublishOutcome, PublishRequest};
-use crate::github::path_segment;
 
 /// Redline's discussions and summary note on the merge request (one listing).
 pub(crate) async fn earlier(mr: &GitLabMergeRequest<'_>) -> Result<Earlier, PublishError> {

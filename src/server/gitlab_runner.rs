@@ -35,12 +35,11 @@ use crate::forge::dismissed::Dismissals;
 use crate::forge::publish::last_reviewed_sha;
 use crate::forge::{Forge, ForgeKind};
 use crate::forge::{PublishConfig, PublishError};
-use crate::github::path_segment;
 use crate::gitlab::discussion::clone_url;
 use crate::gitlab::merge_request::{
     DiffRefs, MergeRequest, fetch_merge_request, merge_request_path,
 };
-use crate::gitlab::{GitLabClient, GitLabError, GitLabMergeRequest};
+use crate::gitlab::{GitLabClient, GitLabError, GitLabMergeRequest, path_segment};
 use crate::llm::Secret;
 use crate::queue::{Job, JobError, JobRunner, Queue, ReviewTrigger, RunOutcome};
 use crate::review::report::ReviewReport;
@@ -351,11 +350,11 @@ pub(crate) fn gitlab_error(e: GitLabError) -> JobError {
 
 fn publish_error(e: PublishError) -> JobError {
     match e {
-        PublishError::GitLab(e) => gitlab_error(e),
+        PublishError::Api(e) if e.is_permanent() => JobError::Permanent(e.into()),
+        PublishError::Api(e) => JobError::Retryable(e.into()),
         PublishError::Forbidden { message } => {
             JobError::Permanent(format!("GitLab refused the review: {message}").into())
         }
-        PublishError::GitHub(e) => JobError::Retryable(e.into()),
     }
 }
 

@@ -274,9 +274,8 @@ impl ReviewRunner {
             Err(PublishError::Forbidden { message }) => Err(JobError::Permanent(
                 format!("GitHub refused the review: {message}").into(),
             )),
-            Err(PublishError::GitHub(e)) => Err(github_error(e)),
-            // The App publishes on GitHub only (until GitLab webhooks are served).
-            Err(PublishError::GitLab(e)) => Err(JobError::Permanent(e.into())),
+            Err(PublishError::Api(e)) if e.is_permanent() => Err(JobError::Permanent(e.into())),
+            Err(PublishError::Api(e)) => Err(JobError::Retryable(e.into())),
         }
     }
 

@@ -1,6 +1,6 @@
 use std::io::Cursor;
 
-use super::intent::read_bounded;
+use super::intent_sources::read_bounded;
 use super::*;
 use crate::repo::test_repo::repo_with_changed_files;
 

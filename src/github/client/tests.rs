@@ -1,11 +1,5 @@
 use super::*;
 
-#[test]
-fn path_segments_are_escaped() {
-    assert_eq!(path_segment("octo-cat_1.x"), "octo-cat_1.x");
-    assert_eq!(path_segment("a/../b c"), "a%2F..%2Fb%20c");
-}
-
 #[tokio::test]
 async fn rejects_bad_api_urls() {
     assert!(matches!(
