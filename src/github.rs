@@ -26,11 +26,12 @@ pub(crate) mod review_threads;
 pub mod thread;
 
 pub(crate) use action_event::check_action_event;
-pub use action_event::{Trigger, TriggerOptions, parse_action_event};
+pub use action_event::parse_action_event;
 pub use auth::AppAuth;
 pub use client::GitHubClient;
 pub(crate) use client::{api_url_from_env, path_segment};
 pub use error::GitHubError;
+pub use event::PayloadError;
 pub(crate) use forge::GitHubPull;
 pub(crate) use permission::has_read_access;
 pub use permission::has_write_access;

@@ -23,6 +23,7 @@ pub(crate) use events::CommandReply;
 mod gitlab_notes;
 pub mod gitlab_runner;
 mod gitlab_webhook;
+mod intake;
 pub(crate) use gitlab_notes::gitlab_note_hook;
 pub use gitlab_webhook::GitLabHooks;
 pub(crate) use gitlab_webhook::GitLabNoteHook;

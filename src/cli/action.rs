@@ -20,10 +20,11 @@ use crate::forge::Forge;
 use crate::forge::command::already_reviewed;
 use crate::forge::dismissed::Dismissals;
 use crate::forge::publish::last_reviewed_sha;
-use crate::forge::{PublishConfig, PublishError};
+use crate::forge::{ForgeEvent, IgnoreReason, PublishConfig, PublishError};
+use crate::github::thread::ThreadComment;
 use crate::github::{
-    GitHubClient, GitHubPull, PullText, Trigger, TriggerOptions, api_url_from_env,
-    check_action_event, fetch_pull, parse_action_event, post_notice_once,
+    GitHubClient, GitHubPull, PullText, api_url_from_env, check_action_event, fetch_pull,
+    parse_action_event, post_notice_once,
 };
 use crate::llm::Secret;
 use crate::review::finding::{Finding, Severity};
@@ -70,30 +71,29 @@ async fn action(args: ActionArgs) -> anyhow::Result<i32> {
     let event_path = env("GITHUB_EVENT_PATH")?;
     let text = std::fs::read_to_string(&event_path)
         .with_context(|| format!("cannot read GITHUB_EVENT_PATH {event_path}"))?;
-    let payload: serde_json::Value =
-        serde_json::from_str(&text).context("GITHUB_EVENT_PATH is not JSON")?;
-    check_action_event(&event_name, &payload)
+    serde_json::from_str::<serde::de::IgnoredAny>(&text)
+        .context("GITHUB_EVENT_PATH is not JSON")?;
+    check_action_event(&event_name, text.as_bytes())
         .with_context(|| format!("GITHUB_EVENT_PATH {event_path} is not a `{event_name}` event"))?;
-    let trigger = parse_action_event(
-        &event_name,
-        &payload,
-        &TriggerOptions {
-            review_drafts: args.review_drafts,
-        },
-    );
-    if let Trigger::Skip { reason } = &trigger {
-        println!("::notice::Redline: nothing to review ({reason})");
-        return Ok(EXIT_OK);
-    }
+    let event = match parse_action_event(&event_name, text.as_bytes(), args.review_drafts) {
+        Ok(ForgeEvent::Ignore(reason)) => return Ok(nothing_to_review(&reason.to_string())),
+        Err(error) => return Ok(nothing_to_review(&error.to_string())),
+        Ok(event) => event,
+    };
     let token = Secret::new(env("GITHUB_TOKEN")?);
     let client = GitHubClient::with_token(&api_url_from_env(), token.clone())?;
-    if let Trigger::Thread(comment) = &trigger {
-        return super::action_thread::answer(&args, &client, &token, comment).await;
+    if let ForgeEvent::Thread(note) = event {
+        let Some(comment) = ThreadComment::from_note(*note) else {
+            return Ok(nothing_to_review(
+                &IgnoreReason::RepositoryWithoutOwner.to_string(),
+            ));
+        };
+        return super::action_thread::answer(&args, &client, &token, &comment).await;
     }
     // GitHub runs a fork's `pull_request` workflow without the repository's secrets.
-    let without_secrets =
-        event_name == "pull_request" && matches!(trigger, Trigger::Review { is_fork: true, .. });
-    let Some(target) = resolve_target(&client, trigger).await? else {
+    let without_secrets = event_name == "pull_request"
+        && matches!(&event, ForgeEvent::Review(review) if review.is_fork);
+    let Some(target) = resolve_target(&client, event).await? else {
         return Ok(EXIT_OK);
     };
     let text = PullText {
@@ -135,6 +135,12 @@ async fn action(args: ActionArgs) -> anyhow::Result<i32> {
         other => other?,
     };
     review_and_publish(&client, &target, &commits, &settings).await
+}
+
+/// Says why the event asks for no review (the step succeeds).
+fn nothing_to_review(reason: &str) -> i32 {
+    println!("::notice::Redline: nothing to review ({reason})");
+    EXIT_OK
 }
 
 /// Why a fork's pull request was not reviewed, and what reviews it.
@@ -298,75 +304,64 @@ async fn review_and_publish(
     })
 }
 
-/// The pull request a trigger names; `None` when the commenter may not ask for a review.
-async fn resolve_target(client: &GitHubClient, trigger: Trigger) -> anyhow::Result<Option<Target>> {
-    match trigger {
-        Trigger::Review {
+/// The pull request an event names; `None` when there is nothing to review (the
+/// commenter may not ask for one, or the event asks for a usage reply).
+async fn resolve_target(
+    client: &GitHubClient,
+    event: ForgeEvent,
+) -> anyhow::Result<Option<Target>> {
+    let Some((owner, repo)) = event.change().and_then(|change| change.owner_and_name()) else {
+        return Ok(None);
+    };
+    let (owner, repo) = (owner.to_string(), repo.to_string());
+    match event {
+        ForgeEvent::Review(review) => Ok(Some(Target {
             owner,
             repo,
-            pr_number,
-            base_sha,
-            head_sha,
-            strategy,
-            title,
-            body,
-            ..
-        } => Ok(Some(Target {
-            owner,
-            repo,
-            number: pr_number,
-            base_sha,
-            head_sha,
-            strategy,
-            title,
-            body,
+            number: review.change.number,
+            base_sha: review.base.sha,
+            head_sha: review.head.sha,
+            strategy: review.strategy,
+            title: review.title,
+            body: review.description,
             requested: false,
             force: false,
         })),
-        Trigger::NeedsPullRequest {
-            owner,
-            repo,
-            pr_number,
-            strategy,
-            force,
-            requested_by,
-        } => {
-            let pull = GitHubPull::at(client, &owner, &repo, pr_number);
+        ForgeEvent::Command(command) => {
+            let number = command.change.number;
+            let requested_by = command.comment.author;
+            let pull = GitHubPull::at(client, &owner, &repo, number);
             if !pull.may_write(&requested_by).await? {
                 println!(
                     "::notice::Redline: {requested_by} has no write access; review request ignored"
                 );
                 return Ok(None);
             }
-            let pull = fetch_pull(client, &owner, &repo, pr_number).await?;
+            let pull = fetch_pull(client, &owner, &repo, number).await?;
             Ok(Some(Target {
                 owner,
                 repo,
-                number: pr_number,
+                number,
                 base_sha: pull.base_sha,
                 head_sha: pull.head_sha,
-                strategy,
+                strategy: command.strategy,
                 title: pull.title,
                 body: pull.body,
                 requested: true,
-                force,
+                force: command.force,
             }))
         }
-        Trigger::Usage {
-            owner,
-            repo,
-            pr_number,
-            requested_by,
-            reply,
-        } => {
-            let pull = GitHubPull::at(client, &owner, &repo, pr_number);
-            if pull.may_write(&requested_by).await? {
-                post_notice_once(client, &owner, &repo, pr_number, &reply).await?;
+        ForgeEvent::Usage(usage) => {
+            let number = usage.change.number;
+            let pull = GitHubPull::at(client, &owner, &repo, number);
+            if pull.may_write(&usage.comment.author).await? {
+                post_notice_once(client, &owner, &repo, number, &usage.text).await?;
             }
             println!("::notice::Redline: malformed /redline command; replied with the usage");
             Ok(None)
         }
-        Trigger::Skip { .. } | Trigger::Thread(_) => Ok(None),
+        // Skipped or answered before (`parse_action_event`, the thread's answer).
+        _ => Ok(None),
     }
 }
 

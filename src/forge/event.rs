@@ -47,6 +47,20 @@ pub enum ForgeEvent {
     Ignore(IgnoreReason),
 }
 
+impl ForgeEvent {
+    /// The change the event acts on, when it names one.
+    pub fn change(&self) -> Option<&ChangeRef> {
+        match self {
+            ForgeEvent::Review(review) | ForgeEvent::Draft(review) => Some(&review.change),
+            ForgeEvent::Command(command) => Some(&command.change),
+            ForgeEvent::Rerun(rerun) => Some(&rerun.change),
+            ForgeEvent::Usage(usage) => Some(&usage.change),
+            ForgeEvent::Thread(note) => Some(&note.change),
+            ForgeEvent::Ping | ForgeEvent::Access(_) | ForgeEvent::Ignore(_) => None,
+        }
+    }
+}
+
 /// A change request (GitHub pull request, GitLab merge request) on a forge.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct ChangeRef {
@@ -253,6 +267,9 @@ pub enum IgnoreReason {
     /// A re-run of a check on a commit of no pull request of the repository (GitHub lists
     /// none for a fork's commits).
     CheckWithoutChange,
+    /// A request that needs an installation to act through (GitHub App deliveries), and
+    /// names none.
+    NoInstallation,
 }
 
 impl fmt::Display for IgnoreReason {
@@ -278,6 +295,7 @@ impl fmt::Display for IgnoreReason {
             IgnoreReason::CheckWithoutChange => {
                 f.write_str("re-run of a check on a commit of no pull request of this repository")
             }
+            IgnoreReason::NoInstallation => f.write_str("no installation in the payload"),
         }
     }
 }

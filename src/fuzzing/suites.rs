@@ -4,7 +4,7 @@ use serde_json::Value;
 
 use super::{assert_bounded, fuzz};
 use crate::agent::text_mode::parse_text_step;
-use crate::github::action_event::{TriggerOptions, parse_action_event};
+use crate::github::action_event::{check_action_event, parse_action_event};
 use crate::repo::changes_from_patch;
 use crate::review::parse::{parse_submission, parse_text_reply};
 use crate::server::ServerConfig;
@@ -145,7 +145,6 @@ const EVENTS: &[&str] = &[
 fn webhook_and_action_payload_parsers() {
     let seeds: Vec<&[u8]> = PAYLOAD_SEEDS.iter().map(|s| s.as_bytes()).collect();
     let config = ServerConfig::default();
-    let options = TriggerOptions::default();
     let mut round = 0usize;
     let tried = fuzz("payloads", SEED, &seeds, JSON_TOKENS, |input| {
         round += 1;
@@ -154,11 +153,18 @@ fn webhook_and_action_payload_parsers() {
             let out = format!("{classified:?}").len();
             assert_bounded("webhook decision", input.len(), out, 8, 1_024);
         }
-        let value = serde_json::from_slice::<Value>(input)
-            .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(input).into_owned()));
-        let trigger = parse_action_event(event, &value, &options);
-        let out = format!("{trigger:?}").len();
-        assert_bounded("action trigger", input.len(), out, 8, 1_024);
+        let acted_on = parse_action_event(event, input, false);
+        let out = format!("{acted_on:?}").len();
+        assert_bounded("action event", input.len(), out, 8, 1_024);
+        if let Err(error) = check_action_event(event, input) {
+            assert_bounded(
+                "event shape",
+                input.len(),
+                error.to_string().len(),
+                8,
+                1_024,
+            );
+        }
     });
     assert!(tried >= MIN_CASES, "{tried}");
 }

@@ -57,7 +57,7 @@ pub(crate) struct Classified {
 
 /// Why a payload was refused.
 #[derive(Debug, thiserror::Error)]
-pub(crate) enum PayloadError {
+pub enum PayloadError {
     /// Not JSON (or an `action` that is not text).
     #[error("malformed JSON body: {0}")]
     Malformed(#[source] serde_json::Error),

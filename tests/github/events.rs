@@ -1,6 +1,7 @@
 //! Actions events (copied webhook payloads) through `parse_action_event`.
 
-use redline::github::{Trigger, TriggerOptions, parse_action_event};
+use redline::forge::{ForgeEvent, ReviewRequest};
+use redline::github::parse_action_event;
 use serde_json::Value;
 
 fn fixture(path: &str) -> Value {
@@ -8,126 +9,114 @@ fn fixture(path: &str) -> Value {
     serde_json::from_str(&text).unwrap()
 }
 
-fn skip_reason(trigger: Trigger) -> String {
-    match trigger {
-        Trigger::Skip { reason } => reason,
-        other => panic!("expected Skip, got {other:?}"),
+fn parse(event: &str, payload: &Value, review_drafts: bool) -> ForgeEvent {
+    let bytes = serde_json::to_vec(payload).unwrap();
+    parse_action_event(event, &bytes, review_drafts).unwrap()
+}
+
+fn skip_reason(event: ForgeEvent) -> String {
+    match event {
+        ForgeEvent::Ignore(reason) => reason.to_string(),
+        other => panic!("expected Ignore, got {other:?}"),
+    }
+}
+
+fn review(event: ForgeEvent) -> Box<ReviewRequest> {
+    match event {
+        ForgeEvent::Review(review) => review,
+        other => panic!("expected Review, got {other:?}"),
     }
 }
 
 #[test]
 fn pull_request_events() {
-    let opts = TriggerOptions::default();
     for name in ["opened", "synchronize", "ready_for_review"] {
-        let trigger = parse_action_event(
-            "pull_request",
-            &fixture(&format!("pull_request/{name}.payload.json")),
-            &opts,
-        );
-        let Trigger::Review {
-            owner,
-            repo,
-            pr_number,
-            base_sha,
-            head_sha,
-            base_ref,
-            head_ref,
-            is_fork,
-            strategy,
-            title,
-            body,
-        } = trigger
-        else {
-            panic!("{name}: expected Review, got {trigger:?}");
-        };
+        let payload = fixture(&format!("pull_request/{name}.payload.json"));
+        let review = review(parse("pull_request", &payload, false));
         assert_eq!(
-            (owner.as_str(), repo.as_str()),
-            ("Codertocat", "Hello-World"),
+            review.change.owner_and_name(),
+            Some(("Codertocat", "Hello-World")),
             "{name}"
         );
-        assert_eq!(pr_number, 2);
-        assert_eq!(base_sha.len(), 40);
-        assert_eq!(head_sha.len(), 40);
-        assert!(!base_ref.is_empty() && !head_ref.is_empty());
-        assert!(!is_fork);
-        assert_eq!(strategy, None);
-        // The author's words travel with the trigger, for the intent section.
-        assert_eq!(title, "Update the README with new information.", "{name}");
+        assert_eq!(review.change.number, 2);
+        assert_eq!(review.base.sha.len(), 40);
+        assert_eq!(review.head.sha.len(), 40);
+        assert!(!review.base.branch.is_empty() && !review.head.branch.is_empty());
+        assert!(!review.is_fork);
+        assert_eq!(review.strategy, None);
+        // The author's words travel with the event, for the intent section.
+        assert_eq!(
+            review.title, "Update the README with new information.",
+            "{name}"
+        );
         assert!(
-            body.contains("This is a pretty simple change"),
-            "{name}: {body}"
+            review
+                .description
+                .contains("This is a pretty simple change"),
+            "{name}: {}",
+            review.description
         );
     }
-    let closed = parse_action_event(
+    let closed = parse(
         "pull_request",
         &fixture("pull_request/closed.payload.json"),
-        &opts,
+        false,
     );
     assert!(skip_reason(closed).contains("closed"));
 
     let mut draft = fixture("pull_request/opened.payload.json");
     draft["pull_request"]["draft"] = Value::Bool(true);
-    assert!(skip_reason(parse_action_event("pull_request", &draft, &opts)).contains("draft"));
-    let with_drafts = TriggerOptions {
-        review_drafts: true,
-    };
+    assert!(skip_reason(parse("pull_request", &draft, false)).contains("draft"));
     assert!(matches!(
-        parse_action_event("pull_request_target", &draft, &with_drafts),
-        Trigger::Review { .. }
+        parse("pull_request_target", &draft, true),
+        ForgeEvent::Review(_)
     ));
 
     let mut fork = fixture("pull_request/synchronize.payload.json");
     fork["pull_request"]["head"]["repo"]["full_name"] = Value::from("forker/Hello-World");
-    assert!(matches!(
-        parse_action_event("pull_request_target", &fork, &opts),
-        Trigger::Review { is_fork: true, .. }
-    ));
+    assert!(review(parse("pull_request_target", &fork, false)).is_fork);
 }
 
 #[test]
 fn issue_comment_and_other_events() {
-    let opts = TriggerOptions::default();
-    let command = parse_action_event(
+    let command = parse(
         "issue_comment",
         &fixture("issue_comment/created.on-pull-request.redline-command.json"),
-        &opts,
+        false,
     );
+    let ForgeEvent::Command(command) = command else {
+        panic!("expected a command, got {command:?}");
+    };
     assert_eq!(
-        command,
-        Trigger::NeedsPullRequest {
-            owner: "Codertocat".into(),
-            repo: "Hello-World".into(),
-            pr_number: 1,
-            strategy: Some("deep".into()),
-            force: false,
-            requested_by: "Codertocat".into(),
-        }
+        command.change.owner_and_name(),
+        Some(("Codertocat", "Hello-World"))
     );
-    let chatter = parse_action_event(
+    assert_eq!(command.change.number, 1);
+    assert_eq!(command.strategy.as_deref(), Some("deep"));
+    assert!(!command.force);
+    assert_eq!(command.comment.author, "Codertocat");
+    let chatter = parse(
         "issue_comment",
         &fixture("issue_comment/created.on-pull-request.no-command.json"),
-        &opts,
+        false,
     );
     assert!(skip_reason(chatter).contains("/redline"));
     let mut bogus = fixture("issue_comment/created.on-pull-request.redline-command.json");
     bogus["comment"]["body"] = Value::from("/redline review --bogus");
-    let Trigger::Usage {
-        pr_number,
-        requested_by,
-        reply,
-        ..
-    } = parse_action_event("issue_comment", &bogus, &opts)
-    else {
+    let ForgeEvent::Usage(usage) = parse("issue_comment", &bogus, false) else {
         panic!("a malformed command gets the usage");
     };
-    assert_eq!((pr_number, requested_by.as_str()), (1, "Codertocat"));
-    assert!(reply.contains("--bogus") && reply.contains(redline::forge::USAGE));
-    let plain_issue = parse_action_event(
+    assert_eq!(
+        (usage.change.number, usage.comment.author.as_str()),
+        (1, "Codertocat")
+    );
+    assert!(usage.text.contains("--bogus") && usage.text.contains(redline::forge::USAGE));
+    let plain_issue = parse(
         "issue_comment",
         &fixture("issue_comment/created.payload.json"),
-        &opts,
+        false,
     );
     assert!(skip_reason(plain_issue).contains("not on a pull request"));
-    let ping = parse_action_event("ping", &fixture("ping/payload.json"), &opts);
+    let ping = parse("ping", &fixture("ping/payload.json"), false);
     assert!(skip_reason(ping).contains("ping"));
 }

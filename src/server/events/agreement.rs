@@ -1,9 +1,10 @@
-//! The App (`classify` on a raw body) and the Action (`parse_action_event` on a parsed
-//! event file) decide the same for the same payload: every copied GitHub payload example,
-//! as it is and with the variants that exercise the rules (a draft, a `/redline` command,
-//! a malformed one, `/redline ignore`, a reply in a thread, a re-run of Redline's check),
-//! drafts reviewed or not. Re-runs of Redline's check, like pings and installations, are
-//! the App's alone (the Action's own check is its workflow's).
+//! The App (its intake's classifier on a raw body) and the Action (`parse_action_event`
+//! on its event file) act on the same [`ForgeEvent`] for the same payload: every copied
+//! GitHub payload example, as it is and with the variants that exercise the rules (a
+//! draft, a `/redline` command, a malformed one, `/redline ignore`, a reply in a thread, a
+//! re-run of Redline's check), drafts reviewed or not. Pings, installations and re-runs of
+//! Redline's check are the App's alone (the Action's own check is its workflow's); a draft
+//! is shown skipped by the App, skipped by the Action.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -11,141 +12,41 @@ use std::path::{Path, PathBuf};
 use serde_json::{Value, json};
 
 use super::*;
-use crate::github::{Trigger, TriggerOptions, parse_action_event};
-use crate::queue::JobKind;
+use crate::github::parse_action_event;
 
-/// What an entry point decided, in terms both share.
-#[derive(Debug, Clone, PartialEq, Eq)]
-enum Verdict {
-    /// Review `repository#number` at `head` (comment requests name no head).
-    Review {
-        repository: String,
-        number: u64,
-        head: Option<String>,
-        strategy: Option<String>,
-        requested_by: Option<String>,
-    },
-    /// Reply with the usage.
-    Usage {
-        repository: String,
-        number: u64,
-        commenter: String,
-    },
-    /// Consider answering in thread `root` of `repository#number`.
-    Thread {
-        repository: String,
-        number: u64,
-        comment: u64,
-        root: u64,
-    },
-    /// Nothing to review, for this reason.
-    Skip(String),
-    /// What only the App handles (pings, installations).
-    AppOnly,
-}
-
-fn app_verdict(event: &str, payload: &Value, review_drafts: bool) -> Verdict {
+/// What the App acts on (a classifier's refusal as its message).
+fn app_event(event: &str, payload: &Value, review_drafts: bool) -> Result<ForgeEvent, String> {
     let config = ServerConfig {
         review_drafts,
         app_slug: None,
     };
     let body = serde_json::to_vec(payload).expect("serialize");
-    let decision = match classify(event, &body, &config) {
-        Ok(classified) => classified.decision,
-        Err(error) => return Verdict::Skip(format!("refused: {error}")),
-    };
-    match decision {
-        Decision::Review(job) if job.payload["trigger"] == "rerun" => Verdict::AppOnly,
-        Decision::Review(job) => {
-            let requested_by = job.payload["commenter"].as_str().map(str::to_string);
-            let is_request = matches!(job.kind, JobKind::Requested { .. });
-            assert_eq!(is_request, requested_by.is_some(), "{job:?}");
-            Verdict::Review {
-                repository: job.repo_full_name,
-                number: job.pr_number,
-                strategy: job.kind.strategy().map(str::to_string),
-                head: job.head_sha,
-                requested_by,
-            }
-        }
-        Decision::Reply(reply) => Verdict::Usage {
-            repository: reply.repo_full_name,
-            number: reply.pr_number,
-            commenter: reply.commenter,
-        },
-        Decision::Thread(comment) => Verdict::Thread {
-            repository: format!("{}/{}", comment.owner, comment.repo),
-            number: comment.pr_number,
-            comment: comment.comment_id,
-            root: comment.root_id,
-        },
-        Decision::Ignore(reason) => Verdict::Skip(reason),
-        Decision::Draft(_) => Verdict::Skip(IgnoreReason::Draft.to_string()),
-        Decision::Pong | Decision::Installation(_) => Verdict::AppOnly,
-    }
+    classify(event, &body, &config)
+        .map(|classified| classified.event)
+        .map_err(|error| error.to_string())
 }
 
-fn action_verdict(event: &str, payload: &Value, review_drafts: bool) -> Verdict {
-    let options = TriggerOptions { review_drafts };
-    match parse_action_event(event, payload, &options) {
-        Trigger::Review {
-            owner,
-            repo,
-            pr_number,
-            head_sha,
-            strategy,
-            ..
-        } => Verdict::Review {
-            repository: format!("{owner}/{repo}"),
-            number: pr_number,
-            head: Some(head_sha),
-            strategy,
-            requested_by: None,
-        },
-        Trigger::NeedsPullRequest {
-            owner,
-            repo,
-            pr_number,
-            strategy,
-            requested_by,
-            ..
-        } => Verdict::Review {
-            repository: format!("{owner}/{repo}"),
-            number: pr_number,
-            head: None,
-            strategy,
-            requested_by: Some(requested_by),
-        },
-        Trigger::Usage {
-            owner,
-            repo,
-            pr_number,
-            requested_by,
-            ..
-        } => Verdict::Usage {
-            repository: format!("{owner}/{repo}"),
-            number: pr_number,
-            commenter: requested_by,
-        },
-        Trigger::Thread(comment) => Verdict::Thread {
-            repository: format!("{}/{}", comment.owner, comment.repo),
-            number: comment.pr_number,
-            comment: comment.comment_id,
-            root: comment.root_id,
-        },
-        Trigger::Skip { reason }
-            if matches!(event, "ping" | "installation" | "installation_repositories") =>
-        {
-            assert!(reason.contains(event), "{reason}");
-            Verdict::AppOnly
+/// What the Action acts on.
+fn action_event(event: &str, payload: &Value, review_drafts: bool) -> Result<ForgeEvent, String> {
+    let body = serde_json::to_vec(payload).expect("serialize");
+    parse_action_event(event, &body, review_drafts).map_err(|error| error.to_string())
+}
+
+/// What the Action does with what the App acts on: the same, but for the App's own events
+/// and drafts, which it skips.
+fn as_the_action_takes_it(
+    event: &str,
+    app: &Result<ForgeEvent, String>,
+) -> Result<ForgeEvent, String> {
+    let skip = |reason| Ok(ForgeEvent::Ignore(reason));
+    match app {
+        Ok(ForgeEvent::Ping | ForgeEvent::Access(_) | ForgeEvent::Rerun(_)) => {
+            skip(IgnoreReason::EventNotHandled {
+                event: event.to_string(),
+            })
         }
-        Trigger::Skip { reason }
-            if matches!(event, "check_run" | "check_suite")
-                && reason == format!("event `{event}` not handled") =>
-        {
-            Verdict::AppOnly
-        }
-        Trigger::Skip { reason } => Verdict::Skip(reason),
+        Ok(ForgeEvent::Draft(_)) => skip(IgnoreReason::Draft),
+        other => other.clone(),
     }
 }
 
@@ -217,7 +118,7 @@ fn variants(event: &str, payload: &Value) -> Vec<(&'static str, Value)> {
 }
 
 #[test]
-fn the_app_and_the_action_decide_the_same_for_every_payload() {
+fn the_app_and_the_action_act_on_the_same_event_for_every_payload() {
     let mut seen: BTreeMap<&str, usize> = BTreeMap::new();
     let fixtures = fixtures();
     assert!(fixtures.len() >= 60, "{} fixtures", fixtures.len());
@@ -226,22 +127,23 @@ fn the_app_and_the_action_decide_the_same_for_every_payload() {
         let payload: Value = serde_json::from_str(&text).expect("JSON");
         for (variant, sent) in variants(event, &payload) {
             // The App acts through an installation, the Action through its token: with an
-            // installation in the payload, both must decide alike.
+            // installation in the payload, both must act alike.
             let mut installed = sent.clone();
             installed["installation"] = json!({"id": 7});
             for review_drafts in [false, true] {
                 let case = format!("{} ({variant}, drafts {review_drafts})", path.display());
-                let app = app_verdict(event, &installed, review_drafts);
-                let action = action_verdict(event, &installed, review_drafts);
-                assert_eq!(app, action, "{case}");
-                // Without one, the App ignores what the Action would do.
-                let uninstalled = app_verdict(event, &sent, review_drafts);
+                let app = app_event(event, &installed, review_drafts);
+                let action = action_event(event, &installed, review_drafts);
+                assert_eq!(as_the_action_takes_it(event, &app), action, "{case}");
+                // Without one, the App ignores what it would act on.
+                let uninstalled = app_event(event, &sent, review_drafts);
                 if sent.get("installation").is_none_or(Value::is_null) {
-                    let acts = !matches!(app, Verdict::Skip(_) | Verdict::AppOnly);
-                    let expected = if acts {
-                        Verdict::Skip("no installation in the payload".into())
-                    } else {
-                        app.clone()
+                    let expected = match &app {
+                        Ok(ForgeEvent::Draft(_)) => Ok(ForgeEvent::Ignore(IgnoreReason::Draft)),
+                        Ok(asked) if asked.change().is_some() => {
+                            Ok(ForgeEvent::Ignore(IgnoreReason::NoInstallation))
+                        }
+                        other => other.clone(),
                     };
                     assert_eq!(uninstalled, expected, "{case} without an installation");
                 }
@@ -249,22 +151,26 @@ fn the_app_and_the_action_decide_the_same_for_every_payload() {
             }
         }
     }
-    // Every kind of decision was compared, not only skips.
-    for kind in ["review", "request", "usage", "thread", "skip", "app only"] {
+    // Every kind of event was compared, not only skips.
+    for kind in [
+        "review", "draft", "command", "usage", "rerun", "thread", "ping", "access", "ignore",
+    ] {
         assert!(seen.get(kind).is_some_and(|n| *n > 0), "{kind}: {seen:?}");
     }
 }
 
-fn kind(verdict: &Verdict) -> &'static str {
-    match verdict {
-        Verdict::Review {
-            requested_by: None, ..
-        } => "review",
-        Verdict::Review { .. } => "request",
-        Verdict::Usage { .. } => "usage",
-        Verdict::Thread { .. } => "thread",
-        Verdict::Skip(_) => "skip",
-        Verdict::AppOnly => "app only",
+fn kind(app: &Result<ForgeEvent, String>) -> &'static str {
+    match app {
+        Ok(ForgeEvent::Review(_)) => "review",
+        Ok(ForgeEvent::Draft(_)) => "draft",
+        Ok(ForgeEvent::Command(_)) => "command",
+        Ok(ForgeEvent::Usage(_)) => "usage",
+        Ok(ForgeEvent::Rerun(_)) => "rerun",
+        Ok(ForgeEvent::Thread(_)) => "thread",
+        Ok(ForgeEvent::Ping) => "ping",
+        Ok(ForgeEvent::Access(_)) => "access",
+        Ok(ForgeEvent::Ignore(_)) => "ignore",
+        Err(_) => "refused",
     }
 }
 
@@ -278,7 +184,7 @@ fn a_draft_marked_ready_is_reviewed_by_both() {
     // The App's rule: `ready_for_review` is reviewed whatever the payload says of the
     // draft (the Action used to skip it).
     payload["pull_request"]["draft"] = json!(true);
-    let app = app_verdict("pull_request", &payload, false);
-    assert!(matches!(app, Verdict::Review { .. }), "{app:?}");
-    assert_eq!(app, action_verdict("pull_request", &payload, false));
+    let app = app_event("pull_request", &payload, false);
+    assert!(matches!(app, Ok(ForgeEvent::Review(_))), "{app:?}");
+    assert_eq!(app, action_event("pull_request", &payload, false));
 }

@@ -39,18 +39,23 @@ fn classify_value(
     event: &str,
     payload: &Value,
     config: &ServerConfig,
-) -> Result<Decision, PayloadError> {
+) -> Result<ForgeEvent, PayloadError> {
     let body = serde_json::to_vec(payload).expect("serialize");
-    classify(event, &body, config).map(|classified| classified.decision)
+    classify(event, &body, config).map(|classified| classified.event)
 }
 
-fn decide(event: &str, payload: &Value) -> Decision {
+fn decide(event: &str, payload: &Value) -> ForgeEvent {
     classify_value(event, payload, &ServerConfig::default()).expect("classify")
+}
+
+/// The job the App queues for `event` (GitHub's), if any.
+fn queued(event: &ForgeEvent) -> Option<NewJob> {
+    job_of(event, ForgeKind::GitHub).expect("job")
 }
 
 #[test]
 fn review_actions_queue_a_job() {
-    let Decision::Review(job) = decide("pull_request", &pr_payload("synchronize", false)) else {
+    let Some(job) = queued(&decide("pull_request", &pr_payload("synchronize", false))) else {
         panic!("not queued");
     };
     assert_eq!(job.repo_full_name, "o/r");
@@ -63,15 +68,16 @@ fn review_actions_queue_a_job() {
 #[test]
 fn drafts_are_skipped_unless_configured() {
     let draft = pr_payload("opened", true);
-    let Decision::Draft(review) = decide("pull_request", &draft) else {
+    let ForgeEvent::Draft(review) = decide("pull_request", &draft) else {
         panic!("not a draft");
     };
+    assert_eq!(queued(&ForgeEvent::Draft(review.clone())), None);
     assert_eq!((review.change.number, review.head.sha.as_str()), (5, "abc"));
     let mut uninstalled = draft.clone();
     uninstalled["installation"] = Value::Null;
     assert_eq!(
         decide("pull_request", &uninstalled),
-        Decision::Ignore("draft pull request".into())
+        ForgeEvent::Ignore(IgnoreReason::Draft)
     );
     let config = ServerConfig {
         review_drafts: true,
@@ -79,14 +85,14 @@ fn drafts_are_skipped_unless_configured() {
     };
     assert!(matches!(
         classify_value("pull_request", &draft, &config),
-        Ok(Decision::Review(_))
+        Ok(ForgeEvent::Review(_))
     ));
 }
 
 #[test]
 fn other_pull_request_actions_are_ignored_without_full_parsing() {
     let decision = decide("pull_request", &json!({"action": "closed"}));
-    assert!(matches!(decision, Decision::Ignore(_)));
+    assert!(matches!(decision, ForgeEvent::Ignore(_)));
 }
 
 #[test]
@@ -101,7 +107,7 @@ fn a_review_action_missing_fields_is_an_error() {
 #[test]
 fn comment_commands_on_prs_queue_with_the_commenter() {
     let payload = comment_payload("/redline review --strategy plan", true, "User");
-    let Decision::Review(job) = decide("issue_comment", &payload) else {
+    let Some(job) = queued(&decide("issue_comment", &payload)) else {
         panic!("not queued");
     };
     assert_eq!(job.kind.strategy(), Some("plan"));
@@ -119,7 +125,7 @@ fn other_comments_are_ignored() {
     ] {
         assert!(matches!(
             decide("issue_comment", &payload),
-            Decision::Ignore(_)
+            ForgeEvent::Ignore(_)
         ));
     }
 }
@@ -127,11 +133,16 @@ fn other_comments_are_ignored() {
 #[test]
 fn a_malformed_command_gets_the_usage() {
     let payload = comment_payload("/redline review --bogus", true, "User");
-    let Decision::Reply(reply) = decide("issue_comment", &payload) else {
+    let event = decide("issue_comment", &payload);
+    assert_eq!(queued(&event), None);
+    let ForgeEvent::Usage(reply) = event else {
         panic!("no reply");
     };
-    assert_eq!((reply.installation_id, reply.pr_number), (9, 3));
-    assert_eq!(reply.commenter, "alice");
+    assert_eq!(
+        (reply.change.ids.installation, reply.change.number),
+        (Some(9), 3)
+    );
+    assert_eq!(reply.comment.author, "alice");
     assert!(reply.text.contains("--bogus") && reply.text.contains(crate::forge::USAGE));
 }
 
@@ -156,7 +167,7 @@ fn the_action_is_reported_for_ignored_events() {
     let body = br#"{"action": "created", "starred_at": null}"#;
     let classified = classify("star", body, &ServerConfig::default()).expect("classify");
     assert_eq!(classified.action.as_deref(), Some("created"));
-    assert!(matches!(classified.decision, Decision::Ignore(_)));
+    assert!(matches!(classified.event, ForgeEvent::Ignore(_)));
 }
 
 fn review_comment_payload(body: &str, reply_to: Option<u64>, user_type: &str) -> Value {
@@ -178,18 +189,19 @@ fn review_comments_become_answers_reviews_or_nothing() {
         ..ServerConfig::default()
     };
     let decide = |payload: &Value| classify_value("pull_request_review_comment", payload, &config);
-    let Ok(Decision::Thread(comment)) = decide(&review_comment_payload("why?", Some(70), "User"))
+    let Ok(ForgeEvent::Thread(note)) = decide(&review_comment_payload("why?", Some(70), "User"))
     else {
         panic!("not a thread comment");
     };
-    assert_eq!((comment.root_id, comment.pr_number), (70, 4));
+    assert_eq!((note.thread.as_str(), note.change.number), ("70", 4));
+    assert_eq!(queued(&ForgeEvent::Thread(note)), None);
     assert!(matches!(
         decide(&review_comment_payload("@redline why?", None, "User")),
-        Ok(Decision::Thread(_))
+        Ok(ForgeEvent::Thread(_))
     ));
-    let Ok(Decision::Review(job)) =
-        decide(&review_comment_payload("/redline review", None, "User"))
-    else {
+    let Some(job) = queued(
+        &decide(&review_comment_payload("/redline review", None, "User")).expect("classify"),
+    ) else {
         panic!("not a review");
     };
     assert_eq!(job.payload["commenter"], "alice");
@@ -197,22 +209,22 @@ fn review_comments_become_answers_reviews_or_nothing() {
         review_comment_payload("why?", Some(70), "Bot"),
         review_comment_payload("a note", None, "User"),
     ] {
-        assert!(matches!(decide(&payload), Ok(Decision::Ignore(_))));
+        assert!(matches!(decide(&payload), Ok(ForgeEvent::Ignore(_))));
     }
     let mut edited = review_comment_payload("why?", Some(70), "User");
     edited["action"] = json!("edited");
-    assert!(matches!(decide(&edited), Ok(Decision::Ignore(_))));
+    assert!(matches!(decide(&edited), Ok(ForgeEvent::Ignore(_))));
 }
 
 #[test]
 fn installation_removal_is_flagged() {
     let payload = json!({"action": "suspend", "installation": {"id": 4}});
-    let Decision::Installation(change) = decide("installation", &payload) else {
+    let ForgeEvent::Access(change) = decide("installation", &payload) else {
         panic!("not an installation change");
     };
     assert!(change.access_removed);
     let payload = json!({"action": "removed", "installation": {"id": 4}});
-    let Decision::Installation(change) = decide("installation_repositories", &payload) else {
+    let ForgeEvent::Access(change) = decide("installation_repositories", &payload) else {
         panic!("not an installation change");
     };
     assert!(!change.access_removed);
@@ -225,7 +237,7 @@ fn a_re_run_of_redline_s_check_queues_a_requested_review_of_its_commit() {
             "pull_requests": [{"number": 5, "head": {"sha": "abc"}}]},
         "repository": {"full_name": "o/r"}, "installation": {"id": 9},
         "sender": {"login": "dev", "type": "User"}});
-    let Decision::Review(job) = decide("check_run", &payload) else {
+    let Some(job) = queued(&decide("check_run", &payload)) else {
         panic!("not queued");
     };
     assert_eq!((job.pr_number, job.head_sha.as_deref()), (5, Some("abc")));
@@ -236,4 +248,30 @@ fn a_re_run_of_redline_s_check_queues_a_requested_review_of_its_commit() {
             requested_by: "dev".into()
         })
     );
+}
+
+#[test]
+fn requests_without_an_installation_ask_nothing_of_the_app() {
+    let mut review = pr_payload("opened", false);
+    review["installation"] = Value::Null;
+    let mut command = comment_payload("/redline review", true, "User");
+    command["installation"] = Value::Null;
+    for (event, payload) in [("pull_request", review), ("issue_comment", command)] {
+        let asked = decide(event, &payload);
+        assert_eq!(asked, ForgeEvent::Ignore(IgnoreReason::NoInstallation));
+        assert_eq!(queued(&asked), None);
+    }
+}
+
+#[test]
+fn a_review_naming_no_head_queues_a_job_that_reads_it() {
+    let ForgeEvent::Review(mut review) = decide("pull_request", &pr_payload("opened", false))
+    else {
+        panic!("not a review");
+    };
+    review.head.sha.clear();
+    let job = job_of(&ForgeEvent::Review(review), ForgeKind::GitLab)
+        .expect("job")
+        .expect("queued");
+    assert_eq!((job.forge, job.head_sha), (ForgeKind::GitLab, None));
 }
