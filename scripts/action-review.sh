@@ -4,7 +4,7 @@
 set -uo pipefail
 for name in REDLINE_PROVIDER REDLINE_MODEL REDLINE_API_KEY REDLINE_BASE_URL REDLINE_STRATEGY \
             REDLINE_FAIL_ON REDLINE_CONFIG REDLINE_MAX_COMMENTS REDLINE_MAX_COST REDLINE_MAX_TOKENS \
-            REDLINE_TIMEOUT; do
+            REDLINE_TIMEOUT REDLINE_VERIFY REDLINE_VERIFY_MODEL; do
   if [ -z "${!name:-}" ]; then unset "$name"; fi
 done
 if [ -n "${REDLINE_API_KEY:-}" ]; then echo "::add-mask::${REDLINE_API_KEY}"; fi

@@ -149,6 +149,19 @@ mod tests {
         );
         assert!(system.contains("no worries the code already answers"));
         assert!(system.contains("Report each problem once"));
+        // A nit is a small fix, not an invitation to cosmetic remarks.
+        assert!(system.contains("nit: small but worth fixing, never cosmetic"));
+        assert!(!system.contains("nit: cosmetic"), "{system}");
+        let schema = crate::review::parse::submit_review_schema(false).to_string();
+        assert!(
+            schema.contains("nit: small but worth fixing, never cosmetic"),
+            "{schema}"
+        );
+        assert!(!schema.contains("nit: cosmetic"), "{schema}");
+        assert!(
+            schema.contains("style: misleading naming or formatting"),
+            "{schema}"
+        );
     }
 
     #[test]

@@ -15,7 +15,7 @@ pub(crate) const BASE: &str = "pub fn average(values: &[i32]) -> i32 {\n    let 
 pub(crate) const HEAD: &str = "pub fn average(values: &[i32]) -> i32 {\n    let sum: i32 = values.iter().sum();\n    sum / values.len() as i32\n}\n\npub fn ratio(a: i32, b: i32) -> i32 {\n    a / b\n}\n";
 pub(crate) const HEAD2_EXTRA: &str =
     "\npub fn percent(a: i32, b: i32) -> i32 {\n    100 * a / b\n}\n";
-const TOKEN: &str = "ghs_test_token_abcdefghijklmnop";
+pub(crate) const TOKEN: &str = "ghs_test_token_abcdefghijklmnop";
 
 pub(crate) struct Pr {
     pub(crate) repo: TempRepo,
@@ -708,7 +708,7 @@ async fn a_shallow_checkout_with_both_commits_is_deepened_until_they_meet() {
 }
 
 /// The `env:` mapping of the composite action's review step, read from action.yml.
-fn review_step_env() -> Vec<(String, String)> {
+pub(crate) fn review_step_env() -> Vec<(String, String)> {
     let yaml = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("action.yml"))
         .expect("action.yml");
     let step = yaml.split("id: review").nth(1).expect("review step");
@@ -748,6 +748,8 @@ async fn composite_steps_run_with_the_inputs_mapped_explicitly() {
         "REDLINE_MAX_COST",
         "REDLINE_MAX_TOKENS",
         "REDLINE_TIMEOUT",
+        "REDLINE_VERIFY",
+        "REDLINE_VERIFY_MODEL",
     ] {
         assert!(
             vars.contains(&expected),
@@ -902,7 +904,7 @@ async fn the_cost_is_an_output_and_in_the_summary_comment() {
 
 /// One composite step's script, with the environment the runner would give it.
 #[allow(clippy::too_many_arguments)]
-fn composite_step(
+pub(crate) fn composite_step(
     script: &str,
     mapping: &[(String, String)],
     inputs: &[(&str, String)],

@@ -217,6 +217,9 @@ pub(super) fn action_settings(
         strategy: target.strategy.clone().or(args.strategy.clone()),
         fail_on: args.fail_on.clone(),
         max_comments: args.max_comments,
+        // `verify: true` (the input's default) leaves it to the config file.
+        verify: (!args.verify).then_some(false),
+        verify_model: args.verify_model.clone(),
         ..SettingFlags::default()
     };
     local_settings(flags, "input or variable", repository)

@@ -278,6 +278,18 @@ pub struct CiArgs {
     /// Model turns of a run.
     #[arg(long, env = "REDLINE_MAX_STEPS", value_name = "N")]
     pub max_steps: Option<u32>,
+    /// Report the findings without verifying them; REDLINE_VERIFY=false does the same (true leaves it to the config file's `verify`).
+    #[arg(
+        long = "no-verify",
+        id = "verify",
+        env = "REDLINE_VERIFY",
+        action = clap::ArgAction::SetFalse,
+        value_parser = clap::builder::BoolishValueParser::new()
+    )]
+    pub verify: bool,
+    /// The verifier's model (same provider and endpoint); default the config file's `verify_model`, else the review's model.
+    #[arg(long, env = "REDLINE_VERIFY_MODEL", value_name = "MODEL")]
+    pub verify_model: Option<String>,
     /// Hard limits of the review.
     #[command(flatten)]
     pub limits: LimitArgs,

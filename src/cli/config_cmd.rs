@@ -315,6 +315,7 @@ fn setting_flags(flags: &ShowFlags) -> SettingFlags {
         fail_on: flags.fail_on.clone(),
         max_comments: None,
         verify: (!flags.verify).then_some(false),
+        verify_model: None,
     }
 }
 

@@ -48,6 +48,8 @@ pub(crate) struct SettingFlags {
     pub max_comments: Option<usize>,
     /// `--no-verify` (`Some(false)`).
     pub verify: Option<bool>,
+    /// `--verify-model` (`redline action`, `redline gitlab`).
+    pub verify_model: Option<String>,
 }
 
 /// Who runs the review, which decides what the files may set.
@@ -388,7 +390,11 @@ fn agent_config(
         .unwrap_or(crate::intent::DEFAULT_INTENT_BUDGET);
     agent.reflection = file.reflection.clone();
     agent.verification.enabled = flags.verify.or(file.verify).unwrap_or(true);
-    agent.verification.model = match file.verify_model.as_deref().map(str::trim) {
+    let verify_model = flags
+        .verify_model
+        .as_deref()
+        .or(file.verify_model.as_deref());
+    agent.verification.model = match verify_model.map(str::trim) {
         Some("") => return Err(bad_value("verify_model", "the model name is empty")),
         Some(name) if name != model.model => Some(name.to_string()),
         _ => None,
@@ -471,6 +477,7 @@ impl Origins<'_> {
             "fail_on" => (f.fail_on.is_some(), "--fail-on"),
             "max_comments" => (f.max_comments.is_some(), "--max-comments"),
             "verify" => (f.verify.is_some(), "--no-verify"),
+            "verify_model" => (f.verify_model.is_some(), "--verify-model"),
             _ => (false, ""),
         };
         set.then_some(flag)

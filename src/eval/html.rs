@@ -3,8 +3,10 @@
 //!
 //! Charts, one bar per (strategy, model) pair: recall (proximity, and judged when a
 //! judge was asked), findings per clean case, cost per case, and bug recall by change
-//! size (the cases bucketed by their changed lines). Tables below give the figures and
-//! the per-case matrix.
+//! size (the cases bucketed by their changed lines). Tables below give the figures (precision
+//! as posted, after verification), what verification did (findings checked, kept, dropped,
+//! dropped true positives, bugs lost, merged duplicates, unverified, the verifier's tokens
+//! and cost) with the judge's grades, and the per-case matrix (with each case's drops).
 //!
 //! Invariant: every text that comes from the cases or the models is escaped; figures
 //! come from the [`Report`] only (computed by [`super::score::summarize`]).
@@ -251,7 +253,7 @@ fn size_chart(report: &Report) -> String {
 
 fn pair_rows(report: &Report) -> String {
     let mut out = String::from(
-        "<table><tr><th>strategy/model</th><th>bug cases caught</th><th>bug recall</th><th>judged recall</th><th>precision</th><th>findings per clean case</th><th>failed</th><th>tokens/case</th><th>cost/case</th></tr>",
+        "<table><tr><th>strategy/model</th><th>bug cases caught</th><th>bug recall</th><th>judged recall</th><th>precision (as posted)</th><th>findings per clean case</th><th>failed</th><th>tokens/case</th><th>cost/case</th></tr>",
     );
     for p in &report.pairs {
         let _ = write!(
@@ -279,6 +281,77 @@ fn cost(value: Option<f64>) -> String {
     value.map_or_else(|| "?".into(), |v| format!("${v:.4}"))
 }
 
+fn number(value: Option<f64>, decimals: usize) -> String {
+    value.map_or_else(|| "–".into(), |v| format!("{v:.decimals$}"))
+}
+
+/// Findings the verifier saw and kept over the finished reviews of `pair`: (checked, kept).
+fn checked_and_kept(report: &Report, pair: &PairSummary) -> (usize, usize) {
+    report
+        .results
+        .iter()
+        .filter(|r| r.strategy == pair.strategy && r.model == pair.model && !r.failed())
+        .filter(|r| r.screening.verified)
+        .fold((0, 0), |(checked, kept), r| {
+            let posted = r.screening.posted.len();
+            (checked + posted + r.screening.dropped.len(), kept + posted)
+        })
+}
+
+/// What verification did per pair, and the judge's grades of the findings that match no
+/// expected bug; a sentence when no review was verified or graded (`--no-verify`).
+fn screening_rows(report: &Report) -> String {
+    let graded = report
+        .pairs
+        .iter()
+        .any(|p| p.noise.actionable_share.is_some());
+    let verified = report.results.iter().any(|r| r.screening.verified);
+    if !graded && !verified {
+        return "<p>No finding was verified (<code>--no-verify</code>, or nothing to verify): the findings are scored as reviewed.</p>".into();
+    }
+    let mut out = String::from(
+        "<table><tr><th>strategy/model</th><th>checked</th><th>kept</th><th>dropped</th><th>dropped true positives</th><th>bugs lost</th><th>merged duplicates</th><th>unverified</th><th>review tokens/case</th><th>verifier tokens/case</th><th>verifier share</th><th>verifier cost/case</th>",
+    );
+    if graded {
+        out.push_str("<th>defect</th><th>worth a look</th><th>not worth posting</th><th>actionable</th><th>not worth posting/clean case</th>");
+    }
+    out.push_str("</tr>");
+    for p in &report.pairs {
+        let n = &p.noise;
+        let (checked, kept) = checked_and_kept(report, p);
+        let mut cells = vec![
+            checked.to_string(),
+            kept.to_string(),
+            n.dropped.to_string(),
+            n.dropped_true_positives.to_string(),
+            n.bugs_lost_to_verification.to_string(),
+            n.merged.to_string(),
+            n.unverified.to_string(),
+            number(n.review_tokens_per_case, 0),
+            number(n.verification_tokens_per_case, 0),
+            percent(n.verification_share),
+            cost(n.verification_cost_per_case),
+        ];
+        if graded {
+            let count = |c: Option<usize>| c.map_or_else(|| "–".into(), |c| c.to_string());
+            cells.extend([
+                count(n.graded_defect),
+                count(n.graded_worth_a_look),
+                count(n.graded_not_worth_posting),
+                percent(n.actionable_share),
+                number(n.not_worth_posting_per_clean_case, 2),
+            ]);
+        }
+        let _ = write!(out, "<tr><td>{}</td>", escape(&label(p)));
+        for cell in cells {
+            let _ = write!(out, "<td class=\"num\">{}</td>", escape(&cell));
+        }
+        out.push_str("</tr>");
+    }
+    out.push_str("</table>");
+    out
+}
+
 fn cell(row: Option<&ResultRow>) -> String {
     let Some(row) = row else {
         return "<td>–</td>".into();
@@ -292,8 +365,12 @@ fn cell(row: Option<&ResultRow>) -> String {
     let judged = row.judge.map_or_else(String::new, |j| {
         format!(", judged {}/{}", j.caught, row.expected_total)
     });
+    let dropped = match row.screening.dropped.len() {
+        0 => String::new(),
+        n => format!(", {n} dropped"),
+    };
     format!(
-        "<td class=\"{class}\">{}, {}{judged}</td>",
+        "<td class=\"{class}\">{}, {}{dropped}{judged}</td>",
         escape(&verdict),
         escape(&super::run::count(row.findings, "finding"))
     )
@@ -354,7 +431,7 @@ pub(crate) fn render_html(report: &Report) -> String {
     format!(
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>redline eval</title><style>{STYLE}</style></head><body>\
 <h1>redline eval</h1><p class=\"meta\">{} ({bugs} bug, {} clean), {}{judge}. Recall by proximity: a finding within 3 lines of a bug's range{}.</p>\
-<div class=\"charts\">{}</div><h2>Figures</h2>{}<h2>Cases</h2>{}</body></html>\n",
+<div class=\"charts\">{}</div><h2>Figures</h2>{}<h2>Verification</h2>{}<h2>Cases</h2>{}</body></html>\n",
         super::run::count(report.cases.len(), "case"),
         report.cases.len() - bugs,
         super::run::count(report.pairs.len(), "strategy/model pair"),
@@ -365,6 +442,142 @@ pub(crate) fn render_html(report: &Report) -> String {
         },
         charts.join(""),
         pair_rows(report),
+        screening_rows(report),
         case_rows(report),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::eval::cases::Case;
+    use crate::eval::noise::Screening;
+    use crate::eval::report::build_report;
+    use crate::eval::run::PairLabel;
+    use crate::review::finding::{Category, Finding, Severity, Side};
+    use crate::review::verification::DroppedFinding;
+
+    fn finding(line: u32, title: &str) -> Finding {
+        Finding {
+            path: "a.rs".into(),
+            line,
+            start_line: line,
+            side: Side::Right,
+            severity: Severity::Nit,
+            category: Category::Style,
+            title: title.into(),
+            body: "b".into(),
+            suggestion: None,
+            rule: None,
+            unverified: false,
+        }
+    }
+
+    fn row(case: &str, screening: Screening) -> ResultRow {
+        ResultRow {
+            case: case.into(),
+            strategy: "react".into(),
+            model: "m".into(),
+            clean: false,
+            caught: Some(true),
+            findings: screening.posted.len(),
+            true_positives: 1,
+            expected_total: 1,
+            expected_caught: 1,
+            expected_recall: Some(1.0),
+            tokens: 1_000,
+            cost_usd: None,
+            seconds: 1.0,
+            limit_reached: None,
+            error: None,
+            events: None,
+            judge: None,
+            screening,
+            grades: None,
+        }
+    }
+
+    fn report(verified: bool) -> Report {
+        let case: Case = serde_json::from_value(serde_json::json!({
+            "id": "fix-a", "repo": ".", "base": "a", "head": "b",
+            "expected": [{"path": "a.rs", "start_line": 1, "end_line": 1}]
+        }))
+        .unwrap();
+        let mut unverified = finding(1, "real");
+        unverified.unverified = verified;
+        let screening = Screening {
+            verified,
+            posted: vec![unverified, finding(2, "also real")],
+            dropped: match verified {
+                true => vec![DroppedFinding {
+                    finding: finding(1, "<nit>"),
+                    reason: "cosmetic".into(),
+                }],
+                false => Vec::new(),
+            },
+            dropped_true_positives: usize::from(verified),
+            unverified: usize::from(verified),
+            review_tokens: 800,
+            verification_tokens: if verified { 200 } else { 0 },
+            verification_cost_usd: verified.then_some(0.002),
+            ..Screening::default()
+        };
+        let pairs = [PairLabel {
+            strategy: "react".into(),
+            model: "m".into(),
+        }];
+        build_report(&[case], &pairs, vec![row("fix-a", screening)])
+    }
+
+    #[test]
+    fn the_report_shows_what_verification_did() {
+        let html = render_html(&report(true));
+        let section = html
+            .split("<h2>Verification</h2>")
+            .nth(1)
+            .and_then(|rest| rest.split("<h2>").next())
+            .unwrap_or_else(|| panic!("no verification section: {html}"));
+        for header in [
+            "checked",
+            "kept",
+            "dropped true positives",
+            "merged duplicates",
+            "unverified",
+            "verifier tokens/case",
+            "verifier cost/case",
+        ] {
+            assert!(
+                section.contains(&format!("<th>{header}</th>")),
+                "{header}: {section}"
+            );
+        }
+        // checked 3, kept 2, dropped 1 (a true positive), 0 bugs lost, 0 merged, 1
+        // unverified, 800 and 200 tokens (25%), $0.0020.
+        let cells: Vec<&str> = section
+            .split("<td class=\"num\">")
+            .skip(1)
+            .filter_map(|cell| cell.split("</td>").next())
+            .collect();
+        assert_eq!(
+            cells,
+            [
+                "3", "2", "1", "1", "0", "0", "1", "800", "200", "25.0%", "$0.0020"
+            ],
+            "{section}"
+        );
+        assert!(html.contains("<th>precision (as posted)</th>"), "{html}");
+        assert!(html.contains("1 dropped"), "the case's cell: {html}");
+        assert!(
+            !html.contains("<nit>"),
+            "dropped titles are not shown unescaped"
+        );
+    }
+
+    #[test]
+    fn an_unverified_run_says_so() {
+        let html = render_html(&report(false));
+        assert!(html.contains("No finding was verified"), "{html}");
+        assert!(!html.contains("<th>checked</th>"), "{html}");
+        assert!(!html.contains("dropped"), "{html}");
+    }
 }

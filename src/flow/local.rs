@@ -112,6 +112,7 @@ impl Overrides {
             fail_on: self.fail_on.clone(),
             max_comments: None,
             verify: self.verify,
+            verify_model: None,
         }
     }
 }

@@ -105,15 +105,15 @@ fn finding_schema() -> Value {
                 "enum": ["critical", "major", "minor", "nit"],
                 "description": "critical: breaks behaviour, loses data or opens a security hole; \
                     major: should be fixed before merging; minor: worth fixing, not urgent; \
-                    nit: cosmetic."
+                    nit: small but worth fixing, never cosmetic."
             },
             "category": {
                 "type": "string",
                 "enum": ["bug", "security", "performance", "maintainability", "style", "test"],
                 "description": "bug: wrong behaviour; security: vulnerability or unsafe handling \
                     of data or secrets; performance: needless cost in time or memory; \
-                    maintainability: harder to read, change or reason about; style: formatting \
-                    and naming; test: missing or wrong tests."
+                    maintainability: harder to read, change or reason about; style: misleading \
+                    naming or formatting; test: missing or wrong tests."
             },
             "title": {
                 "type": "string",

@@ -200,6 +200,8 @@ fn isolated(mut command: tokio::process::Command) -> tokio::process::Command {
         "REDLINE_MAX_COST",
         "REDLINE_MAX_TOKENS",
         "REDLINE_TIMEOUT",
+        "REDLINE_VERIFY",
+        "REDLINE_VERIFY_MODEL",
         "GITHUB_TOKEN",
         "GITHUB_EVENT_NAME",
         "GITHUB_EVENT_PATH",

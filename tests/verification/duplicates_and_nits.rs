@@ -4,7 +4,7 @@
 
 use serde_json::{Value, json};
 
-use super::support::{REAL, real_finding, submit};
+use super::support::{DROP_REASON, REAL, listed, real_finding, submit, verdicts_dropping};
 use crate::action_cli::{BASE, HEAD, pull_request_event, pull_request_repo, run_action};
 use crate::common::cli;
 use crate::common::git::TempRepo;
@@ -67,9 +67,12 @@ async fn a_finding_reported_by_two_plan_tasks_is_posted_once() {
     assert_eq!(out["stats"]["verification"]["merged"], 1);
 }
 
+/// The title of the nit: true, and cosmetic.
+const NIT: &str = "Name the parameters numerator and denominator";
+
 fn nit() -> Value {
     json!({"path": "src/calc.rs", "line": 6, "severity": "nit", "category": "style",
-           "title": "Name the parameters numerator and denominator", "body": "Clearer names."})
+           "title": NIT, "body": "Clearer names."})
 }
 
 fn body(comment: &Value) -> &str {
@@ -77,7 +80,7 @@ fn body(comment: &Value) -> &str {
 }
 
 /// The Action's pull request with `config` as `.redline.toml` at its base.
-fn pull_request_with_config(config: &str) -> (TempRepo, String, String) {
+pub(super) fn pull_request_with_config(config: &str) -> (TempRepo, String, String) {
     let repo = TempRepo::new();
     repo.write("src/calc.rs", BASE);
     repo.write(".redline.toml", config);
@@ -105,9 +108,7 @@ async fn nits_are_not_inline_comments_by_default_on_github() {
     let details = summary
         .find("<details><summary>Less severe findings, not posted inline (1)</summary>")
         .expect("a collapsed block");
-    let nit_at = summary
-        .find("Name the parameters numerator and denominator")
-        .expect("the nit is listed");
+    let nit_at = summary.find(NIT).expect("the nit is listed");
     assert!(nit_at > details, "{summary}");
     assert!(summary[details..].contains("</details>"), "{summary}");
 }
@@ -150,5 +151,60 @@ async fn nits_are_not_discussions_by_default_on_gitlab() {
         .map(body)
         .find(|b| b.contains("<details>"))
         .unwrap_or_else(|| panic!("no collapsed block: {notes:?}"));
-    assert!(summary.contains("Name the parameters numerator and denominator"));
+    assert!(summary.contains(NIT));
+}
+
+/// Nits meet the verifier's bar like any finding: one is sent to the verifier with its
+/// severity named, and when it is dropped it is posted nowhere, not even in the collapsed
+/// block of the summary (nits exempted from verification, or verified but always kept,
+/// fail here).
+#[tokio::test]
+async fn a_nit_is_verified_and_a_dropped_nit_is_posted_nowhere() {
+    let pr = pull_request_repo();
+    let gh = GitHubMock::start().await;
+    let review = submit(vec![real_finding(7), nit()]);
+    let model =
+        ModelServer::start_with(
+            Wire::OpenAi,
+            move |request: &RecordedRequest, _| match request.is_verifier() {
+                true => verdicts_dropping(request, NIT),
+                false => review.clone(),
+            },
+        )
+        .await
+        .scripting_verifier();
+    let event = pull_request_event("pull_request/opened.payload.json", &pr.base, &pr.head);
+    let run = run_action(pr.repo.path(), "pull_request", &event, &gh, &model).await;
+    assert_eq!(run.code, 0, "{}\n{}", run.stdout, run.stderr);
+    let verifier = model.verifier_requests();
+    assert_eq!(verifier.len(), 1);
+    let asked: Vec<String> = listed(&verifier[0]).into_iter().map(|(_, t)| t).collect();
+    assert_eq!(asked, [NIT, REAL], "both are verified, in line order");
+    let text = verifier[0].user_text();
+    assert!(text.contains("· severity nit · category style\n"), "{text}");
+    let comments = gh.reviews()[0]["comments"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(comments.len(), 1, "{comments:?}");
+    assert!(body(&comments[0]).contains(REAL));
+    let summaries: Vec<String> = gh
+        .issue_comments()
+        .iter()
+        .map(|c| body(c).to_string())
+        .collect();
+    assert_eq!(summaries.len(), 1, "{summaries:?}");
+    assert!(!summaries[0].contains("<details>"), "{}", summaries[0]);
+    assert!(
+        summaries[0].contains("verification dropped 1 finding"),
+        "{}",
+        summaries[0]
+    );
+    let sarif = run.sarif.as_ref().map(Value::to_string).unwrap_or_default();
+    for posted in [&summaries[0], &sarif, &run.summary] {
+        assert!(
+            !posted.contains(NIT) && !posted.contains(DROP_REASON),
+            "{posted}"
+        );
+    }
 }

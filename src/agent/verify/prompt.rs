@@ -77,7 +77,7 @@ pub(crate) fn batch_message(
     sources: &Sources,
 ) -> String {
     let mut text = String::from(
-        "Verify the findings below, written by another reviewer about this change: for each id, keep or drop, with a one-line reason.\n\n",
+        "Verify the findings below, written by another reviewer about this change: for each id, keep or drop, with a one-line reason. A finding's severity is that reviewer's rating; every finding meets the same bar.\n\n",
     );
     if !intent.trim().is_empty() {
         text.push_str(intent.trim_end());
@@ -105,8 +105,9 @@ pub(crate) fn batch_message(
     text
 }
 
-/// One finding: its id and place, severity and category, title, quoted body and
-/// suggestion, and the code it points at.
+/// One finding: its id and place, severity and category (named, so a `nit` reads as the
+/// reviewer's rating, not a verdict), title, quoted body and suggestion, and the code it
+/// points at.
 fn finding_section(
     number: usize,
     finding: &Finding,
@@ -118,7 +119,7 @@ fn finding_section(
         Side::Left => "base, removed lines",
     };
     let mut text = format!(
-        "## F{number} · `{}` ({side}) · {} · {}\nTitle: {}\n",
+        "## F{number} · `{}` ({side}) · severity {} · category {}\nTitle: {}\n",
         finding.location().replace('`', "'"),
         finding.severity,
         finding.category.as_str(),
@@ -219,6 +220,25 @@ mod tests {
     }
 
     #[test]
+    fn the_verifier_holds_every_severity_to_the_same_bar() {
+        let prompt = system_prompt(None);
+        assert!(prompt.contains("would a careful maintainer of this repository fix this before merging, and does the code show it?"));
+        assert!(prompt.contains("The bar is the same for every severity"));
+        assert!(prompt.contains("Drop a remark that is true but cosmetic, whatever its severity"));
+        assert!(prompt.contains("a cosmetic one rated low is dropped"));
+        // A nit is listed with its severity named, under the same instructions.
+        let mut nit = finding(Side::Right, 3);
+        nit.severity = Severity::Nit;
+        nit.category = Category::Style;
+        let text = batch_message("", "", &[nit], &change(), &Sources::new());
+        assert!(
+            text.contains("## F1 · `src/a.rs:3` (head) · severity nit · category style\n"),
+            "{text}"
+        );
+        assert!(text.contains("every finding meets the same bar"), "{text}");
+    }
+
+    #[test]
     fn a_batch_lists_ids_quoted_text_and_marked_code() {
         let head = "pub fn a() -> u32 {\n    let x = 1;\n    x / 0\n}\n";
         let base = "pub fn a() -> u32 {\n    1\n}\n";
@@ -233,7 +253,7 @@ mod tests {
         );
         assert!(
             text.contains(
-                "## F1 · `src/a.rs:3` (head) · critical · bug\nTitle: Division by zero\n"
+                "## F1 · `src/a.rs:3` (head) · severity critical · category bug\nTitle: Division by zero\n"
             ),
             "{text}"
         );
