@@ -546,6 +546,8 @@ pub(crate) fn shape_first_message(
     let options = ShapeOptions {
         budget_tokens: stage1_budget(config.limits),
         exclude: config.exclude.clone(),
+        context_after: config.context_after.lines(),
+        context_after_block: config.context_after.block_cap(),
         ..ShapeOptions::default()
     };
     let repo = workspace.repo.clone();

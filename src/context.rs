@@ -39,6 +39,7 @@ mod shape;
 mod shown;
 mod summarize;
 
+pub use excerpt::AfterContext;
 pub use moves::MoveSummary;
 pub(crate) use partition::{Packing, Slice, numbered as numbered_diff_line, partition};
 pub use prune::{

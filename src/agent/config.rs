@@ -44,6 +44,9 @@ pub struct AgentConfig {
     pub limits: ModelLimits,
     /// Extra globs of changed files to leave out of the first message (listed, not shown).
     pub exclude: Vec<String>,
+    /// The first message's context after each change (two lines; other rules are
+    /// for measurement only, `REDLINE_BENCH_CONTEXT_AFTER`).
+    pub context_after: crate::context::AfterContext,
     /// Tool results kept whole in the history (stage 2).
     pub keep_tool_results: usize,
     /// Share of the window past which seen tool results are elided (stage 2).
@@ -77,6 +80,7 @@ impl AgentConfig {
             review_limits: ReviewLimits::default(),
             price: builtin_price(&model),
             exclude: Vec::new(),
+            context_after: crate::context::AfterContext::default(),
             keep_tool_results: crate::context::Pruner::default().keep_recent,
             prune_threshold: crate::context::DEFAULT_PRUNE_THRESHOLD,
             summary_threshold: crate::context::DEFAULT_SUMMARY_THRESHOLD,

@@ -316,6 +316,20 @@ fn guidelines_config(file: &FileConfig) -> Result<GuidelinesConfig, ConfigError>
     })
 }
 
+/// The benchmark knob of the first message's after-context (`N`, `block`, `block:N`;
+/// see `benches/README.md`): read here once, for measurements only, not a setting.
+fn bench_context_after() -> Result<crate::context::AfterContext, ConfigError> {
+    match super::env_var(BENCH_CONTEXT_AFTER) {
+        None => Ok(crate::context::AfterContext::default()),
+        Some(value) => value
+            .parse()
+            .map_err(|message: String| bad_value(BENCH_CONTEXT_AFTER, message)),
+    }
+}
+
+/// The environment variable of [`bench_context_after`].
+const BENCH_CONTEXT_AFTER: &str = "REDLINE_BENCH_CONTEXT_AFTER";
+
 fn bad_value(key: &str, message: impl ToString) -> ConfigError {
     ConfigError::BadValue {
         key: key.to_string(),
@@ -356,6 +370,7 @@ fn agent_config(
     // Checked here so a bad glob is the user's error, not a note to the model.
     glob_set(&file.exclude, "exclude")?;
     agent.exclude = file.exclude.clone();
+    agent.context_after = bench_context_after()?;
     let table = ModelLimits::for_model(&model.model);
     agent.limits = ModelLimits {
         context_window: file.context_window.unwrap_or(table.context_window),

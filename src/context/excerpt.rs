@@ -10,6 +10,8 @@ use std::fmt::Write as _;
 
 use super::moves::{FileMoves, render as moved};
 use crate::review::diff::{DiffLine, FileChange, LineKind};
+pub use after::AfterContext;
+use after::BlockEnds;
 pub(crate) use definition::looks_like_definition;
 use definition::{Enclosing, enclosing_definition, indentation};
 
@@ -20,6 +22,9 @@ pub(crate) struct ContextLines {
     pub before: u32,
     /// Lines shown after a change.
     pub after: u32,
+    /// When set, the context after a change reaches to the end of the enclosing
+    /// statement or block, at most this many lines ([`AfterContext::Block`]).
+    pub after_block: Option<u32>,
     /// How numbers and `@@` lines are printed.
     pub layout: Layout,
 }
@@ -175,10 +180,12 @@ pub(crate) fn render_file(
 ) -> Excerpt {
     let lines = HeadLines::new(file, head);
     let (blocks, runs) = collect_changes(file);
+    let parsed = head.filter(|_| lines.full.is_some());
+    let ends = BlockEnds::new(&file.path, parsed, context.after_block);
     let windows = merge_windows(
         blocks
             .iter()
-            .map(|block| window_for(block, file, &lines, context))
+            .map(|block| window_for(block, file, &lines, context, &ends))
             .collect(),
     );
     let added: Vec<u32> = file
@@ -303,9 +310,12 @@ fn window_for(
     file: &FileChange,
     lines: &HeadLines<'_>,
     context: ContextLines,
+    ends: &BlockEnds<'_>,
 ) -> Window {
     let mut start = block.start.saturating_sub(context.before).max(1);
-    let mut end = block.end.saturating_add(context.after).min(lines.len);
+    let fixed = block.end.saturating_add(context.after);
+    let to_block = ends.end_after(block.end).unwrap_or(0);
+    let mut end = fixed.max(to_block).min(lines.len);
     let hunk = &file.hunks[block.hunk];
     if lines.full.is_none() {
         // Only the hunk's own lines are known.
@@ -569,6 +579,7 @@ fn deletion_summary(lines: &[&DiffLine]) -> String {
     )
 }
 
+mod after;
 mod definition;
 #[cfg(test)]
 mod tests;

@@ -68,7 +68,8 @@ pub(crate) fn header(
     );
     out.push_str(&format!(
         "Line numbers are head line numbers (`-` lines carry base numbers); cite them. Context: {} lines before and {} after each change, widened to the enclosing definition when near (else named in the @@ line); long pure deletions are summarised in one line. Open anything not shown with the `diff` tool ({{\"path\": \"...\"}}) or `read_file`.\n",
-        facts.context.before, facts.context.after
+        facts.context.before,
+        after_description(facts.context)
     ));
     if facts.moved_blocks > 0 {
         out.push_str(MOVES_NOTE);
@@ -147,3 +148,15 @@ fn no_content_note(file: &FileChange) -> String {
 
 /// How moved code is shown, said once when the change moves any.
 const MOVES_NOTE: &str = "Moved code is one line, `FIRST-LAST ~ moved from `PATH:A-B``, standing for those head lines, followed only by its edits against the original (`-` lines carry the original's base numbers), after any renaming it names (`renamed `OLD` to `NEW``). Its head lines are part of the change: `read_file` shows them and a finding may point at any of them. Read any base lines with `read_file` and `\"revision\": \"base\"`.\n";
+
+/// The header's words for the context after each change: `2`, or, under the
+/// block rule, `2 (to the end of the enclosing statement or block, at most 12)`.
+fn after_description(context: super::excerpt::ContextLines) -> String {
+    match context.after_block {
+        None => context.after.to_string(),
+        Some(cap) => format!(
+            "{} (to the end of the enclosing statement or block, at most {cap})",
+            context.after
+        ),
+    }
+}

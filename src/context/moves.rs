@@ -27,7 +27,10 @@
 //!   [`detect::MIN_SIMILARITY_PERCENT`] % of its lines equal, and prints at
 //!   most [`detect::MAX_EDIT_PERCENT`] % of its head lines as edits (else it
 //!   would cost more than the plain lines). A removal and an addition at the
-//!   same place of one file are an edit, not a move.
+//!   same place of one file are an edit, not a move, and so is a run whose
+//!   counterpart at its own place keeps as many of its lines as the move would
+//!   (near-identical siblings edited alike are not moves of each other, see
+//!   [`in_place`]).
 //! - **Each line once**: an added line is the destination of at most one move,
 //!   a removed line the source of at most one.
 //! - **Renamed identifiers**: a line also counts as equal when it is the
@@ -46,6 +49,7 @@
 
 mod align;
 mod detect;
+mod in_place;
 mod rename;
 pub(crate) mod render;
 

@@ -26,6 +26,10 @@ pub struct ShapeOptions {
     pub context_before: u32,
     /// Head lines shown after each change (default 2).
     pub context_after: u32,
+    /// When set, the context after each change reaches to the end of the
+    /// enclosing statement or block, at most this many lines (and at least
+    /// `context_after`); see [`AfterContext`](crate::context::AfterContext).
+    pub context_after_block: Option<u32>,
 }
 
 impl Default for ShapeOptions {
@@ -35,6 +39,7 @@ impl Default for ShapeOptions {
             exclude: Vec::new(),
             context_before: 6,
             context_after: 2,
+            context_after_block: None,
         }
     }
 }
@@ -222,6 +227,7 @@ pub(crate) fn shape_with_moves(
     let context = ContextLines {
         before: opts.context_before,
         after: opts.context_after,
+        after_block: opts.context_after_block,
         layout: Layout::Aligned,
     };
     let heads = read_heads(changes, head_text);
@@ -304,6 +310,7 @@ fn read_heads(
 pub(crate) const TASK_CONTEXT: ContextLines = ContextLines {
     before: 2,
     after: 1,
+    after_block: None,
     layout: Layout::Compact,
 };
 
@@ -323,6 +330,7 @@ fn sections_for_tasks(
     let lean = ContextLines {
         before: context.before.min(TASK_CONTEXT.before),
         after: context.after.min(TASK_CONTEXT.after),
+        after_block: TASK_CONTEXT.after_block,
         layout: TASK_CONTEXT.layout,
     };
     let candidates: Vec<&mut Prepared<'_>> = prepared

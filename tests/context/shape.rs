@@ -476,3 +476,54 @@ fn sections_for_plan_tasks_carry_lean_context_only_when_the_change_does_not_fit(
         "two lines for plan tasks, each of which pays for its context"
     );
 }
+
+/// A function whose `if` block runs on for eight lines after the change at line 4.
+fn long_block(changed: &str) -> String {
+    let mut text =
+        format!("fn f(x: u32) -> u32 {{\n    let mut y = x;\n    if y > 3 {{\n        {changed}\n");
+    for i in 1..=8 {
+        text.push_str(&format!("        y += {i};\n"));
+    }
+    text.push_str("    }\n    y\n}\n\nfn g() {}\n");
+    text
+}
+
+fn shown_head_lines(shaped: &redline::context::ShapedContext) -> Vec<u32> {
+    numbered(&section(&shaped.message, "src/a.rs"))
+        .iter()
+        .filter(|(_, m, _)| *m != '-')
+        .map(|(n, _, _)| *n)
+        .collect()
+}
+
+#[test]
+fn the_block_rule_shows_the_rest_of_the_enclosing_block_within_its_cap() {
+    let change = Change::default().file("src/a.rs", &long_block("y *= 2;"), &long_block("y *= 3;"));
+    // Today: two lines after the change (4), widened up to the function (1).
+    let today = change.shape(&ShapeOptions::default());
+    assert_eq!(shown_head_lines(&today), (1..=6).collect::<Vec<_>>());
+    assert!(
+        today
+            .message
+            .contains("Context: 6 lines before and 2 after each change,")
+    );
+    // The block rule: to the `}` closing the `if` (line 13).
+    let block = change.shape(&ShapeOptions {
+        context_after_block: Some(12),
+        ..ShapeOptions::default()
+    });
+    assert_eq!(shown_head_lines(&block), (1..=13).collect::<Vec<_>>());
+    assert!(
+        block.message.contains(
+            "2 (to the end of the enclosing statement or block, at most 12) after each change"
+        ),
+        "{}",
+        block.message
+    );
+    // Capped: at most five lines after the change.
+    let capped = change.shape(&ShapeOptions {
+        context_after_block: Some(5),
+        ..ShapeOptions::default()
+    });
+    assert_eq!(shown_head_lines(&capped), (1..=9).collect::<Vec<_>>());
+}

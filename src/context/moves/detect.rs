@@ -6,6 +6,7 @@ use std::collections::{BTreeMap, HashMap};
 use crate::review::diff::{ChangeSet, FileChange, LineKind};
 
 use super::align::{Alignment, Op, align, shift_of, spans};
+use super::in_place::InPlace;
 use super::rename::Renames;
 use super::{Edit, Move};
 
@@ -64,18 +65,23 @@ pub(super) fn work_of<T>(f: impl FnOnce() -> T) -> (T, u64) {
 /// A maximal run of consecutive added (or removed) lines of one file.
 pub(super) struct Run<'a> {
     /// Index of the file in the change.
-    file: usize,
+    pub file: usize,
     /// Line number of the first line (head for added runs, base for removed).
-    first: u32,
+    pub first: u32,
     /// The lines' text.
     pub texts: Vec<&'a str>,
     /// Removed runs: the head line they sit before; added runs: `first`.
-    place: u32,
+    pub place: u32,
 }
 
 impl Run<'_> {
     fn number(&self, offset: usize) -> u32 {
         self.first + offset as u32
+    }
+
+    /// One past the last line's number.
+    pub(super) fn end(&self) -> u32 {
+        self.number(self.texts.len())
     }
 }
 
@@ -162,6 +168,7 @@ pub(super) fn detect(changes: &ChangeSet) -> Vec<Move> {
     });
     let mut taken_added = Taken::default();
     let mut taken_removed = Taken::default();
+    let mut in_place = InPlace::new(&added, &removed);
     let mut moves = Vec::new();
     for candidate in candidates {
         let chain = &candidate.chain;
@@ -169,6 +176,12 @@ pub(super) fn detect(changes: &ChangeSet) -> Vec<Move> {
         if !taken_added.is_free(chain.added, a_span)
             || !taken_removed.is_free(chain.removed, r_span)
         {
+            continue;
+        }
+        // Siblings edited alike match each other as well as their own new
+        // text: neither is a move ([`InPlace`]).
+        let runs = (chain.added, chain.removed);
+        if in_place.is_edit_in_place(runs, candidate.same, &added, &removed) {
             continue;
         }
         taken_added.take(chain.added, a_span);

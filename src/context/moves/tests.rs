@@ -440,3 +440,78 @@ fn detection_work_grows_linearly_with_the_moved_lines() {
     );
     assert!(small_work > 8_000, "{small_work}");
 }
+
+/// The body of a `get_u16_le`/`get_u16_be`-style sibling, `indent`ed: the twins
+/// differ in one token.
+fn sibling_body(endian: &str, indent: &str) -> Vec<String> {
+    [
+        "let size = core::mem::size_of::<u16>();",
+        "let mut buf = [0u8; 2];",
+        "let chunk = self.chunk();",
+        "if chunk.len() >= size {",
+        "    buf.copy_from_slice(&chunk[..size]);",
+        "} else {",
+        "    self.copy_to_slice(&mut buf);",
+        "}",
+        "self.advance_by(size);",
+        &format!("u16::from_{endian}_bytes(buf)"),
+    ]
+    .iter()
+    .map(|l| format!("{indent}{l}"))
+    .collect()
+}
+
+/// One file with two sibling functions whose bodies the change wraps in a
+/// block: each body is removed and added again, re-indented, at its own place.
+/// `extra` lines are added at the end of the second sibling's new body.
+fn siblings_wrapped(extra: &[&str]) -> ChangeSet {
+    let mut lines = Vec::new();
+    for endian in ["le", "be"] {
+        lines.push((' ', format!("fn get_u16_{endian}(&mut self) -> u16 {{")));
+        lines.extend(marked('-', &sibling_body(endian, "    ")));
+        lines.push(('+', "    with_guard(|| {".to_string()));
+        lines.extend(marked('+', &sibling_body(endian, "        ")));
+        if endian == "be" {
+            lines.extend(extra.iter().map(|l| ('+', format!("        {l}"))));
+        }
+        lines.push(('+', "    })".to_string()));
+        lines.push((' ', "}".to_string()));
+        lines.push((' ', String::new()));
+    }
+    change(vec![file("src/buf/buf_impl.rs", vec![hunk(1, 1, &lines)])])
+}
+
+#[test]
+fn siblings_edited_alike_in_place_are_not_moves_of_each_other() {
+    let moves = Moves::detect(&siblings_wrapped(&[]));
+    assert_eq!(moves.count(), 0, "{moves:?}");
+    // Nor when one sibling gains lines its twin does not.
+    let moves = Moves::detect(&siblings_wrapped(&[
+        "debug_assert!(size == 2);",
+        "let _ = size;",
+    ]));
+    assert_eq!(moves.count(), 0, "{moves:?}");
+}
+
+#[test]
+fn a_move_whose_place_gets_other_code_is_still_a_move() {
+    let mut removed = vec![(' ', "import os".to_string())];
+    removed.extend(marked('-', &helper("", "+")));
+    removed.extend(marked(
+        '+',
+        &[
+            "def scale_total(values, factor):".to_string(),
+            "    return core.scale_total(values, factor)".to_string(),
+        ],
+    ));
+    removed.push((' ', "def other():".into()));
+    let mut added = vec![(' ', "class Core:".to_string())];
+    added.extend(marked('+', &helper("", "+")));
+    let moves = Moves::detect(&change(vec![
+        file("pkg/core.py", vec![hunk(39, 39, &added)]),
+        file("pkg/util.py", vec![hunk(19, 19, &removed)]),
+    ]));
+    assert_eq!(moves.count(), 1, "{moves:?}");
+    let m = moves.of_file("pkg/core.py").into[0];
+    assert_eq!((m.from, m.to), ((20, 29), (40, 49)));
+}
