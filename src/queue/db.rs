@@ -95,6 +95,11 @@ const POSTGRES_MIGRATIONS: &[(i64, &str, &str)] = &[
         "checks",
         include_str!("../../migrations/postgres/0008_checks.sql"),
     ),
+    (
+        9,
+        "store group",
+        include_str!("../../migrations/postgres/0009_store_group.sql"),
+    ),
 ];
 
 /// How long start-up waits for PostgreSQL to take a connection. A refusal is retried within

@@ -22,6 +22,7 @@ crate::backend_tests!(
     concurrent_deliveries_share_transactions,
     each_member_of_a_group_gets_its_own_outcome,
     requested_reviews_in_a_group_replace_nothing,
+    a_group_holding_a_stored_delivery_is_stored_as_one,
     a_failing_member_does_not_fail_the_rest_of_its_group,
 );
 
@@ -287,6 +288,71 @@ async fn requested_reviews_in_a_group_replace_nothing(db: &TestDb) {
             (queued_id(&outcomes[2]), JobState::Queued),
         ]
     );
+}
+
+/// A group holding a delivery stored before (a redelivery) is still stored as one group, as
+/// if one by one: the redelivery is a duplicate, the rest is new. (PostgreSQL plans a group as
+/// if every delivery were new; this one is then stored the long way, not member by member.)
+async fn a_group_holding_a_stored_delivery_is_stored_as_one(db: &TestDb) {
+    let queue = db.queue().await;
+    let redelivered = delivery();
+    let stored = queued_id(
+        &queue
+            .accept_delivery(redelivered.clone(), Some(review_job(1)))
+            .await,
+    );
+    let (lock, plug) = plug_the_intake(db, &queue).await;
+    let tasks = vec![
+        hand_over(&queue, delivery(), Some(review_job(2))).await,
+        hand_over(&queue, redelivered, Some(review_job(1))).await,
+        hand_over(&queue, delivery(), Some(review_job(1))).await,
+    ];
+    lock.release().await;
+    plug.await.unwrap().unwrap();
+    let outcomes = outcomes(tasks).await;
+    let stats = queue.intake_stats();
+    assert_eq!(stats.largest_group, 3, "one group of three: {stats:?}");
+    assert_eq!(
+        stats.groups_retried, 0,
+        "not stored member by member: {stats:?}"
+    );
+
+    let other_pr = queued_id(&outcomes[0]);
+    assert_eq!(outcomes[1].as_ref().ok(), Some(&Accepted::Duplicate));
+    assert!(
+        matches!(
+            outcomes[2],
+            Ok(Accepted::Queued {
+                superseded: 1,
+                cancel_requested: 0,
+                ..
+            })
+        ),
+        "{:?}",
+        outcomes[2]
+    );
+    let states = |pr| {
+        let queue = queue.clone();
+        async move {
+            queue
+                .jobs_for_pr(ForgeKind::GitHub, "owner/repo", pr)
+                .await
+                .unwrap()
+                .into_iter()
+                .map(|job| (job.id, job.state))
+                .collect::<Vec<_>>()
+        }
+    };
+    assert_eq!(
+        states(1).await,
+        vec![
+            (stored, JobState::Superseded),
+            (queued_id(&outcomes[2]), JobState::Queued),
+        ]
+    );
+    assert_eq!(states(2).await, vec![(other_pr, JobState::Queued)]);
+    // The first, the plug and the two new ones of the group.
+    assert_eq!(queue.delivery_count().await.unwrap(), 4);
 }
 
 /// Makes the database refuse to store a job whose head is `poison`.
