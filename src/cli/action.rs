@@ -15,7 +15,7 @@ use crate::agent::strategy::StrategyChoice;
 use crate::config::settings::{SettingFlags, Settings};
 use crate::config::{CONFIG_FILE, ConfigError, ConfigSource};
 use crate::flow;
-use crate::flow::pull::{CommitSource, PullCommits, PullTarget, load_commits, short};
+use crate::flow::pull::{CommitSource, PullCommits, load_commits, short};
 use crate::forge::Forge;
 use crate::forge::command::already_reviewed;
 use crate::forge::dismissed::Dismissals;
@@ -257,15 +257,9 @@ async fn review_and_publish(
     let sarif_file = write_sarif(&report)
         .inspect_err(|e| println!("::warning::Redline: {}", escape_data(&error_message(e))))
         .ok();
-    let pull = PullTarget {
-        owner: &target.owner,
-        repo: &target.repo,
-        number: target.number,
-        head_sha: &target.head_sha,
-    };
     let published = flow::pull::publish(
         &forge,
-        pull,
+        &target.head_sha,
         commits,
         &report,
         settings,

@@ -16,7 +16,7 @@ use super::review::model_client;
 use super::{EXIT_ERROR, EXIT_FINDINGS, EXIT_OK, GitlabArgs, error_message};
 use crate::agent::events::EventSink;
 use crate::flow;
-use crate::flow::pull::{CommitSource, PullCommits, PullTarget, load_commits, short};
+use crate::flow::pull::{CommitSource, PullCommits, load_commits, short};
 use crate::forge::Forge;
 use crate::forge::PublishConfig;
 use crate::forge::dismissed::Dismissals;
@@ -239,15 +239,9 @@ async fn review_and_publish(
             .collect();
         write_code_quality(path, commits, &all)?;
     }
-    let pull = PullTarget {
-        owner: &target.owner,
-        repo: "",
-        number: target.number,
-        head_sha: &target.head_sha,
-    };
     let published = flow::pull::publish(
         forge,
-        pull,
+        &target.head_sha,
         commits,
         &report,
         &settings,

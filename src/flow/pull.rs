@@ -253,24 +253,11 @@ pub(crate) fn finding_fingerprint(commits: &PullCommits, finding: &Finding) -> S
     fingerprint(&finding.path, &line_text, finding.category, &finding.title)
 }
 
-/// The pull request a review is published on.
-#[derive(Debug, Clone, Copy)]
-pub struct PullTarget<'a> {
-    /// Repository owner.
-    pub owner: &'a str,
-    /// Repository name.
-    pub repo: &'a str,
-    /// Pull request number.
-    pub number: u64,
-    /// The reviewed head.
-    pub head_sha: &'a str,
-}
-
 /// Publishes `report` with the settings' `max_comments`, `request_changes` and
 /// `resolve_outdated` over `base`; `dismissed` findings (the App's database) are not raised.
 pub(crate) async fn publish(
     forge: &dyn Forge,
-    target: PullTarget<'_>,
+    head_sha: &str,
     commits: &PullCommits,
     report: &ReviewReport,
     settings: &Settings,
@@ -285,7 +272,7 @@ pub(crate) async fn publish(
     };
     let head_line_text = head_line_reader(commits);
     let request = PublishRequest {
-        head_sha: target.head_sha,
+        head_sha,
         findings: &report.findings,
         summary: &report.summary,
         walkthrough: &report.walkthrough,
@@ -293,7 +280,7 @@ pub(crate) async fn publish(
         changes: &commits.pr_changes,
         head_line_text: &head_line_text,
         config: &config,
-        reviewed_range: Some((commits.from.clone(), target.head_sha.to_string())),
+        reviewed_range: Some((commits.from.clone(), head_sha.to_string())),
         dismissed,
         resolve_outdated: settings.threads.resolve_outdated,
     };

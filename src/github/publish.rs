@@ -41,9 +41,7 @@ use crate::forge::anchor::describe_anchor;
 use crate::forge::dismissed::{ReviewThread, parse_dismissed, with_dismissed};
 use crate::forge::fingerprint::parse_markers;
 use crate::forge::publish::{Plan, PublishError, PublishOutcome, PublishRequest};
-use crate::forge::summary::{
-    SUMMARY_MARKER, SummaryEntry, is_summary, parse_last_sha, review_body,
-};
+use crate::forge::summary::{SUMMARY_MARKER, SummaryEntry, is_summary, review_body};
 use crate::forge::{Earlier, SummaryComment};
 
 /// Publishes one run's review on pull request `owner/repo#number`. See the module
@@ -59,15 +57,16 @@ pub async fn publish_review(
     crate::forge::publish::publish(&pull, req).await
 }
 
-/// The head SHA the last published review covered, from the summary comment.
+/// The head SHA the last published review covered, from the summary comment (the
+/// forge-neutral reading, on pull request `pr_number`).
 pub async fn last_reviewed_sha(
     client: &GitHubClient,
     owner: &str,
     repo: &str,
     pr_number: u64,
-) -> Result<Option<String>, GitHubError> {
-    let summary = summary_comment(&GitHubPull::at(client, owner, repo, pr_number)).await?;
-    Ok(summary.and_then(|s| parse_last_sha(&s.body)))
+) -> Result<Option<String>, PublishError> {
+    let pull = GitHubPull::at(client, owner, repo, pr_number);
+    crate::forge::publish::last_reviewed_sha(&pull).await
 }
 
 /// Adds `keys` to the dismissal marker of the pull request's summary comment (created when

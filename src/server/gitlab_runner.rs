@@ -16,7 +16,6 @@ use std::path::PathBuf;
 use async_trait::async_trait;
 
 use super::pipeline::{JobSteps, MirrorSource, Pipeline, publish_error};
-use crate::flow::pull::PullTarget;
 use crate::forge::PublishConfig;
 use crate::forge::command::{Command, parse_command};
 use crate::forge::{Forge, ForgeKind};
@@ -134,15 +133,6 @@ impl JobSteps for GitLabSteps {
 
     async fn mirror(&self, job: &Job, _change: &DiffedChange) -> Result<MirrorSource, JobError> {
         self.mirror_of(&job.repo_full_name).await
-    }
-
-    fn target<'a>(job: &'a Job, change: &'a DiffedChange) -> PullTarget<'a> {
-        PullTarget {
-            owner: &job.repo_full_name,
-            repo: "",
-            number: job.pr_number,
-            head_sha: Self::revisions(change).1,
-        }
     }
 
     fn key(job: &Job) -> String {

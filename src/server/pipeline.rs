@@ -34,7 +34,7 @@ use crate::config::ModelSettings;
 use crate::config::limits::LimitCeilings;
 use crate::config::settings::Settings;
 use crate::flow;
-use crate::flow::pull::{PullCommits, PullTarget, short};
+use crate::flow::pull::{PullCommits, short};
 use crate::forge::command::already_reviewed;
 use crate::forge::dismissed::Dismissals;
 use crate::forge::publish::last_reviewed_sha;
@@ -145,9 +145,6 @@ pub(crate) trait JobSteps: Send + Sync {
     /// Where the change's mirror is, and the URL and token it is fetched with.
     async fn mirror(&self, job: &Job, change: &Self::Change) -> Result<MirrorSource, JobError>;
 
-    /// The change as a review is published on it.
-    fn target<'a>(job: &'a Job, change: &'a Self::Change) -> PullTarget<'a>;
-
     /// The key the change's dismissals are kept under.
     fn key(job: &Job) -> String;
 
@@ -238,12 +235,12 @@ async fn run_job<S: JobSteps>(
     if cancel.is_cancelled() {
         return Ok(Ended::cancelled());
     }
-    let target = S::target(job, &change);
+    let (_, head) = S::revisions(&change);
     let published = publish_report(
         pipeline,
         job,
         forge.as_ref(),
-        target,
+        head,
         &commits,
         &report,
         &settings,
@@ -267,7 +264,7 @@ async fn publish_report<S: JobSteps>(
     pipeline: &Pipeline<S>,
     job: &Job,
     forge: &dyn Forge,
-    target: PullTarget<'_>,
+    head_sha: &str,
     commits: &PullCommits,
     report: &ReviewReport,
     settings: &Settings,
@@ -282,7 +279,7 @@ async fn publish_report<S: JobSteps>(
     let shared = &pipeline.shared;
     let published = flow::pull::publish(
         forge,
-        target,
+        head_sha,
         commits,
         report,
         settings,

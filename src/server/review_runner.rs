@@ -11,7 +11,6 @@ use std::sync::Arc;
 use async_trait::async_trait;
 
 use super::pipeline::{JobSteps, MirrorSource, Pipeline};
-use crate::flow::pull::PullTarget;
 use crate::forge::{Forge, ForgeKind, PublishConfig};
 use crate::github::{
     AppAuth, GitHubClient, GitHubError, GitHubPull, PullInfo, PullText, fetch_pull,
@@ -138,15 +137,6 @@ impl JobSteps for GitHubSteps {
 
     async fn mirror(&self, job: &Job, change: &GitHubChange) -> Result<MirrorSource, JobError> {
         change.mirror(&self.auth, job.pr_number).await
-    }
-
-    fn target<'a>(job: &'a Job, change: &'a GitHubChange) -> PullTarget<'a> {
-        PullTarget {
-            owner: &change.owner,
-            repo: &change.repo,
-            number: job.pr_number,
-            head_sha: &change.pull.head_sha,
-        }
     }
 
     fn key(job: &Job) -> String {
