@@ -281,10 +281,6 @@ fn cost(value: Option<f64>) -> String {
     value.map_or_else(|| "?".into(), |v| format!("${v:.4}"))
 }
 
-fn number(value: Option<f64>, decimals: usize) -> String {
-    value.map_or_else(|| "–".into(), |v| format!("{v:.decimals$}"))
-}
-
 /// Findings the verifier saw and kept over the finished reviews of `pair`: (checked, kept).
 fn checked_and_kept(report: &Report, pair: &PairSummary) -> (usize, usize) {
     report
@@ -319,29 +315,8 @@ fn screening_rows(report: &Report) -> String {
     for p in &report.pairs {
         let n = &p.noise;
         let (checked, kept) = checked_and_kept(report, p);
-        let mut cells = vec![
-            checked.to_string(),
-            kept.to_string(),
-            n.dropped.to_string(),
-            n.dropped_true_positives.to_string(),
-            n.bugs_lost_to_verification.to_string(),
-            n.merged.to_string(),
-            n.unverified.to_string(),
-            number(n.review_tokens_per_case, 0),
-            number(n.verification_tokens_per_case, 0),
-            percent(n.verification_share),
-            cost(n.verification_cost_per_case),
-        ];
-        if graded {
-            let count = |c: Option<usize>| c.map_or_else(|| "–".into(), |c| c.to_string());
-            cells.extend([
-                count(n.graded_defect),
-                count(n.graded_worth_a_look),
-                count(n.graded_not_worth_posting),
-                percent(n.actionable_share),
-                number(n.not_worth_posting_per_clean_case, 2),
-            ]);
-        }
+        let mut cells = vec![checked.to_string(), kept.to_string()];
+        cells.extend(n.verification_cells(graded, "–"));
         let _ = write!(out, "<tr><td>{}</td>", escape(&label(p)));
         for cell in cells {
             let _ = write!(out, "<td class=\"num\">{}</td>", escape(&cell));

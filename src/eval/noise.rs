@@ -137,6 +137,42 @@ pub struct NoiseFigures {
     pub not_worth_posting_per_clean_case: Option<f64>,
 }
 
+impl NoiseFigures {
+    /// The verification and grading figures as table cells, in the order both reports
+    /// (text and HTML) print them; `missing` stands for a figure that is not known.
+    pub(crate) fn verification_cells(&self, graded: bool, missing: &str) -> Vec<String> {
+        let number = |value: Option<f64>, decimals: usize| {
+            value.map_or_else(|| missing.to_string(), |v| format!("{v:.decimals$}"))
+        };
+        let percent = |value: Option<f64>| {
+            value.map_or_else(|| missing.to_string(), |v| format!("{:.1}%", v * 100.0))
+        };
+        let count = |c: Option<usize>| c.map_or_else(|| missing.to_string(), |c| c.to_string());
+        let mut cells = vec![
+            self.dropped.to_string(),
+            self.dropped_true_positives.to_string(),
+            self.bugs_lost_to_verification.to_string(),
+            self.merged.to_string(),
+            self.unverified.to_string(),
+            number(self.review_tokens_per_case, 0),
+            number(self.verification_tokens_per_case, 0),
+            percent(self.verification_share),
+            self.verification_cost_per_case
+                .map_or_else(|| "?".into(), |v| format!("${v:.4}")),
+        ];
+        if graded {
+            cells.extend([
+                count(self.graded_defect),
+                count(self.graded_worth_a_look),
+                count(self.graded_not_worth_posting),
+                percent(self.actionable_share),
+                number(self.not_worth_posting_per_clean_case, 2),
+            ]);
+        }
+        cells
+    }
+}
+
 fn ratio(numerator: f64, denominator: f64) -> Option<f64> {
     (denominator > 0.0).then(|| numerator / denominator)
 }

@@ -195,29 +195,8 @@ fn noise_table(pairs: &[PairSummary]) -> Option<Table> {
     }
     for p in pairs {
         let n = &p.noise;
-        let mut row = vec![
-            p.strategy.clone(),
-            p.model.clone(),
-            n.dropped.to_string(),
-            n.dropped_true_positives.to_string(),
-            n.bugs_lost_to_verification.to_string(),
-            n.merged.to_string(),
-            n.unverified.to_string(),
-            number(n.review_tokens_per_case, 0),
-            number(n.verification_tokens_per_case, 0),
-            percent(n.verification_share),
-            cost(n.verification_cost_per_case),
-        ];
-        if graded {
-            let count = |c: Option<usize>| c.map_or_else(|| "-".into(), |c| c.to_string());
-            row.extend([
-                count(n.graded_defect),
-                count(n.graded_worth_a_look),
-                count(n.graded_not_worth_posting),
-                percent(n.actionable_share),
-                number(n.not_worth_posting_per_clean_case, 2),
-            ]);
-        }
+        let mut row = vec![p.strategy.clone(), p.model.clone()];
+        row.extend(n.verification_cells(graded, "-"));
         table.rows.push(row);
     }
     Some(table)
