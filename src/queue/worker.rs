@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use futures::FutureExt;
+use futures::future::BoxFuture;
 use tokio::task::JoinSet;
 use tokio::time::{Instant, interval_at, sleep, timeout};
 use tokio_util::sync::CancellationToken;
@@ -15,6 +16,16 @@ use tracing::{debug, error, info, warn};
 use super::error::QueueError;
 use super::store::Queue;
 use super::types::{FailOutcome, Job, RetryDecision};
+
+/// The answer of the heartbeat in flight; pending while there is none.
+async fn heartbeat_done(
+    in_flight: &mut Option<BoxFuture<'_, Result<bool, QueueError>>>,
+) -> Result<bool, QueueError> {
+    match in_flight {
+        Some(heartbeat) => heartbeat.await,
+        None => std::future::pending().await,
+    }
+}
 
 /// How a worker's run of a job ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -301,12 +312,18 @@ impl Worker {
 
     /// Runs the job while renewing its lease. Returns the run's result and whether the lease
     /// was lost meanwhile.
+    ///
+    /// The heartbeat in flight is polled beside the job, never awaited on its own: on SQLite
+    /// both take the process's write turn, and a job suspended while holding it (mid-write)
+    /// would never release it to a heartbeat awaited alone (every writer of the process,
+    /// claims and intake included, would then wait forever).
     async fn run_with_heartbeat(&self, job: &Job) -> (Result<RunOutcome, JobError>, bool) {
         let cancel = CancellationToken::new();
         let run = AssertUnwindSafe(self.runner.run(job, cancel.clone())).catch_unwind();
         tokio::pin!(run);
         let every = self.settings.heartbeat_interval;
         let mut beat = interval_at(Instant::now() + every, every);
+        let mut in_flight: Option<BoxFuture<'_, Result<bool, QueueError>>> = None;
         let mut lease_lost = false;
         loop {
             tokio::select! {
@@ -317,23 +334,38 @@ impl Worker {
                     });
                     return (result, lease_lost);
                 }
-                _ = beat.tick(), if !lease_lost => {
-                    match self.queue.heartbeat(job.id, &self.id, self.settings.lease).await {
-                        Ok(true) if !cancel.is_cancelled() => {
-                            info!(job = %job.id, "a newer job for this PR arrived; cancelling");
-                            cancel.cancel();
-                        }
-                        Ok(_) => {}
-                        Err(QueueError::LeaseLost(_)) => {
-                            warn!(job = %job.id, worker = %self.id, "lease lost; stopping the job");
-                            lease_lost = true;
-                            cancel.cancel();
-                        }
-                        Err(err) => warn!(job = %job.id, error = %err, "heartbeat failed"),
-                    }
+                _ = beat.tick(), if !lease_lost && in_flight.is_none() => {
+                    in_flight = Some(Box::pin(self.queue.heartbeat(job.id, &self.id, self.settings.lease)));
+                }
+                renewed = heartbeat_done(&mut in_flight), if in_flight.is_some() => {
+                    in_flight = None;
+                    lease_lost |= self.after_heartbeat(job, renewed, &cancel);
                 }
             }
         }
+    }
+
+    /// Acts on a heartbeat's answer; returns whether the lease is lost.
+    fn after_heartbeat(
+        &self,
+        job: &Job,
+        renewed: Result<bool, QueueError>,
+        cancel: &CancellationToken,
+    ) -> bool {
+        match renewed {
+            Ok(true) if !cancel.is_cancelled() => {
+                info!(job = %job.id, "a newer job for this PR arrived; cancelling");
+                cancel.cancel();
+            }
+            Ok(_) => {}
+            Err(QueueError::LeaseLost(_)) => {
+                warn!(job = %job.id, worker = %self.id, "lease lost; stopping the job");
+                cancel.cancel();
+                return true;
+            }
+            Err(err) => warn!(job = %job.id, error = %err, "heartbeat failed"),
+        }
+        false
     }
 
     /// Records the run's result, retrying briefly if the database hiccups.

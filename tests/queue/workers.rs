@@ -24,6 +24,7 @@ crate::backend_tests!(
     kill_and_restart_reruns_the_job_exactly_once,
     two_queues_compete_without_running_a_job_twice,
     concurrent_pushes_to_one_pr_never_run_together,
+    a_job_writing_while_its_heartbeat_is_due_completes,
 );
 
 /// Fast timers for tests.
@@ -426,4 +427,45 @@ async fn sqlite_claims_and_completions_through_the_committer_run_each_job_once()
         "every claim and completion went through the committer: {stats:?}"
     );
     db.cleanup().await;
+}
+
+/// A runner that writes to the queue again and again (as a review updating its check run
+/// does), so that its heartbeat falls due while it is mid-write.
+struct WritingRunner {
+    queue: Queue,
+    writes: u32,
+}
+
+#[async_trait]
+impl JobRunner for WritingRunner {
+    async fn run(&self, job: &Job, _cancel: CancellationToken) -> Result<RunOutcome, JobError> {
+        for _ in 0..self.writes {
+            self.queue
+                .begin_check(job.id)
+                .await
+                .map_err(|err| JobError::Retryable(Box::new(err)))?;
+        }
+        Ok(RunOutcome::Completed)
+    }
+}
+
+/// On SQLite a write holds the process's write turn across an await; a heartbeat awaited
+/// on its own while the job was suspended mid-write waited for that turn forever (and so
+/// did every other writer). The job finishes, and a second job is still claimed after it.
+async fn a_job_writing_while_its_heartbeat_is_due_completes(db: &TestDb) {
+    let queue = db.queue().await;
+    let runner = Arc::new(WritingRunner {
+        queue: queue.clone(),
+        writes: 300,
+    });
+    let config = WorkerConfig {
+        heartbeat_interval: Duration::from_millis(1),
+        ..config(1)
+    };
+    let pool = WorkerPool::start(queue.clone(), runner, config, Arc::new(Metrics::new()));
+    let first = enqueue(&queue, 1).await;
+    wait_for_state(&queue, first, JobState::Succeeded).await;
+    let second = enqueue(&queue, 2).await;
+    wait_for_state(&queue, second, JobState::Succeeded).await;
+    assert_eq!(pool.shutdown().await, ShutdownOutcome::Drained);
 }
