@@ -125,17 +125,18 @@ impl ToolRegistry {
     /// The repository tools: `read_file`, `search`, `diff`, `list_files`.
     pub fn repository_tools() -> Self {
         let mut registry = ToolRegistry::new(DEFAULT_MAX_OUTPUT_CHARS);
-        registry.register(Arc::new(read_file::ReadFile));
+        registry.register(Arc::new(read_file::ReadFile::new(read_file::REVIEW_WINDOW)));
         registry.register(Arc::new(search::Search));
         registry.register(Arc::new(diff::Diff));
         registry.register(Arc::new(list_files::ListFiles));
         registry
     }
 
-    /// `read_file` and `search` only: what a verifier of findings may call.
+    /// `read_file` and `search` only: what a checker of findings (the verifier, the eval's
+    /// grader) may call; its `read_file` shows a shorter window by default.
     pub(crate) fn read_and_search() -> Self {
         let mut registry = ToolRegistry::new(DEFAULT_MAX_OUTPUT_CHARS);
-        registry.register(Arc::new(read_file::ReadFile));
+        registry.register(Arc::new(read_file::ReadFile::new(read_file::VERIFY_WINDOW)));
         registry.register(Arc::new(search::Search));
         registry
     }
