@@ -269,15 +269,24 @@ async fn evaluate(
         use_tools: true,
         max_steps: ctx.config.max_steps,
     };
-    let prompt = format!(
-        "{task}\n\nThe findings to evaluate:\n\n{}",
-        list_findings(findings)
-    );
     let history = vec![
         Message::system(crate::prompts::EVALUATOR.to_string()),
-        Message::user(prompt),
+        Message::user(evaluation_message(task, findings)),
     ];
     evaluator.run(history, stats).await
+}
+
+/// The evaluator's user message. Its own job comes first: the reviewer's task opens with
+/// "Review this change", and an evaluator reading that first took the review for its own
+/// work (seen with a capable model through the relay).
+fn evaluation_message(task: &str, findings: &[Finding]) -> String {
+    format!(
+        "Evaluate the findings another reviewer reported on this change, as your instructions \
+         say: check each against the code and score it. The reviewer's task (the change, its \
+         intent and its diff) and the findings follow; do not review the change yourself.\n\n\
+         # The reviewer's task\n\n{task}\n\n# The findings to evaluate\n\n{}",
+        list_findings(findings)
+    )
 }
 
 /// Stable ids: `F1`… in the order of the checked findings.
@@ -362,6 +371,19 @@ fn reflector_brief(task: &str, kept: &[(String, Finding)], evaluation: &Evaluati
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_evaluator_is_told_its_task_before_the_reviewers() {
+        let message = evaluation_message("Review this change.\n\nDIFF", &[]);
+        assert!(message.starts_with("Evaluate the findings"), "{message}");
+        let own = message.find("# The reviewer's task\n\nReview this change.\n\nDIFF");
+        let findings =
+            message.find("# The findings to evaluate\n\n(the review reported no findings)");
+        assert!(
+            own.is_some() && findings.is_some() && own < findings,
+            "{message}"
+        );
+    }
 
     #[test]
     fn evaluation_reads_leniently_and_clamps() {
