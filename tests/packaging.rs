@@ -99,3 +99,47 @@ fn compose_serves_either_forge_or_both() {
         );
     }
 }
+
+/// Every input the GitLab component declares reaches `redline gitlab`: each is used in the
+/// job, and each `REDLINE_*` variable the job sets is one the command reads (an input
+/// passed under a misspelt name would be silently ignored).
+#[test]
+fn every_gitlab_component_input_reaches_the_command() {
+    let template = read(&root().join("templates/redline.yml"));
+    let (spec, job) = template
+        .split_once("\n---\n")
+        .expect("a spec section and a job section");
+    let declared: Vec<String> = Regex::new(r"(?m)^    ([a-z][a-z-]*):\s*$")
+        .expect("a valid regex")
+        .captures_iter(spec)
+        .map(|c| c[1].to_string())
+        .collect();
+    assert!(
+        declared.contains(&"verify".to_string()) && declared.contains(&"verify-model".to_string()),
+        "{declared:?}"
+    );
+    for input in &declared {
+        assert!(
+            job.contains(&format!("$[[ inputs.{input} ]]")),
+            "input `{input}` is declared but never used: {job}"
+        );
+    }
+    let help = std::process::Command::new(env!("CARGO_BIN_EXE_redline"))
+        .args(["gitlab", "--help"])
+        .env_clear()
+        .output()
+        .expect("redline gitlab --help runs");
+    let help = String::from_utf8_lossy(&help.stdout);
+    let variables: Vec<String> = Regex::new(r"(?m)^    (REDLINE_[A-Z_]+):")
+        .expect("a valid regex")
+        .captures_iter(job)
+        .map(|c| c[1].to_string())
+        .collect();
+    assert!(variables.len() >= 5, "{variables:?}");
+    for variable in variables {
+        assert!(
+            help.contains(&format!("[env: {variable}=")),
+            "the job sets {variable}, which `redline gitlab` does not read: {help}"
+        );
+    }
+}
