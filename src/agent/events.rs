@@ -359,4 +359,79 @@ mod tests {
         assert_eq!(json["type"], "model_waiting");
         assert_eq!(json["elapsed_s"], 45);
     }
+
+    /// The line of `kind` when quiet and when verbose.
+    fn lines(kind: EventKind) -> (Option<String>, Option<String>) {
+        let event = Event {
+            ts: String::new(),
+            kind,
+        };
+        (progress_line(&event, false), progress_line(&event, true))
+    }
+
+    #[test]
+    fn progress_lines_say_the_start_the_verdicts_the_limits_and_the_end() {
+        let started = lines(EventKind::RunStarted {
+            strategy: "react".into(),
+            run_id: None,
+            reason: Some("small change".into()),
+        });
+        assert_eq!(started.0.as_deref(), Some("review started (react)"));
+        assert_eq!(
+            started.1.as_deref(),
+            Some("review started (react: small change)")
+        );
+        let verdict = |verdict: &str, reason: Option<&str>| EventKind::Verdict {
+            id: "F1".into(),
+            path: "src/calc.rs".into(),
+            line: 7,
+            title: "Ratio".into(),
+            verdict: verdict.into(),
+            reason: reason.map(str::to_string),
+        };
+        // A dropped finding is said even when quiet; a kept one only when verbose.
+        let dropped = "  verifier: drop src/calc.rs:7 Ratio (not reachable)";
+        let dropped_lines = lines(verdict("drop", Some("not reachable")));
+        assert_eq!(dropped_lines.0.as_deref(), Some(dropped));
+        assert_eq!(dropped_lines.1.as_deref(), Some(dropped));
+        let kept = lines(verdict("keep", Some("")));
+        assert_eq!(kept.0, None);
+        assert_eq!(
+            kept.1.as_deref(),
+            Some("  verifier: keep src/calc.rs:7 Ratio")
+        );
+        let finished = |steps, cost_usd| EventKind::RunFinished {
+            stats: Stats {
+                steps,
+                model_calls: 3,
+                tool_calls: 4,
+                prompt_tokens: 100,
+                completion_tokens: 20,
+                cost_usd,
+                duration_ms: 2_500,
+                ..Stats::default()
+            },
+        };
+        assert_eq!(
+            lines(finished(1, Some(0.01234))).0.as_deref(),
+            Some("review finished: 1 step, 3 model calls, 4 tool calls, 120 tokens, $0.0123, 2.5s")
+        );
+        assert_eq!(
+            lines(finished(2, None)).0.as_deref(),
+            Some("review finished: 2 steps, 3 model calls, 4 tool calls, 120 tokens, 2.5s")
+        );
+        let limit = |limit: &str| EventKind::LimitReached {
+            limit: limit.into(),
+            tokens: 900,
+            cost_usd: None,
+        };
+        assert_eq!(
+            lines(limit("cost")).0.as_deref(),
+            Some("cost limit reached after 900 tokens: no more model calls; finished work is kept")
+        );
+        assert_eq!(
+            lines(limit("interrupted")).0.as_deref(),
+            Some("interrupted after 900 tokens: no more model calls; finished work is kept")
+        );
+    }
 }
