@@ -235,11 +235,7 @@ pub(crate) fn progress_line(event: &Event, verbose: bool) -> Option<String> {
     match &event.kind {
         EventKind::RunStarted {
             strategy, reason, ..
-        } => Some(match reason {
-            // Why the strategy was chosen is detail: the default line stays short.
-            Some(reason) if verbose => format!("review started ({strategy}: {reason})"),
-            _ => format!("review started ({strategy})"),
-        }),
+        } => Some(run_started_line(strategy, reason.as_deref(), verbose)),
         EventKind::ModelWaiting { attempt, elapsed_s } => Some(match attempt {
             1 => format!("waiting for the model ({elapsed_s}s so far)"),
             _ => format!("waiting for the model (attempt {attempt}, {elapsed_s}s so far)"),
@@ -274,13 +270,11 @@ pub(crate) fn progress_line(event: &Event, verbose: bool) -> Option<String> {
             verdict,
             reason,
             ..
-        } if verbose || verdict == "drop" => Some(format!(
-            "  verifier: {verdict} {path}:{line} {title}{}",
-            reason
-                .as_deref()
-                .filter(|r| !r.is_empty())
-                .map(|r| format!(" ({r})"))
-                .unwrap_or_default()
+        } if verbose || verdict == "drop" => Some(verdict_line(
+            verdict,
+            &format!("{path}:{line}"),
+            title,
+            reason.as_deref(),
         )),
         EventKind::Finding(f) if verbose => Some(format!(
             "  finding: {} {} {}",
@@ -288,34 +282,58 @@ pub(crate) fn progress_line(event: &Event, verbose: bool) -> Option<String> {
             f.location(),
             f.title
         )),
-        EventKind::RunFinished { stats } => Some(format!(
-            "review finished: {}, {} model calls, {} tool calls, {} tokens, {}{:.1}s",
-            match stats.steps {
-                1 => "1 step".to_string(),
-                n => format!("{n} steps"),
-            },
-            stats.model_calls,
-            stats.tool_calls,
-            stats.prompt_tokens + stats.completion_tokens,
-            stats
-                .cost_usd
-                .map(|c| format!("${c:.4}, "))
-                .unwrap_or_default(),
-            stats.duration_ms as f64 / 1000.0
-        )),
-        EventKind::LimitReached { limit, tokens, .. } => {
-            let what = match limit.as_str() {
-                "interrupted" => "interrupted".to_string(),
-                limit => format!("{limit} limit reached"),
-            };
-            Some(format!(
-                "{what} after {tokens} tokens: no more model calls; finished work is kept"
-            ))
-        }
+        EventKind::RunFinished { stats } => Some(run_finished_line(stats)),
+        EventKind::LimitReached { limit, tokens, .. } => Some(limit_reached_line(limit, *tokens)),
         EventKind::Error { fatal: true, .. } => None,
         EventKind::Error { message, .. } => Some(format!("error: {message}")),
         _ => None,
     }
+}
+
+/// `review started (strategy)`; why the strategy was chosen is detail, shown when verbose,
+/// so that the default line stays short.
+fn run_started_line(strategy: &str, reason: Option<&str>, verbose: bool) -> String {
+    match reason {
+        Some(reason) if verbose => format!("review started ({strategy}: {reason})"),
+        _ => format!("review started ({strategy})"),
+    }
+}
+
+/// The verifier's verdict on the finding at `location`, with its reason when it gave one.
+fn verdict_line(verdict: &str, location: &str, title: &str, reason: Option<&str>) -> String {
+    let reason = reason
+        .filter(|r| !r.is_empty())
+        .map(|r| format!(" ({r})"))
+        .unwrap_or_default();
+    format!("  verifier: {verdict} {location} {title}{reason}")
+}
+
+/// The closing line: steps, calls, tokens, the cost when known, and the wall time.
+fn run_finished_line(stats: &Stats) -> String {
+    format!(
+        "review finished: {}, {} model calls, {} tool calls, {} tokens, {}{:.1}s",
+        match stats.steps {
+            1 => "1 step".to_string(),
+            n => format!("{n} steps"),
+        },
+        stats.model_calls,
+        stats.tool_calls,
+        stats.prompt_tokens + stats.completion_tokens,
+        stats
+            .cost_usd
+            .map(|c| format!("${c:.4}, "))
+            .unwrap_or_default(),
+        stats.duration_ms as f64 / 1000.0
+    )
+}
+
+/// A limit reached (or the run interrupted), after how many tokens.
+fn limit_reached_line(limit: &str, tokens: u64) -> String {
+    let what = match limit {
+        "interrupted" => "interrupted".to_string(),
+        limit => format!("{limit} limit reached"),
+    };
+    format!("{what} after {tokens} tokens: no more model calls; finished work is kept")
 }
 
 #[cfg(test)]
