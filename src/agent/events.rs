@@ -235,11 +235,7 @@ pub(crate) fn progress_line(event: &Event, verbose: bool) -> Option<String> {
     match &event.kind {
         EventKind::RunStarted {
             strategy, reason, ..
-        } => Some(match reason {
-            // Why the strategy was chosen is detail: the default line stays short.
-            Some(reason) if verbose => format!("review started ({strategy}: {reason})"),
-            _ => format!("review started ({strategy})"),
-        }),
+        } => Some(run_started_line(strategy, reason.as_deref(), verbose)),
         EventKind::ModelWaiting { attempt, elapsed_s } => Some(match attempt {
             1 => format!("waiting for the model ({elapsed_s}s so far)"),
             _ => format!("waiting for the model (attempt {attempt}, {elapsed_s}s so far)"),
@@ -274,13 +270,11 @@ pub(crate) fn progress_line(event: &Event, verbose: bool) -> Option<String> {
             verdict,
             reason,
             ..
-        } if verbose || verdict == "drop" => Some(format!(
-            "  verifier: {verdict} {path}:{line} {title}{}",
-            reason
-                .as_deref()
-                .filter(|r| !r.is_empty())
-                .map(|r| format!(" ({r})"))
-                .unwrap_or_default()
+        } if verbose || verdict == "drop" => Some(verdict_line(
+            verdict,
+            &format!("{path}:{line}"),
+            title,
+            reason.as_deref(),
         )),
         EventKind::Finding(f) if verbose => Some(format!(
             "  finding: {} {} {}",
@@ -288,34 +282,58 @@ pub(crate) fn progress_line(event: &Event, verbose: bool) -> Option<String> {
             f.location(),
             f.title
         )),
-        EventKind::RunFinished { stats } => Some(format!(
-            "review finished: {}, {} model calls, {} tool calls, {} tokens, {}{:.1}s",
-            match stats.steps {
-                1 => "1 step".to_string(),
-                n => format!("{n} steps"),
-            },
-            stats.model_calls,
-            stats.tool_calls,
-            stats.prompt_tokens + stats.completion_tokens,
-            stats
-                .cost_usd
-                .map(|c| format!("${c:.4}, "))
-                .unwrap_or_default(),
-            stats.duration_ms as f64 / 1000.0
-        )),
-        EventKind::LimitReached { limit, tokens, .. } => {
-            let what = match limit.as_str() {
-                "interrupted" => "interrupted".to_string(),
-                limit => format!("{limit} limit reached"),
-            };
-            Some(format!(
-                "{what} after {tokens} tokens: no more model calls; finished work is kept"
-            ))
-        }
+        EventKind::RunFinished { stats } => Some(run_finished_line(stats)),
+        EventKind::LimitReached { limit, tokens, .. } => Some(limit_reached_line(limit, *tokens)),
         EventKind::Error { fatal: true, .. } => None,
         EventKind::Error { message, .. } => Some(format!("error: {message}")),
         _ => None,
     }
+}
+
+/// `review started (strategy)`; why the strategy was chosen is detail, shown when verbose,
+/// so that the default line stays short.
+fn run_started_line(strategy: &str, reason: Option<&str>, verbose: bool) -> String {
+    match reason {
+        Some(reason) if verbose => format!("review started ({strategy}: {reason})"),
+        _ => format!("review started ({strategy})"),
+    }
+}
+
+/// The verifier's verdict on the finding at `location`, with its reason when it gave one.
+fn verdict_line(verdict: &str, location: &str, title: &str, reason: Option<&str>) -> String {
+    let reason = reason
+        .filter(|r| !r.is_empty())
+        .map(|r| format!(" ({r})"))
+        .unwrap_or_default();
+    format!("  verifier: {verdict} {location} {title}{reason}")
+}
+
+/// The closing line: steps, calls, tokens, the cost when known, and the wall time.
+fn run_finished_line(stats: &Stats) -> String {
+    format!(
+        "review finished: {}, {} model calls, {} tool calls, {} tokens, {}{:.1}s",
+        match stats.steps {
+            1 => "1 step".to_string(),
+            n => format!("{n} steps"),
+        },
+        stats.model_calls,
+        stats.tool_calls,
+        stats.prompt_tokens + stats.completion_tokens,
+        stats
+            .cost_usd
+            .map(|c| format!("${c:.4}, "))
+            .unwrap_or_default(),
+        stats.duration_ms as f64 / 1000.0
+    )
+}
+
+/// A limit reached (or the run interrupted), after how many tokens.
+fn limit_reached_line(limit: &str, tokens: u64) -> String {
+    let what = match limit {
+        "interrupted" => "interrupted".to_string(),
+        limit => format!("{limit} limit reached"),
+    };
+    format!("{what} after {tokens} tokens: no more model calls; finished work is kept")
 }
 
 #[cfg(test)]
@@ -358,5 +376,80 @@ mod tests {
         let json = serde_json::to_value(waiting(1)).expect("serialise");
         assert_eq!(json["type"], "model_waiting");
         assert_eq!(json["elapsed_s"], 45);
+    }
+
+    /// The line of `kind` when quiet and when verbose.
+    fn lines(kind: EventKind) -> (Option<String>, Option<String>) {
+        let event = Event {
+            ts: String::new(),
+            kind,
+        };
+        (progress_line(&event, false), progress_line(&event, true))
+    }
+
+    #[test]
+    fn progress_lines_say_the_start_the_verdicts_the_limits_and_the_end() {
+        let started = lines(EventKind::RunStarted {
+            strategy: "react".into(),
+            run_id: None,
+            reason: Some("small change".into()),
+        });
+        assert_eq!(started.0.as_deref(), Some("review started (react)"));
+        assert_eq!(
+            started.1.as_deref(),
+            Some("review started (react: small change)")
+        );
+        let verdict = |verdict: &str, reason: Option<&str>| EventKind::Verdict {
+            id: "F1".into(),
+            path: "src/calc.rs".into(),
+            line: 7,
+            title: "Ratio".into(),
+            verdict: verdict.into(),
+            reason: reason.map(str::to_string),
+        };
+        // A dropped finding is said even when quiet; a kept one only when verbose.
+        let dropped = "  verifier: drop src/calc.rs:7 Ratio (not reachable)";
+        let dropped_lines = lines(verdict("drop", Some("not reachable")));
+        assert_eq!(dropped_lines.0.as_deref(), Some(dropped));
+        assert_eq!(dropped_lines.1.as_deref(), Some(dropped));
+        let kept = lines(verdict("keep", Some("")));
+        assert_eq!(kept.0, None);
+        assert_eq!(
+            kept.1.as_deref(),
+            Some("  verifier: keep src/calc.rs:7 Ratio")
+        );
+        let finished = |steps, cost_usd| EventKind::RunFinished {
+            stats: Stats {
+                steps,
+                model_calls: 3,
+                tool_calls: 4,
+                prompt_tokens: 100,
+                completion_tokens: 20,
+                cost_usd,
+                duration_ms: 2_500,
+                ..Stats::default()
+            },
+        };
+        assert_eq!(
+            lines(finished(1, Some(0.01234))).0.as_deref(),
+            Some("review finished: 1 step, 3 model calls, 4 tool calls, 120 tokens, $0.0123, 2.5s")
+        );
+        assert_eq!(
+            lines(finished(2, None)).0.as_deref(),
+            Some("review finished: 2 steps, 3 model calls, 4 tool calls, 120 tokens, 2.5s")
+        );
+        let limit = |limit: &str| EventKind::LimitReached {
+            limit: limit.into(),
+            tokens: 900,
+            cost_usd: None,
+        };
+        assert_eq!(
+            lines(limit("cost")).0.as_deref(),
+            Some("cost limit reached after 900 tokens: no more model calls; finished work is kept")
+        );
+        assert_eq!(
+            lines(limit("interrupted")).0.as_deref(),
+            Some("interrupted after 900 tokens: no more model calls; finished work is kept")
+        );
     }
 }

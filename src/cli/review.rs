@@ -161,46 +161,13 @@ pub(crate) fn repository_config(
 
 async fn review(args: ReviewArgs) -> anyhow::Result<i32> {
     let request = local_request(&args)?;
-    if let (Some(events), Some(output)) = (args.events.as_deref(), args.output.as_deref())
-        && super::output::same_file(events, output)
-    {
-        anyhow::bail!(
-            "--events and --output name the same file ({}); give each its own",
-            events.display()
-        );
-    }
-    let mut prepared = request.prepare(&mut notices_on_stderr(args.quiet))?;
-    // The run's transcript (`--runs-dir`, `--resume`): see `runs.rs`. A refused resume
-    // stops here, before any output file is created.
-    let settings = &prepared.settings;
-    let transcript = RunTranscript::open(
-        &args,
-        &settings.model,
-        &settings.agent,
-        prepared.has_changes(),
-    )?;
-    if let Some(recorded) = transcript.recorded_intent() {
-        prepared.settings.agent.intent = recorded.to_string();
-    }
-    let prepared = prepared;
+    refuse_one_file_for_events_and_output(&args)?;
+    let (prepared, transcript) = prepare_with_transcript(&request, &args)?;
     // Both files are opened before any model call: a bad path must not cost a review.
     let output = OutputTarget::open(args.output.as_deref(), Some(&prepared.root))?;
     let (events, rx) = EventSink::channel();
     let events = transcript.events(events);
-    let events_file = match args.events.as_deref() {
-        Some(path) => Some(
-            super::files::open_in_workspace(
-                &prepared.root,
-                path,
-                std::fs::OpenOptions::new()
-                    .write(true)
-                    .create(true)
-                    .truncate(true),
-            )
-            .with_context(|| format!("cannot write --events {}", path.display()))?,
-        ),
-        None => None,
-    };
+    let events_file = open_events_file(&args, &prepared.root)?;
     let consumer = spawn_event_consumers(
         rx,
         verbosity(&args),
@@ -246,6 +213,57 @@ async fn review(args: ReviewArgs) -> anyhow::Result<i32> {
             Err(error.into())
         }
     }
+}
+
+/// `--events` and `--output` may not name one file: each would overwrite the other.
+fn refuse_one_file_for_events_and_output(args: &ReviewArgs) -> anyhow::Result<()> {
+    if let (Some(events), Some(output)) = (args.events.as_deref(), args.output.as_deref())
+        && super::output::same_file(events, output)
+    {
+        anyhow::bail!(
+            "--events and --output name the same file ({}); give each its own",
+            events.display()
+        );
+    }
+    Ok(())
+}
+
+/// The resolved review and the run's transcript (`--runs-dir`, `--resume`: see `runs.rs`),
+/// whose recorded intent a resumed run takes. A refused resume stops here, before any
+/// output file is created.
+fn prepare_with_transcript(
+    request: &LocalRequest,
+    args: &ReviewArgs,
+) -> anyhow::Result<(LocalReview, RunTranscript)> {
+    let mut prepared = request.prepare(&mut notices_on_stderr(args.quiet))?;
+    let settings = &prepared.settings;
+    let transcript = RunTranscript::open(
+        args,
+        &settings.model,
+        &settings.agent,
+        prepared.has_changes(),
+    )?;
+    if let Some(recorded) = transcript.recorded_intent() {
+        prepared.settings.agent.intent = recorded.to_string();
+    }
+    Ok((prepared, transcript))
+}
+
+/// The `--events` file, created (or truncated) inside the workspace, when one is asked for.
+fn open_events_file(args: &ReviewArgs, root: &Path) -> anyhow::Result<Option<std::fs::File>> {
+    let Some(path) = args.events.as_deref() else {
+        return Ok(None);
+    };
+    let file = super::files::open_in_workspace(
+        root,
+        path,
+        std::fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true),
+    )
+    .with_context(|| format!("cannot write --events {}", path.display()))?;
+    Ok(Some(file))
 }
 
 fn verbosity(args: &ReviewArgs) -> Verbosity {

@@ -103,69 +103,27 @@ pub(super) fn database_url() -> String {
 async fn serve_app(args: ServeArgs) -> anyhow::Result<()> {
     // Before anything large is allocated (see server::memory).
     memory::keep_large_buffers_mapped();
-    let forges = Forges::from_env()?;
-    let database_url = database_url();
-    let settings = config::resolve_model(
-        &args.model.flags(),
-        &FileConfig::default(),
-        &config::env_var,
-    )?;
-    let ceilings = ceilings(&args, &settings.model)?;
-    let queue = Queue::connect(&database_url)
-        .await
-        .context("REDLINE_DATABASE_URL")?;
-    if let Ok(limits) = std::fs::read_to_string("/proc/self/limits")
-        && let Some(warning) = descriptor_warning(&limits, args.limits.max_connections)
-    {
-        tracing::warn!("{warning}");
-    }
-    let listener = tokio::net::TcpListener::bind(&args.listen)
-        .await
-        .with_context(|| format!("--listen {}", args.listen))?;
-
+    let Startup {
+        forges,
+        settings,
+        ceilings,
+        queue,
+        listener,
+    } = start_up(&args).await?;
     let metrics = Arc::new(Metrics::new());
     let checks = checks_of(&forges, &queue);
     let mut shared = runner_settings(&args, settings, ceilings, &metrics, &queue);
     shared.checks = Some(checks.clone());
-    let github = forges.github.map(|forge| {
-        let steps = GitHubSteps {
-            auth: forge.auth.clone(),
-        };
-        let runner = Arc::new(Pipeline {
-            steps,
-            shared: shared.clone(),
-        });
-        (forge, runner)
-    });
-    let gitlab = forges.gitlab.map(|forge| {
-        let steps = GitLabSteps {
-            client: forge.client.clone(),
-            token: forge.token.clone(),
-        };
-        let runner = Arc::new(Pipeline {
-            steps,
-            shared: shared.clone(),
-        });
-        (forge, runner)
-    });
-    let workers = WorkerConfig {
-        workers: args.workers,
-        lease: std::time::Duration::from_secs(args.lease_secs),
-        heartbeat_interval: std::time::Duration::from_secs(args.heartbeat_secs),
-        ..WorkerConfig::default()
-    };
-    let runner = Arc::new(ForgeRunner {
-        github: github.as_ref().map(|(_, runner)| runner.clone()),
-        gitlab: gitlab.as_ref().map(|(_, runner)| runner.clone()),
-    });
+    let pipelines = ForgePipelines::new(forges, &shared);
+    let runner = Arc::new(pipelines.runner());
     let sweeper = settle_checks(&checks).await;
-    let pool = WorkerPool::start(queue.clone(), runner, workers, metrics.clone());
+    let pool = WorkerPool::start(queue.clone(), runner, worker_config(&args), metrics.clone());
     let pruner = spawn_pruner(
         queue.clone(),
         args.limits.delivery_retention,
         PRUNE_INTERVAL,
     );
-    let mut state = app_state(&args, github, gitlab, queue, metrics).await;
+    let mut state = app_state(&args, pipelines, queue, metrics).await;
     state.on_job_queued = Some(checks.queued_hook());
     state.on_draft = Some(checks.draft_hook());
     tracing::info!(listen = %args.listen, "redline serve listening");
@@ -182,6 +140,100 @@ async fn serve_app(args: ServeArgs) -> anyhow::Result<()> {
     // Stop taking jobs; running ones reach a safe point or finish.
     pool.shutdown().await;
     Ok(())
+}
+
+/// What `redline serve` sets up before it builds anything that runs: the forges, the
+/// server's model settings and ceilings, the queue and the bound listener.
+struct Startup {
+    forges: Forges,
+    settings: ModelSettings,
+    ceilings: LimitCeilings,
+    queue: Queue,
+    listener: tokio::net::TcpListener,
+}
+
+/// Reads the forges and the model settings, connects the queue and binds `--listen`, in
+/// that order: a mistake in the environment or the flags is reported before the database
+/// is touched.
+async fn start_up(args: &ServeArgs) -> anyhow::Result<Startup> {
+    let forges = Forges::from_env()?;
+    let database_url = database_url();
+    let settings = config::resolve_model(
+        &args.model.flags(),
+        &FileConfig::default(),
+        &config::env_var,
+    )?;
+    let ceilings = ceilings(args, &settings.model)?;
+    let queue = Queue::connect(&database_url)
+        .await
+        .context("REDLINE_DATABASE_URL")?;
+    if let Ok(limits) = std::fs::read_to_string("/proc/self/limits")
+        && let Some(warning) = descriptor_warning(&limits, args.limits.max_connections)
+    {
+        tracing::warn!("{warning}");
+    }
+    let listener = tokio::net::TcpListener::bind(&args.listen)
+        .await
+        .with_context(|| format!("--listen {}", args.listen))?;
+    Ok(Startup {
+        forges,
+        settings,
+        ceilings,
+        queue,
+        listener,
+    })
+}
+
+/// Each configured forge with the pipeline that runs its jobs.
+struct ForgePipelines {
+    github: Option<(GitHubForge, Arc<ReviewRunner>)>,
+    gitlab: Option<(GitLabForge, Arc<GitLabRunner>)>,
+}
+
+impl ForgePipelines {
+    /// A pipeline per configured forge, each on the `shared` settings.
+    fn new(forges: Forges, shared: &RunnerSettings) -> Self {
+        let github = forges.github.map(|forge| {
+            let steps = GitHubSteps {
+                auth: forge.auth.clone(),
+            };
+            let runner = Arc::new(Pipeline {
+                steps,
+                shared: shared.clone(),
+            });
+            (forge, runner)
+        });
+        let gitlab = forges.gitlab.map(|forge| {
+            let steps = GitLabSteps {
+                client: forge.client.clone(),
+                token: forge.token.clone(),
+            };
+            let runner = Arc::new(Pipeline {
+                steps,
+                shared: shared.clone(),
+            });
+            (forge, runner)
+        });
+        ForgePipelines { github, gitlab }
+    }
+
+    /// What the workers run: each job on its forge's pipeline.
+    fn runner(&self) -> ForgeRunner {
+        ForgeRunner {
+            github: self.github.as_ref().map(|(_, runner)| runner.clone()),
+            gitlab: self.gitlab.as_ref().map(|(_, runner)| runner.clone()),
+        }
+    }
+}
+
+/// `--workers`, `--lease-secs` and `--heartbeat-secs`.
+fn worker_config(args: &ServeArgs) -> WorkerConfig {
+    WorkerConfig {
+        workers: args.workers,
+        lease: std::time::Duration::from_secs(args.lease_secs),
+        heartbeat_interval: std::time::Duration::from_secs(args.heartbeat_secs),
+        ..WorkerConfig::default()
+    }
 }
 
 /// Where the reviews' states go: the pull requests' checks and the merge requests' commit
@@ -211,8 +263,7 @@ async fn settle_checks(checks: &Checks) -> tokio::task::JoinHandle<()> {
 /// deliveries are all refused).
 async fn app_state(
     args: &ServeArgs,
-    github: Option<(GitHubForge, Arc<ReviewRunner>)>,
-    gitlab: Option<(GitLabForge, Arc<GitLabRunner>)>,
+    pipelines: ForgePipelines,
     queue: Queue,
     metrics: Arc<Metrics>,
 ) -> AppState {
@@ -220,7 +271,7 @@ async fn app_state(
         metrics,
         ..AppState::new(queue.clone(), Secret::new(""))
     };
-    if let Some((forge, runner)) = github {
+    if let Some((forge, runner)) = pipelines.github {
         let invalidate = forge.auth.clone();
         state.config.app_slug = app_slug(&forge.auth).await;
         state.on_installation_removed = Some(Arc::new(move |id| invalidate.invalidate(id)));
@@ -228,7 +279,7 @@ async fn app_state(
         state.on_thread_comment = Some(thread_comment_hook(runner, queue.clone()));
         state.webhook_secret = forge.secret;
     }
-    if let Some((forge, runner)) = gitlab {
+    if let Some((forge, runner)) = pipelines.gitlab {
         if gitlab_username(&forge.client).await.is_none() {
             learn_gitlab_username_later(forge.client.clone());
         }

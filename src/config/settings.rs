@@ -343,13 +343,42 @@ fn pick(flag: &Option<String>, file: &Option<String>, default: &str) -> String {
         .unwrap_or_else(|| default.to_string())
 }
 
-/// The engine's settings: flags > file > defaults, each value checked.
+/// The engine's settings: flags > file > defaults, each value checked. The steps run in
+/// this order so that, of several bad values, the same one is reported first.
 fn agent_config(
     flags: &SettingFlags,
     file: &FileConfig,
     model: &ModelSettings,
 ) -> Result<AgentConfig, ConfigError> {
     let mut agent = AgentConfig::new(model.model.clone());
+    apply_run_choices(&mut agent, flags, file)?;
+    apply_context_sizes(&mut agent, file, model)?;
+    agent.reflection = file.reflection.clone();
+    agent.verification.enabled = flags.verify.or(file.verify).unwrap_or(true);
+    agent.verification.model = verify_model(flags, file, model)?;
+    agent.parallel = flags.parallel.or(file.parallel).unwrap_or(4);
+    if !(1..=32).contains(&agent.parallel) {
+        return Err(bad_value(
+            "parallel",
+            format!("{} is not between 1 and 32", agent.parallel),
+        ));
+    }
+    if !(1..=10).contains(&agent.reflection.max_rounds) {
+        return Err(bad_value(
+            "reflection.max_rounds",
+            format!("{} is not between 1 and 10", agent.reflection.max_rounds),
+        ));
+    }
+    Ok(agent)
+}
+
+/// How the run goes: steps, sampling, instructions, prompts, strategy, tool mode, what it
+/// leaves out, and the first message's after-context.
+fn apply_run_choices(
+    agent: &mut AgentConfig,
+    flags: &SettingFlags,
+    file: &FileConfig,
+) -> Result<(), ConfigError> {
     agent.max_steps = super::check_max_steps(
         flags
             .max_steps
@@ -371,6 +400,15 @@ fn agent_config(
     glob_set(&file.exclude, "exclude")?;
     agent.exclude = file.exclude.clone();
     agent.context_after = bench_context_after()?;
+    Ok(())
+}
+
+/// The model's window and reply size, and the budgets and thresholds of the context stages.
+fn apply_context_sizes(
+    agent: &mut AgentConfig,
+    file: &FileConfig,
+    model: &ModelSettings,
+) -> Result<(), ConfigError> {
     let table = ModelLimits::for_model(&model.model);
     agent.limits = ModelLimits {
         context_window: file.context_window.unwrap_or(table.context_window),
@@ -382,52 +420,45 @@ fn agent_config(
         agent.keep_tool_results = keep;
     }
     if let Some(threshold) = file.prune_threshold {
-        if !(0.1..=0.95).contains(&threshold) {
-            return Err(bad_value(
-                "prune_threshold",
-                format!("{threshold} is not between 0.1 and 0.95"),
-            ));
-        }
-        agent.prune_threshold = threshold;
+        agent.prune_threshold = checked_threshold("prune_threshold", threshold)?;
     }
     if let Some(threshold) = file.summary_threshold {
-        if !(0.1..=0.95).contains(&threshold) {
-            return Err(bad_value(
-                "summary_threshold",
-                format!("{threshold} is not between 0.1 and 0.95"),
-            ));
-        }
-        agent.summary_threshold = threshold;
+        agent.summary_threshold = checked_threshold("summary_threshold", threshold)?;
     }
     agent.task_budget = checked_task_budget(file.task_budget)?;
     agent.intent_budget = file
         .intent_budget
         .unwrap_or(crate::intent::DEFAULT_INTENT_BUDGET);
-    agent.reflection = file.reflection.clone();
-    agent.verification.enabled = flags.verify.or(file.verify).unwrap_or(true);
+    Ok(())
+}
+
+/// A share of the context window at which a context stage starts: 0.1 to 0.95.
+fn checked_threshold(key: &str, threshold: f32) -> Result<f32, ConfigError> {
+    if !(0.1..=0.95).contains(&threshold) {
+        return Err(bad_value(
+            key,
+            format!("{threshold} is not between 0.1 and 0.95"),
+        ));
+    }
+    Ok(threshold)
+}
+
+/// The verifier's own model (flag > file), `None` when it is the reviewer's; an empty
+/// name is a mistake, not a choice.
+fn verify_model(
+    flags: &SettingFlags,
+    file: &FileConfig,
+    model: &ModelSettings,
+) -> Result<Option<String>, ConfigError> {
     let verify_model = flags
         .verify_model
         .as_deref()
         .or(file.verify_model.as_deref());
-    agent.verification.model = match verify_model.map(str::trim) {
-        Some("") => return Err(bad_value("verify_model", "the model name is empty")),
-        Some(name) if name != model.model => Some(name.to_string()),
-        _ => None,
-    };
-    agent.parallel = flags.parallel.or(file.parallel).unwrap_or(4);
-    if !(1..=32).contains(&agent.parallel) {
-        return Err(bad_value(
-            "parallel",
-            format!("{} is not between 1 and 32", agent.parallel),
-        ));
+    match verify_model.map(str::trim) {
+        Some("") => Err(bad_value("verify_model", "the model name is empty")),
+        Some(name) if name != model.model => Ok(Some(name.to_string())),
+        _ => Ok(None),
     }
-    if !(1..=10).contains(&agent.reflection.max_rounds) {
-        return Err(bad_value(
-            "reflection.max_rounds",
-            format!("{} is not between 1 and 10", agent.reflection.max_rounds),
-        ));
-    }
-    Ok(agent)
 }
 
 fn checked_task_budget(budget: Option<usize>) -> Result<Option<usize>, ConfigError> {
