@@ -3,7 +3,8 @@
 //! answer's marker in the thread and posts nothing. Dismissals go to the summary comment's
 //! hidden marker, where later runs of the Action read them.
 
-use super::action::{Target, action_settings, escape_data, is_missing_key, workspace_commits};
+use super::action::{escape_data, is_missing_key, workflow_warning, workspace_commits};
+use super::ci_settings::ci_settings;
 use super::review::model_client;
 use super::{ActionArgs, EXIT_OK};
 use crate::agent::events::EventSink;
@@ -46,19 +47,7 @@ async fn answer_with_model(
 ) -> anyhow::Result<()> {
     let pull = fetch_pull(client, &comment.owner, &comment.repo, comment.pr_number).await?;
     let commits = workspace_commits(&pull.base_sha, &pull.head_sha, None, token).await?;
-    let target = Target {
-        owner: comment.owner.clone(),
-        repo: comment.repo.clone(),
-        number: comment.pr_number,
-        base_sha: pull.base_sha.clone(),
-        head_sha: pull.head_sha.clone(),
-        strategy: None,
-        title: pull.title.clone(),
-        body: pull.body.clone(),
-        requested: false,
-        force: false,
-    };
-    let settings = match action_settings(&args.ci, &target, &commits) {
+    let settings = match ci_settings(&args.ci, &commits, None, &workflow_warning) {
         // A comment on a fork's pull request runs without the repository's secrets.
         Err(error) if pull.is_fork && is_missing_key(&error) => {
             println!(
