@@ -19,12 +19,13 @@ use crate::flow::pull::{CommitSource, PullCommits, load_commits, short};
 use crate::forge::Forge;
 use crate::forge::command::already_reviewed;
 use crate::forge::dismissed::Dismissals;
+use crate::forge::notice::notice_once;
 use crate::forge::publish::last_reviewed_sha;
 use crate::forge::{ForgeEvent, IgnoreReason, PublishConfig, PublishError};
 use crate::github::thread::ThreadComment;
 use crate::github::{
     GitHubClient, GitHubPull, PullText, api_url_from_env, check_action_event, fetch_pull,
-    parse_action_event, post_notice_once,
+    parse_action_event,
 };
 use crate::llm::Secret;
 use crate::review::finding::{Finding, Severity};
@@ -112,7 +113,7 @@ async fn action(args: ActionArgs) -> anyhow::Result<i32> {
         if target.requested {
             // The person who asked is answered where they asked.
             let text = already_reviewed(short(&target.head_sha), "pull request");
-            post_notice_once(&client, &target.owner, &target.repo, target.number, &text).await?;
+            notice_once(&forge, &text).await?;
         }
         println!(
             "::notice::Redline: {} was already reviewed",
@@ -321,7 +322,7 @@ async fn resolve_target(
             let number = usage.change.number;
             let pull = GitHubPull::at(client, &owner, &repo, number);
             if pull.may_write(&usage.comment.author).await? {
-                post_notice_once(client, &owner, &repo, number, &usage.text).await?;
+                notice_once(&pull, &usage.text).await?;
             }
             println!("::notice::Redline: malformed /redline command; replied with the usage");
             Ok(None)
