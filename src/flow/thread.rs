@@ -146,7 +146,7 @@ pub enum Answered {
 
 /// The model's answer to `comment` in `thread`; none past `chat_max_replies` or when the
 /// thread's file is gone from the head (deleted since). `intent` is what the author says
-/// the pull request does ([`crate::github::pull_intent`]).
+/// the pull request does ([`crate::github::fetch_pull_intent`]).
 pub async fn answer(
     model: Arc<dyn ChatModel>,
     settings: &Settings,

@@ -59,7 +59,7 @@ impl<'a> GitHubPull<'a> {
 #[async_trait]
 impl Forge for GitHubPull<'_> {
     async fn intent(&self, commits: Vec<CommitMessage>) -> Intent {
-        super::pull_intent(self.client, self.text, commits).await
+        super::fetch_pull_intent(self.client, self.text, commits).await
     }
 
     async fn summary(&self) -> Result<Option<SummaryComment>, PublishError> {
