@@ -11,7 +11,6 @@
 pub(crate) mod action_event;
 pub mod auth;
 pub(crate) mod check_run;
-pub mod checkout;
 pub mod client;
 pub mod error;
 pub(crate) mod event;
