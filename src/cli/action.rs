@@ -21,8 +21,8 @@ use crate::forge::command::already_reviewed;
 use crate::forge::dismissed::Dismissals;
 use crate::forge::notice::notice_once;
 use crate::forge::publish::last_reviewed_sha;
+use crate::forge::thread::ThreadComment;
 use crate::forge::{ForgeEvent, IgnoreReason, PublishConfig, PublishError};
-use crate::github::thread::ThreadComment;
 use crate::github::{
     GitHubClient, GitHubPull, PullText, api_url_from_env, check_action_event, fetch_pull,
     parse_action_event,

@@ -10,9 +10,9 @@ use super::{ActionArgs, EXIT_OK};
 use crate::agent::events::EventSink;
 use crate::flow;
 use crate::flow::pull::pull_intent;
-use crate::flow::thread::{Answered, Gate};
-use crate::forge::thread::Thread;
-use crate::github::thread::ThreadComment;
+use crate::flow::thread::Answered;
+use crate::forge::thread::{Gate, Thread, ThreadComment};
+use crate::github::thread::gate;
 use crate::github::{GitHubClient, GitHubPull, PullText, fetch_pull, record_dismissed};
 use crate::llm::Secret;
 
@@ -23,7 +23,7 @@ pub(super) async fn answer(
     token: &Secret,
     comment: &ThreadComment,
 ) -> anyhow::Result<i32> {
-    match flow::thread::gate(client, comment).await? {
+    match gate(client, comment).await? {
         Gate::Skip(reason) => {
             println!("::notice::Redline: no answer ({})", escape_data(&reason));
         }
@@ -78,7 +78,7 @@ async fn answer_with_model(
                 return Ok(());
             }
         };
-    let keys = flow::thread::dismissal_after(client, comment, thread, &answered).await?;
+    let keys = flow::thread::dismissal_after(&forge, comment, thread, &answered).await?;
     dismiss_in_summary(client, comment, &keys).await?;
     flow::thread::post_answer(&forge, comment, &answered.body).await?;
     println!(

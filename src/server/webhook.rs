@@ -20,8 +20,8 @@ use super::intake::{
 };
 use super::metrics::DeliveryOutcome;
 use super::signature::SignatureCheck;
+use crate::forge::thread::ThreadComment;
 use crate::forge::{ForgeEvent, IgnoreReason, ThreadNote, UsageReply};
-use crate::github::thread::ThreadComment;
 use crate::queue::ForgeKind;
 
 const SIGNATURE_HEADER: &str = "x-hub-signature-256";
