@@ -5,6 +5,7 @@ mod action;
 mod action_thread;
 mod args;
 mod check;
+mod ci_settings;
 mod color;
 mod completions;
 mod config_cmd;

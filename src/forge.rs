@@ -135,7 +135,10 @@ pub(crate) trait Forge: Send + Sync {
     /// something of the commit ([`Conclusion::is_decisive`]).
     async fn shown_conclusion(&self, head: &str) -> Result<Option<Conclusion>, StatusError>;
 
-    /// Posts `text` on the change unless the same notice is there already (see
-    /// [`notice`]); `Ok(true)` when it was posted.
-    async fn notice_once(&self, text: &str) -> Result<bool, PublishError>;
+    /// The bodies of the comments on the change, every page (GitHub: the pull request's
+    /// issue comments; GitLab: the notes of every discussion).
+    async fn comment_bodies(&self) -> Result<Vec<String>, PublishError>;
+
+    /// Posts `body` as a comment on the change (GitHub: an issue comment; GitLab: a note).
+    async fn post_comment(&self, body: &str) -> Result<(), PublishError>;
 }

@@ -29,7 +29,6 @@ use serde_json::json;
 
 use std::time::Duration;
 
-use crate::forge::notice::MarkedNotice;
 use crate::forge::publish::Plan;
 use crate::forge::status::{Conclusion, ReviewStatus, StatusError, StatusTarget};
 use crate::forge::{Earlier, Forge, SummaryComment};
@@ -123,8 +122,7 @@ impl Forge for GitLabMergeRequest<'_> {
         Ok(commit_status::shown_conclusion(self, head).await?)
     }
 
-    async fn notice_once(&self, text: &str) -> Result<bool, PublishError> {
-        let notice = MarkedNotice::of(text);
+    async fn comment_bodies(&self) -> Result<Vec<String>, PublishError> {
         let merge_request = merge_request_path(self.project, self.iid);
         let discussions = self
             .client
@@ -134,11 +132,15 @@ impl Forge for GitLabMergeRequest<'_> {
             .iter()
             .filter_map(|discussion| discussion["notes"].as_array())
             .flatten()
-            .filter_map(|note| note["body"].as_str());
-        if notice.is_among(bodies) {
-            return Ok(false);
-        }
-        let body = json!({ "body": notice.body });
+            .filter_map(|note| note["body"].as_str())
+            .map(str::to_string)
+            .collect();
+        Ok(bodies)
+    }
+
+    async fn post_comment(&self, body: &str) -> Result<(), PublishError> {
+        let merge_request = merge_request_path(self.project, self.iid);
+        let body = json!({ "body": body });
         let interval = PublishConfig::default().min_write_interval;
         self.client
             .write_json(
@@ -148,7 +150,7 @@ impl Forge for GitLabMergeRequest<'_> {
                 interval,
             )
             .await?;
-        Ok(true)
+        Ok(())
     }
 }
 

@@ -82,7 +82,7 @@ pub(crate) type DraftHook =
     Arc<dyn Fn(crate::forge::ForgeKind, crate::forge::ReviewRequest) + Send + Sync>;
 /// Called with a review comment that may get an answer in its thread (the hook checks,
 /// answers and records; it must not block).
-pub(crate) type ThreadCommentHook = Arc<dyn Fn(crate::github::thread::ThreadComment) + Send + Sync>;
+pub(crate) type ThreadCommentHook = Arc<dyn Fn(crate::forge::thread::ThreadComment) + Send + Sync>;
 
 /// Behaviour switches of the server.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

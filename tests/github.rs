@@ -12,7 +12,7 @@ use redline::forge::{
     ApiFailure, PublishConfig, PublishError, PublishOutcome, PublishRequest, RateLimitPolicy,
     Sleeper, parse_markers,
 };
-use redline::github::{GitHubClient, last_reviewed_sha, publish_review};
+use redline::github::{GitHubClient, publish_review, pull_last_reviewed_sha};
 use redline::llm::Secret;
 use redline::review::diff::{ChangeSet, DiffLine, FileChange, FileStatus, Hunk, LineKind};
 use redline::review::finding::{Category, Finding, Severity, Side};
@@ -190,7 +190,7 @@ async fn posts_one_review_with_github_fields_and_suggestion() {
     let summary = summary_body(&gh);
     assert!(summary.contains("Overall fine."));
     assert_eq!(
-        last_reviewed_sha(&client, OWNER, REPO, PR)
+        pull_last_reviewed_sha(&client, OWNER, REPO, PR)
             .await
             .unwrap()
             .as_deref(),
@@ -309,7 +309,7 @@ async fn new_head_posts_only_the_new_finding_and_edits_the_summary() {
     );
     assert_eq!(gh.issue_comments()[0]["id"], summary_id);
     assert_eq!(
-        last_reviewed_sha(&client, OWNER, REPO, PR)
+        pull_last_reviewed_sha(&client, OWNER, REPO, PR)
             .await
             .unwrap()
             .as_deref(),
@@ -470,7 +470,7 @@ async fn finds_the_summary_on_a_later_page() {
     }
     publish(&client, HEAD_A, &[], &config()).await.unwrap();
     assert_eq!(
-        last_reviewed_sha(&client, OWNER, REPO, PR)
+        pull_last_reviewed_sha(&client, OWNER, REPO, PR)
             .await
             .unwrap()
             .as_deref(),
@@ -538,7 +538,7 @@ async fn a_summary_planted_by_another_bot_silences_nothing() {
     assert_eq!(comments.len(), 2, "Redline's own summary next to the bot's");
     assert_eq!(comments[0]["body"].as_str(), Some(forged.as_str()));
     assert_eq!(
-        last_reviewed_sha(&client, OWNER, REPO, PR)
+        pull_last_reviewed_sha(&client, OWNER, REPO, PR)
             .await
             .unwrap()
             .as_deref(),
@@ -596,7 +596,7 @@ async fn publishing_can_run_on_spawned_tasks() {
         },
     );
     assert_send(&future);
-    let lookup = last_reviewed_sha(&client, OWNER, REPO, PR);
+    let lookup = pull_last_reviewed_sha(&client, OWNER, REPO, PR);
     assert_send(&lookup);
     assert_eq!(future.await.unwrap().inline_posted, 0);
     assert_eq!(lookup.await.unwrap().as_deref(), Some(HEAD_A));

@@ -4,7 +4,7 @@
 
 use axum::http::{StatusCode, Uri, header};
 use axum::response::Response;
-use redline::github::checkout::mirror;
+use redline::flow::checkout::mirror;
 use redline::llm::Secret;
 
 use crate::common::git::TempRepo;

@@ -8,23 +8,24 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, anyhow};
 use tokio_util::sync::CancellationToken;
 
-use super::review::{local_settings, model_client};
-use super::{ActionArgs, CiArgs, EXIT_ERROR, EXIT_FINDINGS, EXIT_OK, error_message};
+use super::ci_settings::ci_settings;
+use super::review::model_client;
+use super::{ActionArgs, EXIT_ERROR, EXIT_FINDINGS, EXIT_OK, error_message};
 use crate::agent::events::EventSink;
-use crate::agent::strategy::StrategyChoice;
-use crate::config::settings::{SettingFlags, Settings};
-use crate::config::{CONFIG_FILE, ConfigError, ConfigSource};
+use crate::config::ConfigError;
+use crate::config::settings::Settings;
 use crate::flow;
 use crate::flow::pull::{CommitSource, PullCommits, load_commits, short};
 use crate::forge::Forge;
 use crate::forge::command::already_reviewed;
 use crate::forge::dismissed::Dismissals;
+use crate::forge::notice::notice_once;
 use crate::forge::publish::last_reviewed_sha;
+use crate::forge::thread::ThreadComment;
 use crate::forge::{ForgeEvent, IgnoreReason, PublishConfig, PublishError};
-use crate::github::thread::ThreadComment;
 use crate::github::{
     GitHubClient, GitHubPull, PullText, api_url_from_env, check_action_event, fetch_pull,
-    parse_action_event, post_notice_once,
+    parse_action_event,
 };
 use crate::llm::Secret;
 use crate::review::finding::{Finding, Severity};
@@ -112,7 +113,7 @@ async fn action(args: ActionArgs) -> anyhow::Result<i32> {
         if target.requested {
             // The person who asked is answered where they asked.
             let text = already_reviewed(short(&target.head_sha), "pull request");
-            post_notice_once(&client, &target.owner, &target.repo, target.number, &text).await?;
+            notice_once(&forge, &text).await?;
         }
         println!(
             "::notice::Redline: {} was already reviewed",
@@ -126,7 +127,8 @@ async fn action(args: ActionArgs) -> anyhow::Result<i32> {
     }
     let commits =
         workspace_commits(&target.base_sha, &target.head_sha, last.as_deref(), &token).await?;
-    let settings = match action_settings(&args.ci, &target, &commits) {
+    let strategy = target.strategy.as_deref();
+    let settings = match ci_settings(&args.ci, &commits, strategy, &workflow_warning) {
         Err(error) if without_secrets && is_missing_key(&error) => {
             println!("::notice::Redline: {}", escape_data(FORK_WITHOUT_KEY));
             write_outputs(&Outputs::default())?;
@@ -188,41 +190,9 @@ pub(crate) async fn workspace_commits(
     .await?
 }
 
-/// The settings: the workflow's inputs over the base commit's config file. Rules come
-/// from the base commit: a pull request cannot change its own review; and no repository
-/// file chooses where the key goes (`provider`, `base_url` are dropped).
-pub(super) fn action_settings(
-    args: &CiArgs,
-    target: &Target,
-    commits: &PullCommits,
-) -> anyhow::Result<Settings> {
-    let config_path = args.config.as_deref().unwrap_or(Path::new(CONFIG_FILE));
-    let repository = ConfigSource::read_at_commit(&commits.root, &target.base_sha, config_path)?;
-    if let Some(source) = &repository {
-        // `local_settings` repeats them on stderr.
-        for warning in source.warnings() {
-            println!("::warning::Redline: {}", escape_data(&warning));
-        }
-    }
-    if let Some(name) = &target.strategy {
-        // Checked here so the error names the comment, not the workflow's input.
-        name.parse::<StrategyChoice>()
-            .map_err(|e| anyhow!("/redline review --strategy: {e}"))?;
-    }
-    let flags = SettingFlags {
-        model: args.model.flags(),
-        limits: args.limits.flags(),
-        max_steps: args.max_steps,
-        // A `/redline review --strategy NAME` comment wins over the workflow's input.
-        strategy: target.strategy.clone().or(args.strategy.clone()),
-        fail_on: args.fail_on.clone(),
-        max_comments: args.max_comments,
-        // `verify: true` (the input's default) leaves it to the config file.
-        verify: (!args.verify).then_some(false),
-        verify_model: args.verify_model.clone(),
-        ..SettingFlags::default()
-    };
-    local_settings(flags, "input or variable", repository)
+/// Shows `text` as a warning of the workflow run.
+pub(super) fn workflow_warning(text: &str) {
+    println!("::warning::Redline: {}", escape_data(text));
 }
 
 /// Reviews what is new, publishes it (or, on a read-only token, annotates it) and sets
@@ -352,7 +322,7 @@ async fn resolve_target(
             let number = usage.change.number;
             let pull = GitHubPull::at(client, &owner, &repo, number);
             if pull.may_write(&usage.comment.author).await? {
-                post_notice_once(client, &owner, &repo, number, &usage.text).await?;
+                notice_once(&pull, &usage.text).await?;
             }
             println!("::notice::Redline: malformed /redline command; replied with the usage");
             Ok(None)

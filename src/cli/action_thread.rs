@@ -3,15 +3,16 @@
 //! answer's marker in the thread and posts nothing. Dismissals go to the summary comment's
 //! hidden marker, where later runs of the Action read them.
 
-use super::action::{Target, action_settings, escape_data, is_missing_key, workspace_commits};
+use super::action::{escape_data, is_missing_key, workflow_warning, workspace_commits};
+use super::ci_settings::ci_settings;
 use super::review::model_client;
 use super::{ActionArgs, EXIT_OK};
 use crate::agent::events::EventSink;
 use crate::flow;
 use crate::flow::pull::pull_intent;
-use crate::flow::thread::{Answered, Gate};
-use crate::forge::thread::Thread;
-use crate::github::thread::ThreadComment;
+use crate::flow::thread::Answered;
+use crate::forge::thread::{Gate, Thread, ThreadComment};
+use crate::github::thread::gate;
 use crate::github::{GitHubClient, GitHubPull, PullText, fetch_pull, record_dismissed};
 use crate::llm::Secret;
 
@@ -22,7 +23,7 @@ pub(super) async fn answer(
     token: &Secret,
     comment: &ThreadComment,
 ) -> anyhow::Result<i32> {
-    match flow::thread::gate(client, comment).await? {
+    match gate(client, comment).await? {
         Gate::Skip(reason) => {
             println!("::notice::Redline: no answer ({})", escape_data(&reason));
         }
@@ -46,19 +47,7 @@ async fn answer_with_model(
 ) -> anyhow::Result<()> {
     let pull = fetch_pull(client, &comment.owner, &comment.repo, comment.pr_number).await?;
     let commits = workspace_commits(&pull.base_sha, &pull.head_sha, None, token).await?;
-    let target = Target {
-        owner: comment.owner.clone(),
-        repo: comment.repo.clone(),
-        number: comment.pr_number,
-        base_sha: pull.base_sha.clone(),
-        head_sha: pull.head_sha.clone(),
-        strategy: None,
-        title: pull.title.clone(),
-        body: pull.body.clone(),
-        requested: false,
-        force: false,
-    };
-    let settings = match action_settings(&args.ci, &target, &commits) {
+    let settings = match ci_settings(&args.ci, &commits, None, &workflow_warning) {
         // A comment on a fork's pull request runs without the repository's secrets.
         Err(error) if pull.is_fork && is_missing_key(&error) => {
             println!(
@@ -89,7 +78,7 @@ async fn answer_with_model(
                 return Ok(());
             }
         };
-    let keys = flow::thread::dismissal_after(client, comment, thread, &answered).await?;
+    let keys = flow::thread::dismissal_after(&forge, comment, thread, &answered).await?;
     dismiss_in_summary(client, comment, &keys).await?;
     flow::thread::post_answer(&forge, comment, &answered.body).await?;
     println!(

@@ -11,7 +11,8 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, anyhow};
 use tokio_util::sync::CancellationToken;
 
-use super::action::{Target, action_settings};
+use super::action::workflow_warning;
+use super::ci_settings::ci_settings;
 use super::review::model_client;
 use super::{EXIT_ERROR, EXIT_FINDINGS, EXIT_OK, GitlabArgs, error_message};
 use crate::agent::events::EventSink;
@@ -80,23 +81,11 @@ async fn gitlab(args: GitlabArgs) -> anyhow::Result<i32> {
         return Ok(EXIT_OK);
     }
     let commits = project_commits(&base, &head, last.as_deref()).await?;
-    let target = Target {
-        owner: project.clone(),
-        repo: String::new(),
-        number: iid,
-        base_sha: base,
-        head_sha: head,
-        strategy: None,
-        title: merge_request.title.clone(),
-        body: merge_request.description.clone(),
-        requested: false,
-        force: false,
-    };
     let status = CiStatus {
         forge: &forge,
-        head: &target.head_sha,
+        head: &head,
     };
-    let reviewed = review_and_publish(&args, &forge, &target, &commits, &status).await;
+    let reviewed = review_and_publish(&args, &forge, &head, &commits, &status).await;
     match &reviewed {
         Ok((_, shown)) => status.show(shown).await,
         Err(error) => {
@@ -216,11 +205,12 @@ fn head_diff_refs<'a>(merge_request: &'a MergeRequest, head: &str) -> Option<&'a
 async fn review_and_publish(
     args: &GitlabArgs,
     forge: &GitLabMergeRequest<'_>,
-    target: &Target,
+    head: &str,
     commits: &PullCommits,
     status: &CiStatus<'_>,
 ) -> anyhow::Result<(i32, ReviewStatus)> {
-    let mut settings = action_settings(&args.ci, target, commits)?;
+    // Shown as the Action shows them (GitLab's log prints the line as it is).
+    let mut settings = ci_settings(&args.ci, commits, None, &workflow_warning)?;
     settings
         .agent
         .set_intent(&flow::pull::pull_intent(forge, commits).await);
@@ -241,7 +231,7 @@ async fn review_and_publish(
     }
     let published = flow::pull::publish(
         forge,
-        &target.head_sha,
+        head,
         commits,
         &report,
         &settings,

@@ -1,8 +1,8 @@
 //! One pull-request review flow for `redline action` and `redline serve`: get the
 //! commits (the Action's checkout, deepened until base and head meet; the App's bare
 //! mirror), work out what is new since the last reviewed commit, review it with the
-//! resolved [`Settings`], and publish one review through the forge ([`Forge`]: GitHub's
-//! [`crate::github::publish_review`], or GitLab's discussions).
+//! resolved [`Settings`], and publish one review through the forge ([`Forge`]: a GitHub
+//! pull request's review, or a GitLab merge request's discussions).
 //!
 //! Invariants: anchors are checked against the whole pull request (merge base to head);
 //! only the commits since the last reviewed head are reviewed, and only when that head is
@@ -10,13 +10,14 @@
 //! both entry points label and filter the change the same way, so the same pull request
 //! gets the same model requests and the same published review.
 //! Layering: used by `cli` and `server`; uses `agent`, `config`, `forge` (publishing),
-//! `github` (checkouts), `repo`.
+//! [`super::checkout`], `repo`; never a forge's module.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use tokio_util::sync::CancellationToken;
 
+use super::checkout::{ensure_merge_base, mirror};
 use crate::agent::{AgentError, Orchestrator};
 use crate::config::settings::Settings;
 use crate::forge::Forge;
@@ -24,7 +25,6 @@ use crate::forge::anchor::anchor_line_text;
 use crate::forge::dismissed::Dismissals;
 use crate::forge::fingerprint;
 use crate::forge::{PublishConfig, PublishError, PublishOutcome, PublishRequest};
-use crate::github::checkout::{ensure_merge_base, mirror};
 use crate::guidelines::GuidelineSource;
 use crate::intent::Intent;
 use crate::llm::{ChatModel, Secret};
@@ -61,7 +61,7 @@ pub enum CommitSource<'a> {
 pub enum FlowError {
     /// Fetching failed (a later attempt may succeed).
     #[error("fetching the pull request's commits failed")]
-    Fetch(#[source] crate::github::checkout::CheckoutError),
+    Fetch(#[source] super::checkout::CheckoutError),
     /// The commits are there but cannot be reviewed.
     #[error("the pull request's commits cannot be reviewed")]
     Commits(#[source] crate::repo::RepoError),

@@ -1,5 +1,5 @@
-//! One review-thread flow for `redline action` and `redline serve`: decide whether a review
-//! comment gets an answer (cheap checks first, before any checkout), answer it with a short
+//! One review-thread flow for `redline action` and `redline serve`, once the forge's cheap
+//! checks ([`crate::forge::thread::Gate`]) let a comment through: answer it with a short
 //! bounded agent run, post the answer in the thread, and say which finding was dismissed.
 //!
 //! Invariants: no answer to a bot (the event says so before this flow runs), to a user
@@ -9,131 +9,20 @@
 //! thread; a thread whose first comment is gone gets nothing. Only the pull request's
 //! author or someone with write access dismisses a finding. Where dismissals are
 //! stored is the caller's: the App's database, the Action's summary comment.
-//! Layering: used by `cli` and `server`; uses `agent`, `config`, `github`, `guidelines`.
+//! Layering: used by `cli` and `server`; uses `agent`, `config`, `forge` (the thread, its
+//! rules and the forge seam), `guidelines`; never a forge's module.
 
 use std::sync::Arc;
 
 use crate::agent::chat::{ChatAnswer, ChatInput, answer_in_thread};
 use crate::config::settings::Settings;
 use crate::flow::pull::PullCommits;
-use crate::forge::Ask;
 use crate::forge::Forge;
 use crate::forge::PublishError;
-use crate::forge::thread::{Thread, answer_body};
-use crate::github::thread::{ThreadComment, load_thread, may_dismiss};
-use crate::github::{GitHubClient, GitHubError, has_read_access};
+use crate::forge::thread::{Thread, ThreadComment, answer_body, may_dismiss};
 use crate::guidelines::GuidelineSource;
 use crate::llm::ChatModel;
 use crate::tools::Workspace;
-
-/// What `/redline ignore` is answered with.
-pub(crate) const DISMISSED_REPLY: &str =
-    "Understood: Redline will not raise this finding again on this pull request.";
-/// What `/redline ignore` is answered with when the commenter may not dismiss.
-pub(crate) const NOT_DISMISSED_REPLY: &str =
-    "Only the pull request's author or someone with write access can dismiss a finding; it stays.";
-
-/// What to do with a comment after the cheap checks.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum Gate {
-    /// Nothing: the reason, for the log.
-    Skip(String),
-    /// Post this fixed reply (a usage text or the dismissal's acknowledgement); no model.
-    Reply {
-        /// The reply's text.
-        text: String,
-        /// Keys of the finding to dismiss (empty for none).
-        dismiss: Vec<String>,
-    },
-    /// Answer with the model, after the checkout.
-    Answer(Thread),
-}
-
-/// The cheap checks: who asks, in which thread, answered before or not. Commands that
-/// request a review ([`Ask::Review`]) are the caller's.
-pub(crate) async fn gate(
-    client: &GitHubClient,
-    comment: &ThreadComment,
-) -> Result<Gate, GitHubError> {
-    if matches!(comment.ask, Ask::Review { .. }) {
-        return Ok(Gate::Skip("a review request, not a conversation".into()));
-    }
-    if !has_read_access(client, &comment.owner, &comment.repo, &comment.author).await? {
-        return Ok(Gate::Skip(format!("{} has no read access", comment.author)));
-    }
-    let thread = load_thread(
-        client,
-        &comment.owner,
-        &comment.repo,
-        comment.pr_number,
-        comment.root_id,
-    )
-    .await?;
-    let Some(thread) = thread else {
-        return Ok(Gate::Skip("the thread is gone".into()));
-    };
-    let words = GateWords {
-        thread: "thread",
-        dismissed: DISMISSED_REPLY,
-        not_dismissed: NOT_DISMISSED_REPLY,
-    };
-    in_thread(thread, comment, &words, || may_dismiss(client, comment)).await
-}
-
-/// How a forge names its threads and answers `/redline ignore`.
-pub(crate) struct GateWords {
-    /// What a thread is called ("thread", "discussion").
-    pub thread: &'static str,
-    /// The reply to a dismissal.
-    pub dismissed: &'static str,
-    /// The reply to a dismissal the commenter may not make.
-    pub not_dismissed: &'static str,
-}
-
-/// The rules for a comment in its loaded `thread`, the same on every forge: answered
-/// once, replies and `/redline ignore` only in Redline's threads, a dismissal only when
-/// `may_dismiss` allows it (asked only then), fixed replies not repeated.
-pub(crate) async fn in_thread<E, F, Fut>(
-    thread: Thread,
-    comment: &ThreadComment,
-    words: &GateWords,
-    may_dismiss: F,
-) -> Result<Gate, E>
-where
-    F: FnOnce() -> Fut,
-    Fut: std::future::Future<Output = Result<bool, E>>,
-{
-    if thread.answered(comment.comment_id) {
-        return Ok(Gate::Skip("already answered".into()));
-    }
-    let ours = thread.is_redline_s();
-    Ok(match &comment.ask {
-        Ask::ReplyInThread if !ours => Gate::Skip(format!("a reply in another {}", words.thread)),
-        Ask::Ignore if !ours => Gate::Skip(format!(
-            "`/redline ignore` outside Redline's {}s",
-            words.thread
-        )),
-        Ask::Ignore if !may_dismiss().await? => fixed_reply(&thread, words.not_dismissed, words),
-        Ask::Ignore => Gate::Reply {
-            text: words.dismissed.into(),
-            dismiss: thread.dismissal_keys(),
-        },
-        Ask::Usage(text) => fixed_reply(&thread, text, words),
-        _ => Gate::Answer(thread),
-    })
-}
-
-/// `text` as a reply that dismisses nothing, unless the thread has it already: a storm of
-/// bad commands or refused `/redline ignore`s gets one reply, not one each.
-fn fixed_reply(thread: &Thread, text: &str, words: &GateWords) -> Gate {
-    if thread.has_answer_text(text) {
-        return Gate::Skip(format!("the same reply is already in the {}", words.thread));
-    }
-    Gate::Reply {
-        text: text.to_string(),
-        dismiss: Vec::new(),
-    }
-}
 
 /// What [`answer`] came to.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -146,7 +35,7 @@ pub enum Answered {
 
 /// The model's answer to `comment` in `thread`; none past `chat_max_replies` or when the
 /// thread's file is gone from the head (deleted since). `intent` is what the author says
-/// the pull request does ([`crate::github::pull_intent`]).
+/// the pull request does ([`crate::flow::pull::pull_intent`]).
 pub async fn answer(
     model: Arc<dyn ChatModel>,
     settings: &Settings,
@@ -197,12 +86,12 @@ pub async fn answer(
 /// The keys to dismiss after the model's `answer`: the thread's finding when the model
 /// accepted a rejection from someone who may dismiss it, else none.
 pub(crate) async fn dismissal_after(
-    client: &GitHubClient,
+    forge: &dyn Forge,
     comment: &ThreadComment,
     thread: &Thread,
     answer: &ChatAnswer,
-) -> Result<Vec<String>, GitHubError> {
-    if !answer.dismiss || !may_dismiss(client, comment).await? {
+) -> Result<Vec<String>, PublishError> {
+    if !answer.dismiss || !may_dismiss(forge, comment).await? {
         return Ok(Vec::new());
     }
     Ok(thread.dismissal_keys())

@@ -21,7 +21,7 @@ use super::api_error::ForgeApiError;
 use super::dismissed::{Dismissals, ReviewThread, parse_dismissed, resolved_keys, with_dismissed};
 use super::fingerprint::{concern_key, fingerprint, parse_markers};
 use super::summary::{SummaryEntry, SummaryInput, parse_last_sha, render_summary};
-use super::{Earlier, Forge};
+use super::{Earlier, Forge, SummaryComment};
 use crate::review::diff::ChangeSet;
 use crate::review::finding::{Finding, Severity};
 use crate::review::stats::Stats;
@@ -144,11 +144,7 @@ pub(crate) async fn publish(
     if let Some(summary) = &existing {
         known.extend(parse_markers(&summary.body));
     }
-    let mut dismissed = req.dismissed.clone();
-    dismissed.extend(resolved_keys(&threads));
-    if let Some(summary) = &existing {
-        dismissed.extend(parse_dismissed(&summary.body));
-    }
+    let dismissed = all_dismissed(&req, existing.as_ref(), &threads);
     let mut plan = plan(&req, &known, &dismissed);
     let mut outcome = PublishOutcome {
         skipped_duplicates: plan.duplicates,
@@ -161,11 +157,7 @@ pub(crate) async fn publish(
         outcome.threads_resolved = resolve_outdated(forge, &req, &threads).await;
     }
     let nothing_new = plan.inline.is_empty() && plan.summary.is_empty();
-    let same_head = existing
-        .as_ref()
-        .and_then(|s| parse_last_sha(&s.body))
-        .is_some_and(|sha| sha == req.head_sha);
-    if nothing_new && same_head {
+    if nothing_new && summarised_head(existing.as_ref(), req.head_sha) {
         return Ok(outcome);
     }
     if !plan.inline.is_empty() || plan.request_changes {
@@ -175,15 +167,60 @@ pub(crate) async fn publish(
             .await?;
     }
     outcome.in_summary = plan.summary.len();
-    outcome.summary_findings = plan
-        .summary
+    outcome.summary_findings = summary_indices(&req, &plan);
+    let body = summary_body(&req, &plan, existing.as_ref());
+    if existing.as_ref().is_some_and(|s| s.body == body) {
+        return Ok(outcome);
+    }
+    let interval = req.config.min_write_interval;
+    let written = forge
+        .write_summary(existing.as_ref(), &body, interval)
+        .await?;
+    outcome.summary_url = written.or(outcome.summary_url);
+    Ok(outcome)
+}
+
+/// Every dismissal key that holds for this run: the caller's, the resolved threads', and
+/// those in the summary's dismissal marker.
+fn all_dismissed(
+    req: &PublishRequest<'_>,
+    existing: Option<&SummaryComment>,
+    threads: &[ReviewThread],
+) -> Dismissals {
+    let mut dismissed = req.dismissed.clone();
+    dismissed.extend(resolved_keys(threads));
+    if let Some(summary) = existing {
+        dismissed.extend(parse_dismissed(&summary.body));
+    }
+    dismissed
+}
+
+/// Whether the summary already records `head` as the head last reviewed.
+fn summarised_head(existing: Option<&SummaryComment>, head: &str) -> bool {
+    existing
+        .and_then(|s| parse_last_sha(&s.body))
+        .is_some_and(|sha| sha == head)
+}
+
+/// The request's findings (their indices) that the plan lists in the summary.
+fn summary_indices(req: &PublishRequest<'_>, plan: &Plan<'_>) -> Vec<usize> {
+    plan.summary
         .iter()
         .filter_map(|entry| {
             req.findings
                 .iter()
                 .position(|finding| std::ptr::eq(finding, entry.finding))
         })
-        .collect();
+        .collect()
+}
+
+/// The summary comment's new body: this run's summary and entries over the earlier body,
+/// keeping its dismissal marker.
+fn summary_body(
+    req: &PublishRequest<'_>,
+    plan: &Plan<'_>,
+    existing: Option<&SummaryComment>,
+) -> String {
     let mut rendered = render_summary(&SummaryInput {
         summary: req.summary,
         walkthrough: req.walkthrough,
@@ -191,9 +228,9 @@ pub(crate) async fn publish(
         head_sha: req.head_sha,
         reviewed_range: req.reviewed_range.as_ref(),
         entries: &plan.summary,
-        previous_body: existing.as_ref().map(|s| s.body.as_str()),
+        previous_body: existing.map(|s| s.body.as_str()),
     });
-    if let Some(previous) = existing.as_ref().map(|s| parse_dismissed(&s.body))
+    if let Some(previous) = existing.map(|s| parse_dismissed(&s.body))
         && !previous.is_empty()
     {
         rendered.body = with_dismissed(&rendered.body, &previous);
@@ -204,15 +241,7 @@ pub(crate) async fn publish(
             "summary comment too long; some findings left out"
         );
     }
-    if existing.as_ref().is_some_and(|s| s.body == rendered.body) {
-        return Ok(outcome);
-    }
-    let interval = req.config.min_write_interval;
-    let written = forge
-        .write_summary(existing.as_ref(), &rendered.body, interval)
-        .await?;
-    outcome.summary_url = written.or(outcome.summary_url);
-    Ok(outcome)
+    rendered.body
 }
 
 /// The head SHA the last published review covered, from the forge's summary.

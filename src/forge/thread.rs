@@ -1,5 +1,6 @@
-//! Review threads (GitHub) and discussions (GitLab) as every forge shares them: what a
-//! comment in one asks of Redline, the thread's posts, and Redline's answers in it.
+//! Review threads (GitHub) and discussions (GitLab) as every forge shares them: the
+//! comment Redline may answer ([`ThreadComment`]) and what it asks, the thread's posts,
+//! the rules that decide what a comment gets ([`Gate`]), and Redline's answers.
 //!
 //! Invariants: Redline never answers a bot (itself included) nor a comment carrying its
 //! answer marker (its own answer, whatever identity posted it); a thread is Redline's when
@@ -7,9 +8,15 @@
 //! carries a hidden marker naming the comment it answers, so a comment is answered at
 //! most once whoever runs again, and answers are counted per thread from those markers.
 
+use serde::Serialize;
+
 use super::command::{Command, parse_command};
 use super::fingerprint::{concern_of_comment, neutralise_markers, parse_markers};
-use super::{Ask, IgnoreReason};
+use super::{Ask, Forge, IgnoreReason, PublishError};
+
+mod gate;
+
+pub(crate) use gate::{Gate, GateWords, in_thread};
 
 /// The prefix of the marker an answer carries: `<!-- redline:answer=ID -->`.
 const ANSWER_PREFIX: &str = "<!-- redline:answer=";
@@ -97,6 +104,50 @@ fn prose_of(body: &str) -> String {
         prose.push('\n');
     }
     prose
+}
+
+/// A comment Redline may answer in a review thread (GitHub: a review comment; GitLab: a
+/// note in a discussion of a merge request), normalised from the delivery.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ThreadComment {
+    /// Repository owner (GitLab: the project's namespace).
+    pub owner: String,
+    /// Repository name (GitLab: the project's name).
+    pub repo: String,
+    /// Pull (merge) request number.
+    pub pr_number: u64,
+    /// The comment's id.
+    pub comment_id: u64,
+    /// The thread's first comment (the comment itself when it starts the thread).
+    pub root_id: u64,
+    /// The author's login.
+    pub author: String,
+    /// The text.
+    pub body: String,
+    /// The commented file.
+    pub path: String,
+    /// The diff hunk the thread sits on.
+    pub diff_hunk: String,
+    /// The App installation, when the event came to the GitHub App.
+    pub installation_id: Option<u64>,
+    /// The author's relation to the repository, as the forge reports it.
+    pub author_association: String,
+    /// The pull request's author, when the event names them.
+    pub pr_author: Option<String>,
+    /// What the comment asks.
+    pub ask: Ask,
+}
+
+/// Whether the commenter may dismiss a finding: the change's author, or someone who may
+/// write ([`Forge::may_write`]).
+pub(crate) async fn may_dismiss(
+    forge: &dyn Forge,
+    comment: &ThreadComment,
+) -> Result<bool, PublishError> {
+    if comment.pr_author.as_deref() == Some(comment.author.as_str()) {
+        return Ok(true);
+    }
+    forge.may_write(&comment.author).await
 }
 
 /// One comment of a thread.

@@ -8,7 +8,7 @@ use crate::github::action_event::{check_action_event, parse_action_event};
 use crate::repo::changes_from_patch;
 use crate::review::parse::{parse_submission, parse_text_reply};
 use crate::server::ServerConfig;
-use crate::server::events::classify;
+use crate::server::events::classify_app_delivery;
 
 /// The seed of every suite: fixed, so that failures reproduce.
 const SEED: u64 = 0x5eed_2ed1;
@@ -149,7 +149,7 @@ fn webhook_and_action_payload_parsers() {
     let tried = fuzz("payloads", SEED, &seeds, JSON_TOKENS, |input| {
         round += 1;
         let event = EVENTS[round % EVENTS.len()];
-        if let Ok(classified) = classify(event, input, &config) {
+        if let Ok(classified) = classify_app_delivery(event, input, &config) {
             let out = format!("{classified:?}").len();
             assert_bounded("webhook decision", input.len(), out, 8, 1_024);
         }

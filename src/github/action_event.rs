@@ -10,7 +10,7 @@
 use serde::Deserialize;
 use serde::de::{DeserializeOwned, IgnoredAny};
 
-use super::event::{ClassifyOptions, PayloadError, classify};
+use super::event::{ClassifyOptions, PayloadError, classify_github_event};
 use crate::forge::{ForgeEvent, IgnoreReason};
 
 /// Reads an Actions event (`GITHUB_EVENT_NAME` and the bytes of the `GITHUB_EVENT_PATH`
@@ -39,7 +39,7 @@ pub fn parse_action_event(
         mention: None,
         app_slug: None,
     };
-    let classified = classify(event_name, event, &options)?;
+    let classified = classify_github_event(event_name, event, &options)?;
     let skip = |reason| Ok(ForgeEvent::Ignore(reason));
     match classified.event {
         ForgeEvent::Draft(_) => skip(IgnoreReason::Draft),

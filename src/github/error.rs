@@ -107,7 +107,7 @@ impl From<GitHubError> for PublishError {
 
 /// GitHub's `error` as a publishing error, a refusal (403) as
 /// [`PublishError::Forbidden`] (the token may not comment).
-pub(crate) fn publish_error(error: GitHubError) -> PublishError {
+pub(crate) fn as_publish_error(error: GitHubError) -> PublishError {
     if error.status() == Some(403) {
         PublishError::Forbidden {
             message: error.to_string(),

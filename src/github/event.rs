@@ -1,6 +1,6 @@
 //! GitHub's event classifier: what a webhook delivery (the App) or an Actions event (the
 //! Action) asks for, as a forge-neutral [`ForgeEvent`]. Both entry points call
-//! [`classify`]; the server maps its answer to a job, the Action to its run.
+//! [`classify_github_event`]; the server maps its answer to a job, the Action to its run.
 //!
 //! The rules, one definition for both:
 //! - `pull_request`: the actions of [`REVIEW_ACTIONS`] ask for a review; a draft is
@@ -98,7 +98,7 @@ impl Payload for Value {
 }
 
 /// What event `event` with `payload` asks for.
-pub(crate) fn classify<P: Payload + ?Sized>(
+pub(crate) fn classify_github_event<P: Payload + ?Sized>(
     event: &str,
     payload: &P,
     options: &ClassifyOptions,

@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use async_trait::async_trait;
-use serde_json::json;
+use serde_json::{Value, json};
 
 use super::{GitHubClient, PullText, path_segment};
 use crate::forge::publish::{Plan, PublishError, PublishOutcome, PublishRequest};
@@ -41,6 +41,11 @@ impl<'a> GitHubPull<'a> {
         }
     }
 
+    /// The pull request's issue comments (where notices go).
+    fn issue_comments_path(&self) -> String {
+        format!("{}/issues/{}/comments", self.repo_path(), self.number)
+    }
+
     /// `/repos/{owner}/{repo}`.
     pub(crate) fn repo_path(&self) -> String {
         format!(
@@ -54,7 +59,7 @@ impl<'a> GitHubPull<'a> {
 #[async_trait]
 impl Forge for GitHubPull<'_> {
     async fn intent(&self, commits: Vec<CommitMessage>) -> Intent {
-        super::pull_intent(self.client, self.text, commits).await
+        super::fetch_pull_intent(self.client, self.text, commits).await
     }
 
     async fn summary(&self) -> Result<Option<SummaryComment>, PublishError> {
@@ -118,8 +123,24 @@ impl Forge for GitHubPull<'_> {
         Ok(super::check_run::shown_conclusion(self, head).await?)
     }
 
-    async fn notice_once(&self, text: &str) -> Result<bool, PublishError> {
-        let (owner, repo) = (self.text.owner, self.text.repo);
-        Ok(super::post_notice_once(self.client, owner, repo, self.number, text).await?)
+    async fn comment_bodies(&self) -> Result<Vec<String>, PublishError> {
+        let comments = self
+            .client
+            .get_all_pages(&self.issue_comments_path())
+            .await?;
+        let bodies = comments
+            .iter()
+            .filter_map(|comment| comment.get("body").and_then(Value::as_str))
+            .map(str::to_string)
+            .collect();
+        Ok(bodies)
+    }
+
+    async fn post_comment(&self, body: &str) -> Result<(), PublishError> {
+        let path = self.issue_comments_path();
+        self.client
+            .post_json(&path, &json!({ "body": body }))
+            .await?;
+        Ok(())
     }
 }

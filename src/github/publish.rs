@@ -34,7 +34,7 @@ use serde_json::{Value, json};
 
 use super::GitHubPull;
 use super::client::GitHubClient;
-use super::error::{GitHubError, publish_error};
+use super::error::{GitHubError, as_publish_error};
 use super::review_comment::review_comment;
 use super::review_threads::review_threads;
 use crate::forge::anchor::describe_anchor;
@@ -59,7 +59,7 @@ pub async fn publish_review(
 
 /// The head SHA the last published review covered, from the summary comment (the
 /// forge-neutral reading, on pull request `pr_number`).
-pub async fn last_reviewed_sha(
+pub async fn pull_last_reviewed_sha(
     client: &GitHubClient,
     owner: &str,
     repo: &str,
@@ -106,7 +106,9 @@ pub(crate) async fn record_dismissed(
 /// Redline's review comments' fingerprints, its summary comment and the review threads
 /// (GraphQL; none when it fails), read in that order.
 pub(crate) async fn earlier(pull: &GitHubPull<'_>) -> Result<Earlier, PublishError> {
-    let known = review_comment_markers(pull).await.map_err(publish_error)?;
+    let known = review_comment_markers(pull)
+        .await
+        .map_err(as_publish_error)?;
     let summary = find_summary(pull).await?;
     let threads = threads_or_none(pull).await;
     Ok(Earlier {
@@ -120,7 +122,7 @@ pub(crate) async fn earlier(pull: &GitHubPull<'_>) -> Result<Earlier, PublishErr
 pub(crate) async fn find_summary(
     pull: &GitHubPull<'_>,
 ) -> Result<Option<SummaryComment>, PublishError> {
-    summary_comment(pull).await.map_err(publish_error)
+    summary_comment(pull).await.map_err(as_publish_error)
 }
 
 /// The review threads, when `GraphQL` answers (they are optional knowledge).
@@ -197,7 +199,7 @@ pub(crate) async fn post_review<'f>(
             tracing::warn!(error = %error, "GitHub refused the review; the summary carries the findings");
             return Ok(());
         }
-        Err(error) => return Err(publish_error(error)),
+        Err(error) => return Err(as_publish_error(error)),
     }
 
     post_summary_only(client, req, &path, plan, summary_url, event, outcome).await
@@ -241,7 +243,7 @@ async fn post_summary_only<'f>(
         Err(error) if error.status() == Some(422) => {
             tracing::warn!(error = %error, "GitHub refused the summary-only review too");
         }
-        Err(error) => return Err(publish_error(error)),
+        Err(error) => return Err(as_publish_error(error)),
     }
     Ok(())
 }
@@ -276,7 +278,7 @@ pub(crate) async fn write_summary(
     };
     written
         .map(|comment| html_url(&comment))
-        .map_err(publish_error)
+        .map_err(as_publish_error)
 }
 
 /// Fingerprints in the pull request's review comments.

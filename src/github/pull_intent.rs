@@ -51,7 +51,7 @@ pub struct PullText<'a> {
 }
 
 /// The intent of the pull request `at`, with the commit messages of the reviewed range.
-pub async fn pull_intent(
+pub async fn fetch_pull_intent(
     client: &GitHubClient,
     at: PullText<'_>,
     commits: Vec<CommitMessage>,

@@ -1,18 +1,23 @@
-//! GitHub's review threads: the `pull_request_review_comment` event, the comment a
-//! note names ([`ThreadComment`]), loading a thread from the pull request's review
-//! comments, and who may dismiss its finding. Shared by the Action and the App; what a
-//! comment asks and Redline's answers are forge-neutral ([`crate::forge::thread`]).
+//! GitHub's review threads: the `pull_request_review_comment` event, the review comment a
+//! note names ([`ThreadComment::from_note`]), loading a thread from the pull request's
+//! review comments, and the cheap checks before an answer ([`gate`]: read access, the
+//! thread by its first comment). Shared by the Action and the App; what a comment asks,
+//! the rules of the checks and Redline's answers are forge-neutral
+//! ([`crate::forge::thread`]).
 //!
 //! Invariants: a bot is a user of type `Bot` or a login ending in `[bot]`.
 
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 use serde_json::Value;
 
+use super::GitHubPull;
 use super::client::{GitHubClient, path_segment};
 use super::error::GitHubError;
 pub use crate::forge::Ask;
-use crate::forge::thread::{Thread, ThreadPost, thread_comment_ask};
-use crate::forge::{ChangeRef, CommentRef, ForgeIds, IgnoreReason, ThreadNote};
+use crate::forge::thread::{
+    Gate, GateWords, Thread, ThreadComment, ThreadPost, in_thread, may_dismiss, thread_comment_ask,
+};
+use crate::forge::{ChangeRef, CommentRef, ForgeIds, IgnoreReason, PublishError, ThreadNote};
 
 /// A `pull_request_review_comment` event, as much of it as Redline reads.
 #[derive(Debug, Clone, Deserialize)]
@@ -85,37 +90,6 @@ pub(crate) struct EventRepository {
 pub(crate) struct EventInstallation {
     /// Its id.
     pub id: u64,
-}
-
-/// A comment Redline may answer, normalised from the event.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct ThreadComment {
-    /// Repository owner.
-    pub owner: String,
-    /// Repository name.
-    pub repo: String,
-    /// Pull request number.
-    pub pr_number: u64,
-    /// The comment's id.
-    pub comment_id: u64,
-    /// The thread's first comment (the comment itself when it starts the thread).
-    pub root_id: u64,
-    /// The author's login.
-    pub author: String,
-    /// The text.
-    pub body: String,
-    /// The commented file.
-    pub path: String,
-    /// The diff hunk the thread sits on.
-    pub diff_hunk: String,
-    /// The App installation, when the event came to the App.
-    pub installation_id: Option<u64>,
-    /// The author's relation to the repository, as GitHub reports it.
-    pub author_association: String,
-    /// The pull request's author, when the event names them.
-    pub pr_author: Option<String>,
-    /// What the comment asks.
-    pub ask: Ask,
 }
 
 impl ReviewCommentEvent {
@@ -247,16 +221,43 @@ pub(crate) async fn load_thread(
     Ok(Thread::from_comments(&comments, root_id))
 }
 
-/// Whether the commenter may dismiss a finding: the pull request's author, or someone
-/// with write access.
-pub(crate) async fn may_dismiss(
+/// What `/redline ignore` is answered with.
+const DISMISSED_REPLY: &str =
+    "Understood: Redline will not raise this finding again on this pull request.";
+/// What `/redline ignore` is answered with when the commenter may not dismiss.
+const NOT_DISMISSED_REPLY: &str =
+    "Only the pull request's author or someone with write access can dismiss a finding; it stays.";
+
+/// The cheap checks: who asks, in which thread, answered before or not. Commands that
+/// request a review ([`Ask::Review`]) are the caller's.
+pub(crate) async fn gate(
     client: &GitHubClient,
     comment: &ThreadComment,
-) -> Result<bool, GitHubError> {
-    if comment.pr_author.as_deref() == Some(comment.author.as_str()) {
-        return Ok(true);
+) -> Result<Gate, PublishError> {
+    if matches!(comment.ask, Ask::Review { .. }) {
+        return Ok(Gate::Skip("a review request, not a conversation".into()));
     }
-    super::has_write_access(client, &comment.owner, &comment.repo, &comment.author).await
+    if !super::has_read_access(client, &comment.owner, &comment.repo, &comment.author).await? {
+        return Ok(Gate::Skip(format!("{} has no read access", comment.author)));
+    }
+    let thread = load_thread(
+        client,
+        &comment.owner,
+        &comment.repo,
+        comment.pr_number,
+        comment.root_id,
+    )
+    .await?;
+    let Some(thread) = thread else {
+        return Ok(Gate::Skip("the thread is gone".into()));
+    };
+    let words = GateWords {
+        thread: "thread",
+        dismissed: DISMISSED_REPLY,
+        not_dismissed: NOT_DISMISSED_REPLY,
+    };
+    let pull = GitHubPull::at(client, &comment.owner, &comment.repo, comment.pr_number);
+    in_thread(thread, comment, &words, || may_dismiss(&pull, comment)).await
 }
 
 #[cfg(test)]

@@ -58,7 +58,7 @@ pub(crate) struct HookConfig {
 }
 
 /// The payload's action (for the delivery record) and what the delivery asks for.
-pub(crate) fn classify(
+pub(crate) fn classify_gitlab_hook(
     event: &str,
     body: &[u8],
     config: &HookConfig,
@@ -357,7 +357,7 @@ mod tests {
     }
 
     fn classify_value(event: &str, value: &Value) -> ForgeEvent {
-        classify(event, value.to_string().as_bytes(), &config())
+        classify_gitlab_hook(event, value.to_string().as_bytes(), &config())
             .unwrap()
             .1
     }
@@ -479,25 +479,29 @@ mod tests {
     #[test]
     fn bad_bodies_are_refused_and_other_events_ignored() {
         assert!(matches!(
-            classify(MERGE_REQUEST_HOOK, b"[1]", &config()),
+            classify_gitlab_hook(MERGE_REQUEST_HOOK, b"[1]", &config()),
             Err(HookError::NotAnObject)
         ));
-        assert!(classify(MERGE_REQUEST_HOOK, b"{not json", &config()).is_err());
-        assert!(classify(MERGE_REQUEST_HOOK, b"{\"object_kind\":1}", &config()).is_err());
+        assert!(classify_gitlab_hook(MERGE_REQUEST_HOOK, b"{not json", &config()).is_err());
+        assert!(
+            classify_gitlab_hook(MERGE_REQUEST_HOOK, b"{\"object_kind\":1}", &config()).is_err()
+        );
         for path in ["a/b\u{0}c", "a/b\nINFO forged", "a/\u{1b}[31mred", ""] {
             let mut open = fixture("merge_request.open");
             open["project"]["path_with_namespace"] = json!(path);
-            let refused = classify(MERGE_REQUEST_HOOK, open.to_string().as_bytes(), &config());
+            let refused =
+                classify_gitlab_hook(MERGE_REQUEST_HOOK, open.to_string().as_bytes(), &config());
             assert!(
                 matches!(refused, Err(HookError::InvalidProjectPath)),
                 "{path:?}"
             );
             let mut note = fixture("note.merge_request");
             note["project"]["path_with_namespace"] = json!(path);
-            let refused = classify(NOTE_HOOK, note.to_string().as_bytes(), &config());
+            let refused = classify_gitlab_hook(NOTE_HOOK, note.to_string().as_bytes(), &config());
             assert!(matches!(refused, Err(HookError::InvalidProjectPath)));
         }
-        let (_, push) = classify("Push Hook", b"{\"object_kind\":\"push\"}", &config()).unwrap();
+        let (_, push) =
+            classify_gitlab_hook("Push Hook", b"{\"object_kind\":\"push\"}", &config()).unwrap();
         let event = "Push Hook".to_string();
         assert_eq!(push, ignore(IgnoreReason::EventNotHandled { event }));
     }

@@ -34,7 +34,7 @@ pub struct CommandReply {
 /// Reads the raw `body` of GitHub event `event` with GitHub's classifier (one typed
 /// reading, a well-formed `pull_request` payload in a single pass), under the App's rule:
 /// a request without an installation is ignored.
-pub(crate) fn classify(
+pub(crate) fn classify_app_delivery(
     event: &str,
     body: &[u8],
     config: &ServerConfig,
@@ -44,7 +44,7 @@ pub(crate) fn classify(
         mention: config.app_slug.as_ref().map(|slug| format!("@{slug}")),
         app_slug: config.app_slug.clone(),
     };
-    let classified = github::event::classify(event, body, &options)?;
+    let classified = github::event::classify_github_event(event, body, &options)?;
     Ok(Classified {
         action: classified.action,
         event: through_installation(classified.event),

@@ -1,6 +1,6 @@
 //! GitLab's steps of the thread-answer pipeline ([`super::pipeline::answer`]): a note in
 //! a merge request's discussion, with the same rules as GitHub's review comments
-//! ([`crate::flow::thread`]): cheap checks before any checkout, and `/redline ignore` in
+//! ([`crate::forge::thread::Gate`]): cheap checks before any checkout, and `/redline ignore` in
 //! Redline's own discussions only.
 //!
 //! Invariants: what a note says and who wrote it are read from GitLab (the note, by its id,
@@ -16,12 +16,11 @@ use async_trait::async_trait;
 use super::GitLabNoteHook;
 use super::gitlab_runner::{GitLabChange, GitLabRunner, GitLabSteps, gitlab_key};
 use super::pipeline::MirrorSource;
-use super::pipeline::answer::{AnswerError, AnswerSteps, AnswerWords, answer_hook, may_dismiss};
-use crate::flow;
-use crate::flow::thread::{Gate, GateWords};
-use crate::forge::thread::{Thread, thread_comment_ask};
+use super::pipeline::answer::{AnswerError, AnswerSteps, AnswerWords, answer_hook};
+use crate::forge::thread::{
+    Gate, GateWords, Thread, ThreadComment, in_thread, may_dismiss, thread_comment_ask,
+};
 use crate::forge::{Ask, Forge, ForgeKind, ThreadNote};
-use crate::github::thread::ThreadComment;
 use crate::gitlab::GitLabMergeRequest;
 use crate::gitlab::discussion::load_discussion;
 use crate::gitlab::merge_request::DiffRefs;
@@ -151,8 +150,8 @@ impl AnswerSteps for GitLabSteps {
     }
 }
 
-/// The cheap checks, as [`flow::thread::gate`] makes them on GitHub, on the note as GitLab
-/// has it; `note`'s `root_id` becomes its discussion's first note.
+/// The cheap checks (the rules of [`Gate`], as GitHub's review comments get them) on the
+/// note as GitLab has it; `note`'s `root_id` becomes its discussion's first note.
 async fn gate(
     forge: &GitLabMergeRequest<'_>,
     note: &mut MergeRequestNote,
@@ -187,7 +186,7 @@ async fn gate(
         not_dismissed: NOT_DISMISSED_REPLY,
     };
     let comment = &note.comment;
-    let gate = flow::thread::in_thread(thread, comment, &words, || may_dismiss(forge, comment));
+    let gate = in_thread(thread, comment, &words, || may_dismiss(forge, comment));
     gate.await.map_err(AnswerError::Thread)
 }
 

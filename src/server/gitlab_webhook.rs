@@ -30,7 +30,7 @@ use super::intake::{
 };
 use super::metrics::DeliveryOutcome;
 use crate::forge::{ForgeEvent, ForgeKind, ThreadNote, UsageReply};
-use crate::gitlab::hook::{HookConfig, HookError, classify};
+use crate::gitlab::hook::{HookConfig, HookError, classify_gitlab_hook};
 use crate::gitlab::is_project_token;
 use crate::gitlab::own_user::OwnUser;
 use crate::gitlab::project_path::ProjectPaths;
@@ -195,7 +195,7 @@ impl WebhookForge for GitLab {
         event: &str,
         body: &[u8],
     ) -> Result<(Option<String>, ForgeEvent), String> {
-        classify(event, body, &self.0.config).map_err(|err| err.to_string())
+        classify_gitlab_hook(event, body, &self.0.config).map_err(|err| err.to_string())
     }
 
     /// Refuses a change whose project path is not its project id's (when the server can

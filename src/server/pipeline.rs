@@ -37,6 +37,7 @@ use crate::flow;
 use crate::flow::pull::{PullCommits, short};
 use crate::forge::command::already_reviewed;
 use crate::forge::dismissed::Dismissals;
+use crate::forge::notice::notice_once;
 use crate::forge::publish::last_reviewed_sha;
 use crate::forge::{Forge, ForgeKind};
 use crate::forge::{PublishConfig, PublishError};
@@ -220,7 +221,9 @@ async fn run_job<S: JobSteps>(
         Ok(settings) => settings,
         Err(error) => {
             let text = format!("Redline did not review this {}: {error}", S::NOUN);
-            forge.notice_once(&text).await.map_err(publish_error)?;
+            notice_once(forge.as_ref(), &text)
+                .await
+                .map_err(publish_error)?;
             return Ok(Ended::showing(broken_settings(&error)));
         }
     };
@@ -320,7 +323,7 @@ async fn review_from(
     let since = since(job, last, head);
     if since == Since::AlreadyReviewed {
         let text = already_reviewed(short(head), noun);
-        let noticed = forge.notice_once(&text).await;
+        let noticed = notice_once(forge, &text).await;
         noticed.map_err(|e| Err(publish_error(e)))?;
     }
     // `None`: reviewed before, nothing to review (the status says so below).

@@ -11,10 +11,11 @@ use std::sync::Arc;
 use async_trait::async_trait;
 
 use super::pipeline::{JobSteps, MirrorSource, Pipeline};
+use crate::forge::notice::notice_once;
 use crate::forge::{Forge, ForgeKind, PublishConfig};
 use crate::github::{
     AppAuth, GitHubClient, GitHubError, GitHubPull, PullInfo, PullText, fetch_pull,
-    has_write_access, path_segment, post_notice_once,
+    has_write_access, path_segment,
 };
 use crate::queue::{Job, JobError, ReviewTrigger};
 
@@ -215,10 +216,9 @@ pub(crate) fn command_reply_hook(auth: AppAuth) -> crate::server::CommandReplyHo
                 return;
             };
             let client = auth.installation_client(reply.installation_id);
-            let posted = match has_write_access(&client, owner, repo, &reply.commenter).await {
-                Ok(true) => post_notice_once(&client, owner, repo, reply.pr_number, &reply.text)
-                    .await
-                    .map(|_| ()),
+            let pull = GitHubPull::at(&client, owner, repo, reply.pr_number);
+            let posted = match pull.may_write(&reply.commenter).await {
+                Ok(true) => notice_once(&pull, &reply.text).await.map(|_| ()),
                 Ok(false) => Ok(()),
                 Err(e) => Err(e),
             };

@@ -1,6 +1,6 @@
 //! GitHub's steps of the thread-answer pipeline ([`super::pipeline::answer`]): a review
 //! comment is answered through its App installation (a comment without one is not
-//! answered), the cheap checks are [`crate::flow::thread::gate`]'s (read access, the
+//! answered), the cheap checks are [`crate::github::thread::gate`]'s (read access, the
 //! thread by its first comment), answers go in the thread of the first comment, the pull
 //! request is read as GitHub has it when the answer needs a checkout, and claims, counts
 //! and dismissals are kept under `owner/name`.
@@ -11,10 +11,9 @@ use super::ThreadCommentHook;
 use super::pipeline::MirrorSource;
 use super::pipeline::answer::{AnswerError, AnswerSteps, AnswerWords, answer_hook};
 use super::review_runner::{GitHubChange, GitHubSteps, ReviewRunner};
-use crate::flow;
-use crate::flow::thread::Gate;
+use crate::forge::thread::{Gate, ThreadComment};
 use crate::forge::{Forge, ForgeKind};
-use crate::github::thread::ThreadComment;
+use crate::github::thread::gate;
 use crate::github::{GitHubClient, GitHubPull};
 use crate::queue::{JobError, Queue};
 
@@ -78,8 +77,8 @@ impl AnswerSteps for GitHubSteps {
     }
 
     async fn gate(&self, note: &mut GitHubComment) -> Result<Gate, AnswerError> {
-        let gate = flow::thread::gate(&note.client, &note.comment).await;
-        gate.map_err(|e| AnswerError::Thread(e.into()))
+        let gate = gate(&note.client, &note.comment).await;
+        gate.map_err(AnswerError::Thread)
     }
 
     async fn change(&self, note: &GitHubComment) -> Result<GitHubChange, AnswerError> {
@@ -122,5 +121,35 @@ impl AnswerSteps for GitHubSteps {
 
     fn revisions(change: &GitHubChange) -> (&str, &str) {
         change.revisions()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::errors::chain;
+    use crate::github::GitHubError;
+
+    #[test]
+    fn a_failed_checkout_keeps_github_s_answer_in_the_chain() {
+        let refused = GitHubError::Api {
+            status: 404,
+            method: "GET".into(),
+            path: "/repos/o/r/pulls/1".into(),
+            message: "Not Found".into(),
+        };
+        let error = AnswerError::Checkout(crate::server::review_runner::github_error(refused));
+        let text = chain(&error);
+        assert!(
+            text.starts_with("could not check out the pull request: "),
+            "{text}"
+        );
+        assert!(
+            text.contains("GitHub answered 404 to GET /repos/o/r/pulls/1: Not Found"),
+            "{text}"
+        );
+        let mut causes =
+            std::iter::successors(Some(&error as &dyn std::error::Error), |e| e.source());
+        assert!(causes.any(|cause| cause.downcast_ref::<GitHubError>().is_some()));
     }
 }

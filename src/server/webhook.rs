@@ -3,7 +3,7 @@
 //! The signature header is checked before the body is read (a missing or malformed one is
 //! refused at once); the body is then read within the request limits and hashed as it
 //! arrives ([`super::body`]). Nothing of the body is parsed before the signature matches.
-//! Deliveries are read by the App's classifier ([`super::events::classify`]); a thread
+//! Deliveries are read by the App's classifier ([`super::events::classify_app_delivery`]); a thread
 //! comment goes to the thread hook, a malformed command's usage to the command-reply hook.
 
 use axum::extract::{Request, State};
@@ -14,14 +14,14 @@ use tracing::info;
 
 use super::AppState;
 use super::body::BodyError;
-use super::events::{Classified, CommandReply, classify};
+use super::events::{Classified, CommandReply, classify_app_delivery};
 use super::intake::{
     Answer, Headers, Refused, WebhookForge, ignored_answer, receive as intake, refuse_body,
 };
 use super::metrics::DeliveryOutcome;
 use super::signature::SignatureCheck;
+use crate::forge::thread::ThreadComment;
 use crate::forge::{ForgeEvent, IgnoreReason, ThreadNote, UsageReply};
-use crate::github::thread::ThreadComment;
 use crate::queue::ForgeKind;
 
 const SIGNATURE_HEADER: &str = "x-hub-signature-256";
@@ -70,7 +70,7 @@ impl WebhookForge for GitHub {
         body: &[u8],
     ) -> Result<(Option<String>, ForgeEvent), String> {
         let Classified { action, event } =
-            classify(event, body, &state.config).map_err(|err| err.to_string())?;
+            classify_app_delivery(event, body, &state.config).map_err(|err| err.to_string())?;
         Ok((action, event))
     }
 

@@ -22,7 +22,7 @@ fn pr_payload(action: &str, draft: bool) -> Value {
 
 fn decide(event: &str, payload: &Value, options: &ClassifyOptions) -> ForgeEvent {
     let body = serde_json::to_vec(payload).expect("serialize");
-    classify(event, body.as_slice(), options)
+    classify_github_event(event, body.as_slice(), options)
         .expect("classify")
         .event
 }
@@ -60,12 +60,15 @@ fn one_pass_and_two_pass_readings_of_pull_requests_agree() {
     ];
     for (index, payload) in well_formed.iter().chain(&others).enumerate() {
         let body = serde_json::to_vec(payload).expect("serialize");
-        let one = classify("pull_request", body.as_slice(), &options);
+        let one = classify_github_event("pull_request", body.as_slice(), &options);
         let two = classify_in_two_passes("pull_request", body.as_slice(), &options);
         assert_eq!(format!("{one:?}"), format!("{two:?}"), "{payload}");
         // The parsed event file reads the same as the raw body.
         // (Errors differ only in the position they name.)
-        match (&one, classify("pull_request", payload, &options)) {
+        match (
+            &one,
+            classify_github_event("pull_request", payload, &options),
+        ) {
             (Ok(raw), Ok(parsed)) => assert_eq!(raw, &parsed, "{payload}"),
             (Err(_), Err(_)) => {}
             (raw, parsed) => panic!("{payload}: {raw:?} but {parsed:?}"),
@@ -78,7 +81,7 @@ fn one_pass_and_two_pass_readings_of_pull_requests_agree() {
         }
     }
     for body in [&b"[1]"[..], b"{\"action\": \"opened\"", b" 7"] {
-        let one = classify("pull_request", body, &options);
+        let one = classify_github_event("pull_request", body, &options);
         let two = classify_in_two_passes("pull_request", body, &options);
         assert_eq!(format!("{one:?}"), format!("{two:?}"));
         assert!(one.is_err());

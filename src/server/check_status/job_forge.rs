@@ -2,6 +2,7 @@
 //! what it is told when its forge refuses Redline's statuses.
 
 use crate::forge::Forge;
+use crate::forge::notice::notice_once;
 use crate::forge::status::{Conclusion, ReviewStatus, StatusError, StatusTarget};
 use crate::github::GitHubClient;
 use crate::github::GitHubPull;
@@ -75,7 +76,7 @@ impl JobForge {
     /// Tells the change, once, that its statuses cannot be shown.
     pub(super) async fn denied_notice(&self) {
         let (forge, notice) = self.seam();
-        if let Err(error) = forge.notice_once(notice).await {
+        if let Err(error) = notice_once(forge.as_ref(), notice).await {
             tracing::warn!(%error, "could not post the notice of the missing permission");
         }
     }

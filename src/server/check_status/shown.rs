@@ -26,7 +26,7 @@ pub(crate) async fn no_review_needed(
         return Some(skipped);
     }
     if reviewed_before {
-        return Some(already_reviewed(status, head).await);
+        return Some(already_reviewed_status(status, head).await);
     }
     None
 }
@@ -40,7 +40,7 @@ pub(crate) async fn show_running(status: Option<&JobStatus>, settings: &Settings
 
 /// The status of a run that found its commit reviewed already: `neutral`, unless an
 /// earlier review of the commit concluded (that conclusion stands).
-async fn already_reviewed(status: Option<&JobStatus>, head: &str) -> ReviewStatus {
+async fn already_reviewed_status(status: Option<&JobStatus>, head: &str) -> ReviewStatus {
     let carried = match status {
         Some(status) => status.shown_conclusion(head).await,
         None => None,

@@ -21,7 +21,7 @@ fn app_event(event: &str, payload: &Value, review_drafts: bool) -> Result<ForgeE
         app_slug: None,
     };
     let body = serde_json::to_vec(payload).expect("serialize");
-    classify(event, &body, &config)
+    classify_app_delivery(event, &body, &config)
         .map(|classified| classified.event)
         .map_err(|error| error.to_string())
 }

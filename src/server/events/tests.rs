@@ -41,7 +41,7 @@ fn classify_value(
     config: &ServerConfig,
 ) -> Result<ForgeEvent, PayloadError> {
     let body = serde_json::to_vec(payload).expect("serialize");
-    classify(event, &body, config).map(|classified| classified.event)
+    classify_app_delivery(event, &body, config).map(|classified| classified.event)
 }
 
 fn decide(event: &str, payload: &Value) -> ForgeEvent {
@@ -150,7 +150,7 @@ fn a_malformed_command_gets_the_usage() {
 fn malformed_bodies_are_refused_for_every_event() {
     for event in ["pull_request", "ping", "star"] {
         for body in [&b"{"[..], b"[]", b"", b"{\"action\": 7}"] {
-            let result = classify(event, body, &ServerConfig::default());
+            let result = classify_app_delivery(event, body, &ServerConfig::default());
             assert!(
                 matches!(
                     result,
@@ -165,7 +165,8 @@ fn malformed_bodies_are_refused_for_every_event() {
 #[test]
 fn the_action_is_reported_for_ignored_events() {
     let body = br#"{"action": "created", "starred_at": null}"#;
-    let classified = classify("star", body, &ServerConfig::default()).expect("classify");
+    let classified =
+        classify_app_delivery("star", body, &ServerConfig::default()).expect("classify");
     assert_eq!(classified.action.as_deref(), Some("created"));
     assert!(matches!(classified.event, ForgeEvent::Ignore(_)));
 }

@@ -23,16 +23,14 @@ use async_trait::async_trait;
 use super::checkout::{MirrorSource, fetch_source, repository_settings};
 use super::{Pipeline, send};
 use crate::agent::AgentError;
-use crate::agent::chat::ChatAnswer;
 use crate::config::ConfigError;
 use crate::errors::Chain;
 use crate::flow;
 use crate::flow::pull::pull_intent;
-use crate::flow::thread::{Answered, Gate};
+use crate::flow::thread::Answered;
 use crate::forge::PublishError;
-use crate::forge::thread::{Thread, answer_body};
+use crate::forge::thread::{Gate, Thread, ThreadComment, answer_body};
 use crate::forge::{Forge, ForgeKind};
-use crate::github::thread::ThreadComment;
 use crate::queue::{JobError, Queue, QueueError};
 use crate::server::answer_pool::AnswerPool;
 
@@ -261,49 +259,19 @@ async fn answer<S: AnswerSteps>(
     let cost = settings.agent.price.map(|price| price.cost(usage));
     let tokens = (usage.prompt_tokens, usage.completion_tokens);
     shared.count_usage(S::FORGE, &repository, tokens, cost);
-    let keys = dismissal_after(forge.as_ref(), comment, thread, &answered).await?;
+    let keys = flow::thread::dismissal_after(forge.as_ref(), comment, thread, &answered)
+        .await
+        .map_err(AnswerError::Answered)?;
     dismiss_in(queue, &key, comment, &keys).await?;
     let body = answer_body(&answered.body, comment.comment_id);
     let posted = forge.reply(&S::thread_id(note), &body).await;
     posted.map_err(AnswerError::Post)
 }
 
-/// The keys to dismiss after the model's `answer`: the thread's finding when the model
-/// accepted a rejection from someone who may dismiss it, else none.
-async fn dismissal_after(
-    forge: &dyn Forge,
-    comment: &ThreadComment,
-    thread: &Thread,
-    answer: &ChatAnswer,
-) -> Result<Vec<String>, AnswerError> {
-    if !answer.dismiss
-        || !may_dismiss(forge, comment)
-            .await
-            .map_err(AnswerError::Answered)?
-    {
-        return Ok(Vec::new());
-    }
-    Ok(thread.dismissal_keys())
-}
-
-/// Whether the commenter may dismiss a finding: the change's author, or someone who may
-/// write ([`Forge::may_write`]).
-pub(crate) async fn may_dismiss(
-    forge: &dyn Forge,
-    comment: &ThreadComment,
-) -> Result<bool, PublishError> {
-    if comment.pr_author.as_deref() == Some(comment.author.as_str()) {
-        return Ok(true);
-    }
-    forge.may_write(&comment.author).await
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::config::ConfigReadError;
-    use crate::errors::chain;
-    use crate::github::GitHubError;
 
     #[test]
     fn the_log_line_names_the_cause_of_an_unanswered_comment() {
@@ -315,28 +283,5 @@ mod tests {
             Chain(&error).to_string(),
             "the repository's settings are not usable: cannot read config main:.redline.toml: it is larger than 1024 KiB"
         );
-    }
-
-    #[test]
-    fn a_failed_checkout_keeps_github_s_answer_in_the_chain() {
-        let refused = GitHubError::Api {
-            status: 404,
-            method: "GET".into(),
-            path: "/repos/o/r/pulls/1".into(),
-            message: "Not Found".into(),
-        };
-        let error = AnswerError::Checkout(crate::server::review_runner::github_error(refused));
-        let text = chain(&error);
-        assert!(
-            text.starts_with("could not check out the pull request: "),
-            "{text}"
-        );
-        assert!(
-            text.contains("GitHub answered 404 to GET /repos/o/r/pulls/1: Not Found"),
-            "{text}"
-        );
-        let mut causes =
-            std::iter::successors(Some(&error as &dyn std::error::Error), |e| e.source());
-        assert!(causes.any(|cause| cause.downcast_ref::<GitHubError>().is_some()));
     }
 }
