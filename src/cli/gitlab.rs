@@ -11,7 +11,6 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, anyhow};
 use tokio_util::sync::CancellationToken;
 
-use super::action::workflow_warning;
 use super::ci_settings::ci_settings;
 use super::review::model_client;
 use super::{EXIT_ERROR, EXIT_FINDINGS, EXIT_OK, GitlabArgs, error_message};
@@ -209,8 +208,9 @@ async fn review_and_publish(
     commits: &PullCommits,
     status: &CiStatus<'_>,
 ) -> anyhow::Result<(i32, ReviewStatus)> {
-    // Shown as the Action shows them (GitLab's log prints the line as it is).
-    let mut settings = ci_settings(&args.ci, commits, None, &workflow_warning)?;
+    // `local_settings` shows each warning about the config file on stderr, which is the
+    // job's log; GitLab reads no workflow commands (GitHub's `::warning::`) from it.
+    let mut settings = ci_settings(&args.ci, commits, None, &|_| {})?;
     settings
         .agent
         .set_intent(&flow::pull::pull_intent(forge, commits).await);

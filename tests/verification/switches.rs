@@ -116,6 +116,29 @@ async fn verify_false_in_the_repository_s_config_turns_it_off_under_redline_gitl
     }
 }
 
+/// A warning about the repository's config file reads as a warning in a GitLab job's log,
+/// once, not as GitHub's `::warning::` workflow command (which GitLab would show as it is).
+#[tokio::test]
+async fn a_config_warning_under_redline_gitlab_is_a_plain_job_log_line() {
+    use crate::gitlab_cli::{TOKEN, merge_request, run_gitlab};
+    let (repo, base, head) =
+        pull_request_with_config("base_url = \"https://elsewhere.invalid/v1\"\n");
+    let gl = GitLabMock::start(TOKEN).await;
+    merge_request(&gl, &base, &head, 8);
+    let model = model().await;
+    let run = run_gitlab(repo.path(), &base, &head, &gl, &model, Some(TOKEN)).await;
+    assert_eq!(run.code, 0, "{}\n{}", run.stdout, run.stderr);
+    let output = format!("{}{}", run.stdout, run.stderr);
+    assert!(!output.contains("::warning::"), "{output}");
+    let warnings: Vec<&str> = run
+        .stderr
+        .lines()
+        .filter(|line| line.contains("sets `base_url`, which is ignored"))
+        .collect();
+    assert_eq!(warnings.len(), 1, "{output}");
+    assert!(warnings[0].starts_with("warning: "), "{output}");
+}
+
 #[tokio::test]
 async fn verify_false_in_the_repository_s_config_turns_it_off_for_gitlab_webhooks() {
     use crate::gitlab_serve_cli::{GitLabServer, IID, PROJECT, hook_token, merge_request};
