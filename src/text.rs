@@ -6,6 +6,11 @@ pub(crate) mod urls;
 
 pub(crate) use logged::{logged, one_line_message};
 
+/// A commit id as people name it: its first 7 characters.
+pub(crate) fn short_sha(sha: &str) -> &str {
+    sha.get(..7).unwrap_or(sha)
+}
+
 /// The longest prefix of `text` that is at most `max_bytes` long and ends on a
 /// character boundary (so cutting never splits a UTF-8 character).
 pub(crate) fn prefix_at_char_boundary(text: &str, max_bytes: usize) -> &str {

@@ -15,7 +15,7 @@ use crate::agent::events::EventSink;
 use crate::config::ConfigError;
 use crate::config::settings::Settings;
 use crate::flow;
-use crate::flow::pull::{CommitSource, PullCommits, load_commits, short};
+use crate::flow::pull::{CommitSource, PullCommits, load_commits};
 use crate::forge::Forge;
 use crate::forge::command::already_reviewed;
 use crate::forge::dismissed::Dismissals;
@@ -31,6 +31,7 @@ use crate::llm::Secret;
 use crate::review::finding::{Finding, Severity};
 use crate::review::render::{Format, render};
 use crate::review::report::ReviewReport;
+use crate::text::short_sha;
 
 /// Runs `redline action` and returns the exit code.
 pub async fn run(args: ActionArgs) -> i32 {
@@ -112,12 +113,12 @@ async fn action(args: ActionArgs) -> anyhow::Result<i32> {
     if last.as_deref() == Some(target.head_sha.as_str()) {
         if target.requested {
             // The person who asked is answered where they asked.
-            let text = already_reviewed(short(&target.head_sha), "pull request");
+            let text = already_reviewed(short_sha(&target.head_sha), "pull request");
             notice_once(&forge, &text).await?;
         }
         println!(
             "::notice::Redline: {} was already reviewed",
-            short(&target.head_sha)
+            short_sha(&target.head_sha)
         );
         write_outputs(&Outputs {
             cost_usd: Some(0.0),

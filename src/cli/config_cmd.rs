@@ -19,6 +19,7 @@ use super::{EXIT_ERROR, EXIT_OK, LimitArgs, ModelArgs, error_message};
 use crate::config::origin::{self, API_KEY, FileOrigin, Origins};
 use crate::config::settings::{Scope, SettingFlags};
 use crate::config::{CONFIG_FILE, ConfigSource};
+use crate::text::short_sha;
 
 /// `redline config`.
 #[derive(Debug, Clone, Args)]
@@ -256,7 +257,7 @@ fn show(args: &ConfigShowArgs) -> anyhow::Result<String> {
             (None, true) => (CONFIG_FILE.to_string(), "(work tree)".to_string()),
             (None, false) => (
                 CONFIG_FILE.to_string(),
-                format!("(base {})", short(&range.base)),
+                format!("(base {})", short_sha(&range.base)),
             ),
         };
         files.push(FileOrigin { source, name, note });
@@ -317,11 +318,6 @@ fn setting_flags(flags: &ShowFlags) -> SettingFlags {
         verify: (!flags.verify).then_some(false),
         verify_model: None,
     }
-}
-
-/// A commit as people name it: its first 7 hex digits.
-fn short(commit: &str) -> &str {
-    commit.get(..7).unwrap_or(commit)
 }
 
 /// `path` with the home directory written `~`.

@@ -16,7 +16,7 @@ use super::review::model_client;
 use super::{EXIT_ERROR, EXIT_FINDINGS, EXIT_OK, GitlabArgs, error_message};
 use crate::agent::events::EventSink;
 use crate::flow;
-use crate::flow::pull::{CommitSource, PullCommits, load_commits, short};
+use crate::flow::pull::{CommitSource, PullCommits, load_commits};
 use crate::forge::Forge;
 use crate::forge::PublishConfig;
 use crate::forge::dismissed::Dismissals;
@@ -28,6 +28,7 @@ use crate::gitlab::{GitLabClient, GitLabMergeRequest, api_url_from_env};
 use crate::llm::Secret;
 use crate::review::render::{Format, render};
 use crate::server::check_status::{reviewed, running};
+use crate::text::short_sha;
 
 /// Runs `redline gitlab` and returns the exit code.
 pub async fn run(args: GitlabArgs) -> i32 {
@@ -76,7 +77,7 @@ async fn gitlab(args: GitlabArgs) -> anyhow::Result<i32> {
     };
     let last = last_reviewed_sha(&forge).await?;
     if last.as_deref() == Some(head.as_str()) {
-        println!("Redline: {} was already reviewed", short(&head));
+        println!("Redline: {} was already reviewed", short_sha(&head));
         return Ok(EXIT_OK);
     }
     let commits = project_commits(&base, &head, last.as_deref()).await?;
@@ -193,7 +194,7 @@ fn head_diff_refs<'a>(merge_request: &'a MergeRequest, head: &str) -> Option<&'a
     if refs.is_none() {
         println!(
             "Redline: the pipeline's commit {} is not the merge request's head; the findings go to the summary note",
-            short(head)
+            short_sha(head)
         );
     }
     refs

@@ -32,6 +32,7 @@ use crate::repo::{RepoView, ResolvedRange, load_change};
 use crate::review::diff::ChangeSet;
 use crate::review::finding::Finding;
 use crate::review::report::ReviewReport;
+use crate::text::short_sha;
 use crate::tools::Workspace;
 
 /// The summary of a run with nothing new to review.
@@ -109,7 +110,7 @@ pub fn load_commits(
     let range = |from: &str| ResolvedRange {
         base: from.to_string(),
         head: head.to_string(),
-        base_label: format!("{}..{}", short(from), short(head)),
+        base_label: format!("{}..{}", short_sha(from), short_sha(head)),
     };
     let commits_error = FlowError::Commits;
     let (view, pr_changes) =
@@ -143,11 +144,6 @@ fn is_ancestor(root: &Path, ancestor: &str, head: &str) -> bool {
         (Ok(a), Ok(h)) => repo.graph_descendant_of(h, a).unwrap_or(false),
         _ => false,
     }
-}
-
-/// The first 7 characters of a commit id.
-pub fn short(sha: &str) -> &str {
-    sha.get(..7).unwrap_or(sha)
 }
 
 /// What the author says the pull request does: its title, description and linked issues

@@ -92,8 +92,12 @@ pub(crate) fn render_summary(input: &SummaryInput<'_>) -> RenderedSummary {
     });
     body.push_str("\n\n");
     body.push_str(&match input.reviewed_range {
-        Some((from, to)) => format!("_Last run reviewed `{}..{}`._\n", short(from), short(to)),
-        None => format!("_Last run reviewed `{}`._\n", short(input.head_sha)),
+        Some((from, to)) => format!(
+            "_Last run reviewed `{}..{}`._\n",
+            summary_sha(from),
+            summary_sha(to)
+        ),
+        None => format!("_Last run reviewed `{}`._\n", summary_sha(input.head_sha)),
     });
     if let Some(stats) = input.stats {
         body.push_str(&run_line(stats));
@@ -269,7 +273,9 @@ fn previous_entries(body: &str, start: &str, end: &str) -> Vec<String> {
         .collect()
 }
 
-fn short(sha: &str) -> &str {
+/// A commit id in the summary: 12 characters, which stay unambiguous in a large
+/// repository for as long as the summary is read (a short id elsewhere is 7).
+fn summary_sha(sha: &str) -> &str {
     sha.get(..12).unwrap_or(sha)
 }
 

@@ -34,7 +34,7 @@ use crate::config::ModelSettings;
 use crate::config::limits::LimitCeilings;
 use crate::config::settings::Settings;
 use crate::flow;
-use crate::flow::pull::{PullCommits, short};
+use crate::flow::pull::PullCommits;
 use crate::forge::command::already_reviewed;
 use crate::forge::dismissed::Dismissals;
 use crate::forge::notice::notice_once;
@@ -44,6 +44,7 @@ use crate::forge::{PublishConfig, PublishError};
 use crate::llm::ChatModel;
 use crate::queue::{Job, JobError, JobRunner, Queue, ReviewTrigger, RunOutcome};
 use crate::review::report::ReviewReport;
+use crate::text::short_sha;
 pub(crate) use checkout::MirrorSource;
 use checkout::{fetch_source, repository_settings, review_recorded};
 
@@ -322,7 +323,7 @@ async fn review_from(
         .map_err(|e| Err(publish_error(e)))?;
     let since = since(job, last, head);
     if since == Since::AlreadyReviewed {
-        let text = already_reviewed(short(head), noun);
+        let text = already_reviewed(short_sha(head), noun);
         let noticed = notice_once(forge, &text).await;
         noticed.map_err(|e| Err(publish_error(e)))?;
     }

@@ -6,6 +6,7 @@ use super::{Conclusion, DESCRIPTION_MAX, ReviewStatus, SkipReason, Verdict};
 use crate::review::finding::Severity;
 use crate::review::report::FailOn;
 use crate::text::escape_inline;
+use crate::text::short_sha;
 
 /// The longest reason (of a failure, a retry) a summary quotes, in characters.
 const REASON_MAX: usize = 2000;
@@ -28,7 +29,7 @@ pub(super) fn title(status: &ReviewStatus) -> String {
         } => "Review timed out".into(),
         ReviewStatus::Failed { .. } => "Review failed".into(),
         ReviewStatus::Cancelled { newer_head } => match newer_head {
-            Some(head) => format!("Cancelled: replaced by {}", short(head)),
+            Some(head) => format!("Cancelled: replaced by {}", short_sha(head)),
             None => "Cancelled: replaced by a newer review".into(),
         },
     }
@@ -65,7 +66,7 @@ pub(super) fn summary(status: &ReviewStatus) -> String {
         ReviewStatus::Cancelled { newer_head } => match newer_head {
             Some(head) => format!(
                 "A newer commit, `{}`, replaced this one: its review is the one that counts.",
-                short(head)
+                short_sha(head)
             ),
             None => "A newer review of this change replaced this one.".into(),
         },
@@ -95,7 +96,7 @@ pub(super) fn description(status: &ReviewStatus) -> String {
         }
         ReviewStatus::Failed { reason, .. } => format!("failed: {}", one_paragraph(reason)),
         ReviewStatus::Cancelled { newer_head } => match newer_head {
-            Some(head) => format!("canceled: replaced by {}", short(head)),
+            Some(head) => format!("canceled: replaced by {}", short_sha(head)),
             None => "canceled: replaced by a newer review".into(),
         },
     };
@@ -164,7 +165,7 @@ fn skip_phrase(reason: &SkipReason) -> String {
         SkipReason::Draft => "draft".into(),
         SkipReason::AlreadyReviewed => "already reviewed".into(),
         SkipReason::NothingIncluded => "no included file changed".into(),
-        SkipReason::NotTheHead { head } => format!("{} is the head now", short(head)),
+        SkipReason::NotTheHead { head } => format!("{} is the head now", short_sha(head)),
         SkipReason::ResultNotShown => "result not recorded".into(),
     }
 }
@@ -180,7 +181,7 @@ fn skip_sentence(reason: &SkipReason) -> String {
         }
         SkipReason::NotTheHead { head } => format!(
             "This commit is no longer the head of the change (`{}` is): its own check shows its review.",
-            short(head)
+            short_sha(head)
         ),
         SkipReason::ResultNotShown => "Redline reviewed this commit but stopped before it showed \
             the result here: the review on the change has it."
@@ -191,11 +192,6 @@ fn skip_sentence(reason: &SkipReason) -> String {
 /// The text on one line: runs of whitespace (newlines included) become one space.
 fn one_paragraph(text: &str) -> String {
     text.split_whitespace().collect::<Vec<_>>().join(" ")
-}
-
-/// The first 7 characters of a commit id.
-fn short(sha: &str) -> &str {
-    sha.get(..7).unwrap_or(sha)
 }
 
 fn capitalized(text: &str) -> String {
