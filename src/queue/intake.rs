@@ -1,15 +1,18 @@
 //! [`Queue::accept_delivery`]: record a delivery and enqueue its job atomically, with group
-//! commit; on SQLite, workers' claims and completions join the same groups.
+//! commit; workers' claims and completions join the same groups.
 //!
 //! Callers hand their work to one committer task per [`Queue`] (and its clones). The task
 //! takes everything waiting when it is free (at most [`MAX_GROUP`] members), lets the tasks
 //! the runtime already has ready hand theirs over too ([`GATHER_ROUNDS`]), and stores it all
 //! in one transaction, so concurrent deliveries share one commit and one fsync; an idle
-//! intake commits a lone delivery at once (no timer, no batching delay). On SQLite the
-//! workers' claims and completions ([`Queue::claim`], [`Queue::complete`],
-//! [`Queue::cancelled`]) are members too: a no-op worker would otherwise add two commits of
-//! its own per job, each holding the database's single write lock through an fsync. On
-//! PostgreSQL they run on the pool.
+//! intake commits a lone delivery at once (no timer, no batching delay). The workers' claims
+//! and completions ([`Queue::claim`], [`Queue::complete`], [`Queue::cancelled`]) are members
+//! too: a no-op worker would otherwise add two commits of its own per job (on SQLite each
+//! holding the database's single write lock through an fsync; on PostgreSQL each an fsync of
+//! its own beside the committer's). On PostgreSQL they join only a group of at least
+//! [`SHARED_MIN_DELIVERIES`] deliveries; in a smaller one they are set aside and each commits
+//! on its own on the pool, on a task of their own ([`settle_aside`]), so that a lone delivery
+//! stays one round trip.
 //!
 //! Invariants:
 //! - A caller is answered only after the transaction holding its work committed, or with
@@ -18,13 +21,16 @@
 //!   ones before it (a redelivery within a group is a duplicate, and a later job supersedes an
 //!   earlier one of the same pull request exactly as if they had arrived one after the other);
 //!   then completions, then claims, each in arrival order. The members ran concurrently, so
-//!   this is one order they could have run in.
+//!   this is one order they could have run in. (Members set aside on PostgreSQL run
+//!   concurrently with the group, each as it would alone.)
 //! - When a group's transaction fails, nothing of it is kept and each member is stored again
 //!   in a transaction of its own, so one bad member does not fail the others. (If the group
 //!   commit failed only in appearance — the connection dropped after the database committed —
 //!   a retried delivery finds itself stored and answers [`Accepted::Duplicate`]: still stored
 //!   once; a retried completion answers [`QueueError::LeaseLost`]; a claim leases another job
 //!   and the first one runs again when its lease expires, as after any crash.)
+//! - No member is answered with an error that aborted the transaction it shares: on
+//!   PostgreSQL such an error turns the `COMMIT` into a rollback, so it fails the group.
 //! - Work handed over is stored even when its caller stops waiting.
 //! - The write-ahead log is checkpointed by a task of its own ([`super::checkpoint`]), so no
 //!   commit waits for a checkpoint.
@@ -39,7 +45,7 @@ use super::checkpoint::Checkpointer;
 use super::clock::Clock;
 use super::db::Db;
 use super::error::QueueError;
-use super::intake_db::{Entry, Outcomes, Store, Work};
+use super::intake_db::{Entry, Outcomes, SHARED_MIN_DELIVERIES, Store, Work, settle_on_pool};
 use super::lease::{ClaimRequest, FinishRequest, Reaper};
 use super::store::Queue;
 use super::types::{Accepted, IntakeStats, Job, NewDelivery, NewJob};
@@ -118,12 +124,12 @@ impl Intake {
         outcome.await.map_err(|_| QueueError::IntakeStopped)?
     }
 
-    /// A claim committed with the group it joins (SQLite).
+    /// A claim committed with the group it joins (on PostgreSQL, see [`settle_aside`]).
     pub(super) async fn claim(&self, request: ClaimRequest) -> Result<Option<Job>, QueueError> {
         self.submit(|reply| Member::Claim(request, reply)).await
     }
 
-    /// A completion committed with the group it joins (SQLite).
+    /// A completion committed with the group it joins (on PostgreSQL, see [`settle_aside`]).
     pub(super) async fn finish(&self, request: FinishRequest) -> Result<(), QueueError> {
         self.submit(|reply| Member::Finish(request, reply)).await
     }
@@ -186,6 +192,22 @@ impl Group {
         group
     }
 
+    /// How many members.
+    fn len(&self) -> usize {
+        self.deliveries.len() + self.finishes.len() + self.claims.len()
+    }
+
+    /// Moves the completions and claims, with their replies, into a group of their own.
+    fn take_workers(&mut self) -> Group {
+        Group {
+            finishes: std::mem::take(&mut self.finishes),
+            claims: std::mem::take(&mut self.claims),
+            finish_replies: std::mem::take(&mut self.finish_replies),
+            claim_replies: std::mem::take(&mut self.claim_replies),
+            ..Group::default()
+        }
+    }
+
     fn work(&self) -> Work<'_> {
         Work {
             deliveries: &self.deliveries,
@@ -222,9 +244,15 @@ async fn run_committer(
     let mut members = Vec::with_capacity(MAX_GROUP);
     while receiver.recv_many(&mut members, MAX_GROUP).await > 0 {
         gather_ready(&mut receiver, &mut members).await;
-        let size = members.len() as u64;
-        let group = Group::gather(members.drain(..));
-        counters.waiting.fetch_sub(size, Ordering::Relaxed);
+        counters
+            .waiting
+            .fetch_sub(members.len() as u64, Ordering::Relaxed);
+        let mut group = Group::gather(members.drain(..));
+        settle_aside(&mut group, &parts, &counters);
+        let size = group.len() as u64;
+        if size == 0 {
+            continue;
+        }
         counters.committing.store(size, Ordering::Relaxed);
         counters.largest_group.fetch_max(size, Ordering::Relaxed);
         let outcomes = {
@@ -245,6 +273,45 @@ async fn run_committer(
             checkpointer.committed();
         }
     }
+}
+
+/// PostgreSQL: takes the claims and completions out of a group of fewer than
+/// [`SHARED_MIN_DELIVERIES`] deliveries and settles them on a task of their own, each in a
+/// transaction of its own on the pool, so the group (a lone delivery: one call) and the next
+/// one do not wait for them. Other groups are left whole.
+fn settle_aside(group: &mut Group, parts: &CommitterParts, counters: &Arc<Counters>) {
+    let Db::Postgres(pool) = &parts.db else {
+        return;
+    };
+    let has_workers = !group.finishes.is_empty() || !group.claims.is_empty();
+    if !has_workers || group.deliveries.len() >= SHARED_MIN_DELIVERIES {
+        return;
+    }
+    let aside = group.take_workers();
+    let pool = pool.clone();
+    let reaper = parts.reaper.clone();
+    let clock = parts.clock.clone();
+    let wakeup = Arc::clone(&parts.wakeup);
+    let counters = Arc::clone(counters);
+    tokio::spawn(async move {
+        let (finishes, claims) = settle_on_pool(
+            &pool,
+            &aside.finishes,
+            &aside.claims,
+            &reaper,
+            clock.now_millis(),
+        )
+        .await;
+        counters
+            .worker_members
+            .fetch_add(aside.len() as u64, Ordering::Relaxed);
+        let outcomes = Outcomes {
+            deliveries: Vec::new(),
+            finishes,
+            claims,
+        };
+        aside.answer(outcomes, &wakeup);
+    });
 }
 
 /// Adds to `members` what the runtime's ready tasks hand over during [`GATHER_ROUNDS`]
