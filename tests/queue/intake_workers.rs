@@ -6,7 +6,7 @@
 //! Groups are formed as in [`super::intake`]: the committer is stuck on a plug delivery while
 //! the members are handed over one by one, then let go.
 
-use redline::queue::{Accepted, ForgeKind, Job, JobId, JobState, Queue, QueueError};
+use redline::queue::{Accepted, Job, JobId, JobState, Queue, QueueError};
 use sqlx::{Connection, Executor, Row};
 
 use super::intake::{
@@ -222,24 +222,23 @@ async fn postgres_a_claim_meeting_another_in_a_group_fails_the_group_not_its_mem
         let outcome: Outcome = task.await.unwrap();
         stored.push(queued_id(&outcome));
     }
-    let claimed = claimed.await.unwrap().unwrap().expect("a job to claim");
+    // What the callers were told is what the database kept.
+    assert_eq!(queue.delivery_count().await.unwrap(), 5);
+    for id in stored {
+        let kept = queue.job(id).await.unwrap().map(|job| job.state);
+        assert_eq!(kept, Some(JobState::Queued), "job {id}");
+    }
     let stats = queue.intake_stats();
     assert_eq!(stats.groups_retried, 1, "{stats:?}");
     // Stored alone, the claim passes over PR 1 (its other job runs) to the oldest other job.
+    let claimed = claimed.await.unwrap().unwrap().expect("a job to claim");
     assert_eq!(claimed.id, plug_job);
-    for id in stored {
-        assert_eq!(job(&queue, id).await.state, JobState::Queued, "job {id}");
-    }
+    assert!(leased_once(&job(&queue, plug_job).await, "w"));
     assert_eq!(job(&queue, first).await.state, JobState::Queued);
     assert_eq!(
         job(&queue, taken).await.lease_owner.as_deref(),
         Some("other")
     );
-    assert_eq!(queue.delivery_count().await.unwrap(), 5);
-    let pr_jobs = queue
-        .jobs_for_pr(ForgeKind::GitHub, "owner/repo", 2)
-        .await
-        .unwrap();
-    assert_eq!(pr_jobs.len(), 1, "{pr_jobs:?}");
+    assert_eq!(running(&queue).await, 2, "the other lease and the claim");
     db.cleanup().await;
 }
