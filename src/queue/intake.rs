@@ -14,6 +14,13 @@
 //! on its own on the pool, on a task of their own ([`settle_aside`]), so that a lone delivery
 //! stays one round trip.
 //!
+//! On PostgreSQL a group of several deliveries is stored in a transaction whose `COMMIT` (and
+//! its fsync) runs on a task of its own while the committer stores the next group: the
+//! committer's cycle is then `BEGIN` and the group's statements, not the fsync. The next
+//! group's statements wait for the previous group's per-PR locks and unique keys where they
+//! meet them, so they see what it wrote, as if it had committed first; its job ids are taken
+//! after the previous group's.
+//!
 //! Invariants:
 //! - A caller is answered only after the transaction holding its work committed, or with
 //!   the error that kept it from committing.
@@ -23,8 +30,11 @@
 //!   then completions, then claims, each in arrival order. The members ran concurrently, so
 //!   this is one order they could have run in. (Members set aside on PostgreSQL run
 //!   concurrently with the group, each as it would alone.)
-//! - When a group's transaction fails, nothing of it is kept and each member is stored again
-//!   in a transaction of its own, so one bad member does not fail the others. (If the group
+//! - When a group's statements fail, nothing of it is kept and each member is stored again
+//!   in a transaction of its own, so one bad member does not fail the others. When its
+//!   `COMMIT` fails (PostgreSQL; the connection or the server failed), every member gets
+//!   [`QueueError::CommitFailed`]: the next group may already be stored, so storing them again
+//!   could reorder them. (If the group
 //!   commit failed only in appearance — the connection dropped after the database committed —
 //!   a retried delivery finds itself stored and answers [`Accepted::Duplicate`]: still stored
 //!   once; a retried completion answers [`QueueError::LeaseLost`]; a claim leases another job
@@ -39,13 +49,16 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use tokio::sync::{Mutex, Notify, mpsc, oneshot};
+use tokio::task::JoinHandle;
 use tracing::warn;
 
 use super::checkpoint::Checkpointer;
 use super::clock::Clock;
 use super::db::Db;
 use super::error::QueueError;
-use super::intake_db::{Entry, Outcomes, SHARED_MIN_DELIVERIES, Store, Work, settle_on_pool};
+use super::intake_db::{
+    Entry, Outcomes, SHARED_MIN_DELIVERIES, Staged, Store, Work, settle_on_pool,
+};
 use super::lease::{ClaimRequest, FinishRequest, Reaper};
 use super::store::Queue;
 use super::types::{Accepted, IntakeStats, Job, NewDelivery, NewJob};
@@ -216,8 +229,14 @@ impl Group {
         }
     }
 
-    /// Answers every member. A caller that stopped waiting still had its work stored.
-    fn answer(self, outcomes: Outcomes, wakeup: &Notify) {
+    /// Answers every member, and counts them. A caller that stopped waiting still had its
+    /// work stored.
+    fn answer(self, outcomes: Outcomes, wakeup: &Notify, counters: &Counters) {
+        let deliveries = self.deliveries.len() as u64;
+        counters.deliveries.fetch_add(deliveries, Ordering::Relaxed);
+        counters
+            .worker_members
+            .fetch_add(self.len() as u64 - deliveries, Ordering::Relaxed);
         for (outcome, reply) in outcomes.deliveries.into_iter().zip(self.delivery_replies) {
             if matches!(outcome, Ok(Accepted::Queued { .. })) {
                 wakeup.notify_one();
@@ -233,7 +252,10 @@ impl Group {
     }
 }
 
-/// The committer task: one group at a time, until every sender is gone.
+/// The committer task: one group at a time, until every sender is gone. A group left to
+/// commit (PostgreSQL, see [`Store::stage`]) commits on a task of its own while the next group
+/// is stored; at most one such commit is in flight, and a group's commit is sent only after
+/// the one before it ended, so groups commit in order.
 async fn run_committer(
     parts: CommitterParts,
     mut checkpointer: Option<Checkpointer>,
@@ -242,6 +264,7 @@ async fn run_committer(
 ) {
     let mut store = Store::new(parts.db.clone(), &parts.url, parts.clock.clone());
     let mut members = Vec::with_capacity(MAX_GROUP);
+    let mut in_flight: Option<JoinHandle<()>> = None;
     while receiver.recv_many(&mut members, MAX_GROUP).await > 0 {
         gather_ready(&mut receiver, &mut members).await;
         counters
@@ -255,7 +278,7 @@ async fn run_committer(
         }
         counters.committing.store(size, Ordering::Relaxed);
         counters.largest_group.fetch_max(size, Ordering::Relaxed);
-        let outcomes = {
+        let staged = {
             let _turn = match &parts.writer {
                 Some(lock) => Some(lock.lock().await),
                 None => None,
@@ -263,15 +286,35 @@ async fn run_committer(
             commit_group(&mut store, &parts, &group.work(), &counters).await
         };
         counters.committing.store(0, Ordering::Relaxed);
-        let deliveries = group.deliveries.len() as u64;
-        counters.deliveries.fetch_add(deliveries, Ordering::Relaxed);
-        counters
-            .worker_members
-            .fetch_add(size - deliveries, Ordering::Relaxed);
-        group.answer(outcomes, &parts.wakeup);
+        match staged {
+            Staged::Committed(outcomes) => group.answer(outcomes, &parts.wakeup, &counters),
+            Staged::Pending(uncommitted) => {
+                if let Some(previous) = in_flight.take() {
+                    let _ = previous.await;
+                }
+                let wakeup = Arc::clone(&parts.wakeup);
+                let counters = Arc::clone(&counters);
+                in_flight = Some(tokio::spawn(async move {
+                    let outcomes = match uncommitted.commit().await {
+                        Ok(outcomes) => {
+                            counters.commits.fetch_add(1, Ordering::Relaxed);
+                            outcomes
+                        }
+                        Err(err) => {
+                            warn!(members = group.len(), error = %err, "a group's commit failed");
+                            Outcomes::commit_failed(&group.work(), &err)
+                        }
+                    };
+                    group.answer(outcomes, &wakeup, &counters);
+                }));
+            }
+        }
         if let Some(checkpointer) = &mut checkpointer {
             checkpointer.committed();
         }
+    }
+    if let Some(previous) = in_flight {
+        let _ = previous.await;
     }
 }
 
@@ -302,15 +345,12 @@ fn settle_aside(group: &mut Group, parts: &CommitterParts, counters: &Arc<Counte
             clock.now_millis(),
         )
         .await;
-        counters
-            .worker_members
-            .fetch_add(aside.len() as u64, Ordering::Relaxed);
         let outcomes = Outcomes {
             deliveries: Vec::new(),
             finishes,
             claims,
         };
-        aside.answer(outcomes, &wakeup);
+        aside.answer(outcomes, &wakeup, &counters);
     });
 }
 
@@ -331,21 +371,22 @@ async fn gather_ready(receiver: &mut mpsc::Receiver<Member>, members: &mut Vec<M
     }
 }
 
-/// Stores a group in one transaction; when that fails, each member in one of its own.
-/// Returns one outcome per member, in the group's order.
+/// Stores a group in one transaction (left to commit, see [`Store::stage`]); when that fails,
+/// each member in one of its own. The outcomes are one per member, in the group's order.
 async fn commit_group(
     store: &mut Store,
     parts: &CommitterParts,
     work: &Work<'_>,
     counters: &Counters,
-) -> Outcomes {
+) -> Staged {
     counters.groups.fetch_add(1, Ordering::Relaxed);
-    let err = match store.store(work, &parts.reaper).await {
-        Ok(outcomes) => {
+    let err = match store.stage(work, &parts.reaper).await {
+        Ok(Staged::Committed(outcomes)) => {
             counters.commits.fetch_add(1, Ordering::Relaxed);
-            return outcomes;
+            return Staged::Committed(outcomes);
         }
-        Err(err) if work.len() == 1 => return Outcomes::failed(work, err),
+        Ok(pending) => return pending,
+        Err(err) if work.len() == 1 => return Staged::Committed(Outcomes::failed(work, err)),
         Err(err) => err,
     };
     warn!(members = work.len(), error = %err,
@@ -361,7 +402,7 @@ async fn commit_group(
             Err(err) => outcomes.extend(Outcomes::failed(&single, err)),
         }
     }
-    outcomes
+    Staged::Committed(outcomes)
 }
 
 /// The live counters behind [`IntakeStats`].

@@ -14,7 +14,7 @@ use sqlx::sqlite::{SqliteConnectOptions, SqliteConnection};
 use super::clock::Clock;
 use super::db::{Db, is_in_memory};
 use super::error::QueueError;
-use super::intake_postgres::{store_postgres, store_postgres_with_workers};
+use super::intake_postgres::{Uncommitted, stage_postgres_group, store_postgres};
 use super::intake_sqlite::store_sqlite;
 use super::lease::{ClaimRequest, FinishRequest, LeaseDb, Reaper, WorkerOutcomes};
 use super::store::to_db_int;
@@ -135,6 +135,16 @@ pub(super) struct Outcomes {
 }
 
 impl Outcomes {
+    /// The outcomes of `work` whose group's `COMMIT` failed with `err`: each member fails.
+    pub(super) fn commit_failed(work: &Work<'_>, err: &QueueError) -> Outcomes {
+        let failed = || QueueError::CommitFailed(err.to_string());
+        Outcomes {
+            deliveries: work.deliveries.iter().map(|_| Err(failed())).collect(),
+            finishes: work.finishes.iter().map(|_| Err(failed())).collect(),
+            claims: work.claims.iter().map(|_| Err(failed())).collect(),
+        }
+    }
+
     /// The outcome of a one-member `work` whose transaction failed with `err`.
     pub(super) fn failed(work: &Work<'_>, err: QueueError) -> Outcomes {
         let mut outcomes = Outcomes::default();
@@ -154,6 +164,13 @@ impl Outcomes {
         self.finishes.extend(more.finishes);
         self.claims.extend(more.claims);
     }
+}
+
+/// A group stored by [`Store::stage`].
+pub(super) enum Staged {
+    Committed(Outcomes),
+    /// Stored in a transaction still to commit (PostgreSQL).
+    Pending(Uncommitted),
 }
 
 /// Where the committer stores its groups. On an SQLite file, a connection of its own kept
@@ -183,6 +200,24 @@ impl Store {
             conn: None,
             clock,
         }
+    }
+
+    /// Stores `work` as [`Store::store`] does, except that on PostgreSQL a group of at least
+    /// [`SHARED_MIN_DELIVERIES`] deliveries is left uncommitted, for the caller to commit
+    /// while it stores the next group.
+    pub(super) async fn stage(
+        &mut self,
+        work: &Work<'_>,
+        reaper: &Reaper,
+    ) -> Result<Staged, QueueError> {
+        if let Db::Postgres(pool) = &self.db {
+            if work.deliveries.len() >= SHARED_MIN_DELIVERIES {
+                let now = self.clock.now_millis();
+                let staged = stage_postgres_group(pool, work, reaper, now).await?;
+                return Ok(Staged::Pending(staged));
+            }
+        }
+        self.store(work, reaper).await.map(Staged::Committed)
     }
 
     /// Stores `work`; one outcome per member. On error nothing of the deliveries is stored
@@ -220,8 +255,8 @@ impl Store {
     }
 }
 
-/// PostgreSQL: a group of at least [`SHARED_MIN_DELIVERIES`] deliveries with claims or
-/// completions, all in one transaction; otherwise the deliveries in one call (its own
+/// PostgreSQL: a group of at least [`SHARED_MIN_DELIVERIES`] deliveries, with its claims and
+/// completions, in one transaction; otherwise the deliveries in one call (its own
 /// transaction) and each claim and completion on its own.
 async fn store_postgres_work(
     pool: &PgPool,
@@ -229,9 +264,11 @@ async fn store_postgres_work(
     reaper: &Reaper,
     now: i64,
 ) -> Result<Outcomes, QueueError> {
-    let has_workers = !work.finishes.is_empty() || !work.claims.is_empty();
-    if has_workers && work.deliveries.len() >= SHARED_MIN_DELIVERIES {
-        return store_postgres_with_workers(pool, work, reaper, now).await;
+    if work.deliveries.len() >= SHARED_MIN_DELIVERIES {
+        return stage_postgres_group(pool, work, reaper, now)
+            .await?
+            .commit()
+            .await;
     }
     let mut outcomes = Outcomes::default();
     if !work.deliveries.is_empty() {

@@ -12,12 +12,13 @@
 //! locks and deliveries, the plan for those that were new, the jobs, `COMMIT`). A group
 //! without jobs is one call either way.
 //!
-//! A group with workers' completions and claims ([`store_postgres_with_workers`]) is one
-//! transaction: `BEGIN`, the call, the completions, the claims, `COMMIT`, on one connection.
-//! There a failed statement aborts the whole transaction (and a `COMMIT` after it only rolls
-//! back), so every error is the group's: a redelivery's refusal makes it start over the long
-//! way in a new transaction, any other error rolls it back and goes to the committer, which
-//! stores the members one at a time.
+//! A group of several deliveries, with the workers' completions and claims waiting with it
+//! ([`stage_postgres_group`]), is one transaction: `BEGIN`, the call, the completions, the
+//! claims, on one connection, then `COMMIT`, which the committer sends while it stores the
+//! next group (see [`super::intake`]). There a failed statement aborts the whole transaction
+//! (and a `COMMIT` after it only rolls back), so every error is the group's: a redelivery's
+//! refusal makes it start over the long way in a new transaction, any other error rolls it
+//! back and goes to the committer, which stores the members one at a time.
 //!
 //! Why a function and not one statement of data-modifying CTEs: a statement reads one
 //! snapshot, taken before any lock it takes, so it could miss a job the previous holder of a
@@ -36,8 +37,8 @@
 
 use std::collections::HashSet;
 
-use sqlx::Row;
-use sqlx::postgres::{PgConnection, PgPool, PgRow};
+use sqlx::postgres::{PgConnection, PgPool, PgRow, Postgres};
+use sqlx::{Row, Transaction};
 
 use super::db::{state_from_row, to_millis};
 use super::error::QueueError;
@@ -79,17 +80,33 @@ pub(super) async fn store_postgres(
     }
 }
 
+/// A group stored in a transaction not yet committed, and its members' outcomes (valid once
+/// the commit succeeds).
+pub(super) struct Uncommitted {
+    tx: Transaction<'static, Postgres>,
+    outcomes: Outcomes,
+}
+
+impl Uncommitted {
+    /// Commits the group; its members' outcomes, or the error of the `COMMIT`.
+    pub(super) async fn commit(self) -> Result<Outcomes, QueueError> {
+        self.tx.commit().await?;
+        Ok(self.outcomes)
+    }
+}
+
 /// Stores a group's deliveries, then its workers' completions and claims, in one transaction
-/// on one connection (`BEGIN`, the call, the completions, the claims, `COMMIT`): one commit
-/// for all. Any error rolls all of it back and is returned (the committer then stores the
-/// members one at a time); no error is answered as a member's outcome while the transaction
-/// goes on, since PostgreSQL would then turn the `COMMIT` into a silent rollback.
-pub(super) async fn store_postgres_with_workers(
+/// on one connection (`BEGIN`, the call, the completions, the claims), and returns it for the
+/// caller to commit: one commit for all. Any error rolls all of it back and is returned (the
+/// committer then stores the members one at a time); no error is answered as a member's
+/// outcome while the transaction goes on, since PostgreSQL would then turn the `COMMIT` into
+/// a silent rollback.
+pub(super) async fn stage_postgres_group(
     pool: &PgPool,
     work: &Work<'_>,
     reaper: &Reaper,
     now: i64,
-) -> Result<Outcomes, QueueError> {
+) -> Result<Uncommitted, QueueError> {
     let first = first_in_group(work.deliveries);
     let mut tx = pool.begin().await?;
     let accepted = match store_planned_new(&mut tx, work.deliveries, &first, now).await {
@@ -109,14 +126,14 @@ pub(super) async fn store_postgres_with_workers(
         Err(err) => Err(err),
     };
     match settled {
-        Ok((accepted, (finishes, claims))) => {
-            tx.commit().await?;
-            Ok(Outcomes {
+        Ok((accepted, (finishes, claims))) => Ok(Uncommitted {
+            tx,
+            outcomes: Outcomes {
                 deliveries: accepted.into_iter().map(Ok).collect(),
                 finishes,
                 claims,
-            })
-        }
+            },
+        }),
         Err(err) => {
             // Roll back now, so the connection goes back to the pool clean.
             let _ = tx.rollback().await;
