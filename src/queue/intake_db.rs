@@ -210,12 +210,12 @@ impl Store {
         work: &Work<'_>,
         reaper: &Reaper,
     ) -> Result<Staged, QueueError> {
-        if let Db::Postgres(pool) = &self.db {
-            if work.deliveries.len() >= SHARED_MIN_DELIVERIES {
-                let now = self.clock.now_millis();
-                let staged = stage_postgres_group(pool, work, reaper, now).await?;
-                return Ok(Staged::Pending(staged));
-            }
+        if let Db::Postgres(pool) = &self.db
+            && work.deliveries.len() >= SHARED_MIN_DELIVERIES
+        {
+            let now = self.clock.now_millis();
+            let staged = stage_postgres_group(pool, work, reaper, now).await?;
+            return Ok(Staged::Pending(staged));
         }
         self.store(work, reaper).await.map(Staged::Committed)
     }
