@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Load test of the webhook intake, side by side with Probot:
-#   benches/webhook_load.sh [sqlite|postgres|probot|sqlite-busy]...
+#   benches/webhook_load.sh [sqlite|postgres|probot|sqlite-busy|postgres-before]...
 #   (default: sqlite postgres probot sqlite-busy)
 #
 # Each target receives the same signed ~30 KB pull_request payloads (64 PRs, a unique
@@ -11,6 +11,8 @@
 #     is a statement of its own);
 #   sqlite-busy: the same with jobs that take 30 s (REDLINE_BENCH_JOB_MS), as real reviews
 #     do: the 4 workers hold their jobs, the intake has the database to itself;
+#   postgres-before: `postgres` with the build in BEFORE_BIN (an older webhook_server), to
+#     compare two builds side by side in one run;
 #   probot: a minimal Probot app (npm package `probot`, installed into a temporary directory)
 #     with a no-op `pull_request` handler. Probot verifies the signature but neither stores
 #     nor deduplicates deliveries.
@@ -30,7 +32,8 @@
 # closed-loop req/s at the first connection count is given as a multiple of that round's
 # Probot, so drifts in the machine's speed fall on both sides of each ratio), MODE (all | paced: skip the closed-loop runs), PORT (18080), PROBOT_VERSION (14),
 # REDLINE_BENCH_POSTGRES_URL (postgres://postgres@127.0.0.1:5432/test; a scratch schema is
-# created and dropped), CARGO_TARGET_DIR, SERVER_BIN (a prebuilt webhook_server to run instead
+# created and dropped; the transactions committed in that database per stored delivery are
+# printed, so a database of the load test's own gives a clean count), BEFORE_BIN, CARGO_TARGET_DIR, SERVER_BIN (a prebuilt webhook_server to run instead
 # of building one, e.g. an older build to compare in the same session). Traffic goes to 127.0.0.1 only; every run is
 # bounded by DURATION. Needs cargo, jq, openssl, curl, psql (postgres), node and npm (probot);
 # installs wrk with apt-get when missing.
@@ -72,8 +75,10 @@ fi
 for target in "${targets[@]}"; do
   case "$target" in
     sqlite|postgres|sqlite-busy) need_redline=1 ;;
+    postgres-before) need_redline=1
+      [ -x "${BEFORE_BIN:-}" ] || { echo "postgres-before needs BEFORE_BIN (a webhook_server)" >&2; exit 2; } ;;
     probot) need_probot=1 ;;
-    *) echo "unknown target $target (sqlite|postgres|probot|sqlite-busy)" >&2; exit 2 ;;
+    *) echo "unknown target $target (sqlite|postgres|probot|sqlite-busy|postgres-before)" >&2; exit 2 ;;
   esac
 done
 
@@ -118,8 +123,9 @@ echo "payload size: $(wc -c < "$work/payloads/1.json") bytes"
 start_server() {
   rm -f "$work/server.pid"
   case "$1" in
-    sqlite|postgres|sqlite-busy)
-      REDLINE_WEBHOOK_SECRET="$secret" REDLINE_BENCH_JOB_MS="$job_ms" launch "${server_cpu[@]}" "$server_bin" "$url" "127.0.0.1:$port" ;;
+    sqlite|postgres|sqlite-busy|postgres-before)
+      bin=$server_bin; [ "$1" = postgres-before ] && bin=$BEFORE_BIN
+      REDLINE_WEBHOOK_SECRET="$secret" REDLINE_BENCH_JOB_MS="$job_ms" launch "${server_cpu[@]}" "$bin" "$url" "127.0.0.1:$port" ;;
     probot)
       (cd "$work/probot" && APP_ID=1 PRIVATE_KEY_PATH="$work/probot/key.pem" \
         WEBHOOK_SECRET="$secret" HOST=127.0.0.1 PORT="$port" LOG_LEVEL=warn NODE_ENV=production \
@@ -138,6 +144,12 @@ start_server() {
 # launch COMMAND...: runs COMMAND in the background, its pid in $work/server.pid.
 launch() {
   bash -c 'echo $$ > "$0"; exec "$@"' "$work/server.pid" "$@" > "$work/server.log" 2>&1 &
+}
+
+# Transactions committed in the PostgreSQL database so far (all its sessions: give the load
+# test a database of its own for a clean count).
+xact_commits() {
+  psql -tAq "$pg_base" -c "SELECT xact_commit FROM pg_stat_database WHERE datname = current_database()"
 }
 
 # Peak resident set of the server process so far, in MiB.
@@ -192,11 +204,12 @@ for kind in "${targets[@]}"; do
   case "$kind" in
     sqlite) url="sqlite://$work/bench.db"; path=/webhook; status=202; job_ms=0 ;;
     sqlite-busy) url="sqlite://$work/bench-busy.db"; path=/webhook; status=202; job_ms=30000 ;;
-    postgres)
+    postgres|postgres-before)
       schema="redline_bench_$$"
       psql -q "$pg_base" -c "CREATE SCHEMA $schema" >/dev/null
       sep='?'; [[ "$pg_base" == *\?* ]] && sep='&'
-      url="$pg_base${sep}options[search_path]=$schema"; path=/webhook; status=202; job_ms=0 ;;
+      url="$pg_base${sep}options[search_path]=$schema"; path=/webhook; status=202; job_ms=0
+      xacts_before=$(xact_commits) ;;
     probot) path=/api/github/webhooks; status=200 ;;
   esac
   start_server "$kind"
@@ -215,6 +228,13 @@ for kind in "${targets[@]}"; do
       | sed "s/^/$target   metrics: /" || true
   fi
   stop_server
+  if [ -n "$schema" ]; then
+    # A session's counts reach pg_stat_database within a second of its end.
+    sleep 1
+    stored=$(psql -tAq "$pg_base" -c "SELECT count(*) FROM $schema.deliveries")
+    xacts=$(( $(xact_commits) - xacts_before ))
+    echo "$target   transactions: $xacts committed for $stored deliveries ($(awk -v x="$xacts" -v d="$stored" 'BEGIN { printf "%.2f", (d > 0 ? x / d : 0) }') per delivery)"
+  fi
   if [ -n "$schema" ]; then PGOPTIONS=--client-min-messages=warning psql -q "$pg_base" -c "DROP SCHEMA $schema CASCADE" >/dev/null; schema=""; fi
 done
 done

@@ -7,6 +7,7 @@ mod checks;
 mod connect;
 mod forges;
 mod intake;
+mod intake_workers;
 mod semantics;
 mod threads;
 mod workers;

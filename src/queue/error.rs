@@ -33,6 +33,10 @@ pub enum QueueError {
     /// The database refused or failed an operation.
     #[error("queue database error: {0}")]
     Database(#[from] sqlx::Error),
+    /// The commit of the group holding the work failed (PostgreSQL): most likely nothing of it
+    /// was stored, but if the connection broke after the database committed, it was.
+    #[error("queue database error: the group's commit failed: {0}")]
+    CommitFailed(String),
     /// Applying the embedded migrations failed.
     #[error("queue migration failed: {0}")]
     Migrate(#[from] sqlx::migrate::MigrateError),

@@ -1,15 +1,25 @@
 //! [`Queue::accept_delivery`]: record a delivery and enqueue its job atomically, with group
-//! commit; on SQLite, workers' claims and completions join the same groups.
+//! commit; workers' claims and completions join the same groups.
 //!
 //! Callers hand their work to one committer task per [`Queue`] (and its clones). The task
 //! takes everything waiting when it is free (at most [`MAX_GROUP`] members), lets the tasks
 //! the runtime already has ready hand theirs over too ([`GATHER_ROUNDS`]), and stores it all
 //! in one transaction, so concurrent deliveries share one commit and one fsync; an idle
-//! intake commits a lone delivery at once (no timer, no batching delay). On SQLite the
-//! workers' claims and completions ([`Queue::claim`], [`Queue::complete`],
-//! [`Queue::cancelled`]) are members too: a no-op worker would otherwise add two commits of
-//! its own per job, each holding the database's single write lock through an fsync. On
-//! PostgreSQL they run on the pool.
+//! intake commits a lone delivery at once (no timer, no batching delay). The workers' claims
+//! and completions ([`Queue::claim`], [`Queue::complete`], [`Queue::cancelled`]) are members
+//! too: a no-op worker would otherwise add two commits of its own per job (on SQLite each
+//! holding the database's single write lock through an fsync; on PostgreSQL each an fsync of
+//! its own beside the committer's). On PostgreSQL they join only a group of at least
+//! [`SHARED_MIN_DELIVERIES`] deliveries; in a smaller one they are set aside and each commits
+//! on its own on the pool, on a task of their own ([`settle_aside`]), so that a lone delivery
+//! stays one round trip.
+//!
+//! On PostgreSQL a group of several deliveries is stored in a transaction whose `COMMIT` (and
+//! its fsync) runs on a task of its own while the committer stores the next group: the
+//! committer's cycle is then `BEGIN` and the group's statements, not the fsync. The next
+//! group's statements wait for the previous group's per-PR locks and unique keys where they
+//! meet them, so they see what it wrote, as if it had committed first; its job ids are taken
+//! after the previous group's.
 //!
 //! Invariants:
 //! - A caller is answered only after the transaction holding its work committed, or with
@@ -18,13 +28,19 @@
 //!   ones before it (a redelivery within a group is a duplicate, and a later job supersedes an
 //!   earlier one of the same pull request exactly as if they had arrived one after the other);
 //!   then completions, then claims, each in arrival order. The members ran concurrently, so
-//!   this is one order they could have run in.
-//! - When a group's transaction fails, nothing of it is kept and each member is stored again
-//!   in a transaction of its own, so one bad member does not fail the others. (If the group
+//!   this is one order they could have run in. (Members set aside on PostgreSQL run
+//!   concurrently with the group, each as it would alone.)
+//! - When a group's statements fail, nothing of it is kept and each member is stored again
+//!   in a transaction of its own, so one bad member does not fail the others. When its
+//!   `COMMIT` fails (PostgreSQL; the connection or the server failed), every member gets
+//!   [`QueueError::CommitFailed`]: the next group may already be stored, so storing them again
+//!   could reorder them. (If the group
 //!   commit failed only in appearance — the connection dropped after the database committed —
 //!   a retried delivery finds itself stored and answers [`Accepted::Duplicate`]: still stored
 //!   once; a retried completion answers [`QueueError::LeaseLost`]; a claim leases another job
 //!   and the first one runs again when its lease expires, as after any crash.)
+//! - No member is answered with an error that aborted the transaction it shares: on
+//!   PostgreSQL such an error turns the `COMMIT` into a rollback, so it fails the group.
 //! - Work handed over is stored even when its caller stops waiting.
 //! - The write-ahead log is checkpointed by a task of its own ([`super::checkpoint`]), so no
 //!   commit waits for a checkpoint.
@@ -33,13 +49,16 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use tokio::sync::{Mutex, Notify, mpsc, oneshot};
+use tokio::task::JoinHandle;
 use tracing::warn;
 
 use super::checkpoint::Checkpointer;
 use super::clock::Clock;
 use super::db::Db;
 use super::error::QueueError;
-use super::intake_db::{Entry, Outcomes, Store, Work};
+use super::intake_db::{
+    Entry, Outcomes, SHARED_MIN_DELIVERIES, Staged, Store, Work, settle_on_pool,
+};
 use super::lease::{ClaimRequest, FinishRequest, Reaper};
 use super::store::Queue;
 use super::types::{Accepted, IntakeStats, Job, NewDelivery, NewJob};
@@ -118,12 +137,12 @@ impl Intake {
         outcome.await.map_err(|_| QueueError::IntakeStopped)?
     }
 
-    /// A claim committed with the group it joins (SQLite).
+    /// A claim committed with the group it joins (on PostgreSQL, see [`settle_aside`]).
     pub(super) async fn claim(&self, request: ClaimRequest) -> Result<Option<Job>, QueueError> {
         self.submit(|reply| Member::Claim(request, reply)).await
     }
 
-    /// A completion committed with the group it joins (SQLite).
+    /// A completion committed with the group it joins (on PostgreSQL, see [`settle_aside`]).
     pub(super) async fn finish(&self, request: FinishRequest) -> Result<(), QueueError> {
         self.submit(|reply| Member::Finish(request, reply)).await
     }
@@ -186,6 +205,22 @@ impl Group {
         group
     }
 
+    /// How many members.
+    fn len(&self) -> usize {
+        self.deliveries.len() + self.finishes.len() + self.claims.len()
+    }
+
+    /// Moves the completions and claims, with their replies, into a group of their own.
+    fn take_workers(&mut self) -> Group {
+        Group {
+            finishes: std::mem::take(&mut self.finishes),
+            claims: std::mem::take(&mut self.claims),
+            finish_replies: std::mem::take(&mut self.finish_replies),
+            claim_replies: std::mem::take(&mut self.claim_replies),
+            ..Group::default()
+        }
+    }
+
     fn work(&self) -> Work<'_> {
         Work {
             deliveries: &self.deliveries,
@@ -194,8 +229,14 @@ impl Group {
         }
     }
 
-    /// Answers every member. A caller that stopped waiting still had its work stored.
-    fn answer(self, outcomes: Outcomes, wakeup: &Notify) {
+    /// Answers every member, and counts them. A caller that stopped waiting still had its
+    /// work stored.
+    fn answer(self, outcomes: Outcomes, wakeup: &Notify, counters: &Counters) {
+        let deliveries = self.deliveries.len() as u64;
+        counters.deliveries.fetch_add(deliveries, Ordering::Relaxed);
+        counters
+            .worker_members
+            .fetch_add(self.len() as u64 - deliveries, Ordering::Relaxed);
         for (outcome, reply) in outcomes.deliveries.into_iter().zip(self.delivery_replies) {
             if matches!(outcome, Ok(Accepted::Queued { .. })) {
                 wakeup.notify_one();
@@ -211,7 +252,10 @@ impl Group {
     }
 }
 
-/// The committer task: one group at a time, until every sender is gone.
+/// The committer task: one group at a time, until every sender is gone. A group left to
+/// commit (PostgreSQL, see [`Store::stage`]) commits on a task of its own while the next group
+/// is stored; at most one such commit is in flight, and a group's commit is sent only after
+/// the one before it ended, so groups commit in order.
 async fn run_committer(
     parts: CommitterParts,
     mut checkpointer: Option<Checkpointer>,
@@ -220,14 +264,21 @@ async fn run_committer(
 ) {
     let mut store = Store::new(parts.db.clone(), &parts.url, parts.clock.clone());
     let mut members = Vec::with_capacity(MAX_GROUP);
+    let mut in_flight: Option<JoinHandle<()>> = None;
     while receiver.recv_many(&mut members, MAX_GROUP).await > 0 {
         gather_ready(&mut receiver, &mut members).await;
-        let size = members.len() as u64;
-        let group = Group::gather(members.drain(..));
-        counters.waiting.fetch_sub(size, Ordering::Relaxed);
+        counters
+            .waiting
+            .fetch_sub(members.len() as u64, Ordering::Relaxed);
+        let mut group = Group::gather(members.drain(..));
+        settle_aside(&mut group, &parts, &counters);
+        let size = group.len() as u64;
+        if size == 0 {
+            continue;
+        }
         counters.committing.store(size, Ordering::Relaxed);
         counters.largest_group.fetch_max(size, Ordering::Relaxed);
-        let outcomes = {
+        let staged = {
             let _turn = match &parts.writer {
                 Some(lock) => Some(lock.lock().await),
                 None => None,
@@ -235,16 +286,72 @@ async fn run_committer(
             commit_group(&mut store, &parts, &group.work(), &counters).await
         };
         counters.committing.store(0, Ordering::Relaxed);
-        let deliveries = group.deliveries.len() as u64;
-        counters.deliveries.fetch_add(deliveries, Ordering::Relaxed);
-        counters
-            .worker_members
-            .fetch_add(size - deliveries, Ordering::Relaxed);
-        group.answer(outcomes, &parts.wakeup);
+        match staged {
+            Staged::Committed(outcomes) => group.answer(outcomes, &parts.wakeup, &counters),
+            Staged::Pending(uncommitted) => {
+                if let Some(previous) = in_flight.take() {
+                    let _ = previous.await;
+                }
+                let wakeup = Arc::clone(&parts.wakeup);
+                let counters = Arc::clone(&counters);
+                in_flight = Some(tokio::spawn(async move {
+                    let outcomes = match uncommitted.commit().await {
+                        Ok(outcomes) => {
+                            counters.commits.fetch_add(1, Ordering::Relaxed);
+                            outcomes
+                        }
+                        Err(err) => {
+                            warn!(members = group.len(), error = %err, "a group's commit failed");
+                            Outcomes::commit_failed(&group.work(), &err)
+                        }
+                    };
+                    group.answer(outcomes, &wakeup, &counters);
+                }));
+            }
+        }
         if let Some(checkpointer) = &mut checkpointer {
             checkpointer.committed();
         }
     }
+    if let Some(previous) = in_flight {
+        let _ = previous.await;
+    }
+}
+
+/// PostgreSQL: takes the claims and completions out of a group of fewer than
+/// [`SHARED_MIN_DELIVERIES`] deliveries and settles them on a task of their own, each in a
+/// transaction of its own on the pool, so the group (a lone delivery: one call) and the next
+/// one do not wait for them. Other groups are left whole.
+fn settle_aside(group: &mut Group, parts: &CommitterParts, counters: &Arc<Counters>) {
+    let Db::Postgres(pool) = &parts.db else {
+        return;
+    };
+    let has_workers = !group.finishes.is_empty() || !group.claims.is_empty();
+    if !has_workers || group.deliveries.len() >= SHARED_MIN_DELIVERIES {
+        return;
+    }
+    let aside = group.take_workers();
+    let pool = pool.clone();
+    let reaper = parts.reaper.clone();
+    let clock = parts.clock.clone();
+    let wakeup = Arc::clone(&parts.wakeup);
+    let counters = Arc::clone(counters);
+    tokio::spawn(async move {
+        let (finishes, claims) = settle_on_pool(
+            &pool,
+            &aside.finishes,
+            &aside.claims,
+            &reaper,
+            clock.now_millis(),
+        )
+        .await;
+        let outcomes = Outcomes {
+            deliveries: Vec::new(),
+            finishes,
+            claims,
+        };
+        aside.answer(outcomes, &wakeup, &counters);
+    });
 }
 
 /// Adds to `members` what the runtime's ready tasks hand over during [`GATHER_ROUNDS`]
@@ -264,21 +371,22 @@ async fn gather_ready(receiver: &mut mpsc::Receiver<Member>, members: &mut Vec<M
     }
 }
 
-/// Stores a group in one transaction; when that fails, each member in one of its own.
-/// Returns one outcome per member, in the group's order.
+/// Stores a group in one transaction (left to commit, see [`Store::stage`]); when that fails,
+/// each member in one of its own. The outcomes are one per member, in the group's order.
 async fn commit_group(
     store: &mut Store,
     parts: &CommitterParts,
     work: &Work<'_>,
     counters: &Counters,
-) -> Outcomes {
+) -> Staged {
     counters.groups.fetch_add(1, Ordering::Relaxed);
-    let err = match store.store(work, &parts.reaper).await {
-        Ok(outcomes) => {
+    let err = match store.stage(work, &parts.reaper).await {
+        Ok(Staged::Committed(outcomes)) => {
             counters.commits.fetch_add(1, Ordering::Relaxed);
-            return outcomes;
+            return Staged::Committed(outcomes);
         }
-        Err(err) if work.len() == 1 => return Outcomes::failed(work, err),
+        Ok(pending) => return pending,
+        Err(err) if work.len() == 1 => return Staged::Committed(Outcomes::failed(work, err)),
         Err(err) => err,
     };
     warn!(members = work.len(), error = %err,
@@ -294,7 +402,7 @@ async fn commit_group(
             Err(err) => outcomes.extend(Outcomes::failed(&single, err)),
         }
     }
-    outcomes
+    Staged::Committed(outcomes)
 }
 
 /// The live counters behind [`IntakeStats`].

@@ -1,8 +1,11 @@
 //! Storing a group of the committer's members, on either backend (SQLite in
 //! [`super::intake_sqlite`], PostgreSQL in [`super::intake_postgres`], both by the rule of
-//! [`super::supersede`]): one transaction on SQLite; on PostgreSQL one transaction for the
-//! deliveries, and claims and completions on the pool (the committer gets them only from
-//! SQLite queues).
+//! [`super::supersede`]): one transaction on SQLite. On PostgreSQL, a group of at least
+//! [`SHARED_MIN_DELIVERIES`] deliveries is one transaction with its claims and completions
+//! too; a smaller group's deliveries are one call (no `BEGIN`, no `COMMIT`: a lone delivery
+//! stays one round trip), and its claims and completions commit each on its own on the pool
+//! (the committer hands those to a task of their own, [`settle_on_pool`], so they do not hold
+//! up the next group).
 
 use sqlx::Connection;
 use sqlx::postgres::PgPool;
@@ -11,12 +14,18 @@ use sqlx::sqlite::{SqliteConnectOptions, SqliteConnection};
 use super::clock::Clock;
 use super::db::{Db, is_in_memory};
 use super::error::QueueError;
-use super::intake_postgres::store_postgres;
+use super::intake_postgres::{Uncommitted, stage_postgres_group, store_postgres};
 use super::intake_sqlite::store_sqlite;
-use super::lease::{ClaimRequest, FinishRequest, LeaseDb, Reaper};
+use super::lease::{ClaimRequest, FinishRequest, LeaseDb, Reaper, WorkerOutcomes};
 use super::store::to_db_int;
 use super::types::{Accepted, Job, NewDelivery, NewJob, QueueOptions};
 use crate::forge::ForgeKind;
+
+/// PostgreSQL: the fewest deliveries in a group for its claims and completions to join its
+/// transaction. One delivery alone is one call, one round trip; with the workers' members it
+/// would be `BEGIN`, the call, their statements and `COMMIT`, and its caller would wait for
+/// all of them. From two deliveries on, sharing saves more commits than it adds round trips.
+pub(super) const SHARED_MIN_DELIVERIES: usize = 2;
 
 /// A delivery and its optional job, converted to column values.
 pub(super) struct Entry {
@@ -126,6 +135,16 @@ pub(super) struct Outcomes {
 }
 
 impl Outcomes {
+    /// The outcomes of `work` whose group's `COMMIT` failed with `err`: each member fails.
+    pub(super) fn commit_failed(work: &Work<'_>, err: &QueueError) -> Outcomes {
+        let failed = || QueueError::CommitFailed(err.to_string());
+        Outcomes {
+            deliveries: work.deliveries.iter().map(|_| Err(failed())).collect(),
+            finishes: work.finishes.iter().map(|_| Err(failed())).collect(),
+            claims: work.claims.iter().map(|_| Err(failed())).collect(),
+        }
+    }
+
     /// The outcome of a one-member `work` whose transaction failed with `err`.
     pub(super) fn failed(work: &Work<'_>, err: QueueError) -> Outcomes {
         let mut outcomes = Outcomes::default();
@@ -145,6 +164,13 @@ impl Outcomes {
         self.finishes.extend(more.finishes);
         self.claims.extend(more.claims);
     }
+}
+
+/// A group stored by [`Store::stage`].
+pub(super) enum Staged {
+    Committed(Outcomes),
+    /// Stored in a transaction still to commit (PostgreSQL).
+    Pending(Uncommitted),
 }
 
 /// Where the committer stores its groups. On an SQLite file, a connection of its own kept
@@ -174,6 +200,24 @@ impl Store {
             conn: None,
             clock,
         }
+    }
+
+    /// Stores `work` as [`Store::store`] does, except that on PostgreSQL a group of at least
+    /// [`SHARED_MIN_DELIVERIES`] deliveries is left uncommitted, for the caller to commit
+    /// while it stores the next group.
+    pub(super) async fn stage(
+        &mut self,
+        work: &Work<'_>,
+        reaper: &Reaper,
+    ) -> Result<Staged, QueueError> {
+        if let Db::Postgres(pool) = &self.db
+            && work.deliveries.len() >= SHARED_MIN_DELIVERIES
+        {
+            let now = self.clock.now_millis();
+            let staged = stage_postgres_group(pool, work, reaper, now).await?;
+            return Ok(Staged::Pending(staged));
+        }
+        self.store(work, reaper).await.map(Staged::Committed)
     }
 
     /// Stores `work`; one outcome per member. On error nothing of the deliveries is stored
@@ -211,28 +255,47 @@ impl Store {
     }
 }
 
-/// PostgreSQL: the deliveries in one transaction; claims and completions each on its own,
-/// their errors their own.
+/// PostgreSQL: a group of at least [`SHARED_MIN_DELIVERIES`] deliveries, with its claims and
+/// completions, in one transaction; otherwise the deliveries in one call (its own
+/// transaction) and each claim and completion on its own.
 async fn store_postgres_work(
     pool: &PgPool,
     work: &Work<'_>,
     reaper: &Reaper,
     now: i64,
 ) -> Result<Outcomes, QueueError> {
+    if work.deliveries.len() >= SHARED_MIN_DELIVERIES {
+        return stage_postgres_group(pool, work, reaper, now)
+            .await?
+            .commit()
+            .await;
+    }
     let mut outcomes = Outcomes::default();
     if !work.deliveries.is_empty() {
         let accepted = store_postgres(pool, work.deliveries, now).await?;
         outcomes.deliveries = accepted.into_iter().map(Ok).collect();
     }
-    for request in work.finishes {
-        outcomes
-            .finishes
-            .push(LeaseDb::Postgres(pool).finish(request, now).await);
-    }
-    for request in work.claims {
-        outcomes
-            .claims
-            .push(LeaseDb::Postgres(pool).claim(request, reaper, now).await);
-    }
+    (outcomes.finishes, outcomes.claims) =
+        settle_on_pool(pool, work.finishes, work.claims, reaper, now).await;
     Ok(outcomes)
+}
+
+/// PostgreSQL: each completion, then each claim, in a transaction of its own on the pool;
+/// each outcome (errors too) the member's own.
+pub(super) async fn settle_on_pool(
+    pool: &PgPool,
+    finishes: &[FinishRequest],
+    claims: &[ClaimRequest],
+    reaper: &Reaper,
+    now: i64,
+) -> WorkerOutcomes {
+    let mut finished = Vec::with_capacity(finishes.len());
+    for request in finishes {
+        finished.push(LeaseDb::Postgres(pool).finish(request, now).await);
+    }
+    let mut claimed = Vec::with_capacity(claims.len());
+    for request in claims {
+        claimed.push(LeaseDb::Postgres(pool).claim(request, reaper, now).await);
+    }
+    (finished, claimed)
 }

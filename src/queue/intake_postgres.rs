@@ -12,6 +12,14 @@
 //! locks and deliveries, the plan for those that were new, the jobs, `COMMIT`). A group
 //! without jobs is one call either way.
 //!
+//! A group of several deliveries, with the workers' completions and claims waiting with it
+//! ([`stage_postgres_group`]), is one transaction: `BEGIN`, the call, the completions, the
+//! claims, on one connection, then `COMMIT`, which the committer sends while it stores the
+//! next group (see [`super::intake`]). There a failed statement aborts the whole transaction
+//! (and a `COMMIT` after it only rolls back), so every error is the group's: a redelivery's
+//! refusal makes it start over the long way in a new transaction, any other error rolls it
+//! back and goes to the committer, which stores the members one at a time.
+//!
 //! Why a function and not one statement of data-modifying CTEs: a statement reads one
 //! snapshot, taken before any lock it takes, so it could miss a job the previous holder of a
 //! lock committed; a function's statements each take a snapshot of their own. (A one-round-
@@ -29,12 +37,13 @@
 
 use std::collections::HashSet;
 
-use sqlx::Row;
-use sqlx::postgres::{PgConnection, PgPool, PgRow};
+use sqlx::postgres::{PgConnection, PgPool, PgRow, Postgres};
+use sqlx::{Row, Transaction};
 
 use super::db::{state_from_row, to_millis};
 use super::error::QueueError;
-use super::intake_db::Entry;
+use super::intake_db::{Entry, Outcomes, Work};
+use super::lease::{LeaseDb, Reaper};
 use super::supersede::{GroupPlan, JobIds, Pr, Replaced, count_replaced, first_in_group};
 use super::types::{Accepted, JobId};
 use crate::forge::ForgeKind;
@@ -50,56 +59,136 @@ const STORE_GROUP: &str = "SELECT out_state AS state, out_kind AS kind, out_forg
      FROM redline_store_group($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, \
        $15, $16, $17, $18, $19, $20, $21, $22)";
 
-/// Stores `entries` (a group's deliveries, in arrival order) at `now`; one outcome each. On
-/// error nothing is stored.
+/// Stores `entries` (a group's deliveries, in arrival order) at `now`, the call its own
+/// transaction; one outcome each. On error nothing is stored.
 pub(super) async fn store_postgres(
     pool: &PgPool,
     entries: &[Entry],
     now: i64,
 ) -> Result<Vec<Accepted>, QueueError> {
     let first = first_in_group(entries);
-    let has_jobs = entries.iter().any(|entry| entry.job.is_some());
     let mut conn = pool.acquire().await?;
-    if !has_jobs {
-        // Nothing to lock or plan: the call skips stored deliveries and says which were new.
-        let call = Call::new(entries, &first, None, now);
-        let stored = call.run(&mut conn, false).await?;
-        let fresh = stored.fresh(entries, &first);
-        return GroupPlan::new(entries, fresh).outcomes(&JobIds::new(), &Replaced::new());
-    }
-    let plan = GroupPlan::new(entries, first.clone());
-    let call = Call::new(entries, &first, Some(&plan), now);
-    match call.run(&mut conn, true).await {
-        Ok(stored) => plan.outcomes(&stored.ids, &stored.replaced),
-        Err(QueueError::Database(sqlx::Error::Database(err)))
-            if err.code().as_deref() == Some(UNIQUE_VIOLATION) =>
-        {
+    match store_planned_new(&mut conn, entries, &first, now).await {
+        Err(err) if is_unique_violation(&err) => {
             drop(conn);
-            store_with_redeliveries(pool, entries, &first, now).await
+            let mut tx = pool.begin().await?;
+            let accepted = store_with_redeliveries(&mut tx, entries, &first, now).await?;
+            tx.commit().await?;
+            Ok(accepted)
         }
-        Err(err) => Err(err),
+        stored => stored,
     }
 }
 
-/// The group in a transaction of two calls, for when a delivery may be stored already: the
-/// plan follows which deliveries the database took as new.
-async fn store_with_redeliveries(
+/// A group stored in a transaction not yet committed, and its members' outcomes (valid once
+/// the commit succeeds).
+pub(super) struct Uncommitted {
+    tx: Transaction<'static, Postgres>,
+    outcomes: Outcomes,
+}
+
+impl Uncommitted {
+    /// Commits the group; its members' outcomes, or the error of the `COMMIT`.
+    pub(super) async fn commit(self) -> Result<Outcomes, QueueError> {
+        self.tx.commit().await?;
+        Ok(self.outcomes)
+    }
+}
+
+/// Stores a group's deliveries, then its workers' completions and claims, in one transaction
+/// on one connection (`BEGIN`, the call, the completions, the claims), and returns it for the
+/// caller to commit: one commit for all. Any error rolls all of it back and is returned (the
+/// committer then stores the members one at a time); no error is answered as a member's
+/// outcome while the transaction goes on, since PostgreSQL would then turn the `COMMIT` into
+/// a silent rollback.
+pub(super) async fn stage_postgres_group(
     pool: &PgPool,
+    work: &Work<'_>,
+    reaper: &Reaper,
+    now: i64,
+) -> Result<Uncommitted, QueueError> {
+    let first = first_in_group(work.deliveries);
+    let mut tx = pool.begin().await?;
+    let accepted = match store_planned_new(&mut tx, work.deliveries, &first, now).await {
+        Err(err) if is_unique_violation(&err) => {
+            // The failed call aborted the transaction: the group again, the long way.
+            tx.rollback().await?;
+            tx = pool.begin().await?;
+            store_with_redeliveries(&mut tx, work.deliveries, &first, now).await
+        }
+        stored => stored,
+    };
+    let settled = match accepted {
+        Ok(accepted) => LeaseDb::PostgresTransaction(&mut tx)
+            .settle_in_transaction(work.finishes, work.claims, reaper, now)
+            .await
+            .map(|workers| (accepted, workers)),
+        Err(err) => Err(err),
+    };
+    match settled {
+        Ok((accepted, (finishes, claims))) => Ok(Uncommitted {
+            tx,
+            outcomes: Outcomes {
+                deliveries: accepted.into_iter().map(Ok).collect(),
+                finishes,
+                claims,
+            },
+        }),
+        Err(err) => {
+            // Roll back now, so the connection goes back to the pool clean.
+            let _ = tx.rollback().await;
+            Err(err)
+        }
+    }
+}
+
+/// Stores the deliveries `first` marks, planned as if each were new, in one call on `conn`.
+/// When one was stored already the call fails with a unique violation and keeps nothing
+/// (within a transaction, the transaction is aborted).
+async fn store_planned_new(
+    conn: &mut PgConnection,
     entries: &[Entry],
     first: &[bool],
     now: i64,
 ) -> Result<Vec<Accepted>, QueueError> {
-    let mut tx = pool.begin().await?;
+    if !entries.iter().any(|entry| entry.job.is_some()) {
+        // Nothing to lock or plan: the call skips stored deliveries and says which were new.
+        let stored = Call::new(entries, first, None, now)
+            .run(conn, false)
+            .await?;
+        let fresh = stored.fresh(entries, first);
+        return GroupPlan::new(entries, fresh).outcomes(&JobIds::new(), &Replaced::new());
+    }
+    let plan = GroupPlan::new(entries, first.to_vec());
+    let stored = Call::new(entries, first, Some(&plan), now)
+        .run(conn, true)
+        .await?;
+    plan.outcomes(&stored.ids, &stored.replaced)
+}
+
+/// Whether `err` is the call's refusal of a delivery stored already.
+fn is_unique_violation(err: &QueueError) -> bool {
+    matches!(err, QueueError::Database(sqlx::Error::Database(err))
+        if err.code().as_deref() == Some(UNIQUE_VIOLATION))
+}
+
+/// The group in two calls on `conn`, which is in a transaction, for when a delivery may be
+/// stored already: the plan follows which deliveries the database took as new.
+async fn store_with_redeliveries(
+    conn: &mut PgConnection,
+    entries: &[Entry],
+    first: &[bool],
+    now: i64,
+) -> Result<Vec<Accepted>, QueueError> {
     let stored = Call::new(entries, first, None, now)
-        .run(&mut tx, false)
+        .run(conn, false)
         .await?;
     let plan = GroupPlan::new(entries, stored.fresh(entries, first));
     let jobs = if plan.has_jobs() {
-        Call::jobs_only(&plan, now).run(&mut tx, false).await?
+        Call::jobs_only(&plan, now).run(conn, false).await?
     } else {
         Stored::default()
     };
-    tx.commit().await?;
     plan.outcomes(&jobs.ids, &jobs.replaced)
 }
 

@@ -139,23 +139,10 @@ async fn store_work(
         let accepted = store_in(conn, work.deliveries, now).await?;
         outcomes.deliveries = accepted.into_iter().map(Ok).collect();
     }
-    for request in work.finishes {
-        let finished = LeaseDb::Sqlite(conn).finish(request, now).await;
-        outcomes.finishes.push(own_outcome(finished)?);
-    }
-    for request in work.claims {
-        let claimed = LeaseDb::Sqlite(conn).claim(request, reaper, now).await;
-        outcomes.claims.push(own_outcome(claimed)?);
-    }
+    (outcomes.finishes, outcomes.claims) = LeaseDb::Sqlite(conn)
+        .settle_in_transaction(work.finishes, work.claims, reaper, now)
+        .await?;
     Ok(outcomes)
-}
-
-/// A member's own outcome, or (a database error) the error that aborts its transaction.
-fn own_outcome<T>(result: Result<T, QueueError>) -> Result<Result<T, QueueError>, QueueError> {
-    match result {
-        Err(QueueError::Database(err)) => Err(QueueError::Database(err)),
-        other => Ok(other),
-    }
 }
 
 async fn store_in(

@@ -1,5 +1,6 @@
-//! Claiming and finishing jobs: the statements, run on SQLite inside the committer's
-//! transaction (see [`super::intake`]) and on PostgreSQL straight on the pool.
+//! Claiming and finishing jobs: the statements, run inside the committer's transaction (see
+//! [`super::intake`]; on PostgreSQL only in a group of several deliveries) or, on PostgreSQL,
+//! straight on the pool.
 //!
 //! Invariants:
 //! - A claim leases at most one job, never one of a pull request (of its forge) that has a
@@ -9,12 +10,17 @@
 //!   caller gets [`QueueError::LeaseLost`] and nothing changes.
 //! - Only [`QueueError::Database`] errors abort the transaction a statement runs in; the other
 //!   errors are the member's own outcome (its statement's effect stays, as it would alone).
+//! - A claim that meets another claim of its pull request (a unique violation) answers `None`
+//!   only where the failed statement is all that fails: on the pool, or on SQLite (which rolls
+//!   back the statement alone). In a PostgreSQL transaction the error aborts the whole
+//!   transaction, so it is returned: answering `None` there would let the `COMMIT` silently
+//!   roll back every other member of the group.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::time::Duration;
 
-use sqlx::postgres::PgPool;
+use sqlx::postgres::{PgConnection, PgPool};
 use sqlx::sqlite::SqliteConnection;
 
 use super::db::{job_columns, job_from_row};
@@ -104,12 +110,21 @@ impl Reaper {
     }
 }
 
-/// Where the lease statements run: inside the committer's SQLite transaction, or straight on
-/// the PostgreSQL pool. The claim policy and the statements are written once for both.
+/// Where the lease statements run: inside the committer's SQLite transaction, inside the
+/// committer's PostgreSQL transaction, or straight on the PostgreSQL pool. The claim policy
+/// and the statements are written once for all three.
 pub(super) enum LeaseDb<'a> {
     Sqlite(&'a mut SqliteConnection),
     Postgres(&'a PgPool),
+    /// A connection in the committer's transaction (a group's deliveries, completions, claims).
+    PostgresTransaction(&'a mut PgConnection),
 }
+
+/// Outcomes of a group's completions and claims, each the member's own.
+pub(super) type WorkerOutcomes = (
+    Vec<Result<(), QueueError>>,
+    Vec<Result<Option<Job>, QueueError>>,
+);
 
 /// Runs `$body` with `$exec` bound to the executor `$db` holds (each arm type-checks on its
 /// own, so the body is written once for both databases).
@@ -124,11 +139,36 @@ macro_rules! on_lease_db {
                 let $exec = *pool;
                 $body
             }
+            LeaseDb::PostgresTransaction(conn) => {
+                let $exec = &mut **conn;
+                $body
+            }
         }
     };
 }
 
 impl LeaseDb<'_> {
+    /// Settles `finishes`, then leases for `claims`, each in arrival order, in the transaction
+    /// this connection is in: each member's own outcome, or the database error that aborts
+    /// the transaction (and with it the whole group).
+    pub(super) async fn settle_in_transaction(
+        &mut self,
+        finishes: &[FinishRequest],
+        claims: &[ClaimRequest],
+        reaper: &Reaper,
+        now: i64,
+    ) -> Result<WorkerOutcomes, QueueError> {
+        let mut finished = Vec::with_capacity(finishes.len());
+        for request in finishes {
+            finished.push(own_outcome(self.finish(request, now).await)?);
+        }
+        let mut claimed = Vec::with_capacity(claims.len());
+        for request in claims {
+            claimed.push(own_outcome(self.claim(request, reaper, now).await)?);
+        }
+        Ok((finished, claimed))
+    }
+
     /// Leases the oldest runnable job to the requester, reaping expired leases first when
     /// the periodic reap is due, or when nothing is runnable.
     pub(super) async fn claim(
@@ -183,8 +223,12 @@ impl LeaseDb<'_> {
         // one is taking.
         let sql = match self {
             LeaseDb::Sqlite(_) => claim_sql!(""),
-            LeaseDb::Postgres(_) => claim_sql!("FOR UPDATE SKIP LOCKED"),
+            LeaseDb::Postgres(_) | LeaseDb::PostgresTransaction(_) => {
+                claim_sql!("FOR UPDATE SKIP LOCKED")
+            }
         };
+        // See the module's invariants: in a PostgreSQL transaction the conflict is the group's.
+        let conflict_fails_statement_only = !matches!(self, LeaseDb::PostgresTransaction(_));
         let claimed = on_lease_db!(self, exec => {
             sqlx::query(sql)
                 .bind(&request.worker)
@@ -196,7 +240,11 @@ impl LeaseDb<'_> {
         });
         match claimed {
             // Another claim of a job of the same PR committed first.
-            Err(sqlx::Error::Database(err)) if err.is_unique_violation() => Ok(None),
+            Err(sqlx::Error::Database(err))
+                if err.is_unique_violation() && conflict_fails_statement_only =>
+            {
+                Ok(None)
+            }
             Err(err) => Err(err.into()),
             Ok(job) => job.transpose(),
         }
@@ -207,11 +255,21 @@ impl LeaseDb<'_> {
         // On PostgreSQL, rows another worker is settling are skipped rather than waited for.
         let sql = match self {
             LeaseDb::Sqlite(_) => reap_sql!(""),
-            LeaseDb::Postgres(_) => reap_sql!("FOR UPDATE SKIP LOCKED"),
+            LeaseDb::Postgres(_) | LeaseDb::PostgresTransaction(_) => {
+                reap_sql!("FOR UPDATE SKIP LOCKED")
+            }
         };
         Ok(on_lease_db!(self, exec => {
             sqlx::query(sql).bind(now).execute(exec).await?.rows_affected()
         }))
+    }
+}
+
+/// A member's own outcome, or (a database error) the error that aborts its transaction.
+fn own_outcome<T>(result: Result<T, QueueError>) -> Result<Result<T, QueueError>, QueueError> {
+    match result {
+        Err(QueueError::Database(err)) => Err(QueueError::Database(err)),
+        other => Ok(other),
     }
 }
 

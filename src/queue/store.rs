@@ -14,7 +14,7 @@ use tokio::sync::{Mutex, MutexGuard, Notify};
 use super::db::{Db, job_columns, job_from_row, state_from_row, to_millis, with_pool};
 use super::error::QueueError;
 use super::intake::{CommitterParts, Intake};
-use super::lease::{ClaimRequest, FinishRequest, LeaseDb, Reaper, millis_after};
+use super::lease::{ClaimRequest, FinishRequest, Reaper, millis_after};
 use super::types::{FailOutcome, Job, JobId, JobState, QueueOptions, RetryDecision};
 
 /// Longest failure reason kept in the database.
@@ -32,8 +32,6 @@ pub struct Queue {
     /// SQLite only: writers of this process take turns here instead of spinning in SQLite's
     /// busy handler, whose sleeps would dominate tail latency.
     sqlite_writer: Option<Arc<Mutex<()>>>,
-    /// When expired leases were last reaped.
-    pub(super) reaper: Reaper,
     /// Hands deliveries to the group committer.
     pub(super) intake: Arc<Intake>,
 }
@@ -60,13 +58,12 @@ impl Queue {
         let db = Db::connect(url, &options).await?;
         let sqlite_writer = matches!(db, Db::Sqlite(_)).then(|| Arc::new(Mutex::new(())));
         let wakeup = Arc::new(Notify::new());
-        let reaper = Reaper::default();
         let intake = Intake::start(CommitterParts {
             db: db.clone(),
             url: url.to_string(),
             writer: sqlite_writer.clone(),
             wakeup: Arc::clone(&wakeup),
-            reaper: reaper.clone(),
+            reaper: Reaper::default(),
             clock: options.clock.clone(),
         });
         Ok(Queue {
@@ -74,7 +71,6 @@ impl Queue {
             options: Arc::new(options),
             wakeup,
             sqlite_writer,
-            reaper,
             intake: Arc::new(intake),
         })
     }
@@ -112,21 +108,15 @@ impl Queue {
     ///
     /// Runnable: queued and due, or running with an expired lease (its worker died; the queue
     /// is at-least-once). A job is never claimed while another job of its PR is running.
-    /// On SQLite the claim is committed by the intake's committer, in the transaction of the
-    /// deliveries and other claims waiting with it.
+    /// The claim is committed by the intake's committer, in the transaction of the deliveries
+    /// and other claims waiting with it (on PostgreSQL, only with two deliveries or more; see
+    /// [`super::intake`]).
     pub async fn claim(&self, worker_id: &str, lease: Duration) -> Result<Option<Job>, QueueError> {
         let request = ClaimRequest {
             worker: worker_id.to_string(),
             lease,
         };
-        match &self.db {
-            Db::Sqlite(_) => self.intake.claim(request).await,
-            Db::Postgres(pool) => {
-                LeaseDb::Postgres(pool)
-                    .claim(&request, &self.reaper, self.now_millis())
-                    .await
-            }
-        }
+        self.intake.claim(request).await
     }
 
     /// Extends the lease of a job `worker_id` holds. Returns whether the job was asked to stop.
@@ -173,21 +163,14 @@ impl Queue {
         self.finish(id, worker_id, JobState::Cancelled).await
     }
 
-    /// Settles a job `worker_id` holds; on SQLite through the committer (see [`Queue::claim`]).
+    /// Settles a job `worker_id` holds, through the committer (see [`Queue::claim`]).
     async fn finish(&self, id: JobId, worker_id: &str, state: JobState) -> Result<(), QueueError> {
         let request = FinishRequest {
             id,
             worker: worker_id.to_string(),
             state,
         };
-        match &self.db {
-            Db::Sqlite(_) => self.intake.finish(request).await,
-            Db::Postgres(pool) => {
-                LeaseDb::Postgres(pool)
-                    .finish(&request, self.now_millis())
-                    .await
-            }
-        }
+        self.intake.finish(request).await
     }
 
     /// Records a failure of a job `worker_id` holds. With [`RetryDecision::Retry`] and attempts

@@ -284,8 +284,8 @@ pub enum Accepted {
 pub struct IntakeStats {
     /// Deliveries answered (stored, duplicate or failed).
     pub deliveries: u64,
-    /// Workers' claims and completions answered by the committer (SQLite only; PostgreSQL
-    /// runs them on the pool).
+    /// Workers' claims and completions answered through the committer (on PostgreSQL, those
+    /// of a group of fewer than two deliveries commit each on its own, outside `commits`).
     pub worker_members: u64,
     /// Groups the committer tried to store, one transaction each.
     pub groups: u64,

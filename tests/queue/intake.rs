@@ -26,11 +26,11 @@ crate::backend_tests!(
     a_failing_member_does_not_fail_the_rest_of_its_group,
 );
 
-type Outcome = Result<Accepted, QueueError>;
+pub(super) type Outcome = Result<Accepted, QueueError>;
 
 /// Another connection holding the write lock the intake needs (SQLite: the database's write
 /// lock; PostgreSQL: an exclusive lock on `deliveries`), until [`WriteLock::release`].
-enum WriteLock {
+pub(super) enum WriteLock {
     Sqlite(sqlx::SqliteConnection),
     Postgres(sqlx::PgConnection),
 }
@@ -51,7 +51,7 @@ impl WriteLock {
         }
     }
 
-    async fn release(self) {
+    pub(super) async fn release(self) {
         match self {
             WriteLock::Sqlite(mut conn) => {
                 conn.execute("ROLLBACK").await.unwrap();
@@ -65,7 +65,7 @@ impl WriteLock {
 
 /// Runs `accept_delivery` on its own task and waits until the intake holds it (so deliveries
 /// handed over one after the other reach the committer in that order).
-async fn hand_over(
+pub(super) async fn hand_over(
     queue: &Queue,
     delivery: NewDelivery,
     job: Option<NewJob>,
@@ -79,7 +79,7 @@ async fn hand_over(
 
 /// Runs `work` (one call that goes through the intake) on its own task and waits until the
 /// intake holds it.
-async fn hand_over_work<T: Send + 'static>(
+pub(super) async fn hand_over_work<T: Send + 'static>(
     queue: &Queue,
     work: impl Future<Output = T> + Send + 'static,
 ) -> JoinHandle<T> {
@@ -95,7 +95,10 @@ async fn hand_over_work<T: Send + 'static>(
 
 /// Takes the write lock and starts a plug delivery, which the committer takes alone and is
 /// stuck on until the lock goes. Returns the lock and the plug's task.
-async fn plug_the_intake(db: &TestDb, queue: &Queue) -> (WriteLock, JoinHandle<Outcome>) {
+pub(super) async fn plug_the_intake(
+    db: &TestDb,
+    queue: &Queue,
+) -> (WriteLock, JoinHandle<Outcome>) {
     let lock = WriteLock::take(db).await;
     let plug = hand_over(queue, delivery(), Some(review_job(999))).await;
     eventually("the committer is stuck on the plug", || async {
@@ -105,7 +108,7 @@ async fn plug_the_intake(db: &TestDb, queue: &Queue) -> (WriteLock, JoinHandle<O
     (lock, plug)
 }
 
-async fn outcomes(tasks: Vec<JoinHandle<Outcome>>) -> Vec<Outcome> {
+pub(super) async fn outcomes(tasks: Vec<JoinHandle<Outcome>>) -> Vec<Outcome> {
     let mut outcomes = Vec::new();
     for task in tasks {
         outcomes.push(task.await.unwrap());
@@ -113,7 +116,7 @@ async fn outcomes(tasks: Vec<JoinHandle<Outcome>>) -> Vec<Outcome> {
     outcomes
 }
 
-fn queued_id(outcome: &Outcome) -> JobId {
+pub(super) fn queued_id(outcome: &Outcome) -> JobId {
     match outcome {
         Ok(Accepted::Queued { job_id, .. }) => *job_id,
         other => panic!("expected a queued job, got {other:?}"),
@@ -356,7 +359,7 @@ async fn a_group_holding_a_stored_delivery_is_stored_as_one(db: &TestDb) {
 }
 
 /// Makes the database refuse to store a job whose head is `poison`.
-async fn refuse_poisoned_jobs(db: &TestDb) {
+pub(super) async fn refuse_poisoned_jobs(db: &TestDb) {
     if db.is_postgres() {
         let mut conn = sqlx::PgConnection::connect(db.url()).await.unwrap();
         conn.execute(
@@ -439,10 +442,10 @@ async fn a_failing_member_does_not_fail_the_rest_of_its_group(db: &TestDb) {
     assert!(matches!(retried, Accepted::Queued { .. }), "{retried:?}");
 }
 
-const LEASE: Duration = Duration::from_secs(60);
+pub(super) const LEASE: Duration = Duration::from_secs(60);
 
-/// SQLite: a completion of `id` by `worker`, handed over to the intake.
-async fn hand_over_completion(
+/// A completion of `id` by `worker`, handed over to the intake.
+pub(super) async fn hand_over_completion(
     queue: &Queue,
     id: JobId,
     worker: &'static str,
@@ -451,8 +454,8 @@ async fn hand_over_completion(
     hand_over_work(queue, async move { task_queue.complete(id, worker).await }).await
 }
 
-/// SQLite: a claim by `worker`, handed over to the intake.
-async fn hand_over_claim(
+/// A claim by `worker`, handed over to the intake.
+pub(super) async fn hand_over_claim(
     queue: &Queue,
     worker: &'static str,
 ) -> JoinHandle<Result<Option<Job>, QueueError>> {

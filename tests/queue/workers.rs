@@ -24,6 +24,7 @@ crate::backend_tests!(
     kill_and_restart_reruns_the_job_exactly_once,
     two_queues_compete_without_running_a_job_twice,
     concurrent_pushes_to_one_pr_never_run_together,
+    claims_and_completions_through_the_committer_run_each_job_once,
     a_job_writing_while_its_heartbeat_is_due_completes,
 );
 
@@ -390,9 +391,9 @@ async fn concurrent_pushes_to_one_pr_never_run_together(db: &TestDb) {
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn sqlite_claims_and_completions_through_the_committer_run_each_job_once() {
-    let db = TestDb::sqlite();
+/// On PostgreSQL too: there claims and completions join the groups of two deliveries or more,
+/// and the others commit on their own.
+async fn claims_and_completions_through_the_committer_run_each_job_once(db: &TestDb) {
     let queue = db.queue().await;
     let runner = FakeRunner::new(Script::Complete);
     let pool = WorkerPool::start(
@@ -426,7 +427,6 @@ async fn sqlite_claims_and_completions_through_the_committer_run_each_job_once()
         stats.worker_members >= 120,
         "every claim and completion went through the committer: {stats:?}"
     );
-    db.cleanup().await;
 }
 
 /// A runner that writes to the queue again and again (as a review updating its check run
