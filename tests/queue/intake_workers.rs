@@ -6,7 +6,7 @@
 //! Groups are formed as in [`super::intake`]: the committer is stuck on a plug delivery while
 //! the members are handed over one by one, then let go.
 
-use redline::queue::{Accepted, Job, JobId, JobState, Queue, QueueError};
+use redline::queue::{Accepted, ForgeKind, Job, JobId, JobState, Queue, QueueError};
 use sqlx::{Connection, Executor, Row};
 
 use super::intake::{
@@ -240,5 +240,64 @@ async fn postgres_a_claim_meeting_another_in_a_group_fails_the_group_not_its_mem
         Some("other")
     );
     assert_eq!(running(&queue).await, 2, "the other lease and the claim");
+    db.cleanup().await;
+}
+
+/// PostgreSQL: a group of several deliveries whose statements succeed but whose `COMMIT`
+/// fails (here a deferred constraint trigger refuses one of its jobs at commit time) tells
+/// every member so ([`QueueError::CommitFailed`]) and keeps none of it; the intake goes on
+/// storing the next deliveries.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_a_group_whose_commit_fails_tells_every_member_and_keeps_nothing() {
+    let test = "postgres_a_group_whose_commit_fails_tells_every_member_and_keeps_nothing";
+    let Some(db) = TestDb::postgres(test).await else {
+        return;
+    };
+    let queue = db.queue().await;
+    let mut conn = sqlx::PgConnection::connect(db.url()).await.unwrap();
+    conn.execute(
+        "CREATE FUNCTION refuse_at_commit() RETURNS trigger LANGUAGE plpgsql AS $$ \
+         BEGIN IF NEW.head_sha = 'refused-at-commit' THEN \
+         RAISE EXCEPTION 'refused at commit'; END IF; RETURN NULL; END $$",
+    )
+    .await
+    .unwrap();
+    conn.execute(
+        "CREATE CONSTRAINT TRIGGER refuse_at_commit AFTER INSERT ON jobs \
+         DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION refuse_at_commit()",
+    )
+    .await
+    .unwrap();
+    let before = queue.delivery_count().await.unwrap();
+    let (lock, plug) = plug_the_intake(&db, &queue).await;
+    let mut refused = review_job(3);
+    refused.head_sha = Some("refused-at-commit".into());
+    let members = vec![
+        hand_over(&queue, delivery(), Some(review_job(2))).await,
+        hand_over(&queue, delivery(), Some(refused)).await,
+    ];
+    lock.release().await;
+    queued_id(&plug.await.unwrap());
+    for task in members {
+        let outcome: Outcome = task.await.unwrap();
+        assert!(
+            matches!(outcome, Err(QueueError::CommitFailed(ref text)) if text.contains("refused at commit")),
+            "{outcome:?}"
+        );
+    }
+    assert_eq!(
+        queue.delivery_count().await.unwrap(),
+        before + 1,
+        "the plug only"
+    );
+    for pr in [2, 3] {
+        let jobs = queue
+            .jobs_for_pr(ForgeKind::GitHub, "owner/repo", pr)
+            .await
+            .unwrap();
+        assert!(jobs.is_empty(), "PR {pr}: {jobs:?}");
+    }
+    let next = queue.accept_delivery(delivery(), Some(review_job(4))).await;
+    assert_eq!(job(&queue, queued_id(&next)).await.state, JobState::Queued);
     db.cleanup().await;
 }
