@@ -5,6 +5,12 @@
 //! findings against the diff ([`review`]) and renders or publishes them. The [`flow`]s
 //! turn a typed request (a local change, a pull request, a comment in a review thread)
 //! into that run, for the command line and the App alike.
+//!
+//! Forges: [`forge`] holds what GitHub and GitLab share (anchoring, fingerprints, the
+//! summary, dismissals, commands, notices, rate limits, the `Forge` trait the flows publish
+//! through); [`github`] and [`gitlab`] hold their API clients, payload types and `Forge`
+//! implementations. `forge` and `flow` import neither forge, and neither forge imports the
+//! other (`tests/layering.rs` holds it).
 
 // Library code reports failures as errors; tests may unwrap.
 #![cfg_attr(

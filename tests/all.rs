@@ -25,6 +25,7 @@ mod guidelines_cli;
 mod init_cli;
 mod install_script;
 mod intent_cli;
+mod layering;
 mod limits_cli;
 mod llm;
 mod llm_limits;
