@@ -1,6 +1,7 @@
 //! Tests of the configuration file and model settings.
 
 use super::*;
+use crate::llm::CallTimeouts;
 
 fn env_of(pairs: &'static [(&'static str, &'static str)]) -> impl Fn(&str) -> Option<String> {
     move |k| {
