@@ -309,22 +309,10 @@ fn judged(bug: &[&&&ResultRow]) -> (Option<usize>, Option<f64>, Option<JudgeTall
 mod tests {
     use super::*;
     use crate::eval::cases::CASES_VERSION;
-    use crate::review::finding::{Category, Severity, Side};
+    use crate::review::finding::Side;
 
     fn finding(path: &str, start: u32, end: u32) -> Finding {
-        Finding {
-            path: path.into(),
-            line: end,
-            start_line: start,
-            side: Side::Right,
-            severity: Severity::Major,
-            category: Category::Bug,
-            title: "t".into(),
-            body: "b".into(),
-            suggestion: None,
-            rule: None,
-            unverified: false,
-        }
+        Finding::on_lines(path, start, end)
     }
 
     fn bug_case(start: u32, end: u32) -> Case {

@@ -249,8 +249,9 @@ mod tests {
         }
     }
 
-    #[tokio::test]
-    async fn annotations_go_fifty_per_request_and_a_check_is_found_before_one_is_made() {
+    /// A GitHub with two check runs on `abc` (job 12's completed, job 13's queued) that makes
+    /// check run 9 and takes every update.
+    async fn check_runs_server() -> MockServer {
         let server = MockServer::start().await;
         let runs = json!({"total_count": 1, "check_runs": [
             {"id": 5, "external_id": "12", "status": "completed"},
@@ -269,6 +270,25 @@ mod tests {
             .respond_with(ResponseTemplate::new(200).set_body_json(json!({})))
             .mount(&server)
             .await;
+        server
+    }
+
+    /// The paths and bodies of the requests that wrote.
+    async fn writes(server: &MockServer) -> Vec<(String, Value)> {
+        let requests = server.received_requests().await.expect("recorded");
+        requests
+            .iter()
+            .filter(|r| r.method.as_str() != "GET")
+            .map(|r| {
+                let body: Value = serde_json::from_slice(&r.body).expect("JSON");
+                (r.url.path().to_string(), body)
+            })
+            .collect()
+    }
+
+    #[tokio::test]
+    async fn annotations_go_fifty_per_request_and_a_check_is_found_before_one_is_made() {
+        let server = check_runs_server().await;
         let client = GitHubClient::with_token(&server.uri(), Secret::new("t")).expect("client");
         let pull = GitHubPull::at(&client, "o", "r", 7);
         let status = ReviewStatus::Done(Box::new(Verdict {
@@ -287,15 +307,7 @@ mod tests {
             id: None,
         };
         assert_eq!(show(&pull, &target, &status).await.expect("shown"), Some(9));
-        let requests = server.received_requests().await.expect("recorded");
-        let writes: Vec<(String, Value)> = requests
-            .iter()
-            .filter(|r| r.method.as_str() != "GET")
-            .map(|r| {
-                let body: Value = serde_json::from_slice(&r.body).expect("JSON");
-                (r.url.path().to_string(), body)
-            })
-            .collect();
+        let writes = writes(&server).await;
         let sizes: Vec<usize> = writes
             .iter()
             .map(|(_, body)| body["output"]["annotations"].as_array().map_or(0, Vec::len))

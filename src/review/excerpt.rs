@@ -152,22 +152,9 @@ fn changed_lines(finding: &Finding, changes: &ChangeSet) -> Vec<u32> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::review::finding::{Category, Severity};
 
     fn finding(path: &str, line: u32) -> Finding {
-        Finding {
-            path: path.into(),
-            line,
-            start_line: line,
-            side: Side::Right,
-            severity: Severity::Major,
-            category: Category::Bug,
-            title: "t".into(),
-            body: "b".into(),
-            suggestion: None,
-            rule: None,
-            unverified: false,
-        }
+        Finding::on_lines(path, line, line)
     }
 
     /// A Python function of `body` lines whose guard sits on its second line.

@@ -164,4 +164,23 @@ impl Finding {
             format!("{}:{}-{}", self.path, self.start_line, self.line)
         }
     }
+
+    /// A major bug on head lines `start..=end` of `path`, titled "t" with body "b": the
+    /// finding unit tests start from.
+    #[cfg(test)]
+    pub(crate) fn on_lines(path: &str, start: u32, end: u32) -> Finding {
+        Finding {
+            path: path.into(),
+            line: end,
+            start_line: start,
+            side: Side::Right,
+            severity: Severity::Major,
+            category: Category::Bug,
+            title: "t".into(),
+            body: "b".into(),
+            suggestion: None,
+            rule: None,
+            unverified: false,
+        }
+    }
 }
