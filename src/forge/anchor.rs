@@ -127,49 +127,28 @@ pub(crate) fn fence_for(text: &str) -> String {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
-    use crate::review::diff::{DiffLine, FileChange, FileStatus, Hunk};
+    use crate::review::diff::{DiffLine, Hunk};
     use crate::review::finding::{Category, Severity};
 
     fn changes() -> ChangeSet {
-        let line = |kind, old_line, new_line, text: &str| DiffLine {
-            kind,
-            old_line,
-            new_line,
-            text: text.into(),
+        let line = DiffLine::at;
+        let edit = Hunk::of(
+            1,
+            1,
+            vec![
+                line(LineKind::Context, Some(1), Some(1), "fn a() {"),
+                line(LineKind::Removed, Some(2), None, "    old();"),
+                line(LineKind::Added, None, Some(2), "    new();"),
+                line(LineKind::Context, Some(3), Some(3), "}"),
+            ],
+        );
+        // A hunk that claims lines but lists none.
+        let empty = Hunk {
+            old_lines: 2,
+            new_lines: 2,
+            ..Hunk::of(20, 20, vec![])
         };
-        ChangeSet {
-            base: "b".into(),
-            head: Some("h".into()),
-            files: vec![FileChange {
-                path: "src/a.rs".into(),
-                old_path: None,
-                status: FileStatus::Modified,
-                binary: false,
-                hunks: vec![
-                    Hunk {
-                        old_start: 1,
-                        old_lines: 3,
-                        new_start: 1,
-                        new_lines: 3,
-                        header: String::new(),
-                        lines: vec![
-                            line(LineKind::Context, Some(1), Some(1), "fn a() {"),
-                            line(LineKind::Removed, Some(2), None, "    old();"),
-                            line(LineKind::Added, None, Some(2), "    new();"),
-                            line(LineKind::Context, Some(3), Some(3), "}"),
-                        ],
-                    },
-                    Hunk {
-                        old_start: 20,
-                        old_lines: 2,
-                        new_start: 20,
-                        new_lines: 2,
-                        header: String::new(),
-                        lines: vec![],
-                    },
-                ],
-            }],
-        }
+        ChangeSet::modifying("src/a.rs", vec![edit, empty])
     }
 
     /// A major finding on `src/a.rs` with a suggestion (also used by GitHub's review comment

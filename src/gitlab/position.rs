@@ -129,40 +129,19 @@ fn placed(file: &FileChange, side: Side, line: u32) -> Option<Placed> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::review::diff::{DiffLine, FileStatus, Hunk};
+    use crate::review::diff::{DiffLine, Hunk};
     use crate::review::finding::{Category, Severity};
 
     fn changes() -> ChangeSet {
-        let line = |kind, old_line, new_line, text: &str| DiffLine {
-            kind,
-            old_line,
-            new_line,
-            text: text.into(),
-        };
-        ChangeSet {
-            base: "b".into(),
-            head: Some("h".into()),
-            files: vec![FileChange {
-                path: "src/a.rs".into(),
-                old_path: None,
-                status: FileStatus::Modified,
-                binary: false,
-                hunks: vec![Hunk {
-                    old_start: 4,
-                    old_lines: 3,
-                    new_start: 4,
-                    new_lines: 4,
-                    header: String::new(),
-                    lines: vec![
-                        line(LineKind::Context, Some(4), Some(4), "fn a() {"),
-                        line(LineKind::Removed, Some(5), None, "    old();"),
-                        line(LineKind::Added, None, Some(5), "    new();"),
-                        line(LineKind::Added, None, Some(6), "    more();"),
-                        line(LineKind::Context, Some(6), Some(7), "}"),
-                    ],
-                }],
-            }],
-        }
+        let line = DiffLine::at;
+        let lines = vec![
+            line(LineKind::Context, Some(4), Some(4), "fn a() {"),
+            line(LineKind::Removed, Some(5), None, "    old();"),
+            line(LineKind::Added, None, Some(5), "    new();"),
+            line(LineKind::Added, None, Some(6), "    more();"),
+            line(LineKind::Context, Some(6), Some(7), "}"),
+        ];
+        ChangeSet::modifying("src/a.rs", vec![Hunk::of(4, 4, lines)])
     }
 
     fn finding(start_line: u32, line: u32, side: Side) -> Finding {

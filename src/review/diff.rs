@@ -182,6 +182,66 @@ impl ChangeSet {
     }
 }
 
+/// Diffs written by hand, for unit tests.
+#[cfg(test)]
+impl DiffLine {
+    /// A `kind` line at base line `old_line` and head line `new_line`, reading `text`.
+    pub(crate) fn at(
+        kind: LineKind,
+        old_line: Option<u32>,
+        new_line: Option<u32>,
+        text: &str,
+    ) -> DiffLine {
+        DiffLine {
+            kind,
+            old_line,
+            new_line,
+            text: text.into(),
+        }
+    }
+}
+
+#[cfg(test)]
+impl Hunk {
+    /// The hunk of `lines` from base line `old_start` and head line `new_start`, its line
+    /// counts read from the lines.
+    pub(crate) fn of(old_start: u32, new_start: u32, lines: Vec<DiffLine>) -> Hunk {
+        let count = |side: LineKind| {
+            let n = lines
+                .iter()
+                .filter(|line| line.kind == LineKind::Context || line.kind == side)
+                .count();
+            u32::try_from(n).unwrap_or(u32::MAX)
+        };
+        Hunk {
+            old_start,
+            old_lines: count(LineKind::Removed),
+            new_start,
+            new_lines: count(LineKind::Added),
+            header: String::new(),
+            lines,
+        }
+    }
+}
+
+#[cfg(test)]
+impl ChangeSet {
+    /// The change `b..h` that modifies the one file `path` in `hunks`.
+    pub(crate) fn modifying(path: &str, hunks: Vec<Hunk>) -> ChangeSet {
+        ChangeSet {
+            base: "b".into(),
+            head: Some("h".into()),
+            files: vec![FileChange {
+                path: path.into(),
+                old_path: None,
+                status: FileStatus::Modified,
+                binary: false,
+                hunks,
+            }],
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -162,38 +162,17 @@ fn quoted(label: &str, text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::review::diff::{DiffLine, FileChange, FileStatus, Hunk, LineKind};
+    use crate::review::diff::{DiffLine, Hunk, LineKind};
     use crate::review::finding::{Category, Severity};
 
     fn change() -> ChangeSet {
-        let line = |kind, old_line, new_line, text: &str| DiffLine {
-            kind,
-            old_line,
-            new_line,
-            text: text.into(),
-        };
-        ChangeSet {
-            base: "b".into(),
-            head: Some("h".into()),
-            files: vec![FileChange {
-                path: "src/a.rs".into(),
-                old_path: None,
-                status: FileStatus::Modified,
-                binary: false,
-                hunks: vec![Hunk {
-                    old_start: 2,
-                    old_lines: 1,
-                    new_start: 2,
-                    new_lines: 2,
-                    header: String::new(),
-                    lines: vec![
-                        line(LineKind::Removed, Some(2), None, "    1"),
-                        line(LineKind::Added, None, Some(2), "    let x = 1;"),
-                        line(LineKind::Added, None, Some(3), "    x / 0"),
-                    ],
-                }],
-            }],
-        }
+        let line = DiffLine::at;
+        let lines = vec![
+            line(LineKind::Removed, Some(2), None, "    1"),
+            line(LineKind::Added, None, Some(2), "    let x = 1;"),
+            line(LineKind::Added, None, Some(3), "    x / 0"),
+        ];
+        ChangeSet::modifying("src/a.rs", vec![Hunk::of(2, 2, lines)])
     }
 
     fn finding(side: Side, line: u32) -> Finding {
