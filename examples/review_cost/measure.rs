@@ -6,7 +6,7 @@ use std::collections::hash_map::DefaultHasher;
 use std::collections::{HashMap, HashSet};
 use std::hash::{Hash, Hasher};
 
-use redline::context::noise::classify;
+use redline::context::noise::noise_kind;
 use redline::context::order::review_order_key;
 use redline::repo::RepoView;
 use redline::review::diff::{ChangeSet, FileStatus, LineKind};
@@ -47,7 +47,7 @@ impl Reviewable {
             .filter(|f| {
                 let head = view.read_text(&f.path).ok();
                 let start = head.as_deref().map(|h| prefix(h, 4096));
-                classify(f, start, &no_excludes).is_none()
+                noise_kind(f, start, &no_excludes).is_none()
             })
             .collect();
         files.sort_by_key(|f| review_order_key(f));

@@ -5,7 +5,7 @@
 use std::cmp::Reverse;
 
 use crate::review::diff::{FileChange, LineKind};
-use crate::review::file_kind::{FileKind, classify, in_test_dir};
+use crate::review::file_kind::{FileKind, file_kind, in_test_dir};
 
 /// What kind of file a path is, in the order a reviewer wants them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -45,7 +45,7 @@ const CONFIG_DIRS: &[&str] = &[".cargo", ".config", ".vscode", ".devcontainer"];
 
 /// The class of a path: its [`FileKind`], the classes a reviewer tells apart.
 pub(crate) fn file_class(path: &str) -> FileClass {
-    match classify(path) {
+    match file_kind(path) {
         FileKind::Source => FileClass::Source,
         FileKind::Test => FileClass::Test,
         FileKind::Doc | FileKind::Changelog => FileClass::Docs,

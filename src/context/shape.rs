@@ -358,7 +358,7 @@ fn sections_for_tasks(
 }
 
 fn role_of(file: &FileChange, head: Option<&str>, exclude: &globset::GlobSet) -> Role {
-    if let Some(kind) = noise::classify(file, head, exclude) {
+    if let Some(kind) = noise::noise_kind(file, head, exclude) {
         return Role::Excluded(kind);
     }
     if file.status == FileStatus::Deleted {

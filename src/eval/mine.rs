@@ -28,7 +28,7 @@ use super::cases::{CASES_VERSION, Case};
 use super::revert::revert_case;
 use super::verdict::judge;
 pub use super::verdict::{Candidate, Skip};
-pub use crate::review::file_kind::{FileKind, classify};
+pub use crate::review::file_kind::{FileKind, file_kind};
 
 /// Where revert commits are kept (no branch, no tag: nothing the user looks at).
 pub(crate) const REF_NAMESPACE: &str = "refs/redline-eval/";
@@ -250,7 +250,7 @@ fn shape_of(repo: &Repository, commit: &Commit<'_>) -> Result<CommitShape, EvalE
     let mut shape = CommitShape::default();
     for delta in diff.deltas() {
         let path = delta_path(&delta);
-        let kind = classify(&path);
+        let kind = file_kind(&path);
         shape.files.push((path, kind));
     }
     let code = shape.files.iter().filter(|(_, k)| is_code(*k)).count();

@@ -31,7 +31,7 @@ use super::cases::{CASES_VERSION, Case, ExpectedRange};
 use super::mine::{REF_NAMESPACE, delta_path, diff_of, short};
 use super::mutants::{Edit, MutantKind, apply, candidates};
 use super::verdict::{blob_size, size_text};
-use crate::review::file_kind::{FileKind, classify};
+use crate::review::file_kind::{FileKind, file_kind};
 use crate::review::finding::Side;
 use crate::syntax::Lang;
 
@@ -129,7 +129,7 @@ fn added_lines(
         // Before the patch is made: a file too large to parse is not even diffed.
         let path = delta_path(&delta);
         let parsed = Lang::of_path(&path).is_some()
-            && classify(&path) == FileKind::Source
+            && file_kind(&path) == FileKind::Source
             && !delta.new_file().id().is_zero();
         let bytes = blob_size(repo, delta.new_file().id())?;
         if parsed && bytes > MAX_PARSED_BYTES {

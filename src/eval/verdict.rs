@@ -13,7 +13,7 @@ use super::EvalError;
 use super::mine::{
     MAX_CHANGED_LINES, MAX_FILES, MAX_SOURCE_FILES, MineOptions, delta_path, diff_of, summary_of,
 };
-use crate::review::file_kind::{FileKind, classify};
+use crate::review::file_kind::{FileKind, file_kind};
 use crate::syntax::{ChangeKind, classify_change};
 
 /// Why a candidate fix is not a case.
@@ -139,7 +139,7 @@ pub(crate) fn judge(
         .deltas()
         .map(|d| {
             let path = delta_path(&d);
-            let kind = classify(&path);
+            let kind = file_kind(&path);
             (path, kind)
         })
         .collect();

@@ -321,7 +321,7 @@ pub(crate) fn error_from_response(
         None if body.trim().is_empty() => format!("HTTP {status} with an empty body"),
         None => body.to_string(),
     };
-    classify(
+    error_of_status(
         status,
         &detail,
         clip(&redact(key, &message)),
@@ -341,10 +341,10 @@ pub(crate) fn error_from_stream(
         .message
         .clone()
         .unwrap_or_else(|| "error reported in the response stream".to_string());
-    classify(status, detail, clip(&redact(key, &message)), None, model)
+    error_of_status(status, detail, clip(&redact(key, &message)), None, model)
 }
 
-fn classify(
+fn error_of_status(
     status: u16,
     detail: &ErrorDetail,
     message: String,

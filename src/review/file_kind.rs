@@ -178,8 +178,8 @@ pub(crate) fn in_test_dir(path: &str) -> bool {
         .any(|d| TEST_DIRS.contains(&d))
 }
 
-/// Classifies a repository path by its directories, name and extension.
-pub fn classify(path: &str) -> FileKind {
+/// The kind of a repository path by its directories, name and extension.
+pub fn file_kind(path: &str) -> FileKind {
     let lower = path.to_ascii_lowercase();
     let parts: Vec<&str> = lower.split('/').collect();
     let (name, dirs) = parts.split_last().map_or(("", &[][..]), |(n, d)| (*n, d));
@@ -267,7 +267,7 @@ mod tests {
             ("src/history.py", Source),
             ("lib/security.rs", Source),
         ] {
-            assert_eq!(classify(path), kind, "{path}");
+            assert_eq!(file_kind(path), kind, "{path}");
         }
     }
 }
