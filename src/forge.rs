@@ -50,6 +50,7 @@ use dismissed::ReviewThread;
 use publish::Plan;
 use status::{Conclusion, ReviewStatus, StatusError, StatusTarget};
 
+pub(crate) use event::Classified;
 pub use event::{
     AccessChange, Ask, ChangeRef, CommandRequest, CommentRef, ForgeEvent, ForgeIds, IgnoreReason,
     RerunRequest, ReviewRequest, Revision, ThreadNote, UsageReply,

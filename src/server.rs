@@ -2,7 +2,7 @@
 //!
 //! `POST /webhook` verifies `X-Hub-Signature-256` on the raw body, dedupes on
 //! `X-GitHub-Delivery`, and stores review jobs in the [`Queue`] before answering.
-//! `POST /gitlab/webhook` does the same for GitLab ([`gitlab_webhook`]: `X-Gitlab-Token`,
+//! `POST /gitlab/webhook` does the same for GitLab ([`gitlab`]: `X-Gitlab-Token`,
 //! `X-Gitlab-Event-UUID`), within the same limits and budget.
 //! `GET /healthz` answers 200 while the database does; `GET /metrics` serves Prometheus text.
 //!
@@ -12,21 +12,26 @@
 //! ([`RequestLimits`]), and are hashed while they stream in, so a bad signature is refused
 //! as soon as the body ends.
 
+//! Layering: [`intake`], [`pipeline`] and [`delivery_job`] are forge-neutral: each forge
+//! supplies its part from its own folder, [`github`] (the App: its webhook, its reading
+//! of events, its job and answer steps) and [`gitlab`] (the same for GitLab), and only
+//! those two import a forge's module (checked by `tests/layering.rs`), but for the check
+//! statuses' forge per job ([`check_status`]).
+
 mod answer_pool;
 mod body;
 mod budget;
 pub mod cache;
 pub mod check_status;
 mod connection;
-pub(crate) mod events;
-pub(crate) use events::CommandReply;
-mod gitlab_notes;
-pub mod gitlab_runner;
-mod gitlab_webhook;
+mod delivery_job;
+pub mod github;
+pub(crate) use github::events::CommandReply;
+pub mod gitlab;
 mod intake;
-pub(crate) use gitlab_notes::gitlab_note_hook;
-pub use gitlab_webhook::GitLabHooks;
-pub(crate) use gitlab_webhook::GitLabNoteHook;
+pub(crate) use gitlab::notes::gitlab_note_hook;
+pub use gitlab::webhook::GitLabHooks;
+pub(crate) use gitlab::webhook::GitLabNoteHook;
 mod job_transcript;
 pub(crate) mod limits;
 mod listen;
@@ -34,10 +39,7 @@ pub(crate) mod memory;
 pub mod metrics;
 pub mod pipeline;
 pub mod retention;
-pub mod review_runner;
 pub mod signature;
-pub(crate) mod thread_runner;
-mod webhook;
 
 use std::fmt;
 use std::future::Future;
@@ -171,8 +173,8 @@ impl fmt::Debug for AppState {
 /// The router: `POST /webhook`, `POST /gitlab/webhook`, `GET /healthz`, `GET /metrics`.
 pub fn app(state: AppState) -> Router {
     Router::new()
-        .route("/webhook", post(webhook::receive))
-        .route("/gitlab/webhook", post(gitlab_webhook::receive))
+        .route("/webhook", post(github::webhook::receive))
+        .route("/gitlab/webhook", post(gitlab::webhook::receive))
         .route("/healthz", get(healthz))
         .route("/metrics", get(metrics))
         // No `DefaultBodyLimit`: the webhook handler reads the raw body itself, within

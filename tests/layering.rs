@@ -1,6 +1,7 @@
 //! The direction of the dependencies between the forge modules, read from the sources:
 //! what both forges share (`forge`, and the `flow`s built on it) imports neither forge, and
-//! neither forge imports the other. A forge-neutral helper written under `github/` or
+//! neither forge imports the other; in the server, the intake and the pipelines import
+//! neither forge, and each forge's part only its own. A forge-neutral helper written under `github/` or
 //! `gitlab/` then cannot be reached from the other forge without this test failing.
 
 use std::path::{Path, PathBuf};
@@ -65,6 +66,42 @@ fn shared_code_imports_neither_forge_and_neither_forge_imports_the_other() {
     assert!(
         broken.is_empty(),
         "imports against the layering:\n{}",
+        broken.join("\n")
+    );
+}
+
+/// The server's files that wire a forge in on purpose: its two forge folders, and the check
+/// statuses, which pick each job's forge.
+fn wires_a_forge(path: &Path) -> bool {
+    let Ok(relative) = path.strip_prefix(src().join("server")) else {
+        return false; // src/server.rs
+    };
+    let first = relative.components().next().unwrap().as_os_str();
+    ["github", "github.rs", "gitlab", "gitlab.rs"]
+        .iter()
+        .any(|name| first == *name)
+        || relative == Path::new("check_status.rs")
+        || relative == Path::new("check_status/job_forge.rs")
+}
+
+#[test]
+fn the_server_s_shared_steps_import_neither_forge_and_each_forge_s_part_only_its_own() {
+    let mut broken = Vec::new();
+    for file in module_files("server") {
+        if !wires_a_forge(&file) {
+            broken.extend(naming(&file, "github"));
+            broken.extend(naming(&file, "gitlab"));
+        }
+    }
+    for file in module_files("server/github") {
+        broken.extend(naming(&file, "gitlab"));
+    }
+    for file in module_files("server/gitlab") {
+        broken.extend(naming(&file, "github"));
+    }
+    assert!(
+        broken.is_empty(),
+        "imports against the server's layering:\n{}",
         broken.join("\n")
     );
 }

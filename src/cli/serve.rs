@@ -23,14 +23,14 @@ use crate::llm::Secret;
 use crate::llm::pricing::builtin_price;
 use crate::queue::{Queue, WorkerConfig, WorkerPool};
 use crate::server::check_status::{Checks, START_SWEEP_TIMEOUT, SWEEP_INTERVAL};
-use crate::server::gitlab_runner::{GitLabRunner, GitLabSteps};
+use crate::server::github::answers::thread_comment_hook;
+use crate::server::github::runner::{GitHubSteps, ReviewRunner, command_reply_hook};
+use crate::server::gitlab::runner::{GitLabRunner, GitLabSteps};
 use crate::server::limits::{
     descriptor_warning, parse_count, parse_duration, parse_rate, parse_size,
 };
 use crate::server::pipeline::{ForgeRunner, ModelFactory, Pipeline, RunnerSettings};
 use crate::server::retention::{PRUNE_INTERVAL, spawn_pruner};
-use crate::server::review_runner::{GitHubSteps, ReviewRunner, command_reply_hook};
-use crate::server::thread_runner::thread_comment_hook;
 use crate::server::{
     AppState, ConnectionLimits, GitLabHooks, Metrics, RequestLimits, gitlab_note_hook, memory,
     serve_with_limits,

@@ -16,6 +16,16 @@ use std::fmt;
 
 use serde::Serialize;
 
+/// A delivery's action (for the delivery record) and what it asks for: what every forge's
+/// classifier returns.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Classified {
+    /// The payload's `action`, if any.
+    pub action: Option<String>,
+    /// What the delivery asks for.
+    pub event: ForgeEvent,
+}
+
 /// What a delivery asks for.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub enum ForgeEvent {

@@ -8,7 +8,7 @@ use crate::github::action_event::{check_action_event, parse_action_event};
 use crate::repo::changes_from_patch;
 use crate::review::parse::{parse_submission, parse_text_reply};
 use crate::server::ServerConfig;
-use crate::server::events::classify_app_delivery;
+use crate::server::github::events::classify_app_delivery;
 
 /// The seed of every suite: fixed, so that failures reproduce.
 const SEED: u64 = 0x5eed_2ed1;

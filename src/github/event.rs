@@ -31,8 +31,8 @@ use super::thread::ReviewCommentEvent;
 use crate::forge::command::{Command, REVIEW_ACTIONS, parse_command};
 use crate::forge::status::CHECK_NAME;
 use crate::forge::{
-    AccessChange, Ask, ChangeRef, CommandRequest, CommentRef, ForgeEvent, ForgeIds, IgnoreReason,
-    RerunRequest, ReviewRequest, Revision, UsageReply,
+    AccessChange, Ask, ChangeRef, Classified, CommandRequest, CommentRef, ForgeEvent, ForgeIds,
+    IgnoreReason, RerunRequest, ReviewRequest, Revision, UsageReply,
 };
 
 /// How events are filtered, where the entry points differ in what they know.
@@ -44,15 +44,6 @@ pub(crate) struct ClassifyOptions {
     pub mention: Option<String>,
     /// The App's slug, when known: a re-run of another App's check suite is ignored.
     pub app_slug: Option<String>,
-}
-
-/// A delivery's action and what it asks for.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Classified {
-    /// The payload's `action`, if any.
-    pub action: Option<String>,
-    /// What the delivery asks for.
-    pub event: ForgeEvent,
 }
 
 /// Why a payload was refused.

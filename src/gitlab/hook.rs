@@ -15,8 +15,8 @@ use serde::Deserialize;
 
 use crate::forge::thread::thread_comment_ask;
 use crate::forge::{
-    Ask, ChangeRef, CommandRequest, CommentRef, ForgeEvent, ForgeIds, IgnoreReason, ReviewRequest,
-    Revision, ThreadNote,
+    Ask, ChangeRef, Classified, CommandRequest, CommentRef, ForgeEvent, ForgeIds, IgnoreReason,
+    ReviewRequest, Revision, ThreadNote,
 };
 use crate::gitlab::own_user::OwnUser;
 
@@ -62,7 +62,7 @@ pub(crate) fn classify_gitlab_hook(
     event: &str,
     body: &[u8],
     config: &HookConfig,
-) -> Result<(Option<String>, ForgeEvent), HookError> {
+) -> Result<Classified, HookError> {
     if body.trim_ascii_start().first() != Some(&b'{') {
         // Still a JSON error when it is not JSON at all.
         serde_json::from_slice::<serde::de::IgnoredAny>(body)?;
@@ -73,18 +73,27 @@ pub(crate) fn classify_gitlab_hook(
             let hook: MergeRequestHook = serde_json::from_slice(body)?;
             hook.project.check()?;
             let action = hook.object_attributes.action.clone();
-            Ok((action, merge_request(hook, config)))
+            Ok(Classified {
+                action,
+                event: merge_request(hook, config),
+            })
         }
         NOTE_HOOK => {
             let hook: NoteHook = serde_json::from_slice(body)?;
             hook.project.check()?;
             let action = hook.object_attributes.action.clone();
-            Ok((action, note(hook, config)))
+            Ok(Classified {
+                action,
+                event: note(hook, config),
+            })
         }
         _ => {
             serde_json::from_slice::<serde::de::IgnoredAny>(body)?;
             let event = event.to_string();
-            Ok((None, ignore(IgnoreReason::EventNotHandled { event })))
+            Ok(Classified {
+                action: None,
+                event: ignore(IgnoreReason::EventNotHandled { event }),
+            })
         }
     }
 }
@@ -359,7 +368,7 @@ mod tests {
     fn classify_value(event: &str, value: &Value) -> ForgeEvent {
         classify_gitlab_hook(event, value.to_string().as_bytes(), &config())
             .unwrap()
-            .1
+            .event
     }
 
     #[test]
@@ -500,8 +509,9 @@ mod tests {
             let refused = classify_gitlab_hook(NOTE_HOOK, note.to_string().as_bytes(), &config());
             assert!(matches!(refused, Err(HookError::InvalidProjectPath)));
         }
-        let (_, push) =
-            classify_gitlab_hook("Push Hook", b"{\"object_kind\":\"push\"}", &config()).unwrap();
+        let push = classify_gitlab_hook("Push Hook", b"{\"object_kind\":\"push\"}", &config())
+            .unwrap()
+            .event;
         let event = "Push Hook".to_string();
         assert_eq!(push, ignore(IgnoreReason::EventNotHandled { event }));
     }

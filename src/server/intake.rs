@@ -3,10 +3,10 @@
 //!
 //! Layering: this module knows no forge. Each forge supplies a [`WebhookForge`]: its
 //! headers, how its deliveries are authenticated (GitHub: the `X-Hub-Signature-256` HMAC
-//! of the body, [`super::webhook`]; GitLab: the project's `X-Gitlab-Token`,
-//! [`super::gitlab_webhook`]), its classifier, a check of the change before anything is
+//! of the body, [`super::github::webhook`]; GitLab: the project's `X-Gitlab-Token`,
+//! [`super::gitlab::webhook`]), its classifier, a check of the change before anything is
 //! stored, and who hears of what is not queued. What a delivery asks for is a
-//! [`ForgeEvent`] from the classifier to the job ([`super::events::job_of`]), with no
+//! [`ForgeEvent`] from the classifier to the job ([`super::delivery_job::job_of`]), with no
 //! other type in between.
 //!
 //! Invariants: nothing of the body is read before [`WebhookForge::begin`] admits the
@@ -28,9 +28,11 @@ use tracing::{error, info, warn};
 
 use super::AppState;
 use super::body::{BodyCheck, BodyError, read_verified};
-use super::events::job_of;
+use super::delivery_job::job_of;
 use super::metrics::DeliveryOutcome;
-use crate::forge::{AccessChange, ForgeEvent, IgnoreReason, ReviewRequest, ThreadNote, UsageReply};
+use crate::forge::{
+    AccessChange, Classified, ForgeEvent, IgnoreReason, ReviewRequest, ThreadNote, UsageReply,
+};
 use crate::queue::{Accepted, ForgeKind, JobId, NewDelivery, NewJob, QueueError};
 use crate::text::logged;
 
@@ -75,14 +77,18 @@ pub(super) trait WebhookForge: Sync {
         event: &str,
     ) -> Result<(), Refused>;
 
+    /// Why the forge's classifier refuses a body (its message goes back to the sender
+    /// only: it may quote payload text).
+    type Unreadable: std::error::Error;
+
     /// The payload's action (for the delivery record) and what the authenticated `body` of
-    /// `event` asks for; the message for the sender when it cannot be read.
+    /// `event` asks for, or why it cannot be read.
     fn classify(
         &self,
         state: &AppState,
         event: &str,
         body: &[u8],
-    ) -> Result<(Option<String>, ForgeEvent), String>;
+    ) -> Result<Classified, Self::Unreadable>;
 
     /// Checks the change `asked` names before anything is stored (GitLab: the project path
     /// is its id's); the answer that refuses it otherwise.
@@ -154,11 +160,14 @@ async fn accept<F: WebhookForge>(
     let event = event.map_err(|problem| bad_request(problem.describe(names.event_name)))?;
     let delivery_id =
         delivery_id.map_err(|problem| bad_request(problem.describe(names.delivery_name)))?;
-    let (action, asked) = forge.classify(state, event, body).map_err(|message| {
+    let Classified {
+        action,
+        event: asked,
+    } = forge.classify(state, event, body).map_err(|unreadable| {
         // The parser's message may quote payload text, so it goes back to the sender only.
         warn!(forge = %F::KIND, delivery = %logged(delivery_id), event = %logged(event),
-            "webhook payload refused");
-        bad_request(message)
+                "webhook payload refused");
+        bad_request(unreadable.to_string())
     })?;
     forge.admit(&asked, delivery_id).await?;
     let delivery = NewDelivery {

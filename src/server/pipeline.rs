@@ -9,7 +9,7 @@
 //! ([`super::check_status`]). The thread-answer pipeline is [`answer`].
 //!
 //! Each forge supplies only its own steps through [`JobSteps`] (GitHub:
-//! [`super::review_runner`], GitLab: [`super::gitlab_runner`]): reading the change and
+//! [`super::github::runner`], GitLab: [`super::gitlab::runner`]): reading the change and
 //! whether its requester may ask, where its mirror is and with which token it is fetched,
 //! where dismissals are kept, and how a failure is told.
 //!
@@ -363,9 +363,9 @@ pub(crate) fn send<'a, T>(
 /// fails for good (its settings are missing, a retry cannot help).
 pub struct ForgeRunner {
     /// GitHub's pipeline, when the App is configured.
-    pub github: Option<Arc<super::review_runner::ReviewRunner>>,
+    pub github: Option<Arc<super::github::runner::ReviewRunner>>,
     /// GitLab's pipeline, when GitLab is configured.
-    pub gitlab: Option<Arc<super::gitlab_runner::GitLabRunner>>,
+    pub gitlab: Option<Arc<super::gitlab::runner::GitLabRunner>>,
 }
 
 #[async_trait]

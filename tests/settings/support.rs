@@ -17,8 +17,8 @@ use redline::github::AppAuth;
 use redline::llm::{ProviderSettings, Secret, build_client};
 use redline::queue::{Job, JobId, JobKind, JobRunner, JobState, ReviewTrigger};
 use redline::server::Metrics;
+use redline::server::github::runner::{GitHubSteps, ReviewRunner};
 use redline::server::pipeline::{ModelFactory, Pipeline, RunnerSettings};
-use redline::server::review_runner::{GitHubSteps, ReviewRunner};
 
 /// The server's model: it has a built-in price, so cost limits can be kept.
 pub const SERVER_MODEL: &str = "gpt-4.1-mini";

@@ -1,4 +1,4 @@
-//! GitHub's steps of the thread-answer pipeline ([`super::pipeline::answer`]): a review
+//! GitHub's steps of the thread-answer pipeline ([`crate::server::pipeline::answer`]): a review
 //! comment is answered through its App installation (a comment without one is not
 //! answered), the cheap checks are [`crate::github::thread::gate`]'s (read access, the
 //! thread by its first comment), answers go in the thread of the first comment, the pull
@@ -7,15 +7,15 @@
 
 use async_trait::async_trait;
 
-use super::ThreadCommentHook;
-use super::pipeline::MirrorSource;
-use super::pipeline::answer::{AnswerError, AnswerSteps, AnswerWords, answer_hook};
-use super::review_runner::{GitHubChange, GitHubSteps, ReviewRunner};
+use super::runner::{GitHubChange, GitHubSteps, ReviewRunner};
 use crate::forge::thread::{Gate, ThreadComment};
 use crate::forge::{Forge, ForgeKind};
 use crate::github::thread::gate;
 use crate::github::{GitHubClient, GitHubPull};
 use crate::queue::{JobError, Queue};
+use crate::server::ThreadCommentHook;
+use crate::server::pipeline::MirrorSource;
+use crate::server::pipeline::answer::{AnswerError, AnswerSteps, AnswerWords, answer_hook};
 
 /// The hook that answers review comments with `runner`'s checkout, model and settings,
 /// recording claims and dismissals in `queue`.
@@ -138,7 +138,7 @@ mod tests {
             path: "/repos/o/r/pulls/1".into(),
             message: "Not Found".into(),
         };
-        let error = AnswerError::Checkout(crate::server::review_runner::github_error(refused));
+        let error = AnswerError::Checkout(crate::server::github::runner::github_error(refused));
         let text = chain(&error);
         assert!(
             text.starts_with("could not check out the pull request: "),

@@ -1,4 +1,4 @@
-//! GitHub's steps of `redline serve`'s job pipeline ([`super::pipeline`]): a job acts
+//! GitHub's steps of `redline serve`'s job pipeline ([`crate::server::pipeline`]): a job acts
 //! through its App installation (a job without one is not GitHub's to run), its pull
 //! request is read as GitHub has it now, a `/redline review` comment or a re-run needs a
 //! requester with write access, the mirror lives at `<cache>/<owner>/<name>.git` and is
@@ -10,7 +10,6 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 
-use super::pipeline::{JobSteps, MirrorSource, Pipeline};
 use crate::forge::notice::notice_once;
 use crate::forge::{Forge, ForgeKind, PublishConfig};
 use crate::github::{
@@ -18,6 +17,7 @@ use crate::github::{
     has_write_access, path_segment,
 };
 use crate::queue::{Job, JobError, ReviewTrigger};
+use crate::server::pipeline::{JobSteps, MirrorSource, Pipeline};
 
 /// Runs review jobs for a GitHub App.
 pub type ReviewRunner = Pipeline<GitHubSteps>;

@@ -1,4 +1,4 @@
-//! `POST /webhook`: GitHub's side of the intake ([`super::intake`]).
+//! `POST /webhook`: GitHub's side of the intake ([`crate::server::intake`]).
 //!
 //! The signature header is checked before the body is read (a missing or malformed one is
 //! refused at once); the body is then read within the request limits and hashed as it
@@ -12,17 +12,17 @@ use axum::response::Response;
 use serde_json::json;
 use tracing::info;
 
-use super::AppState;
-use super::body::BodyError;
-use super::events::{Classified, CommandReply, classify_app_delivery};
-use super::intake::{
-    Answer, Headers, Refused, WebhookForge, ignored_answer, receive as intake, refuse_body,
-};
-use super::metrics::DeliveryOutcome;
-use super::signature::SignatureCheck;
+use super::events::{Classified, CommandReply, PayloadError, classify_app_delivery};
 use crate::forge::thread::ThreadComment;
 use crate::forge::{ForgeEvent, IgnoreReason, ThreadNote, UsageReply};
 use crate::queue::ForgeKind;
+use crate::server::AppState;
+use crate::server::body::BodyError;
+use crate::server::intake::{
+    Answer, Headers, Refused, WebhookForge, ignored_answer, receive as intake, refuse_body,
+};
+use crate::server::metrics::DeliveryOutcome;
+use crate::server::signature::SignatureCheck;
 
 const SIGNATURE_HEADER: &str = "x-hub-signature-256";
 
@@ -44,6 +44,7 @@ impl WebhookForge for GitHub {
         delivery_name: "X-GitHub-Delivery",
     };
     type Check = SignatureCheck;
+    type Unreadable = PayloadError;
 
     fn begin(
         &self,
@@ -68,10 +69,8 @@ impl WebhookForge for GitHub {
         state: &AppState,
         event: &str,
         body: &[u8],
-    ) -> Result<(Option<String>, ForgeEvent), String> {
-        let Classified { action, event } =
-            classify_app_delivery(event, body, &state.config).map_err(|err| err.to_string())?;
-        Ok((action, event))
+    ) -> Result<Classified, PayloadError> {
+        classify_app_delivery(event, body, &state.config)
     }
 
     async fn admit(&self, _: &ForgeEvent, _: &str) -> Result<(), Answer> {

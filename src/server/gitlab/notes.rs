@@ -1,4 +1,4 @@
-//! GitLab's steps of the thread-answer pipeline ([`super::pipeline::answer`]): a note in
+//! GitLab's steps of the thread-answer pipeline ([`crate::server::pipeline::answer`]): a note in
 //! a merge request's discussion, with the same rules as GitHub's review comments
 //! ([`crate::forge::thread::Gate`]): cheap checks before any checkout, and `/redline ignore` in
 //! Redline's own discussions only.
@@ -13,10 +13,7 @@
 
 use async_trait::async_trait;
 
-use super::GitLabNoteHook;
-use super::gitlab_runner::{GitLabChange, GitLabRunner, GitLabSteps, gitlab_key};
-use super::pipeline::MirrorSource;
-use super::pipeline::answer::{AnswerError, AnswerSteps, AnswerWords, answer_hook};
+use super::runner::{GitLabChange, GitLabRunner, GitLabSteps, gitlab_key};
 use crate::forge::thread::{
     Gate, GateWords, Thread, ThreadComment, in_thread, may_dismiss, thread_comment_ask,
 };
@@ -25,6 +22,9 @@ use crate::gitlab::GitLabMergeRequest;
 use crate::gitlab::discussion::load_discussion;
 use crate::gitlab::merge_request::DiffRefs;
 use crate::queue::{JobError, Queue};
+use crate::server::GitLabNoteHook;
+use crate::server::pipeline::MirrorSource;
+use crate::server::pipeline::answer::{AnswerError, AnswerSteps, AnswerWords, answer_hook};
 use crate::text::logged;
 
 /// What `/redline ignore` is answered with (GitHub's words, in GitLab's terms).
@@ -163,7 +163,7 @@ async fn gate(
     let Some(thread) = thread.await.map_err(thread_error)? else {
         return Ok(Gate::Skip("the discussion is gone".into()));
     };
-    if let Err(reason) = as_gitlab_has_it(forge, note, &thread).await? {
+    if let NoteCheck::Skip(reason) = as_gitlab_has_it(forge, note, &thread).await? {
         return Ok(Gate::Skip(reason));
     }
     let comment = &note.comment;
@@ -190,6 +190,14 @@ async fn gate(
     gate.await.map_err(AnswerError::Thread)
 }
 
+/// Whether a note, as GitLab has it, may get an answer.
+enum NoteCheck {
+    /// It may: the note's author, text and ask are GitLab's now.
+    Answerable,
+    /// It gets nothing: the reason, for the log.
+    Skip(String),
+}
+
 /// The note's author, text and ask as GitLab has them (the note by its id in `thread`),
 /// or why it gets nothing: not in the discussion, written by the token's user, or asking
 /// nothing as GitLab has it.
@@ -197,21 +205,22 @@ async fn as_gitlab_has_it(
     forge: &GitLabMergeRequest<'_>,
     note: &mut MergeRequestNote,
     thread: &Thread,
-) -> Result<Result<(), String>, AnswerError> {
+) -> Result<NoteCheck, AnswerError> {
+    let skip = |reason: &str| Ok(NoteCheck::Skip(reason.to_string()));
     let id = note.comment.comment_id;
     let Some(posted) = thread.posts.iter().find(|post| post.id == id) else {
-        return Ok(Err("the note is not in the discussion".into()));
+        return skip("the note is not in the discussion");
     };
     // Known: the discussion was read with it.
     let own = forge.client.own_username().await.map_err(thread_error)?;
     if posted.by_bot || posted.author == own {
-        return Ok(Err("Redline's own note".into()));
+        return skip("Redline's own note");
     }
     let mention = format!("@{own}");
     let ask = match thread_comment_ask(&posted.body, false, true, Some(&mention)) {
-        Ok(Ask::Review { .. }) => return Ok(Err("a review request, not a conversation".into())),
+        Ok(Ask::Review { .. }) => return skip("a review request, not a conversation"),
         Ok(ask) => ask,
-        Err(reason) => return Ok(Err(reason.to_string())),
+        Err(reason) => return skip(&reason.to_string()),
     };
     let comment = &mut note.comment;
     comment.author = posted.author.clone();
@@ -220,7 +229,7 @@ async fn as_gitlab_has_it(
         comment.path = posted.path.clone();
     }
     comment.ask = ask;
-    Ok(Ok(()))
+    Ok(NoteCheck::Answerable)
 }
 
 /// A failure to read the discussion or the commenter's role.

@@ -1,9 +1,9 @@
-//! GitLab's steps of `redline serve`'s job pipeline ([`super::pipeline`]): a merge
+//! GitLab's steps of `redline serve`'s job pipeline ([`crate::server::pipeline`]): a merge
 //! request is read as GitLab has it now, a `/redline review` note runs only for a
 //! commenter with the Developer role or above, the mirror lives under `<cache>/@gitlab/`
 //! and is fetched with the server's token, dismissals are kept under [`gitlab_key`], and a
 //! failure is told in a note. Its state is shown as the head's commit status
-//! ([`super::check_status`]).
+//! ([`crate::server::check_status`]).
 //!
 //! Invariants: positions name the merge request's `diff_refs` as GitLab has them when the
 //! job runs (a head GitLab has moved past is reviewed as GitLab has it now; a newer push
@@ -15,7 +15,6 @@ use std::path::PathBuf;
 
 use async_trait::async_trait;
 
-use super::pipeline::{JobSteps, MirrorSource, Pipeline, publish_error};
 use crate::forge::PublishConfig;
 use crate::forge::command::{Command, parse_command};
 use crate::forge::{Forge, ForgeKind};
@@ -26,6 +25,7 @@ use crate::gitlab::merge_request::{
 use crate::gitlab::{GitLabClient, GitLabError, GitLabMergeRequest, path_segment};
 use crate::llm::Secret;
 use crate::queue::{Job, JobError, ReviewTrigger};
+use crate::server::pipeline::{JobSteps, MirrorSource, Pipeline, publish_error};
 
 /// Runs GitLab merge request jobs.
 pub type GitLabRunner = Pipeline<GitLabSteps>;

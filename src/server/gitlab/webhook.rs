@@ -1,4 +1,4 @@
-//! `POST /gitlab/webhook`: GitLab's side of the intake ([`super::intake`]).
+//! `POST /gitlab/webhook`: GitLab's side of the intake ([`crate::server::intake`]).
 //!
 //! Invariants: every project has its own token ([`crate::gitlab::project_hook_token`],
 //! derived from `GITLAB_WEBHOOK_SECRET` and the project's id): a delivery is taken only
@@ -22,19 +22,19 @@ use serde::Deserialize;
 use serde_json::json;
 use tracing::{info, warn};
 
-use super::AppState;
-use super::body::CheckedByCaller;
-use super::intake::{
-    Answer, Headers, Refused, WebhookForge, bad_request, event_label, ignored_answer,
-    receive as intake, reply,
-};
-use super::metrics::DeliveryOutcome;
-use crate::forge::{ForgeEvent, ForgeKind, ThreadNote, UsageReply};
+use crate::forge::{Classified, ForgeEvent, ForgeKind, ThreadNote, UsageReply};
 use crate::gitlab::hook::{HookConfig, HookError, classify_gitlab_hook};
 use crate::gitlab::is_project_token;
 use crate::gitlab::own_user::OwnUser;
 use crate::gitlab::project_path::ProjectPaths;
 use crate::llm::Secret;
+use crate::server::AppState;
+use crate::server::body::CheckedByCaller;
+use crate::server::intake::{
+    Answer, Headers, Refused, WebhookForge, bad_request, event_label, ignored_answer,
+    receive as intake, reply,
+};
+use crate::server::metrics::DeliveryOutcome;
 use crate::text::logged;
 
 const TOKEN_HEADER: &str = "x-gitlab-token";
@@ -153,6 +153,7 @@ impl WebhookForge for GitLab {
         delivery_name: "X-Gitlab-Event-UUID",
     };
     type Check = CheckedByCaller;
+    type Unreadable = HookError;
 
     fn begin(
         &self,
@@ -189,13 +190,8 @@ impl WebhookForge for GitLab {
         }
     }
 
-    fn classify(
-        &self,
-        _: &AppState,
-        event: &str,
-        body: &[u8],
-    ) -> Result<(Option<String>, ForgeEvent), String> {
-        classify_gitlab_hook(event, body, &self.0.config).map_err(|err| err.to_string())
+    fn classify(&self, _: &AppState, event: &str, body: &[u8]) -> Result<Classified, HookError> {
+        classify_gitlab_hook(event, body, &self.0.config)
     }
 
     /// Refuses a change whose project path is not its project id's (when the server can

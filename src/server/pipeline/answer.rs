@@ -5,7 +5,7 @@
 //! `chat_max_replies` first and its tokens and cost in `/metrics` labelled by forge, and
 //! its dismissal (if any) recorded in the database, where later reviews read it. Each
 //! forge supplies only its own steps through [`AnswerSteps`] (GitHub:
-//! [`crate::server::thread_runner`], GitLab: [`crate::server::gitlab_notes`]).
+//! [`crate::server::github::answers`], GitLab: [`crate::server::gitlab::notes`]).
 //!
 //! Invariants: a comment id is claimed before any answer is posted, so redeliveries,
 //! storms and replicas answer it at most once (a failure after the claim is logged, not

@@ -1,4 +1,6 @@
 use super::*;
+use crate::queue::{ForgeKind, JobKind, NewJob, ReviewTrigger};
+use crate::server::delivery_job::job_of;
 use serde_json::{Value, json};
 
 fn pr_payload(action: &str, draft: bool) -> Value {
