@@ -100,6 +100,11 @@ const POSTGRES_MIGRATIONS: &[(i64, &str, &str)] = &[
         "store group",
         include_str!("../../migrations/postgres/0009_store_group.sql"),
     ),
+    (
+        10,
+        "claim in order",
+        include_str!("../../migrations/postgres/0010_claim_in_order.sql"),
+    ),
 ];
 
 /// How long start-up waits for PostgreSQL to take a connection. A refusal is retried within

@@ -277,3 +277,75 @@ fn own_outcome<T>(result: Result<T, QueueError>) -> Result<Result<T, QueueError>
 pub(super) fn millis_after(now: i64, duration: Duration) -> i64 {
     now.saturating_add(i64::try_from(duration.as_millis()).unwrap_or(i64::MAX))
 }
+
+#[cfg(test)]
+mod tests {
+    use sqlx::{Connection, Executor, PgConnection};
+
+    use super::job_columns;
+
+    use super::super::db::Db;
+    use crate::queue::QueueOptions;
+
+    /// On PostgreSQL the claim walks the live jobs' index in order and stops at the first job
+    /// it can take: a plain index scan, which marks the entries of dead row versions (every
+    /// superseded or finished job leaves one) as it passes. A bitmap scan never marks them, so
+    /// after a burst of pushes every claim would visit all of them until autovacuum came.
+    #[tokio::test]
+    async fn a_postgres_claim_walks_the_live_jobs_in_order() {
+        let Ok(base) = std::env::var("REDLINE_TEST_POSTGRES_URL") else {
+            eprintln!("skipped: REDLINE_TEST_POSTGRES_URL is not set");
+            return;
+        };
+        let schema = format!("claim_plan_{}", std::process::id());
+        let mut admin = PgConnection::connect(&base).await.expect("connect");
+        let create = format!("DROP SCHEMA IF EXISTS {schema} CASCADE; CREATE SCHEMA {schema}");
+        admin
+            .execute(sqlx::AssertSqlSafe(create))
+            .await
+            .expect("schema");
+        let separator = if base.contains('?') { '&' } else { '?' };
+        let url = format!("{base}{separator}options[search_path]={schema}");
+        let Db::Postgres(pool) = Db::connect(&url, &QueueOptions::default())
+            .await
+            .expect("migrated")
+        else {
+            panic!("a PostgreSQL URL opens PostgreSQL");
+        };
+        // Many jobs of the past and a few live ones, as the planner will meet them.
+        pool.execute(
+            "INSERT INTO jobs (delivery_id, forge, repo_full_name, installation_id, pr_number, \
+               kind, payload, state, max_attempts, run_at, created_at, updated_at) \
+             SELECT 'd' || n, 'github', 'o/r', 1, n % 64, 'review', '{}', \
+               CASE WHEN n > 5000 - 5 THEN 'queued' \
+                 WHEN n % 2 = 0 THEN 'superseded' ELSE 'succeeded' END, \
+               3, n, n, n \
+             FROM generate_series(1, 5000) AS n; \
+             ANALYZE jobs",
+        )
+        .await
+        .expect("jobs");
+        let plan: Vec<String> = sqlx::query_scalar(sqlx::AssertSqlSafe(format!(
+            "EXPLAIN {}",
+            claim_sql!("FOR UPDATE SKIP LOCKED")
+        )))
+        .bind("worker")
+        .bind(10_000_i64)
+        .bind(9_000_i64)
+        .fetch_all(&pool)
+        .await
+        .expect("plan");
+        pool.close().await;
+        let drop = format!("DROP SCHEMA {schema} CASCADE");
+        admin
+            .execute(sqlx::AssertSqlSafe(drop))
+            .await
+            .expect("drop");
+        let plan = plan.join("\n");
+        assert!(
+            plan.contains("Index Scan using jobs_runnable_in_order on jobs j"),
+            "{plan}"
+        );
+        assert!(!plan.contains("Bitmap") && !plan.contains("Sort"), "{plan}");
+    }
+}
