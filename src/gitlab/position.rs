@@ -129,8 +129,8 @@ fn placed(file: &FileChange, side: Side, line: u32) -> Option<Placed> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::forge::anchor::tests::finding;
     use crate::review::diff::{DiffLine, Hunk};
-    use crate::review::finding::{Category, Severity};
 
     fn changes() -> ChangeSet {
         let line = DiffLine::at;
@@ -142,22 +142,6 @@ mod tests {
             line(LineKind::Context, Some(6), Some(7), "}"),
         ];
         ChangeSet::modifying("src/a.rs", vec![Hunk::of(4, 4, lines)])
-    }
-
-    fn finding(start_line: u32, line: u32, side: Side) -> Finding {
-        Finding {
-            path: "src/a.rs".into(),
-            line,
-            start_line,
-            side,
-            severity: Severity::Major,
-            category: Category::Bug,
-            title: "t".into(),
-            body: "b".into(),
-            suggestion: Some("    fixed();\n".into()),
-            rule: None,
-            unverified: false,
-        }
     }
 
     fn refs() -> DiffRefs {

@@ -2,7 +2,7 @@
 //!
 //! The signature header is checked before the body is read (a missing or malformed one is
 //! refused at once); the body is then read within the request limits and hashed as it
-//! arrives ([`super::body`]). Nothing of the body is parsed before the signature matches.
+//! arrives ([`crate::server::body`]). Nothing of the body is parsed before the signature matches.
 //! Deliveries are read by the App's classifier ([`super::events::classify_app_delivery`]); a thread
 //! comment goes to the thread hook, a malformed command's usage to the command-reply hook.
 
