@@ -10,7 +10,9 @@
 //! summary, dismissals, commands, notices, rate limits, the `Forge` trait the flows publish
 //! through); [`github`] and [`gitlab`] hold their API clients, payload types and `Forge`
 //! implementations. `forge` and `flow` import neither forge, and neither forge imports the
-//! other (`tests/layering.rs` holds it).
+//! other; in the [`server`], the webhook intake and the job and answer pipelines are shared,
+//! and each forge's part (its webhook, job steps and answer steps) lives in `server/github/`
+//! or `server/gitlab/` (`tests/layering.rs` holds all of it).
 
 // Library code reports failures as errors; tests may unwrap.
 #![cfg_attr(
