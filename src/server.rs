@@ -25,6 +25,8 @@ pub mod cache;
 pub mod check_status;
 mod connection;
 mod delivery_job;
+mod forge_runner;
+pub use forge_runner::ForgeRunner;
 pub mod github;
 pub(crate) use github::events::CommandReply;
 pub mod gitlab;

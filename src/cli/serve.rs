@@ -22,6 +22,7 @@ use crate::gitlab::project_path::ProjectPaths;
 use crate::llm::Secret;
 use crate::llm::pricing::builtin_price;
 use crate::queue::{Queue, WorkerConfig, WorkerPool};
+use crate::server::ForgeRunner;
 use crate::server::check_status::{Checks, START_SWEEP_TIMEOUT, SWEEP_INTERVAL};
 use crate::server::github::answers::thread_comment_hook;
 use crate::server::github::runner::{GitHubSteps, ReviewRunner, command_reply_hook};
@@ -29,7 +30,7 @@ use crate::server::gitlab::runner::{GitLabRunner, GitLabSteps};
 use crate::server::limits::{
     descriptor_warning, parse_count, parse_duration, parse_rate, parse_size,
 };
-use crate::server::pipeline::{ForgeRunner, ModelFactory, Pipeline, RunnerSettings};
+use crate::server::pipeline::{ModelFactory, Pipeline, RunnerSettings};
 use crate::server::retention::{PRUNE_INTERVAL, spawn_pruner};
 use crate::server::{
     AppState, ConnectionLimits, GitLabHooks, Metrics, RequestLimits, gitlab_note_hook, memory,

@@ -358,28 +358,3 @@ pub(crate) fn send<'a, T>(
 ) -> std::pin::Pin<Box<dyn std::future::Future<Output = T> + Send + 'a>> {
     Box::pin(future)
 }
-
-/// Hands each job to its forge's pipeline; a job of a forge the server was not set up for
-/// fails for good (its settings are missing, a retry cannot help).
-pub struct ForgeRunner {
-    /// GitHub's pipeline, when the App is configured.
-    pub github: Option<Arc<super::github::runner::ReviewRunner>>,
-    /// GitLab's pipeline, when GitLab is configured.
-    pub gitlab: Option<Arc<super::gitlab::runner::GitLabRunner>>,
-}
-
-#[async_trait]
-impl JobRunner for ForgeRunner {
-    async fn run(&self, job: &Job, cancel: CancellationToken) -> Result<RunOutcome, JobError> {
-        let runner: Option<&dyn JobRunner> = match job.forge {
-            ForgeKind::GitHub => self.github.as_deref().map(|r| r as &dyn JobRunner),
-            ForgeKind::GitLab => self.gitlab.as_deref().map(|r| r as &dyn JobRunner),
-        };
-        match runner {
-            Some(runner) => runner.run(job, cancel).await,
-            None => Err(JobError::Permanent(
-                format!("this server is not set up for {} jobs", job.forge).into(),
-            )),
-        }
-    }
-}
