@@ -28,6 +28,7 @@ mod serve_forges;
 mod signals;
 mod steps;
 mod transcripts;
+mod workflow;
 
 use clap::{Parser, Subcommand};
 

@@ -10,12 +10,14 @@ use tokio_util::sync::CancellationToken;
 
 use super::ci_settings::ci_settings;
 use super::review::model_client;
+use super::workflow::{
+    escape_data, escape_property, is_missing_key, workflow_warning, workspace_commits,
+};
 use super::{ActionArgs, EXIT_ERROR, EXIT_FINDINGS, EXIT_OK, error_message};
 use crate::agent::events::EventSink;
-use crate::config::ConfigError;
 use crate::config::settings::Settings;
 use crate::flow;
-use crate::flow::pull::{CommitSource, PullCommits, load_commits};
+use crate::flow::pull::PullCommits;
 use crate::forge::Forge;
 use crate::forge::command::already_reviewed;
 use crate::forge::dismissed::Dismissals;
@@ -148,53 +150,6 @@ fn nothing_to_review(reason: &str) -> i32 {
 
 /// Why a fork's pull request was not reviewed, and what reviews it.
 const FORK_WITHOUT_KEY: &str = "not reviewed: this pull request comes from a fork, and GitHub gives a fork's workflow run no secrets, so there is no model API key. To review it, a maintainer comments `/redline review` on the pull request (that run has the secrets and only reads the fork's code), or install the Redline GitHub App, which reviews forks itself.";
-
-/// Whether settings failed for want of a model API key.
-pub(super) fn is_missing_key(error: &anyhow::Error) -> bool {
-    error.chain().any(|cause| {
-        matches!(
-            cause.downcast_ref::<ConfigError>(),
-            Some(ConfigError::MissingApiKey { .. })
-        )
-    })
-}
-
-/// The pull request's commits in the workflow's checkout (`GITHUB_WORKSPACE`, else the
-/// current directory); a shallow checkout is deepened until the history joining base and
-/// head is there (git's work, off the async workers).
-pub(crate) async fn workspace_commits(
-    base: &str,
-    head: &str,
-    last: Option<&str>,
-    token: &Secret,
-) -> anyhow::Result<PullCommits> {
-    let workspace_dir = match crate::config::env_var("GITHUB_WORKSPACE") {
-        Some(dir) => PathBuf::from(dir),
-        None => std::env::current_dir()?,
-    };
-    let (base, head) = (base.to_string(), head.to_string());
-    let (last, token) = (last.map(str::to_string), token.clone());
-    tokio::task::spawn_blocking(move || {
-        let root = crate::repo::discover(&workspace_dir)?;
-        let source = CommitSource::Checkout {
-            root: &root,
-            remote: "origin",
-        };
-        Ok(load_commits(
-            source,
-            &base,
-            &head,
-            last.as_deref(),
-            Some(&token),
-        )?)
-    })
-    .await?
-}
-
-/// Shows `text` as a warning of the workflow run.
-pub(super) fn workflow_warning(text: &str) {
-    println!("::warning::Redline: {}", escape_data(text));
-}
 
 /// Reviews what is new, publishes it (or, on a read-only token, annotates it) and sets
 /// the step's outputs and exit code.
@@ -413,27 +368,4 @@ fn append(path: &str, text: &str) -> anyhow::Result<()> {
         .with_context(|| format!("cannot write {path}"))?;
     file.write_all(text.as_bytes())
         .with_context(|| format!("cannot write {path}"))
-}
-
-/// Workflow-command escaping of a message.
-pub(super) fn escape_data(text: &str) -> String {
-    text.replace('%', "%25")
-        .replace('\r', "%0D")
-        .replace('\n', "%0A")
-}
-
-/// Workflow-command escaping of a property value.
-fn escape_property(text: &str) -> String {
-    escape_data(text).replace(':', "%3A").replace(',', "%2C")
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn workflow_commands_are_escaped() {
-        assert_eq!(escape_data("a\nb%"), "a%0Ab%25");
-        assert_eq!(escape_property("x:y,z"), "x%3Ay%2Cz");
-    }
 }

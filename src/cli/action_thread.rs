@@ -3,9 +3,9 @@
 //! answer's marker in the thread and posts nothing. Dismissals go to the summary comment's
 //! hidden marker, where later runs of the Action read them.
 
-use super::action::{escape_data, is_missing_key, workflow_warning, workspace_commits};
 use super::ci_settings::ci_settings;
 use super::review::model_client;
+use super::workflow::{escape_data, is_missing_key, workflow_warning, workspace_commits};
 use super::{ActionArgs, EXIT_OK};
 use crate::agent::events::EventSink;
 use crate::flow;
