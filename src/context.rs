@@ -25,6 +25,7 @@
 
 mod excerpt;
 mod listing;
+mod marks;
 mod measure;
 mod message;
 pub(crate) mod moves;

@@ -28,13 +28,8 @@ use std::collections::{HashMap, HashSet};
 use crate::llm::tokens::{ModelLimits, TokenCounter};
 use crate::llm::{Message, ToolCall};
 
+use super::marks::{CUT_MARKER, STUB_SUFFIX, is_stub, pointer_target};
 use super::thousands;
-
-/// The end of every elision stub; also how a stub is recognised.
-pub(crate) const STUB_SUFFIX: &str = "elided: call again if needed]";
-
-/// The start of the note left where an oversized observation was cut.
-pub(crate) const CUT_MARKER: &str = "[… cut ";
 
 /// Tokens set aside for the cut note.
 const CUT_NOTE_TOKENS: usize = 48;
@@ -201,7 +196,7 @@ impl Pruner {
         // A new pointer promises the model that the result it names is in view.
         let pointed_to: HashSet<&str> = history[seen_until..]
             .iter()
-            .filter_map(|m| super::reads::pointer_target(m.text()))
+            .filter_map(|m| pointer_target(m.text()))
             .collect();
         let candidates: Vec<Candidate> = tools[..floor_from]
             .iter()
@@ -325,7 +320,7 @@ fn elide(
             content,
             ..
         } = message
-            && super::reads::pointer_target(content).is_some_and(|t| gone.contains(t))
+            && pointer_target(content).is_some_and(|t| gone.contains(t))
         {
             let what = descriptions.get(call_id.as_str()).unwrap_or(name);
             *content = stub(what, tokens.text[index]);
@@ -333,11 +328,6 @@ fn elide(
         }
     }
     removed
-}
-
-/// Whether an observation is already an elision stub.
-pub(crate) fn is_stub(content: &str) -> bool {
-    content.starts_with('[') && content.ends_with(STUB_SUFFIX)
 }
 
 /// Every tool call of the history by id.

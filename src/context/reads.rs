@@ -5,7 +5,7 @@
 
 use crate::llm::{Message, ToolCall};
 
-use super::prune::{CUT_MARKER, is_stub};
+use super::marks::{CUT_MARKER, POINTER_SUFFIX, is_pointer, is_stub};
 
 /// Answers repeated `read_file` calls with a pointer to the earlier result.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -141,23 +141,6 @@ fn result_in_view(history: &[Message], id: &str) -> bool {
         }
         _ => false,
     })
-}
-
-/// Whether a result is itself a pointer to another one.
-fn is_pointer(content: &str) -> bool {
-    content.starts_with('[') && content.ends_with(POINTER_SUFFIX)
-}
-
-/// The end of every pointer.
-const POINTER_SUFFIX: &str = "above, still in view]";
-
-/// The call id a pointer refers to, when `content` is a pointer.
-pub(crate) fn pointer_target(content: &str) -> Option<&str> {
-    if !is_pointer(content) {
-        return None;
-    }
-    let before = content.strip_suffix(POINTER_SUFFIX)?.trim_end();
-    before.rsplit_once(" call ").map(|(_, id)| id)
 }
 
 /// Whether the tool or the pruner shortened the result.
