@@ -102,21 +102,11 @@ impl fmt::Display for FailOn {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::review::finding::{Category, Side};
 
     fn finding(severity: Severity) -> Finding {
         Finding {
-            path: "a.rs".into(),
-            line: 1,
-            start_line: 1,
-            side: Side::Right,
             severity,
-            category: Category::Bug,
-            title: "t".into(),
-            body: "b".into(),
-            suggestion: None,
-            rule: None,
-            unverified: false,
+            ..Finding::on_lines("a.rs", 1, 1)
         }
     }
 
